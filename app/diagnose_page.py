@@ -37,6 +37,7 @@ from scalesim.diagnosis_text import (
 from scalesim.errors import ScalesimError
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
+    P2P_OVERLAP_HELP,
     RECOMPUTE_STYLE_HELP,
     RECOMPUTE_STYLE_LABELS,
     SHARD_GROUP_HELP,
@@ -116,13 +117,14 @@ def runs_report(text: str, name: str, params: float | None, critical: float | No
                 recompute_style: str | None = None, tp_overlap: bool = False,
                 smi: tuple[str, str] | None = None, workload_text: str | None = None,
                 strategy: str | None = None, zero_framework: str | None = None,
-                grad_sync: str | None = None, shard_group: int | None = None) -> Report:
+                grad_sync: str | None = None, shard_group: int | None = None,
+                p2p_overlap: bool = True) -> Report:
     """``scalesim diagnose`` of the runs file ``text`` (named ``name``) with its options
     (``DiagnoseOptions``: parameters, bytes per gradient element on the wire, critical batch in
-    samples, device counts, the runs' transformer preset and GPU, the framework's recompute style
-    and TP overlap; an uploaded workload JSON: its name and ``workload_text``; how the runs
-    exchanged: ZeRO strategy, framework, gradient sync, hybrid shard group) and the nvidia-smi
-    log ``smi`` (name, CSV text) attached."""
+    samples, device counts, the runs' transformer preset and GPU, the framework's recompute style,
+    TP overlap and pipeline-send overlap; an uploaded workload JSON: its name and
+    ``workload_text``; how the runs exchanged: ZeRO strategy, framework, gradient sync, hybrid
+    shard group) and the nvidia-smi log ``smi`` (name, CSV text) attached."""
     from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
     from scalesim.runs import parse_runs_text
 
@@ -130,7 +132,7 @@ def runs_report(text: str, name: str, params: float | None, critical: float | No
         params=params, wire_bytes=wire_bytes, critical_batch=critical, extrapolate=extrapolate,
         workload=workload, gpu=gpu, recompute_style=recompute_style, tp_overlap=tp_overlap,
         workload_text=workload_text, strategy=strategy, zero_framework=zero_framework,
-        grad_sync=grad_sync, shard_group=shard_group)
+        grad_sync=grad_sync, shard_group=shard_group, p2p_overlap=p2p_overlap)
     log = _smi_report(smi)
     return diagnose_request(options, runs=parse_runs_text(text, name), smi=log)
 
@@ -536,7 +538,11 @@ def _runs_options() -> dict:
                              format_func=RECOMPUTE_STYLE_LABELS.get, key="dg_recompute_style",
                              help=RECOMPUTE_STYLE_HELP)
         overlap = c3.toggle("Tensor-parallel overlap", key="dg_tp_overlap", help=TP_OVERLAP_HELP)
-        options.update(workload=workload, gpu=gpu, recompute_style=style, tp_overlap=overlap)
+        # the split layouts' interleaved sends (--p2p-overlap; on: Megatron-Core's default)
+        p2p = c3.toggle("Pipeline sends overlap compute (interleaved)", value=True,
+                        key="dg_p2p_overlap", help=P2P_OVERLAP_HELP)
+        options.update(workload=workload, gpu=gpu, recompute_style=style, tp_overlap=overlap,
+                       p2p_overlap=p2p)
     return options
 
 

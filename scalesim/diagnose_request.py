@@ -1,7 +1,8 @@
 """One diagnosis request, as ``scalesim diagnose`` and the app's Diagnose page both make it.
 
 The options a runs file's diagnosis takes (``DiagnoseOptions``: the CLI's --params, --wire-bytes,
---critical-batch, --extrapolate, --workload, --gpu, --recompute-style, --tp-overlap, --strategy,
+--critical-batch, --extrapolate, --workload, --gpu, --recompute-style, --tp-overlap,
+--p2p-overlap, --strategy,
 --zero-framework, --grad-sync, --shard-group), the
 one-line refusals of combinations that would change nothing (``check_sources``), and the
 request itself (``diagnose_request``): the runs' model, ``diagnose_runs`` or ``diagnose_traces``,
@@ -30,7 +31,8 @@ class DiagnoseOptions:
     counts to extrapolate to (None: 2x, 4x, 8x the largest run); ``workload``: the runs'
     transformer, a preset name or a workload JSON path (or an upload's name, with its contents
     in ``workload_text``); ``gpu``: its GPU as the presets name it;
-    ``recompute_style`` (None: the default) and ``tp_overlap``: the runs' framework, for the
+    ``recompute_style`` (None: the default), ``tp_overlap`` and ``p2p_overlap`` (False: its
+    interleaved pipeline sends block, ``--p2p-overlap off``): the runs' framework, for the
     split-the-model remedy's layouts; ``strategy``, ``zero_framework``, ``grad_sync`` (None: ddp,
     fsdp, every-micro-step; traces read the strategy off their collectives and the gradient
     sync off their micro-steps, ``trace_diagnosis.diagnose_traces``): how the runs exchanged
@@ -52,6 +54,7 @@ class DiagnoseOptions:
     zero_framework: str | None = None
     grad_sync: str | None = None
     shard_group: int | None = None
+    p2p_overlap: bool = True
 
     def exchange(self):
         """How the runs exchanged (``fit_runs.RunsExchange``; ScalesimError for a name or pair it
@@ -68,7 +71,8 @@ class DiagnoseOptions:
             ("--critical-batch", self.critical_batch, None),
             ("--extrapolate", self.extrapolate, None), ("--workload", self.workload, None),
             ("--gpu", self.gpu, None), ("--recompute-style", self.recompute_style, None),
-            ("--tp-overlap", self.tp_overlap, False), ("--strategy", self.strategy, None),
+            ("--tp-overlap", self.tp_overlap, False), ("--p2p-overlap off", self.p2p_overlap, True),
+            ("--strategy", self.strategy, None),
             ("--zero-framework", self.zero_framework, None),
             ("--grad-sync", self.grad_sync, None), ("--shard-group", self.shard_group, None))
             if value != default]
@@ -94,6 +98,9 @@ def check_sources(options: DiagnoseOptions, runs: bool, traces: bool, smi: bool)
     if options.tp_overlap and options.workload is None:
         raise ScalesimError("--tp-overlap is for --workload (the runs' transformer): the "
                             "split-the-model remedy's layouts with tp > 1 use it")
+    if not options.p2p_overlap and options.workload is None:
+        raise ScalesimError("--p2p-overlap off is for --workload (the runs' transformer): the "
+                            "split-the-model remedy's interleaved layouts use it")
     if options.gpu is not None and options.workload is None:
         raise ScalesimError("--gpu is for --workload (the runs' transformer); give both")
     sharded = options.strategy not in (None, "ddp")
@@ -144,7 +151,8 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
         report = diagnose_runs(runs, options.params, options.wire_bytes, options.critical_batch,
                                extrapolate, transformer=model,
                                recompute_style=options.recompute_style or DEFAULT_RECOMPUTE_STYLE,
-                               tp_overlap=options.tp_overlap, exchange=options.exchange())
+                               tp_overlap=options.tp_overlap, exchange=options.exchange(),
+                               p2p_overlap=options.p2p_overlap)
     if smi is not None:
         from scalesim.sources.nvidia_smi import attach_to_report
 

@@ -229,14 +229,14 @@ TRACED_ACCUMULATION_TITLE = ("Accumulate gradients over {after} micro-steps (the
 
 def model_remedies(profile, scenario, devices: int, cause: str | tuple[str, ...],
                    nominal_links: bool = False,
-                   split_tp_overlap: bool | None = None, nominal_batch: bool = False,
+                   split_framework: dict | None = None, nominal_batch: bool = False,
                    decisive_gain: float | None = None,
                    split_layout: dict | None = None,
                    traced_micro_steps: int | None = None) -> tuple[Remedy | None, list[Remedy]]:
     """All seed remedies at ``devices`` ranked by the model, and the first one to try.
-    ``split_tp_overlap``: the framework's tensor-parallel overlap in the split-the-model
-    remedy's layouts (``remedies.rank_remedies``; None: the scenario's). ``decisive_gain``:
-    the least gain a first remedy needs, where the caller has it for its report already
+    ``split_framework``: the framework's tensor-parallel and pipeline-send overlap in the
+    split-the-model remedy's layouts (``remedies.rank_remedies``; None: the scenario's).
+    ``decisive_gain``: the least gain a first remedy needs, where the caller has it for its report already
     (None: ``least_decisive_gain`` of ``profile`` and ``scenario``).
 
     ``nominal_links``: the profile's bandwidths rest on a nominal gradient size, so titles say
@@ -250,7 +250,7 @@ def model_remedies(profile, scenario, devices: int, cause: str | tuple[str, ...]
     from scalesim.remedies import rank_remedies, split_change
 
     # the runs or traces were examined for input waits: no input pipeline means none was found
-    _, ranked = rank_remedies(profile, scenario, devices, split_tp_overlap=split_tp_overlap,
+    _, ranked = rank_remedies(profile, scenario, devices, split_framework=split_framework,
                               stall_examined=True, relative_links=nominal_links,
                               split_layout=split_layout)
     remedies = []

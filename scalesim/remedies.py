@@ -259,10 +259,10 @@ def _fitting_split(profile: Profile, scenario: Scenario, now: Prediction):
 
 
 def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
-                split_tp_overlap: bool | None = None, stall_examined: bool = False,
+                split_framework: dict | None = None, stall_examined: bool = False,
                 relative_links: bool = False, split_layout: dict | None = None):
     """(key, title, scenario, profile, reason-if-not-applicable, caveat) for each remedy;
-    ``split_tp_overlap``, ``stall_examined``, ``relative_links`` and ``split_layout`` as
+    ``split_framework``, ``stall_examined``, ``relative_links`` and ``split_layout`` as
     ``rank_remedies``'."""
     strong = scenario.global_batch is not None
     b = now.micro_batch
@@ -340,7 +340,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         split = "" if fit_reason else f" ({b} x {k} -> {fb} x {fk}; same global batch)"
         out.append(("fit_memory", f"Smaller micro-batches, more accumulation{split}", fit_scn,
                     profile, fit_reason, "same global batch in smaller micro-steps"))
-    out.append(_split_model(profile, scenario, now, split_tp_overlap, split_layout))
+    out.append(_split_model(profile, scenario, now, split_framework, split_layout))
     out.append(_attention_kernel(profile, scenario))
     out.append(_fp8(profile, scenario))
     out.append(_tp_overlap(profile, scenario))
@@ -525,13 +525,15 @@ def split_change(scenario: Scenario, title: str) -> dict:
 
 
 def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
-                 tp_overlap: bool | None = None, split_layout: dict | None = None):
+                 framework: dict | None = None, split_layout: dict | None = None):
     """The "split the model" candidate: where it helps (the model does not fit, or the exposed
     data-parallel exchange is DP_EXCHANGE_SHARE of the step or more), the planner's best split
     layout at the same devices and global batch. A calibrated profile's parameter-count
     workload is split as the transformer its curve timed (``layout_predict.with_measured_shape``,
-    as ``predict`` then splits it). ``tp_overlap``: the framework's tensor-parallel overlap in
-    the split layouts (their tp > 1; None: the scenario's ``ScenarioLayout.tp_overlap``).
+    as ``predict`` then splits it). ``framework``: ``ScenarioLayout`` fields of the framework
+    the split layouts run under, which a data-parallel scenario cannot say (``tp_overlap``,
+    where they have tp > 1, §14; ``p2p_overlap``, where they interleave, §15); None: the
+    scenario's.
     ``split_layout``: the layout to try (``split_change``), instead of searching for the best."""
     from scalesim import layout_predict as lp
 
@@ -560,8 +562,8 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
         title = split_layout["title"]
     else:
         try:
-            asked = scenario if tp_overlap is None else scenario.model_copy(update={
-                "layout": lp.layout_of(scenario).model_copy(update={"tp_overlap": tp_overlap})})
+            asked = scenario if framework is None else scenario.model_copy(update={
+                "layout": lp.layout_of(scenario).model_copy(update=framework)})
             split_scn, title = best_split(shaped, asked, now)
         except ScalesimError as exc:
             return ("split_model", title, scenario, profile, f"no split layout: {exc}", "")
@@ -794,16 +796,16 @@ def _loader_reason(now: Prediction, stall_examined: bool = False) -> str:
 
 
 def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective: str = "auto",
-                  split_tp_overlap: bool | None = None, stall_examined: bool = False,
+                  split_framework: dict | None = None, stall_examined: bool = False,
                   relative_links: bool = False, split_layout: dict | None = None):
     """Baseline prediction at ``devices`` and every remedy, the best remedy first.
 
     ``objective``: "time" (time to train or to quality, large-batch penalty included), "throughput",
     or "auto" (time when the scenario gives a training length or E_min, else throughput).
-    ``split_tp_overlap``: whether the framework overlaps the tensor-parallel collectives in the
-    layouts "split the model" tries, where the scenario itself has no tensor parallelism to say
-    it (diagnose's data-parallel runs: ``--tp-overlap``); None: the scenario's
-    ``ScenarioLayout.tp_overlap``. ``stall_examined``: the profile was fitted to measured runs or
+    ``split_framework``: ``ScenarioLayout`` fields of the framework (``tp_overlap``,
+    ``p2p_overlap``) in the layouts "split the model" tries, where the scenario itself has no
+    tensor or pipeline parallelism to say them (diagnose's data-parallel runs: ``--tp-overlap``,
+    ``--p2p-overlap``); None: the scenario's. ``stall_examined``: the profile was fitted to measured runs or
     traces that were examined for input waits (diagnose), so a profile without an input
     pipeline means none was found, not none measured (the loader remedy's reason).
     ``relative_links``: a link remedy's title gives its bandwidth as a multiple of the fitted
@@ -824,7 +826,7 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     stalled = data_stall_share(now) >= DATA_STALL_SHARE
     results = []
     for key, title, scn, prof, reason, caveat, *hardware in _candidates(
-            profile, scenario, now, split_tp_overlap, stall_examined, relative_links,
+            profile, scenario, now, split_framework, stall_examined, relative_links,
             split_layout):  # a faster network's candidate names its hardware (7th)
         if reason:
             results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, reason))

@@ -453,7 +453,7 @@ def _undetermined_cause(fit, step, work, measured: dict, shares: dict, parts: di
 def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
                   critical_batch: float | None = None, extrapolate_to: list[int] | None = None,
                   transformer=None, recompute_style: str = DEFAULT_RECOMPUTE_STYLE,
-                  tp_overlap: bool = False, exchange=None) -> Report:
+                  tp_overlap: bool = False, exchange=None, p2p_overlap: bool = True) -> Report:
     """Fit, find the knee, name the cause and the first remedy for measured ``runs``.
 
     ``transformer`` (``scalesim.runs_model.RunsModel``): the transformer the runs trained and their
@@ -464,9 +464,12 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     layouts of the split-the-model remedy; it needs ``transformer``. ``tp_overlap``: the runs' framework
     overlaps the tensor-parallel collectives with the matmuls (``ScenarioLayout.tp_overlap``),
     for that remedy's layouts with tp > 1 (the runs themselves have no tensor parallelism); it
-    needs ``transformer`` too. ``exchange`` (``fit_runs.RunsExchange``, None: DDP): how the runs
-    exchanged over their data-parallel ranks (ZeRO stage, framework, gradient sync); the fit,
-    the memory and every remedy start from it (FSDP's blocks: the transformer's layers)."""
+    needs ``transformer`` too. ``p2p_overlap`` False: the runs' framework's interleaved pipeline
+    sends block (``ScenarioLayout.p2p_overlap``, ``--p2p-overlap off``), for that remedy's
+    interleaved layouts; it needs ``transformer`` too. ``exchange`` (``fit_runs.RunsExchange``,
+    None: DDP): how the runs exchanged over their data-parallel ranks (ZeRO stage, framework,
+    gradient sync); the fit, the memory and every remedy start from it (FSDP's blocks: the
+    transformer's layers)."""
     from scalesim.bounds import check_number, check_values
     from scalesim.fit_runs import (
         DDP_EXCHANGE,
@@ -489,17 +492,19 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     if (early_stop_of(recompute_style) or op_sac_of(recompute_style)) and transformer is None:
         raise ScalesimError(f"recompute_style {recompute_style}: it applies to the runs' "
                             "transformer (diagnose --workload); give the workload or drop it")
-    if not isinstance(tp_overlap, bool | np.bool_):
-        raise ScalesimError(f"tp_overlap: expected true or false, got {tp_overlap!r}")
-    if tp_overlap and transformer is None:
-        raise ScalesimError("tp_overlap: it applies to the split layouts of the runs' "
-                            "transformer (diagnose --workload); give the workload or drop it")
+    for name, value, default in (("tp_overlap", tp_overlap, False),
+                                 ("p2p_overlap", p2p_overlap, True)):
+        if not isinstance(value, bool | np.bool_):
+            raise ScalesimError(f"{name}: expected true or false, got {value!r}")
+        if value != default and transformer is None:
+            raise ScalesimError(f"{name}: it applies to the split layouts of the runs' "
+                                "transformer (diagnose --workload); give the workload or drop it")
     runs = thin(runs)
     measured = runs  # as given: devices and servers (the model split's, where the runs split it)
     split_note = ""
     if runs.replica_devices > 1:  # fitted as data-parallel runs of model replicas
         runs, extrapolate_to, split_note = _as_replicas(runs, transformer, extrapolate_to,
-                                                        tp_overlap, recompute_style)
+                                                        tp_overlap, recompute_style, p2p_overlap)
     if transformer is not None and nouns_for(runs.device_name).cpu:
         raise ScalesimError(f"the runs ran on CPU processes (device '{measured.device_name}'); "
                             "--workload predicts their transformer on a GPU (--gpu): drop "
@@ -689,7 +694,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         prof, scn, at = fitted_profile(one_fit, runs, **fitted, model=transformer)
         first, remedies = model_remedies(prof, scn, at, (cause.key, *cause.rivals),
                                          nominal_links=not fit.params_known,
-                                         split_tp_overlap=bool(tp_overlap),
+                                         split_framework={"tp_overlap": bool(tp_overlap),
+                                                          "p2p_overlap": bool(p2p_overlap)},
                                          decisive_gain=decisive, split_layout=split_layout)
         if _parameters_alone(prof, remedies, exchange, gpu_memory_bytes, transformer):
             first = first_remedy(remedies, (cause.key, *cause.rivals), decisive)
@@ -895,20 +901,22 @@ def refuse_beyond_peak(runs, transformer) -> None:
 
 
 def _as_replicas(runs, transformer, extrapolate_to: list[int] | None, tp_overlap: bool = False,
-                 recompute_style: str = DEFAULT_RECOMPUTE_STYLE):
+                 recompute_style: str = DEFAULT_RECOMPUTE_STYLE, p2p_overlap: bool = True):
     """(replica runs, the extrapolation's replica counts, the report's note) of ``runs`` that
     split the model (``runs.replica_runs``). ``extrapolate_to``: device counts, each a whole
     number of replicas. The runs' transformer (``transformer``) gives their parameter count
     and MFU only: the layout model predicts data-parallel runs, so the options of its layouts
-    (``tp_overlap``, ``recompute_style``) are refused."""
+    (``tp_overlap``, ``recompute_style``, ``p2p_overlap`` off) are refused."""
     from scalesim.fit_runs import unfilled_servers
     from scalesim.runs import replica_runs
 
     replicas = replica_runs(runs)
     split, m = replicas.replica_split, runs.replica_devices
     words = nouns_for(runs.device_name)
-    if transformer is not None and (tp_overlap or recompute_style != DEFAULT_RECOMPUTE_STYLE):
-        flag = "--tp-overlap" if tp_overlap else f"--recompute-style {recompute_style}"
+    if transformer is not None and (tp_overlap or recompute_style != DEFAULT_RECOMPUTE_STYLE
+                                    or not p2p_overlap):
+        flag = ("--tp-overlap" if tp_overlap else "--p2p-overlap off" if not p2p_overlap
+                else f"--recompute-style {recompute_style}")
         raise ScalesimError(f"the runs split the model ({split}); {flag} is for the layouts of "
                             "the split-the-model remedy, which runs fitted as model replicas do "
                             "not get (another split is scalesim plan --workload's question): "

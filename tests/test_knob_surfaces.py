@@ -1,17 +1,22 @@
 """The layout knobs on every surface that takes a layout (session 41): ``--p2p-overlap`` (one
 row of ``bounds.LAYOUT_KNOBS``, docs/model.md §15 "Interleaved sends overlap compute") as a
-sweep axis, ``--p2p-overlap-values on,off``, whose rows are predict's; refused in one line
-where it cannot change a row."""
+sweep axis, ``--p2p-overlap-values on,off``, whose rows are predict's, and on diagnose (and its
+app page) for the split-the-model remedy's layouts, which the planner then ranks with blocking
+sends; refused in one line where it cannot change a number."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import diagnose_cases as cases
 import pytest
-from cli_harness import run_cli
+from cli_harness import kept_diagnoses, run_cli
 
 from scalesim.layout import P2P_OVERLAP_NEEDS_INTERLEAVED
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
-from scalesim.schemas import Scenario, ScenarioLayout
+from scalesim.remedies import best_split
+from scalesim.schemas import Profile, Scenario, ScenarioLayout
 from scalesim.sweep import sweep
 
 # Llama 3 8B on 4 GPUs of a DGX H100, one sequence a micro-batch, 8 micro-batches a step, two
@@ -62,3 +67,115 @@ def test_the_axis_is_refused_in_one_line_where_it_changes_nothing(capsys, argv, 
     assert words in err, err
     if "virtual" in words:  # the fix names the axis's value, not the one-value flag
         assert "drop 'off' from --p2p-overlap-values" in err, err
+
+
+@pytest.fixture(scope="module")
+def gpt_runs(tmp_path_factory):
+    """GPT 1.7B at 1 sequence per GPU on 8-32 A100 PCIe 80GB over 100 Gb/s Ethernet
+    (tests/test_diagnose_model.py's runs): the exchange dominates, so splitting the model is a
+    remedy; with the sends overlapped its best split is dp 4 x tp 2 x pp 4, interleaved."""
+    profile = resolve_profile(None, "pcie-8gpu-100gbe", "gpt-1.7b")
+    path = tmp_path_factory.mktemp("runs") / "runs.csv"
+    path.write_text(cases.to_csv(cases._rows(profile, Scenario(devices=[8, 16, 32],
+                                                                micro_batch=1))))
+    return str(path)
+
+
+def test_diagnose_plans_the_split_remedy_with_blocking_sends(capsys, monkeypatch, gpt_runs):
+    """``diagnose --workload gpt-1.7b --gpu 'A100 PCIe 80GB' --p2p-overlap off``: the split
+    remedy is the planner's best of the fitted scenario with blocking sends
+    (``best_split`` of it, as ``scalesim plan --p2p-overlap off`` ranks), not the interleaved
+    dp 4 x tp 2 x pp 4 that overlapped sends make best, which blocking sends make slower than
+    the split chosen. Before: 'unrecognized arguments: --p2p-overlap off' (the split priced
+    with overlapped sends whatever the framework)."""
+    made = kept_diagnoses(monkeypatch)
+    code, out, err = run_cli(capsys, ["diagnose", gpt_runs, "--workload", "gpt-1.7b", "--gpu",
+                                      "A100 PCIe 80GB", "--wire-bytes", "2", "--p2p-overlap",
+                                      "off", "--json"])
+    assert code == 0, err
+    split = next(r for r in made[0].remedies if r.key == "split_model")
+    assert split.applicable
+    profile = Profile.model_validate(made[0].details["fitted_profile"])
+    scenario = Scenario.model_validate(made[0].details["fitted_scenario"])
+    blocking = scenario.model_copy(update={"layout": ScenarioLayout(p2p_overlap=False)})
+    now = predict(profile, scenario)[0]
+    want, title = best_split(profile, blocking, now)
+    assert split.title == title and "interleaved" not in title
+    assert split.split_layout["layout"] == want.layout.model_dump(mode="json")
+    # the split the overlapped sends pick, run with blocking sends: slower than the one chosen
+    overlapped, _ = best_split(profile, scenario, now)
+    assert overlapped.layout.schedule == "interleaved"
+    slow = overlapped.model_copy(update={"layout": overlapped.layout.model_copy(
+        update={"p2p_overlap": False})})
+    assert predict(profile, slow)[0].step_time_s > predict(profile, want)[0].step_time_s
+    assert split.gain == pytest.approx(
+        predict(profile, want)[0].samples_per_s / now.samples_per_s - 1, rel=1e-9)
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["RUNS"], "--p2p-overlap off is for --workload (the runs' transformer)"),
+    (["--trace", "RUNS"], "--p2p-overlap off: for a runs file"),
+])
+def test_diagnose_refuses_blocking_sends_where_no_layout_is_split(capsys, gpt_runs, argv,
+                                                                  words):
+    """Without the runs' transformer no layout is split, and traces show their own sends: one
+    line, exit 2, before a file is read."""
+    argv = [gpt_runs if a == "RUNS" else a for a in argv]
+    code, out, err = run_cli(capsys, ["diagnose", *argv, "--p2p-overlap", "off"])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert words in err, err
+
+
+def test_runs_that_split_the_model_refuse_blocking_sends():
+    """Runs that split the model are fitted as replicas: their sends are part of a replica's
+    fitted compute, and no split layout is tried, so --p2p-overlap off changes nothing there:
+    one line, as --tp-overlap (tests/test_diagnose_model_split.py's tp 8 runs)."""
+    from scalesim.errors import ScalesimError
+    from scalesim.runs import parse_runs_text
+    from scalesim.runs_diagnosis import diagnose_runs
+    from scalesim.runs_model import runs_model
+
+    runs = parse_runs_text("devices,nodes,step_time_s,global_batch,tp\n8,1,16.0,64,8\n"
+                           "16,2,17.6,128,8\n32,4,19.2,256,8\n", "r.csv")
+    with pytest.raises(ScalesimError, match="--p2p-overlap off is for the layouts of the "
+                                            "split-the-model remedy"):
+        diagnose_runs(runs, transformer=runs_model("llama3-8b", "H100 SXM"), p2p_overlap=False)
+    with pytest.raises(ScalesimError, match="p2p_overlap: it applies to the split layouts"):
+        diagnose_runs(runs, p2p_overlap=False)  # no model: nothing to split
+
+
+def _diagnose_page():
+    from scalesim.app.diagnose_page import render
+
+    render()
+
+
+def test_the_diagnose_page_takes_blocking_sends_as_the_cli(capsys, tmp_path, monkeypatch,
+                                                           gpt_runs):
+    """The Diagnose page's "Pipeline sends overlap compute" toggle (shown with the runs'
+    transformer, on by default) is ``--p2p-overlap``: off, the page's report is the CLI's with
+    ``--p2p-overlap off``, its split not interleaved. Before: no such toggle (the page priced
+    the split with overlapped sends whatever the framework)."""
+    from app_harness import TIMEOUT_S, run_clean
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.chdir(tmp_path)  # the CLI names the runs 'runs.csv', as the page the upload
+    text = Path(gpt_runs).read_text()
+    (tmp_path / "runs.csv").write_text(text)
+    at = run_clean(AppTest.from_function(_diagnose_page, default_timeout=TIMEOUT_S))
+    at.file_uploader(key="dg_runs").set_value(("runs.csv", text.encode(), "text/csv"))
+    at.selectbox(key="dg_wire").set_value(2.0)
+    at.selectbox(key="dg_workload").set_value("gpt-1.7b")
+    run_clean(at)
+    at.selectbox(key="dg_gpu").set_value("A100-PCIe 80GB")
+    assert at.toggle(key="dg_p2p_overlap").value is True
+    at.toggle(key="dg_p2p_overlap").set_value(False)
+    run_clean(at)
+    assert not at.error
+    page = next(c.value for c in at.code if c.value.startswith("Diagnosis of"))
+    code, out, err = run_cli(capsys, ["diagnose", "runs.csv", "--workload", "gpt-1.7b", "--gpu",
+                                      "A100-PCIe 80GB", "--wire-bytes", "2", "--p2p-overlap",
+                                      "off"])
+    assert code == 0, err
+    assert page == out.rstrip("\n")
+    assert "Split the model: dp 8 x tp 1 x pp 4 (zero bubble)" in page

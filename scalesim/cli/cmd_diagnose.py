@@ -17,6 +17,7 @@ EXAMPLE = """examples:
   scalesim diagnose runs.csv --workload gpt-7.5b --gpu "A100 40GB"   # remedies incl. splitting it
   scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --recompute-style early-stop
   scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --tp-overlap  # Megatron TP comm overlap
+  scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --p2p-overlap off  # blocking sends
   scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --strategy zero3  # FSDP FULL_SHARD runs
   scalesim diagnose runs.csv --strategy zero3 --shard-group 8   # FSDP HYBRID_SHARD, 8 ranks a shard
 
@@ -30,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from scalesim.bounds import flag_type
     from scalesim.cli.options import (
         add_grad_sync_argument,
+        add_p2p_overlap_argument,
         add_recompute_style_argument,
         add_shard_group_argument,
         add_strategy_argument,
@@ -67,6 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "with --workload: the runs' framework, for the split-the-model remedy's layouts")
     add_recompute_style_argument(framework)
     add_tp_overlap_argument(framework)
+    add_p2p_overlap_argument(framework)
     exchange = p.add_argument_group(
         "how the runs exchanged over their data-parallel ranks (default: PyTorch DDP)")
     add_strategy_argument(exchange)
@@ -77,6 +80,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scalesim.cli.options import p2p_overlap_of
     from scalesim.diagnose_request import DiagnoseOptions, check_sources, diagnose_request
     from scalesim.jsonio import to_json_text
 
@@ -85,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         extrapolate=tuple(args.extrapolate) if args.extrapolate is not None else None,
         workload=args.workload, gpu=args.gpu, recompute_style=args.recompute_style,
         tp_overlap=args.tp_overlap, strategy=args.strategy, zero_framework=args.zero_framework,
-        grad_sync=args.grad_sync, shard_group=args.shard_group)
+        grad_sync=args.grad_sync, shard_group=args.shard_group,
+        p2p_overlap=p2p_overlap_of(args.p2p_overlap) is not False)
     # the combinations first, before a file is read (the request checks them again)
     check_sources(options, args.runs is not None, args.trace is not None, args.smi is not None)
     smi = traces = runs = None
