@@ -27,9 +27,11 @@ server-hour); billed devices are whole instances (``scalesim.billing``).
 The answer: the cheapest plan that meets both limits (ties: the sooner), the Pareto front of time
 against money (no other plan is both sooner and cheaper), or, when no plan meets the goal, the
 plan that comes closest (the smallest worst overshoot of the two limits) and by how much it
-misses. Beside it, for each faster network the cheapest of its plans that meets the goal (an
-unpriced one: within the budget on the devices' price alone, plus its unknown price), else its
-closest, and which of them answers "what network reaches my goal?" (``GoalAnswer.network_sentence``).
+misses. Beside it, for each faster network the cheapest of its plans on two or more servers (on
+one, its link carries nothing) that meets the goal (an unpriced one: within the budget on the
+devices' price alone, plus its unknown price), else its closest, and which of them answers "what
+network reaches my goal?" (``GoalAnswer.network_sentence``); none where every count searched
+fits in one server.
 """
 
 from __future__ import annotations
@@ -341,13 +343,20 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     # today's network (None), then each faster one as decide runs it (its link's bandwidth and
     # latency, NICs, billed shapes: ``network_scenario``); an unpriced one is searched for the
     # network answer only, its money the devices' alone
-    nets: list[NetworkScenario | None] = [None, *network_scenarios(profile, base)]
+    grid = device_grid(g, max_devices)
+    faster = network_scenarios(profile, base)
+    nets: list[NetworkScenario | None] = [None, *(faster if grid[-1] > g else [])]
+    if faster and grid[-1] <= g:  # one server: no inter-server link for a faster one to speed
+        nouns = nouns_for(profile.hardware.device_name)
+        notes.append(f"no faster network searched: every {nouns.device} count up to "
+                     f"{whole(max_devices)} (--max-devices) runs on one {nouns.server}, which no "
+                     f"{nouns.link('inter_node')} joins")
     for net in nets[1:]:
         if not net.priced:
             notes.append(f"{net.upgrade.name}: no public price, so it is left out of the plans "
                          "above and its money below is the devices' alone")
     axes = {
-        "devices": device_grid(g, max_devices),
+        "devices": grid,
         "micro_batch": sorted({max(1, int(b0 * f)) for f in BATCH_FACTORS
                                if b0 * f <= micro_batch_max()}),
         "accumulation": searched_accumulations(k0),
@@ -373,6 +382,9 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     ok = runs_ok & costed  # the plans above: an unpriced network's money is not known
     within = runs_ok & (time_s <= deadline_s) & (cost <= budget_usd)
     meets = within & costed
+    # a faster network's own plan spans servers: on one server its link carries nothing, and
+    # that plan is today's (billed in the upgrade's shapes): no answer to "what network?"
+    across = np.asarray(c["nodes"]) > 1
 
     def plan(i: int) -> GoalPlan:
         return _goal_plan(c, i, time_s, cost, bool(within[i]),
@@ -423,8 +435,9 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                       evaluated=int(costed.sum()), runnable=int(ok.sum()), notes=notes,
                       words=nouns_for(profile.hardware.device_name), network_need=need,
                       unlimited=unlimited, unlimited_compute_s=compute_s,
-                      networks=[_network_row(net, _best_on(on == i, runs_ok, within, time_s, cost,
-                                                           deadline_s, budget_usd), plan)
+                      networks=[_network_row(net, _best_on((on == i) & across, runs_ok, within,
+                                                           time_s, cost, deadline_s, budget_usd),
+                                             plan)
                                 for i, net in enumerate(nets) if net is not None])
 
 
