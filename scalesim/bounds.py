@@ -555,6 +555,7 @@ _DECORATED = re.compile(
 _MULTIPLIERS = {"k": 3, "K": 3, "M": 6, "B": 9, "G": 9, "T": 12}  # '7B' parameters, '1M' dollars
 
 
+_GIGABITS = re.compile(r"[Gg](?:b|bits?)(?:ps|/s)?")  # '100Gbps', '100 Gb/s', 'gbit': bits, not bytes
 _SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "sec": 1.0, "min": 60.0, "h": 3600.0}
 _HEX = re.compile(r"0x[0-9a-f]+", re.IGNORECASE)
 _PRODUCT = re.compile(r"(\d+)\s*[x×*]\s*(\d+)")  # '2x8' devices: 2 servers of 8
@@ -578,11 +579,12 @@ def _count_hint(typed: str, b: Bound) -> str:
 def number_hint(text: str, b: Bound) -> str:
     """How to write ``text``, refused as a number of ``b``'s quantity, so that it reads: '' when
     no better text is known, else '; ...' to end the refusal with: the number alone in the
-    unit ('100GB/s' -> 100), a multiplier as an exponent ('7B' -> 7e9), a percentage as a
-    fraction ('50%' -> 0.5), a whole number in digits ('1e3' -> 1000), a time in seconds ('5us'
-    -> 5e-6), a hexadecimal or a product in decimal digits ('0x10' -> 16, '2x8' -> 16; one
-    outside the bounds said so), and for
-    nothing typed, to give a number or leave the flag out."""
+    unit ('100GB/s', '100GBps' -> 100; a line rate in gigabits for a bus bandwidth, '100Gbps',
+    its bytes and the presets' bus bandwidths of one such NIC: ``_gigabits_hint``), a
+    multiplier as an exponent ('7B' -> 7e9), a percentage as a fraction ('50%' -> 0.5), a whole
+    number in digits ('1e3' -> 1000), a time in seconds ('5us' -> 5e-6), a hexadecimal or a
+    product in decimal digits ('0x10' -> 16, '2x8' -> 16; one outside the bounds said so), and
+    for nothing typed, to give a number or leave the flag out."""
     typed = text.strip()
     if not typed:
         return "; give a number or leave the flag out"
@@ -619,15 +621,35 @@ def number_hint(text: str, b: Bound) -> str:
     if b.integer and value != int(value):
         return ""  # '1.5': no whole number to suggest
     shown = str(int(value)) if b.integer else exact(value) if "e" not in digits.lower() else digits
-    same_unit = suffix == b.unit or (suffix.isalpha() and suffix.lower() == b.unit.lower())
+    same_unit = (suffix == b.unit or (suffix.isalpha() and suffix.lower() == b.unit.lower())
+                 or suffix.replace("ps", "/s") == b.unit)  # '100GBps': GB/s
     if b.unit == "s" and suffix.lower() in _SECONDS:  # '5us' -> 5e-6, '2min' -> 120
         seconds = float(f"{value * _SECONDS[suffix.lower()]:.12g}")  # 5e-6, not 4.99...e-6
         return f"; write {typed} in seconds: {number(seconds)}"
-    if suffix and not same_unit:  # '5us' for seconds, '100Gb/s' for GB/s: not the same number
+    if b.unit == "GB/s" and _GIGABITS.fullmatch(suffix) and value > 0:  # a NIC's line rate
+        return _gigabits_hint(value)
+    if suffix and not same_unit:  # '5us' for seconds: not the same number
         return f"; give the number alone{unit}"
     if m["money"] or suffix or "," in m["num"]:
         return f"; give the number alone{unit}: {shown}"
     return f"; write it in digits: {shown}" if b.integer and shown != text.strip() else ""
+
+
+def _gigabits_hint(gbit_s: float) -> str:
+    """How a link's bus bandwidth relates to a line rate typed in gigabits a second ('100Gbps'):
+    an eighth of it in GB/s, and less again as a bus bandwidth, as the presets take one NIC of
+    that rate (``presets.inter_link``: over TCP sockets, over InfiniBand or RoCE)."""
+    from scalesim.presets import inter_link
+
+    try:
+        tcp, rdma = (inter_link(kind, 1, gbit_s).busbw_GBps for kind in ("ethernet", "infiniband"))
+    except ScalesimError:  # the line rate itself outside a link's bounds: its bytes alone
+        return f"; give the bus bandwidth alone, in GB/s ({number(gbit_s)} Gb/s is bits a second)"
+    return (f"; give the bus bandwidth alone, in GB/s: {number(gbit_s)} Gb/s is a line rate in "
+            f"bits, {number(gbit_s / 8)} GB/s, and a link's bus bandwidth is below it (one NIC "
+            f"of {number(gbit_s)} Gb/s: {number(tcp)} GB/s over TCP sockets, {number(rdma)} GB/s "
+            "over InfiniBand or RoCE, as scalesim presets takes it; nccl-tests' busbw measures "
+            "it)")
 
 
 def split_list(text: str, name: str) -> list[str]:

@@ -169,8 +169,9 @@ REFUSALS = [
     (["predict", "--inter-busbw", "100GB/s"], "'100GB/s' is not a number; give the number alone, "
                                               "in GB/s: 100"),
     (["sweep", "--inter-busbw-values", "10GB/s"], "give the number alone, in GB/s: 10"),
-    (["predict", "--inter-busbw", "100Gb/s"], "'100Gb/s' is not a number; give the number alone, "
-                                              "in GB/s ("),  # gigabits: not the same number
+    (["predict", "--inter-busbw", "100Gb/s"], "'100Gb/s' is not a number; give the bus "
+                                              "bandwidth alone, in GB/s: 100 Gb/s is a line rate "
+                                              "in bits, 12.5 GB/s"),  # gigabits (session 41)
     # --price $40, 40USD, 1,000: read since session 20 (tests/test_money.py)
     (["predict", "--straggler-cv", "50%"], "'50%' is not a number; write 50% as the fraction 0.5"),
     (["predict", "--intra-latency", "5us"], "'5us' is not a number; write 5us in seconds: 5e-6 ("),
