@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from scalesim.figures import link_GBps
+from scalesim.figures import link_GBps, sig3
 from scalesim.jsonio import to_json_text
 
 NAME = "presets"
@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     print("\ntransformer presets (scalesim plan --workload NAME; also --workload NAME of predict, "
           "sweep, decide and goal, split with --tp --pp):")
     for name, (shape, published, source) in presets.TRANSFORMERS.items():
-        print(f"  {name}: {shape.param_count() / 1e9:.3g}B params (published {published / 1e9:g}B)"
+        print(f"  {name}: {sig3(shape.param_count() / 1e9)}B params (published "
+              f"{published / 1e9:g}B)"
               f", {shape.words()}")
         if name in presets.WORKLOADS:
             print(f"      the workload preset {name} above, the same model: predict, sweep and "
