@@ -414,7 +414,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     if note := training_time.zero_price_note(goal):
         notes.append(note)
     need = unlimited = compute_s = None
-    if idx.size and not is_cpu_device(profile.hardware.device_name):
+    if idx.size and not is_cpu_device(profile.hardware.device_name) and grid[-1] > g:
+        # (every count on one server: no inter-server network to size, the note above says so)
         need, unlimited, compute_s = _network_need(profile, base, axes, goal, reference,
                                                    deadline_s, budget_usd)
     answer = best or closest
