@@ -258,12 +258,26 @@ def _fitting_split(profile: Profile, scenario: Scenario, now: Prediction):
     return scenario.model_copy(update={"accumulation": acc}), ""
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """One remedy before it is predicted: the change (``scenario``, ``profile``) that
+    ``rank_remedies`` predicts, or why it does not apply."""
+
+    key: str  # RemedyResult.key
+    title: str  # RemedyResult.title
+    scenario: Scenario  # the scenario with the change
+    profile: Profile  # the profile with the change (the loader remedy's; else today's)
+    reason: str  # why the remedy does not apply; '' where it is to be predicted
+    caveat: str  # what the change costs or assumes, said under its gain; '' for none
+    upgrade: NetworkUpgrade | None = None  # RemedyResult.upgrade: a named faster network
+
+
 def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                 split_framework: dict | None = None, stall_examined: bool = False,
-                relative_links: bool = False, split_layout: dict | None = None):
-    """(key, title, scenario, profile, reason-if-not-applicable, caveat) for each remedy;
-    ``split_framework``, ``stall_examined``, ``relative_links`` and ``split_layout`` as
-    ``rank_remedies``'."""
+                relative_links: bool = False, split_layout: dict | None = None
+                ) -> list[Candidate]:
+    """A ``Candidate`` for each remedy; ``split_framework``, ``stall_examined``,
+    ``relative_links`` and ``split_layout`` as ``rank_remedies``'."""
     strong = scenario.global_batch is not None
     b = now.micro_batch
     words = nouns_for(profile.hardware.device_name)
@@ -274,18 +288,18 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     big_reason = (f"a micro-batch of {2 * b:,} is past the bounds table's {micro_batch_max():,}"
                   if 2 * b > micro_batch_max() else "")
     if strong:
-        out.append(("bigger_batch", f"Double the global batch ({per} batch "
-                    f"{b} -> {2 * b})", scenario.model_copy(
-                        update={"global_batch": 2 * scenario.global_batch}), profile,
-                    big_reason, "changes the optimisation: check time-to-quality"))
+        out.append(Candidate("bigger_batch", f"Double the global batch ({per} batch "
+                             f"{b} -> {2 * b})", scenario.model_copy(
+                                 update={"global_batch": 2 * scenario.global_batch}), profile,
+                             big_reason, "changes the optimisation: check time-to-quality"))
     else:
-        out.append(("bigger_batch", f"Double the {per} batch ({b} -> {2 * b})",
-                    scenario.model_copy(update={"micro_batch": 2 * b}), profile, big_reason,
-                    "check time-to-quality"))  # rank_remedies adds 'global batch 2x: '
-    out.append(("overlap", "Overlap gradient exchange with backward",
-                scenario.model_copy(update={"overlap": True}), profile,
-                "overlap is already on" if scenario.overlap
-                else no_exchange_reason(scenario, now, words), ""))
+        out.append(Candidate("bigger_batch", f"Double the {per} batch ({b} -> {2 * b})",
+                             scenario.model_copy(update={"micro_batch": 2 * b}), profile, big_reason,
+                             "check time-to-quality"))  # rank_remedies adds 'global batch 2x: '
+    out.append(Candidate("overlap", "Overlap gradient exchange with backward",
+                         scenario.model_copy(update={"overlap": True}), profile,
+                         "overlap is already on" if scenario.overlap
+                         else no_exchange_reason(scenario, now, words), ""))
     k, factor = scenario.accumulation, 4
     if strong:  # the same global batch in 4x (else 2x) the micro-steps of each model replica
         whole = [f for f in (4, 2) if scenario.global_batch % ((now.dp or now.devices) * f * k) == 0]
@@ -298,10 +312,10 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     if factor * k > accumulation_max():
         acc_reason = (f"{factor * k:,} micro-steps are past the bounds table's "
                       f"{accumulation_max():,}")
-    out.append(("accumulation", f"Accumulate gradients over {factor * k} micro-steps (now {k})",
-                acc_scn, profile, acc_reason, caveat))
-    out.append(("loader", "Cache the input / add loader workers (no data stall)",
-                scenario, without_stall(profile), _loader_reason(now, stall_examined), ""))
+    out.append(Candidate("accumulation", f"Accumulate gradients over {factor * k} micro-steps (now {k})",
+                         acc_scn, profile, acc_reason, caveat))
+    out.append(Candidate("loader", "Cache the input / add loader workers (no data stall)",
+                         scenario, without_stall(profile), _loader_reason(now, stall_examined), ""))
     out.append(_sharding(profile, scenario, now, words))
     hw = profile.hardware
     if now.nodes > 1:
@@ -318,36 +332,36 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         is_named = name == FAST_INTER_NAME
         spans = (f"each {words.server}'s; its {words.devices}' stages span {servers} "
                  f"{words.servers}, whose NICs add up" if servers > 1 and faster == fast else "")
-        out.append(("interconnect", f"Faster inter-{words.server} network: {name} "
-                    + _busbw_words(inter, faster, relative_links,
-                                   not_measured_link(profile, scenario, "inter_node")),
-                    named.scenario if is_named
-                    else scenario.model_copy(update={"inter_busbw_GBps": faster}), profile, "",
-                    spans, named.upgrade if is_named else None))
+        out.append(Candidate("interconnect", f"Faster inter-{words.server} network: {name} "
+                             + _busbw_words(inter, faster, relative_links,
+                                            not_measured_link(profile, scenario, "inter_node")),
+                             named.scenario if is_named
+                             else scenario.model_copy(update={"inter_busbw_GBps": faster}), profile, "",
+                             spans, named.upgrade if is_named else None))
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps
         one = f"one {words.device} does not communicate" if now.devices < 2 else ""
-        out.append(("interconnect", f"Faster intra-{words.server} links "
-                    + _busbw_words(intra, 2 * intra, relative_links,
-                                   not_measured_link(profile, scenario, "intra_node")),
-                    scenario.model_copy(update={"intra_busbw_GBps": 2 * intra}), profile,
-                    one or (CPU_NOT_APPLICABLE["intra_link"] if words.cpu else ""), ""))
+        out.append(Candidate("interconnect", f"Faster intra-{words.server} links "
+                             + _busbw_words(intra, 2 * intra, relative_links,
+                                            not_measured_link(profile, scenario, "intra_node")),
+                             scenario.model_copy(update={"intra_busbw_GBps": 2 * intra}), profile,
+                             one or (CPU_NOT_APPLICABLE["intra_link"] if words.cpu else ""), ""))
     if not now.fits:
         fit_scn, fit_reason = _fitting_split(profile, scenario, now)
         # a fixed global batch keeps micro-batch x accumulation: the micro-batch follows
         fk = fit_scn.accumulation
         fb = fit_scn.micro_batch or b * scenario.accumulation // fk
         split = "" if fit_reason else f" ({b} x {k} -> {fb} x {fk}; same global batch)"
-        out.append(("fit_memory", f"Smaller micro-batches, more accumulation{split}", fit_scn,
-                    profile, fit_reason, "same global batch in smaller micro-steps"))
+        out.append(Candidate("fit_memory", f"Smaller micro-batches, more accumulation{split}", fit_scn,
+                             profile, fit_reason, "same global batch in smaller micro-steps"))
     out.append(_split_model(profile, scenario, now, split_framework, split_layout))
     out.append(_attention_kernel(profile, scenario))
     out.append(_fp8(profile, scenario))
     out.append(_tp_overlap(profile, scenario))
     has_slow = scenario.slow_device is not None and scenario.slow_factor > 1.0
-    out.append(("slow_device", SLOW_DEVICE_TITLE[words.cpu],
-                scenario.model_copy(update={"slow_device": None, "slow_factor": 1.0}), profile,
-                "" if has_slow else f"no slow {words.device} in the scenario", ""))
+    out.append(Candidate("slow_device", SLOW_DEVICE_TITLE[words.cpu],
+                         scenario.model_copy(update={"slow_device": None, "slow_factor": 1.0}), profile,
+                         "" if has_slow else f"no slow {words.device} in the scenario", ""))
     return out
 
 
@@ -378,11 +392,11 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Noun
     dp, shard, hybrid = data_parallel_ranks(now), now.shard_group, hybrid_sharded(now)
     if scenario.strategy == "zero3" and hybrid:
         split = layout_of(scenario).model_copy(update={"shard_group": None})
-        return ("sharding", f"Shard the states over all {dp} data-parallel ranks (HSDP shard "
-                f"group {shard} -> {dp}, zero3)", scenario.model_copy(update={
-                    "layout": None if split == type(split)() else split}), profile, "",
-                f"saves memory: each rank holds 1/{dp} of the states, not 1/{shard}; the "
-                f"gathers and reduce-scatters then span all {dp} ranks, not {shard}")
+        return Candidate("sharding", f"Shard the states over all {dp} data-parallel ranks (HSDP shard "
+                         f"group {shard} -> {dp}, zero3)", scenario.model_copy(update={
+                             "layout": None if split == type(split)() else split}), profile, "",
+                         f"saves memory: each rank holds 1/{dp} of the states, not 1/{shard}; the "
+                         f"gathers and reduce-scatters then span all {dp} ranks, not {shard}")
     target = ("zero2" if scenario.strategy == "zero3"
               else "zero1" if scenario.strategy == "ddp" and now.fits else "zero3")
     refused = bool(deepspeed_refuses_pipeline(fw, 2, now.pp))  # ZeRO-1 at most under pp
@@ -390,9 +404,9 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Noun
         target = "zero1"  # as far as DeepSpeed shards a pipeline's states
     reason = (ONE_REPLICA if dp == 1 else deepspeed_pipeline_error(target, now.pp)
               if refused and target != "zero1" else "")
-    return ("sharding", sharding_title(scenario.strategy, target, fw, k, sync, hybrid),
-            scenario.model_copy(update={"strategy": target}), profile, reason,
-            sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync, words))
+    return Candidate("sharding", sharding_title(scenario.strategy, target, fw, k, sync, hybrid),
+                     scenario.model_copy(update={"strategy": target}), profile, reason,
+                     sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync, words))
 
 
 # Why sharding is no remedy where one data-parallel replica holds the states (dp 1: one device,
@@ -539,22 +553,22 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
 
     title = "Split the model (tensor / pipeline parallelism)"
     if replica_of(profile.hardware.device_name) is not None:
-        return ("split_model", title, scenario, profile, REPLICA_REASONS["split_model"], "")
+        return Candidate("split_model", title, scenario, profile, REPLICA_REASONS["split_model"], "")
     shaped = lp.with_measured_shape(profile)
     if shaped.workload.transformer is None:
-        return ("split_model", title, scenario, profile, lp.no_shape_words(profile)
-                if profile.compute.measured else "the workload is a parameter count only: give "
-                "its transformer shape to split it", "")
+        return Candidate("split_model", title, scenario, profile, lp.no_shape_words(profile)
+                         if profile.compute.measured else "the workload is a parameter count only: give "
+                         "its transformer shape to split it", "")
     share = dp_exchange_s(now) / now.step_time_s if now.step_time_s > 0 else 0.0
     if now.fits and share < DP_EXCHANGE_SHARE:
-        return ("split_model", title, scenario, profile,
-                f"the model fits and the data-parallel exchange is {share:.1%} of the step "
-                f"(below {DP_EXCHANGE_SHARE:.1%}): removing it all would gain less than the "
-                f"model's median error ({MODEL_PARALLEL_MEDIAN_ERROR:.1%}), so no split can pay",
-                "")
+        return Candidate("split_model", title, scenario, profile,
+                         f"the model fits and the data-parallel exchange is {share:.1%} of the step "
+                         f"(below {DP_EXCHANGE_SHARE:.1%}): removing it all would gain less than the "
+                         f"model's median error ({MODEL_PARALLEL_MEDIAN_ERROR:.1%}), so no split can pay",
+                         "")
     if now.devices < 2:
         one = nouns_for(profile.hardware.device_name).device
-        return ("split_model", title, scenario, profile, f"one {one} cannot split the model", "")
+        return Candidate("split_model", title, scenario, profile, f"one {one} cannot split the model", "")
     if split_layout is not None:  # the layout given, with its title
         change = {k: v for k, v in split_layout.items() if k != "title"}
         split_scn = scenario.model_copy(update={
@@ -566,10 +580,10 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
                 "layout": lp.layout_of(scenario).model_copy(update=framework)})
             split_scn, title = best_split(shaped, asked, now)
         except ScalesimError as exc:
-            return ("split_model", title, scenario, profile, f"no split layout: {exc}", "")
+            return Candidate("split_model", title, scenario, profile, f"no split layout: {exc}", "")
     why = "does not fit today" if not now.fits else f"data-parallel exchange {share:.0%} of the step"
-    return ("split_model", title, split_scn, profile, "",
-            f"{why}; same global batch; layout from the planner (scalesim plan)")
+    return Candidate("split_model", title, split_scn, profile, "",
+                     f"{why}; same global batch; layout from the planner (scalesim plan)")
 
 
 ATTENTION_KERNEL_TITLE = "Use a Hopper attention kernel (cuDNN fused attention or FlashAttention-3)"
@@ -638,9 +652,9 @@ def _attention_kernel(profile: Profile, scenario: Scenario):
                 "the peak: calibrate again with cuDNN attention to time it (PyTorch SDPA "
                 "prefers it on Hopper where its build's cuDNN is recent, as torch 2.11's wheels "
                 "are)")
-    return ("attention_kernel", ATTENTION_KERNEL_TITLE,
-            scenario.model_copy(update={"attention_kernel": VENDOR_KERNEL}), profile,
-            attention_kernel_reason(profile, scenario), how)
+    return Candidate("attention_kernel", ATTENTION_KERNEL_TITLE,
+                     scenario.model_copy(update={"attention_kernel": VENDOR_KERNEL}), profile,
+                     attention_kernel_reason(profile, scenario), how)
 
 
 FP8_TITLE = "Run the layers' weight matmuls in fp8 (Transformer Engine, torchao float8)"
@@ -673,12 +687,12 @@ def _fp8(profile: Profile, scenario: Scenario):
     §13, fp8: the layers' weight matmuls at the device's fp8 peak, each paying its operands'
     casts; the attention core and the output layer at the 16-bit peak); its gain is
     ``predict``'s like every other remedy's."""
-    return ("fp8", FP8_TITLE, scenario.model_copy(update={"precision": FP8}), profile,
-            fp8_reason(profile, scenario),
-            "changes the numerics: compare a short run's loss curve with "
-            f"{DEFAULT_PRECISION}'s (Megatron-LM --fp8-format hybrid, Transformer Engine's "
-            "fp8_autocast; torchtitan --model.converters float8 with --training.compile, which "
-            "fuses the casts the model charges)")
+    return Candidate("fp8", FP8_TITLE, scenario.model_copy(update={"precision": FP8}), profile,
+                     fp8_reason(profile, scenario),
+                     "changes the numerics: compare a short run's loss curve with "
+                     f"{DEFAULT_PRECISION}'s (Megatron-LM --fp8-format hybrid, Transformer Engine's "
+                     "fp8_autocast; torchtitan --model.converters float8 with --training.compile, which "
+                     "fuses the casts the model charges)")
 
 
 # Why a remedy of the model split is not predicted for runs fitted as data-parallel runs of model
@@ -728,12 +742,12 @@ def _tp_overlap(profile: Profile, scenario: Scenario):
     from scalesim import layout_predict as lp
 
     split = lp.layout_of(scenario)
-    return ("tp_overlap", TP_OVERLAP_TITLE,
-            scenario.model_copy(update={"layout": split.model_copy(update={"tp_overlap": True})}),
-            profile, tp_overlap_reason(profile, scenario),
-            "Megatron-LM --tp-comm-overlap (Transformer Engine userbuffers; NeMo / "
-            "Megatron-Bridge tp_comm_overlap), torchtitan enable_async_tensor_parallel (with "
-            "torch.compile): the same layout and numerics")
+    return Candidate("tp_overlap", TP_OVERLAP_TITLE,
+                     scenario.model_copy(update={"layout": split.model_copy(update={"tp_overlap": True})}),
+                     profile, tp_overlap_reason(profile, scenario),
+                     "Megatron-LM --tp-comm-overlap (Transformer Engine userbuffers; NeMo / "
+                     "Megatron-Bridge tp_comm_overlap), torchtitan enable_async_tensor_parallel (with "
+                     "torch.compile): the same layout and numerics")
 
 
 def _objective(goal: training_time.Goal, objective: str) -> str:
@@ -825,11 +839,11 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     now_rel = training_time.relative_quality_time(goal, now.step_time_s, now.global_batch)
     stalled = data_stall_share(now) >= DATA_STALL_SHARE
     results = []
-    for key, title, scn, prof, reason, caveat, *hardware in _candidates(
-            profile, scenario, now, split_framework, stall_examined, relative_links,
-            split_layout):  # a faster network's candidate names its hardware (7th)
-        if reason:
-            results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, reason))
+    for c in _candidates(profile, scenario, now, split_framework, stall_examined,
+                         relative_links, split_layout):
+        key, title, scn, prof, caveat = c.key, c.title, c.scenario, c.profile, c.caveat
+        if c.reason:
+            results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, c.reason))
             continue
         try:
             after = _one(prof, scn, devices)
@@ -867,8 +881,7 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             if verdict in did:
                 note = f"{did[verdict]} here" + (f"; {caveat}" if caveat else "")
         results.append(RemedyResult(key, title, scn, prof, after, gain, True, note, t, cost,
-                                    objective_gain, verdict, measure, batch,
-                                    hardware[0] if hardware else None))
+                                    objective_gain, verdict, measure, batch, c.upgrade))
 
     def order(r: RemedyResult):
         loader_first = not (stalled and r.key == "loader" and r.helps)
