@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -203,13 +204,27 @@ def parse_json_text(text: str, name: str, keys_twice: bool = False) -> Any:
         raise ScalesimError(f"{name}: {LONG_NUMBER_TEXT} ({_digits_said(exc)})") from None
 
 
+# What the decoder may stop at where the text runs out inside a value: the start of a literal
+# (Python's decoder reads NaN and the infinities too), of a number past the digits it read
+# ("." of "12.", "e" of "1e", a lone "-"), or of a \uXXXX escape (a surrogate pair's second half)
+_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+_NUMBER_START = re.compile(r"-?\d*(\.\d*)?([eE][-+]?\d*)?")
+_ESCAPE_START = re.compile(r"u[0-9a-fA-F]{0,4}(\\(u[0-9a-fA-F]{0,4})?)?")
+
+
 def ends_mid_json(text: str, exc: json.JSONDecodeError) -> bool:
     """Whether ``exc`` is the decoder running out of text (a file cut short: a copy or download
-    that stopped, a disk that filled) rather than a wrong character: the error is at the end of
-    the text, in a string never closed, or in a ``true``/``false``/``null`` cut short."""
+    that stopped, a disk that filled; the end of a chunk read so far, ``traces._Stream``) rather
+    than a wrong character: the error is at the end of the text, in a string never closed, or in
+    a literal, number or ``\\u`` escape whose start runs to the end of the text (every prefix of
+    a valid JSON text that does not decode is one of these)."""
+    if exc.msg.startswith("Unterminated string"):
+        return True
     rest = text[exc.pos:].strip()
-    return (not rest or exc.msg.startswith("Unterminated string")
-            or any(word.startswith(rest) for word in ("true", "false", "null")))
+    return (not rest or any(word.startswith(rest) for word in _LITERALS)
+            or _NUMBER_START.fullmatch(rest) is not None
+            or (exc.msg.startswith("Invalid \\uXXXX escape")
+                and _ESCAPE_START.fullmatch(rest) is not None))
 
 
 # a JSON integer longer than Python converts (``sys.get_int_max_str_digits``, 4,300 by default)

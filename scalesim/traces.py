@@ -63,7 +63,7 @@ import numpy as np
 from scalesim.attention_kernel import attention_family
 from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, check_distinct_files, excerpt, require_path
-from scalesim.jsonio import json_kind, unreadable
+from scalesim.jsonio import ends_mid_json, json_kind, unreadable
 from scalesim.process_groups import UNNAMED_ROLE, group_role, ranks_of, whole_or_none
 
 CHUNK_CHARS = 1 << 20
@@ -253,10 +253,9 @@ class _Stream:
                         f"{self.source}: {what} holds a number too long to read (over Python's "
                         "digit limit); torch's profiler writes none: re-export the trace"
                     ) from None
-                # A value cut by the end of the buffer fails within a few characters of it (a
-                # literal or number prefix) or as an unterminated string; anything else is bad.
-                at_end = exc.msg.startswith("Unterminated") or exc.pos >= len(self.buf.rstrip()) - 64
-                if not at_end:
+                # A value cut by the end of the buffer fails as the text running out
+                # (``jsonio.ends_mid_json``): read on; anything else is malformed.
+                if not ends_mid_json(self.buf, exc):
                     raise ScalesimError(f"{self.source}: {what}: malformed JSON ({exc.msg})") from None
                 if len(self.buf) - self.pos > MAX_VALUE_CHARS:
                     raise ScalesimError(
