@@ -210,6 +210,7 @@ def parse_json_text(text: str, name: str, keys_twice: bool = False) -> Any:
 _LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
 _NUMBER_START = re.compile(r"-?\d*(\.\d*)?([eE][-+]?\d*)?")
 _ESCAPE_START = re.compile(r"u[0-9a-fA-F]{0,4}(\\(u[0-9a-fA-F]{0,4})?)?")
+_NUMBER_GOES_ON = re.compile(r"(\.|[eE][-+]?)?")  # what a decoded number may stop before
 
 
 def ends_mid_json(text: str, exc: json.JSONDecodeError) -> bool:
@@ -225,6 +226,14 @@ def ends_mid_json(text: str, exc: json.JSONDecodeError) -> bool:
             or _NUMBER_START.fullmatch(rest) is not None
             or (exc.msg.startswith("Invalid \\uXXXX escape")
                 and _ESCAPE_START.fullmatch(rest) is not None))
+
+
+def may_go_on(text: str, end: int) -> bool:
+    """Whether the value decoded from ``text`` up to ``end`` may be a number that more text
+    would make longer: nothing follows it, or only the "." or "e", "e-" the decoder stops
+    before where no digit follows yet (it reads 12 of "12." and of "12e-" at the end of a
+    chunk read so far, ``traces._Stream``)."""
+    return _NUMBER_GOES_ON.fullmatch(text, end) is not None
 
 
 # a JSON integer longer than Python converts (``sys.get_int_max_str_digits``, 4,300 by default)

@@ -63,7 +63,7 @@ import numpy as np
 from scalesim.attention_kernel import attention_family
 from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, check_distinct_files, excerpt, require_path
-from scalesim.jsonio import ends_mid_json, json_kind, unreadable
+from scalesim.jsonio import ends_mid_json, json_kind, may_go_on, unreadable
 from scalesim.process_groups import UNNAMED_ROLE, group_role, ranks_of, whole_or_none
 
 CHUNK_CHARS = 1 << 20
@@ -264,7 +264,7 @@ class _Stream:
                 if not self._fill():
                     raise _Truncated from None
                 continue
-            if end == len(self.buf) and not self.eof and self._fill():
+            if not self.eof and may_go_on(self.buf, end) and self._fill():
                 continue  # a number may continue in the next chunk
             self.pos = end
             return val

@@ -13,7 +13,7 @@ import pytest
 
 from scalesim import traces
 from scalesim.errors import ScalesimError
-from scalesim.jsonio import ends_mid_json, parse_json_text
+from scalesim.jsonio import ends_mid_json, may_go_on, parse_json_text
 
 CUT = "; the text ends before the JSON does: the file is cut short (truncated?)"
 # every kind of value the decoder reads: numbers with a fraction and an exponent, a minus sign,
@@ -69,3 +69,23 @@ def test_a_trace_cut_inside_a_number_still_ends_early(tmp_path):
     path.write_text('{"traceEvents": [{"ph": "X", "name": "ProfilerStep#1", "ts": 12.')
     with pytest.raises(ScalesimError, match=r"the trace ends early \(truncated file\?\)"):
         traces.summarise(path)
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 7, 11])
+def test_chunks_cut_anywhere_read_every_event_whole(tmp_path, monkeypatch, chunk):
+    """Chunk ends inside every number, literal, escape and surrogate pair of the events: each
+    is read on (none called malformed or cut short) and comes out as json.loads reads it."""
+    events = [json.loads(WHOLE), {"ph": "X", "name": "caf\u00e9 \U0001F600", "ts": -1.5e-3,
+                                  "dur": 1e+3, "args": {"n": None, "t": True, "f": False}}]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events, "x": -0.5}))  # ensure_ascii: escapes
+    monkeypatch.setattr(traces, "CHUNK_CHARS", chunk)
+    metadata: dict = {}
+    read = [event for _, event in traces.iter_trace(path, metadata)]
+    assert json.dumps(read) == json.dumps(events) and metadata == {"x": -0.5}
+
+
+@pytest.mark.parametrize("text, goes_on", [
+    ("12", True), ("12.", True), ("12e", True), ("12E-", True), ("1.5e+", True),
+    ("12,", False), ("12 ", False), ("12]", False), ('"a"x', False)])
+def test_a_number_may_go_on_only_where_its_digits_can(text, goes_on):
+    value, end = json.JSONDecoder().raw_decode(text)
+    assert may_go_on(text, end) is goes_on
