@@ -13,6 +13,7 @@ import altair as alt
 import pandas as pd
 
 from scalesim.device_nouns import GPU_NOUNS, Nouns
+from scalesim.errors import cut_at_word
 from scalesim.figures import (
     amount,
     count,
@@ -632,20 +633,6 @@ def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.TopLevelMi
         return _sized(bars.properties(title=title, width=width, height=height))
     mark = _misfit_slots([label for label, _ in misfits], height)
     return _sized(alt.layer(bars, mark).properties(title=title, width=width, height=height))
-
-
-def cut_at_word(text: str, limit: int) -> str:
-    """``text`` if it has at most ``limit`` characters, else cut at the last word that fits,
-    with an ellipsis ('...' counted in) and no trailing space or punctuation before it."""
-    if len(text) <= limit:
-        return text
-    head = ""
-    for word in text.split(" "):
-        longer = f"{head} {word}" if head else word
-        if len(longer) + 1 > limit:
-            break
-        head = longer
-    return (head or text[:limit - 1]).rstrip(" ,;:-(>") + "…"
 
 
 def all_charts(plan: Plan, width="container") -> dict[str, alt.TopLevelMixin]:

@@ -24,7 +24,7 @@ from scalesim import presets
 from scalesim.attention_kernel import VENDOR_KERNEL, AttentionKernel
 from scalesim.bounds import bound, bounded, nonzero_floor, url_field
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, cut_at_word
 from scalesim.figures import count_list, exact, number
 from scalesim.jsonio import error_text, parse_json_text
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
@@ -332,7 +332,7 @@ MAX_CAVEAT_CHARS = 300
 
 
 def _cut(text: str) -> str:
-    return text if len(text) <= MAX_CAVEAT_CHARS else text[:MAX_CAVEAT_CHARS - 3] + "..."
+    return cut_at_word(text, MAX_CAVEAT_CHARS)
 
 
 def profile_caveats(profile: Profile) -> list[str]:

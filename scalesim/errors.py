@@ -112,6 +112,21 @@ def printable(text: str) -> str:
                    or c in _DIRECTION_CONTROLS else c for c in text)
 
 
+def cut_at_word(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else cut at the last word that fits,
+    with an ellipsis ('…', counted in) and no trailing space or punctuation before it: a
+    word, a figure or a reference ('NVIDIA/nccl#812') is not shown in part."""
+    if len(text) <= limit:
+        return text
+    head = ""
+    for word in text.split(" "):
+        longer = f"{head} {word}" if head else word
+        if len(longer) + 1 > limit:
+            break
+        head = longer
+    return (head or text[:limit - 1]).rstrip(" ,;:-(>") + "…"
+
+
 def excerpt(text: str, chars: int = 40) -> str:
     """``text`` to quote in a message: at most ``chars`` characters ('...' where cut), control
     characters escaped (``printable``): a cell of a 4 MiB line is not echoed whole."""

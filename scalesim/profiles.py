@@ -19,7 +19,13 @@ import numpy as np
 
 from scalesim import presets
 from scalesim.attention_kernel import VENDOR_KERNEL
-from scalesim.errors import ScalesimError, require_model, require_path, require_text
+from scalesim.errors import (
+    ScalesimError,
+    cut_at_word,
+    require_model,
+    require_path,
+    require_text,
+)
 from scalesim.figures import count
 from scalesim.jsonio import parse_model, read_json, version_text
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
@@ -61,7 +67,11 @@ def unmeasured_links(profile: Profile) -> dict[str, LinkCalibration]:
 
 
 PRESET_LINKS = "a preset profile"  # why a preset profile's links are not measured
-MAX_ORIGIN_CHARS = 200  # where a level's numbers came from, in a one-line note
+# Where a level's numbers came from, in a one-line note: their sources are its references, so
+# every shipped one is shown whole (the longest, a2-highgpu-8g's inter-server link, is 525
+# characters; the compute note beside it is longer); a profile file's longer text is cut at a
+# word (``errors.cut_at_word``).
+MAX_ORIGIN_CHARS = 600
 
 
 def unmeasured_origin(link: LinkCalibration) -> str:
@@ -69,13 +79,10 @@ def unmeasured_origin(link: LinkCalibration) -> str:
     "(one server); numbers from preset ethernet:1x100" from the record's fields; a profile
     written before them gives its note as written ("profile note: ...", "" without one)."""
     if link.not_measured_because or link.numbers_from:
-        origin = link.numbers_from or "the presets"
-        if len(origin) > MAX_ORIGIN_CHARS:
-            origin = origin[:MAX_ORIGIN_CHARS - 1] + "…"
+        origin = cut_at_word(link.numbers_from or "the presets", MAX_ORIGIN_CHARS)
         why = f"({link.not_measured_because}); " if link.not_measured_because else ""
         return f"{why}numbers from {origin}"
-    note = link.note if len(link.note) <= MAX_ORIGIN_CHARS else (
-        link.note[:MAX_ORIGIN_CHARS - 1] + "…")
+    note = cut_at_word(link.note, MAX_ORIGIN_CHARS)
     return f"(profile note: {note})" if note else ""
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from scalesim import presets
 from scalesim.attention_kernel import most_named_family
 from scalesim.billing import sizes_within
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, cut_at_word
 from scalesim.figures import count, latency_us, link_GBps, sig3
 from scalesim.jsonio import write_model
 from scalesim.model.compute import fit_compute_curve
@@ -34,7 +34,13 @@ from scalesim.model.stragglers import (
     slowest_in_most_steps,
 )
 from scalesim.presets import same_device
-from scalesim.profiles import PRESET_LINKS, default_profile, load_profile, profile_from_presets
+from scalesim.profiles import (
+    MAX_ORIGIN_CHARS,
+    PRESET_LINKS,
+    default_profile,
+    load_profile,
+    profile_from_presets,
+)
 from scalesim.schemas import (
     ComputeCurve,
     ComputePoint,
@@ -177,7 +183,7 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
                     "machine's (run nccl-tests on the machine the profile describes)")
     if "inter_node" not in fits:
         said.append("inter-server link not measured by these logs (one server each); it stays: "
-                    f"{hw.inter_node.source[:160]}")
+                    f"{cut_at_word(hw.inter_node.source, MAX_ORIGIN_CHARS)}")
     links = said_why(profile.links, NOT_IN_THE_LOGS, skip=fits)
     links += [f.calibration for f in fits.values()]
     links.sort(key=lambda c: c.level != "intra_node")
@@ -209,7 +215,8 @@ def intra_for_inter(fits: dict[str, nccl_tests.LevelFit], profile: Profile
         return fit, f"intra alpha from {_names(r.path for r in intra.runs)}"
     link = profile.hardware.intra_node
     return ({"latency_s": link.latency_s, "busbw_GBps": link.busbw_GBps},
-            f"intra alpha the profile's, no one-server log given: {link.source[:120]}")
+            "intra alpha the profile's, no one-server log given: "
+            + cut_at_word(link.source, MAX_ORIGIN_CHARS))
 
 
 def presets_of_device(device: str) -> list[str]:
