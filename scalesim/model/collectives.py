@@ -35,18 +35,26 @@ def _bytes_per_s(busbw_gbps):
 # many message sizes cheaply; the *_s functions evaluate them.
 
 
+def ring_steps_volume(phases, ranks):
+    """(steps, volume factor) of a ring of ``phases`` passes (2: all-reduce; 1: reduce-scatter
+    or all-gather) over ``ranks`` ranks: ``phases (n-1)`` pipelined steps, and each rank sends
+    ``phases (n-1)/n`` of the buffer, nccl-tests' busbw factor (PERFORMANCE.md); 0 and 0 on one
+    rank. The one place of the ring's ``(n-1)/n`` (``step_and_volume``, the ring coefficients)."""
+    n = np.asarray(ranks, dtype=float)
+    steps = np.maximum(phases * (n - 1.0), 0.0)
+    return steps, steps / np.maximum(n, 1.0)
+
+
 def ring_allreduce_coeffs(ranks, latency_s, busbw_GBps):
     """(a, c) of a ring all-reduce on ``ranks`` ranks: a = 2(n-1)*alpha, c = 2(n-1)/n / B."""
-    n = np.asarray(ranks, dtype=float)
-    steps = np.maximum(2.0 * (n - 1.0), 0.0)
-    return steps * latency_s, steps / np.maximum(n, 1.0) / _bytes_per_s(busbw_GBps)
+    steps, volume = ring_steps_volume(2.0, ranks)
+    return steps * latency_s, volume / _bytes_per_s(busbw_GBps)
 
 
 def ring_reduce_scatter_coeffs(ranks, latency_s, busbw_GBps):
     """(a, c) of a ring reduce-scatter or all-gather: a = (n-1)*alpha, c = (n-1)/n / B."""
-    n = np.asarray(ranks, dtype=float)
-    steps = np.maximum(n - 1.0, 0.0)
-    return steps * latency_s, steps / np.maximum(n, 1.0) / _bytes_per_s(busbw_GBps)
+    steps, volume = ring_steps_volume(1.0, ranks)
+    return steps * latency_s, volume / _bytes_per_s(busbw_GBps)
 
 
 def affine_s(coeffs, size_bytes):
@@ -91,7 +99,7 @@ def ring_coeffs(phases, devices_per_node, nodes, intra_latency_s, intra_busbw_GB
     busbw = _ring_busbw(g, nn, intra_busbw_GBps, inter_busbw_GBps)
     a = phases * (np.maximum(p - nn, 0.0) * np.asarray(intra_latency_s, dtype=float)
                   + np.maximum(nn - 1.0, 0.0) * np.asarray(inter_latency_s, dtype=float))
-    c = phases * np.maximum(p - 1.0, 0.0) / np.maximum(p, 1.0) / _bytes_per_s(busbw)
+    c = ring_steps_volume(phases, p)[1] / _bytes_per_s(busbw)
     return a, c
 
 
@@ -275,12 +283,10 @@ def step_and_volume(op: str, ranks):
     Ring all-reduce ``2(n-1)``, ``2(n-1)/n``; reduce-scatter / all-gather ``n-1``, ``(n-1)/n``;
     a point-to-point ``send_recv`` one step of the whole message (nccl-tests ``sendrecv_perf``:
     busbw = algbw = S/t)."""
-    n = np.asarray(ranks, dtype=float)
     if op == "send_recv":
+        n = np.asarray(ranks, dtype=float)
         return np.ones_like(n), np.ones_like(n)
-    if op == "all_reduce":
-        return 2.0 * (n - 1.0), 2.0 * (n - 1.0) / n
-    return n - 1.0, (n - 1.0) / n
+    return ring_steps_volume(2.0 if op == "all_reduce" else 1.0, ranks)
 
 
 def busbw_from_time_GBps(op: str, size_bytes, ranks, time_s):
