@@ -42,6 +42,20 @@ def allreduce_bytes(micro_batch, seq_len, hidden, cp=1, activation_bytes=2.0):
             / np.asarray(cp, dtype=float) * np.asarray(hidden, dtype=float) * activation_bytes)
 
 
+def activation_collective_s(micro_batch, seq_len, hidden, tp, cp, sequence_parallel, latency_s,
+                            busbw_GBps, activation_bytes=2.0, nvls_busbw_GBps=np.nan):
+    """Seconds of one tensor-parallel collective of a b x (s/cp) x h activation
+    (``allreduce_bytes``) over the ``tp`` ranks: NCCL's all-reduce inside one server
+    (``collectives.allreduce_s``: the ring, or NVLS where ``nvls_busbw_GBps`` is not NaN,
+    whichever is faster), or with ``sequence_parallel`` its reduce-scatter plus all-gather, two
+    rings (docs/model.md §14); ``latency_s`` per ring step, ``busbw_GBps`` GB/s."""
+    size = allreduce_bytes(micro_batch, seq_len, hidden, cp, activation_bytes)
+    allreduce = coll.allreduce_s(size, tp, 1, latency_s, busbw_GBps, latency_s, busbw_GBps,
+                                 nvls_busbw_GBps=nvls_busbw_GBps)
+    rs_ag = 2.0 * coll.ring_reduce_scatter_s(size, tp, latency_s, busbw_GBps)
+    return np.where(np.asarray(sequence_parallel, dtype=bool), rs_ag, allreduce)
+
+
 def tp_comm_per_layer_s(micro_batch, seq_len, hidden, tp, cp, recompute, sequence_parallel,
                         latency_s, busbw_GBps, activation_bytes=2.0, nvls_busbw_GBps=np.nan,
                         early_stop=False, op_sac=False):
@@ -55,11 +69,8 @@ def tp_comm_per_layer_s(micro_batch, seq_len, hidden, tp, cp, recompute, sequenc
     or NVLS where the server's switch reduces (``nvls_busbw_GBps``; NaN: none), whichever is
     faster for the message; reduce-scatter and all-gather (sequence parallelism) are rings
     (docs/model.md §2)."""
-    size = allreduce_bytes(micro_batch, seq_len, hidden, cp, activation_bytes)
-    allreduce = coll.allreduce_s(size, tp, 1, latency_s, busbw_GBps, latency_s, busbw_GBps,
-                                 nvls_busbw_GBps=nvls_busbw_GBps)
-    rs_ag = 2.0 * coll.ring_reduce_scatter_s(size, tp, latency_s, busbw_GBps)
-    one = np.where(np.asarray(sequence_parallel, dtype=bool), rs_ag, allreduce)
+    one = activation_collective_s(micro_batch, seq_len, hidden, tp, cp, sequence_parallel,
+                                  latency_s, busbw_GBps, activation_bytes, nvls_busbw_GBps)
     return collectives_per_layer(recompute, early_stop, sequence_parallel, op_sac) * one
 
 
@@ -76,11 +87,8 @@ def tp_comm_end_stages_s(micro_batch, seq_len, hidden, tp, cp, sequence_parallel
     input's gradient in backward (with sequence parallelism: all-gather forward, reduce-scatter
     backward); the vocabulary-parallel cross entropy all-reduces 3 fp32 values per token
     (``VocabParallelCrossEntropy``). Not overlapped (userbuffers cover the layers' linears)."""
-    size = allreduce_bytes(micro_batch, seq_len, hidden, cp, activation_bytes)
-    allreduce = coll.allreduce_s(size, tp, 1, latency_s, busbw_GBps, latency_s, busbw_GBps,
-                                 nvls_busbw_GBps=nvls_busbw_GBps)
-    rs_ag = 2.0 * coll.ring_reduce_scatter_s(size, tp, latency_s, busbw_GBps)
-    one = np.where(np.asarray(sequence_parallel, dtype=bool), rs_ag, allreduce)
+    one = activation_collective_s(micro_batch, seq_len, hidden, tp, cp, sequence_parallel,
+                                  latency_s, busbw_GBps, activation_bytes, nvls_busbw_GBps)
     loss = LOSS_ALLREDUCES * coll.allreduce_s(
         allreduce_bytes(micro_batch, seq_len, 1.0, cp, LOSS_BYTES_PER_TOKEN), tp, 1, latency_s,
         busbw_GBps, latency_s, busbw_GBps, nvls_busbw_GBps=nvls_busbw_GBps)
