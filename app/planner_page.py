@@ -154,7 +154,8 @@ def _init_session() -> None:
     if "app_state" in ss:
         return
     try:
-        params = st.query_params.to_dict()
+        # every value of a repeated key, so the link's problems can say it (to_dict keeps the last)
+        params = {key: st.query_params.get_all(key) for key in st.query_params}
     except Exception:  # noqa: BLE001 - a malformed query string must never stop the page
         params = {"v": "?"}
     state, profile, messages = decode_query(params)

@@ -593,6 +593,18 @@ def _first(value: Any) -> str:
     return str(value)
 
 
+def repeated_keys(params: Mapping[str, Any]) -> list[str]:
+    """One line per key a link gives twice or more with different values (a hand edit, two links
+    pasted together): which value is used (the last, ``_first``)."""
+    out = []
+    for key, value in params.items():
+        if isinstance(value, list | tuple) and len({str(v) for v in value}) > 1:
+            shown = ", ".join(f"'{_shown(v)[:20]}'" for v in value[:4])
+            out.append(f"the link gives '{_shown(key)[:20]}' {len(value)} values ({shown}); "
+                       f"using the last, '{_shown(_first(value))[:20]}'")
+    return out
+
+
 def _shown(value: Any) -> str:
     """A value from a link made safe to echo: short, no markup characters."""
     return re.sub(r"[^\w.,:+-]", "?", str(value))[:40]
@@ -677,6 +689,8 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                         + f"; this scalesim reads v1 to v{LINK_VERSION} links, so it shows the "
                         "defaults")
         return default_state(), preset_profile(AppState()), messages
+    messages.extend(repeated_keys({k: v for k, v in params.items()
+                                   if str(k) not in IGNORED_KEYS}))
     date = flat.pop(SHARED_DATE_KEY, None)  # read by shared_date()
     if date is not None and shared_date({SHARED_DATE_KEY: date}) is None:
         messages.append(f"the link's date '{SHARED_DATE_KEY}={_shown(date)[:12]}' is not a date "

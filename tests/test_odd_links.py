@@ -130,3 +130,17 @@ def test_an_odd_link_shows_a_box_and_the_rest_of_the_page(name):
     assert len(at.table) == 1 and at.table[0].value.index.name == "option"  # the decision card
     assert len(at.get("vega_lite_chart")) == 2  # the Scaling curve tab's two charts
     assert len(at.dataframe) >= 1
+
+
+def test_a_key_given_twice_is_said_and_the_last_value_used():
+    """Session 41: '...&price=2.5&price=3' (a hand edit, two links pasted together) opened at $3
+    a device-hour in silence (``st.query_params.to_dict`` keeps the last value); the page now
+    reads every value of a key and says which it uses. The same value twice says nothing."""
+    at = open_app({"v": "2", "cbs": "4000", "price": ["2.5", "3"]})
+    assert at.session_state["app_state"].price == 3.0
+    assert [w.value for w in at.warning] == [
+        "Share link: the link gives 'price' 2 values ('2.5', '3'); using the last, '3'. To fix "
+        "it: set the controls in the sidebar (the link follows them), or ask the sender for a "
+        "new link."]
+    assert decode_query({"v": "2", "price": ["2.5", "2.5"]})[::2] == (
+        default_state().model_copy(update={"price": 2.5}), [])
