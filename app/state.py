@@ -5,7 +5,9 @@ Pure: no streamlit import, so the round trip is unit-testable. A link holds ever
 parameters as a compact blob (``prof``: the profile JSON without raw points, free text or host
 names, zlib-compressed, base64url). Reading a link never runs anything from it: values are
 validated by pydantic field by field, the blob is size-limited before and after decompression and
-parsed with ``json`` only. A broken field falls back to its default with a one-line message.
+parsed with ``json`` only. A broken field falls back to its default with a one-line message; a
+link changed on its way (cut short, a value dropped or edited) fails its checksum (``ck``) and
+is said.
 """
 
 from __future__ import annotations
@@ -71,6 +73,12 @@ V14_FIELDS = ("p2p",)  # what v14 added
 # a cut one loses those first
 CUT_SHORT = "the link may have been cut short when copied (its end is missing)"
 SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
+# the link's checksum (session 41; no new version: an older scalesim lists it as an unknown field
+# and shows the same what-if): right after the version, so a cut link keeps it and fails it
+CHECK_KEY = "ck"
+NO_CHECKSUM = (f"the link carries no checksum ('{CHECK_KEY}'; an older scalesim made it): a value "
+               "changed or dropped in it cannot be told, so compare the sidebar with the sender's")
+PROFILE_IN_LINK = "the profile in the link"  # how a damaged profile blob's messages start
 MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
 MAX_VALUE_CHARS = 400  # one control's value
 MAX_PROFILE_BLOB_CHARS = 12_000  # the compressed profile, base64url
@@ -172,6 +180,7 @@ class AppState(BaseModel):
 
 
 FIELDS = tuple(AppState.model_fields)
+SCENARIO_KEYS = frozenset({"v", *FIELDS, "ph", "prof"})  # what a link's checksum covers
 NULLABLE = frozenset(name for name, f in AppState.model_fields.items()
                      if f.default is None or "None" in str(f.annotation))
 
@@ -445,28 +454,28 @@ def checked_profile(data: Any, what: str) -> Profile:
 def decode_profile(blob: str) -> Profile:
     """The inverse of ``encode_profile``; any problem raises ScalesimError (one line)."""
     if len(blob) > MAX_PROFILE_BLOB_CHARS:
-        raise ScalesimError(f"the profile in the link is too long ({len(blob)} characters, "
+        raise ScalesimError(f"{PROFILE_IN_LINK} is too long ({len(blob)} characters, "
                             f"limit {MAX_PROFILE_BLOB_CHARS})")
     try:
         packed = base64.urlsafe_b64decode(blob + "=" * (-len(blob) % 4))
     except (binascii.Error, ValueError):
-        raise ScalesimError("the profile in the link is not valid base64url text") from None
+        raise ScalesimError(f"{PROFILE_IN_LINK} is not valid base64url text") from None
     inflater = zlib.decompressobj()
     try:
         raw = inflater.decompress(packed, MAX_PROFILE_JSON_BYTES)
     except zlib.error:
-        raise ScalesimError("the profile in the link is damaged (not zlib data)") from None
+        raise ScalesimError(f"{PROFILE_IN_LINK} is damaged (not zlib data)") from None
     if inflater.unconsumed_tail:
-        raise ScalesimError("the profile in the link is damaged or larger than "
+        raise ScalesimError(f"{PROFILE_IN_LINK} is damaged or larger than "
                             f"{MAX_PROFILE_JSON_BYTES} bytes")
     if not inflater.eof:  # the compressed stream stops before its end
-        raise ScalesimError(f"the profile in the link ends early: {CUT_SHORT}")
+        raise ScalesimError(f"{PROFILE_IN_LINK} ends early: {CUT_SHORT}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ScalesimError("the profile in the link is not valid JSON") from None
-    data = parse_json_text(text, "the profile in the link")  # a repeated key refused, too
-    return checked_profile(data, "the profile in the link")
+        raise ScalesimError(f"{PROFILE_IN_LINK} is not valid JSON") from None
+    data = parse_json_text(text, PROFILE_IN_LINK)  # a repeated key refused, too
+    return checked_profile(data, PROFILE_IN_LINK)
 
 
 # ---------------------------------------------------------------- query string
@@ -549,7 +558,7 @@ def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
     (the v2 table, then the profile's own values), presets by name; an uploaded profile's
     fitted parameters and caveats as a compact blob."""
     state = _meant(state)
-    params = {"v": str(link_version(state))}
+    params = {"v": str(link_version(state)), CHECK_KEY: ""}  # the checksum's place: after v
     brought = profile_defaults(profile)
     for name in FIELDS:
         value = getattr(state, name)
@@ -560,7 +569,19 @@ def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
         params["prof"] = encode_profile(profile)
     else:
         params["ph"] = preset_fingerprint(profile)
+    params[CHECK_KEY] = link_checksum(params)
     return params
+
+
+def link_checksum(params: Mapping[str, str]) -> str:
+    """8 hex digits over what a link says (its version, controls and preset fingerprint or
+    profile: ``SCENARIO_KEYS``), sorted by key: a value cut that still parses ('gbit=10' of
+    'gbit=100'), dropped or changed gives others. The date and keys the decoder ignores are
+    left out. Written by ``encode_query``, checked by ``decode_query``."""
+    import hashlib
+
+    said = sorted((k, v) for k, v in params.items() if k in SCENARIO_KEYS)
+    return hashlib.sha256(urlencode(said).encode("utf-8")).hexdigest()[:8]
 
 
 def preset_fingerprint(profile: Profile) -> str:
@@ -669,7 +690,9 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     """State, profile and messages (one line each) from a link's query parameters.
 
     No parameters: the defaults, silently. A link of another version or over the size limits is
-    ignored as a whole; otherwise each broken field falls back to its default alone.
+    ignored as a whole; otherwise each broken field falls back to its default alone. A link
+    whose checksum (``CHECK_KEY``) does not match what it says, that holds nothing but its
+    version, or that repeats a key with another value opens with a message saying so.
     """
     messages: list[str] = []
     flat = {str(k): _first(v) for k, v in params.items() if str(k) not in IGNORED_KEYS}
@@ -695,6 +718,17 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     if date is not None and shared_date({SHARED_DATE_KEY: date}) is None:
         messages.append(f"the link's date '{SHARED_DATE_KEY}={_shown(date)[:12]}' is not a date "
                         f"(YYYY-MM-DD): {CUT_SHORT}")
+    check = flat.pop(CHECK_KEY, None)
+    altered = check is not None and check != link_checksum({**flat, "v": version})
+    if check is not None and not re.fullmatch(r"[0-9a-f]{8}", check):
+        messages.append(f"the link's checksum '{CHECK_KEY}={_shown(check)[:12]}' is not 8 hex "
+                        f"digits: {CUT_SHORT}")
+    if not flat:  # every link the app makes holds a fingerprint or profile after these
+        held = [n for n, k in (("its version", "v"), ("date", SHARED_DATE_KEY),
+                               ("checksum", CHECK_KEY)) if k in params]
+        what = ", ".join(held[:-1]) + " and " + held[-1] if len(held) > 1 else held[0]
+        messages.append(f"the link holds nothing but {what}: {CUT_SHORT}; showing the defaults")
+        return default_state(), preset_profile(AppState()), messages
     if version in ("1", "2"):  # before the model split: those links are data parallel
         old = [name for name in LAYOUT_FIELDS if name in flat and flat.pop(name) not in (
             "", _to_text(AppState.model_fields[name].default))]
@@ -764,8 +798,8 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                             "B (it opens with the best remedy)")
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
-    cut = (cut_before_fingerprint(flat) if date is not None and fingerprint is None
-           and blob is None else None)
+    cut = (cut_before_fingerprint(flat) if (date is not None or check is not None)
+           and fingerprint is None and blob is None else None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)
     if unknown:
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""  # never a part as all
@@ -824,4 +858,22 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                             f"({count_list(counts, 8)}); "
                             "using auto (the knee)")
             state = state.model_copy(update={"focus": None})
+    messages.extend(integrity_notes(check, altered, fingerprint is not None or blob is not None,
+                                    messages))
     return state, profile, messages
+
+
+def integrity_notes(check: str | None, altered: bool, made_by_app: bool,
+                    said: list[str]) -> list[str]:
+    """What a link's checksum (``CHECK_KEY``) says beyond ``said``, the link's other messages:
+    that its values are not the ones it was made with (unless a cut or a damaged profile was
+    said already), or, for a link an older scalesim made (a fingerprint or profile, no
+    checksum), that a change in it cannot be told."""
+    if altered and not any(CUT_SHORT in m or m.startswith(PROFILE_IN_LINK) for m in said):
+        return [f"the link's values do not match its checksum '{CHECK_KEY}={_shown(check)[:12]}': "
+                "a value was changed or dropped after the link was made; the values it holds are "
+                "used and a control it lost shows its default: compare the sidebar with the "
+                "sender's"]
+    if check is None and made_by_app:
+        return [NO_CHECKSUM]
+    return []

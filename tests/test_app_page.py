@@ -34,7 +34,8 @@ def test_opens_on_the_default_presets_with_the_curve_drawn():
     assert "crosses server boundary: inter-server link" in knee_line(at)
     assert h["best_remedy"] in knee_line(at)
     assert _charts(at) == 2  # throughput and efficiency on the first tab
-    assert _query(at) == {"v": "2", "ph": _query(at)["ph"]}  # the defaults: nothing else
+    query = _query(at)  # the defaults: nothing else, and the checksum of what it says
+    assert query == {"v": "2", "ck": query["ck"], "ph": query["ph"]}
     assert "v=2" in at.code[0].value and "at=20" in at.code[0].value  # the visible share link
     assert not at.warning  # a fresh start is not a broken link
 
