@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from app_harness import open_app
-from scalesim.app.plan import make_plan, option_links
+from scalesim.app.plan import option_links
 from scalesim.app.state import default_state, encode_query, preset_profile
 
 from scalesim.decision import card_rows, duration_text, usd_text
@@ -27,8 +27,13 @@ GPT76_ONE = {"wl": "gpt-76.1b", "dmax": 1, "focus": 1, "train": TRAIN}
 
 
 def _plan(update: dict):
+    """The plan of ``update`` from the page's own cache (``planner_page._plan``): the page opened
+    at its link plans the same what-if, and each test asks it twice (session 41: was
+    ``make_plan`` on each call, the page's plan computed again beside it)."""
+    from scalesim.app.planner_page import _plan as cached_plan
+
     state = default_state().model_copy(update=update)
-    return make_plan(preset_profile(state), state)
+    return cached_plan(preset_profile(state), state)
 
 
 def _metric(at, label_start: str):
