@@ -811,7 +811,7 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
     if now.nodes > 1 and (ups := network_scenarios(profile, scenario)):
         net = ups[0]  # the card's (``card_upgrade``)
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
-        p = _one(profile, net.scenario, now.devices)
+        p = _one(net.profile, net.scenario, now.devices)
         words = link_change_words(inter, net.link.busbw_GBps,
                                   not_measured_link(profile, scenario, "inter_node"))
         out.append(ctx.option("network", f"Network: {net.upgrade.name}, {words}", p,

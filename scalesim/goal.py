@@ -362,8 +362,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         "accumulation": searched_accumulations(k0),
         "strategy": list(STRATEGIES),
     }
-    graded = [_graded(profile, base if n is None else n.scenario, axes, goal, reference, n)
-              for n in nets]
+    graded = [_graded(profile, base, axes, goal, reference, None) if n is None else
+              _graded(n.profile, n.scenario, axes, goal, reference, n) for n in nets]
     runs = [r for r, _, _ in graded]
     res = runs[0]
     c = {k: np.concatenate([r.columns[k] for r in runs]) for k in res.columns}

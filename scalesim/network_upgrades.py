@@ -120,6 +120,7 @@ class NetworkScenario:
     option, diagnose's named faster network, goal's networks: ``network_scenario``)."""
 
     upgrade: NetworkUpgrade  # for one node of the profile (``per_node``): NICs and USD/h
+    profile: Profile  # the profile with the upgrade's whole inter-server link (``on_link``)
     scenario: Scenario  # the scenario on the upgrade's inter-server link: busbw and latency
     billed_sizes: tuple[int, ...]  # the instance shapes it is billed in (``billed_sizes``)
     price_source: str  # the upgrade's source, its date and how it is billed, for a card's row
@@ -134,13 +135,24 @@ class NetworkScenario:
         return self.upgrade.extra_usd_per_server_hour is not None
 
 
+def on_link(profile: Profile, link: LinkLevel) -> Profile:
+    """``profile`` whose servers are joined by ``link``: its whole inter-server level (busbw,
+    latency, NIC count, kind), so that a job on fewer GPUs of each server than it holds reaches
+    its share of the upgrade's NICs, not of today's (``predict.inter_nic_share``: one GPU of 8
+    reaches 1 of EFA's 4 NICs, 12 of 48 GB/s, and 1 of 8 x 200 HDR's 8, 24 of 192 GB/s)."""
+    return profile.model_copy(update={"hardware": profile.hardware.model_copy(
+        update={"inter_node": link})})
+
+
 def network_scenario(profile: Profile, scenario: Scenario,
                      upgrade: NetworkUpgrade) -> NetworkScenario:
     """``scenario`` on ``upgrade`` (one server's, as ``UPGRADES`` lists it) for ``profile``'s
     node: the NICs and price of the servers a node exchanges over
-    (``Hardware.nic_servers_per_node``, ``per_node``), the inter-server link's bus bandwidth
-    and latency of the named hardware (``presets.inter_link``), the instance shapes it bills
-    in and where its price comes from ('price not known' where none is public)."""
+    (``Hardware.nic_servers_per_node``, ``per_node``), the profile on the named hardware's
+    inter-server link (``on_link``: its bus bandwidth, latency and NICs, ``presets.inter_link``)
+    and the scenario at that link's busbw and latency, the instance shapes it bills in and where
+    its price comes from ('price not known' where none is public). Every command evaluates the
+    upgrade on this profile and scenario together."""
     hw = profile.hardware
     up = per_node(upgrade, hw.nic_servers_per_node)
     link = up.link()
@@ -151,7 +163,7 @@ def network_scenario(profile: Profile, scenario: Scenario,
     if up.extra_usd_per_server_hour is None:
         source += "; price not known, so its cost is left blank"
     return NetworkScenario(
-        upgrade=up, billed_sizes=sizes, price_source=source,
+        upgrade=up, profile=on_link(profile, link), billed_sizes=sizes, price_source=source,
         scenario=scenario.model_copy(update={"inter_busbw_GBps": link.busbw_GBps,
                                              "inter_latency_s": link.latency_s}))
 

@@ -336,8 +336,9 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                              + _busbw_words(inter, faster, relative_links,
                                             not_measured_link(profile, scenario, "inter_node")),
                              named.scenario if is_named
-                             else scenario.model_copy(update={"inter_busbw_GBps": faster}), profile, "",
-                             spans, named.upgrade if is_named else None))
+                             else scenario.model_copy(update={"inter_busbw_GBps": faster}),
+                             named.profile if is_named else profile, "", spans,
+                             named.upgrade if is_named else None))
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps
         one = f"one {words.device} does not communicate" if now.devices < 2 else ""
