@@ -814,7 +814,8 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
         p = _one(net.profile, net.scenario, now.devices)
         words = link_change_words(inter, net.link.busbw_GBps,
                                   not_measured_link(profile, scenario, "inter_node"))
-        out.append(ctx.option("network", f"Network: {net.upgrade.name}, {words}", p,
+        needs = f", {net.nics_needed}" if net.nics_needed else ""
+        out.append(ctx.option("network", f"Network: {net.upgrade.name}, {words}{needs}", p,
                               net.upgrade.extra_usd_per_server_hour, net.price_source,
                               net.priced, instance_sizes=net.billed_sizes))
         notes.append(network_enough_words(profile, scenario, now.devices, ctx.error))

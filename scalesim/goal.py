@@ -114,6 +114,7 @@ class GoalNetwork:
     # the cheapest of its plans that meets the goal, else the closest (the smallest worst
     # overshoot); None where none of its plans fits
     plan: GoalPlan | None
+    nics_needed: str = ""  # 'needs 8 NICs per server (this server has 4)', else ''
 
     @property
     def priced(self) -> bool:
@@ -206,6 +207,7 @@ class GoalAnswer:
                     f"({', '.join(n.name for n in self.networks)}).")
         price = (f"${amount(net.extra_usd_per_server_hour)} more a {self.words.server}-hour"
                  if net.priced else "no public price")
+        price += f"; {net.nics_needed}" if net.nics_needed else ""
         money = (f"${amount(p.cost_usd)}" if net.priced else
                  f"${amount(p.cost_usd)} for the {self.words.devices} plus the network, whose "
                  "price is not public")
@@ -521,4 +523,5 @@ def _network_row(net: NetworkScenario, i: int | None, plan) -> GoalNetwork:
         gbit_per_nic=float(net.upgrade.gbit_per_nic), busbw_GBps=float(link.busbw_GBps),
         latency_s=float(link.latency_s),
         extra_usd_per_server_hour=net.upgrade.extra_usd_per_server_hour,
-        price_source=net.price_source, plan=None if i is None else plan(i))
+        price_source=net.price_source, plan=None if i is None else plan(i),
+        nics_needed=net.nics_needed)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from scalesim import presets
 from scalesim.billing import billing_words
 from scalesim.device_nouns import is_cpu_device
-from scalesim.schemas import LinkLevel, Profile, Scenario
+from scalesim.schemas import Hardware, LinkLevel, Profile, Scenario
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,9 @@ class NetworkUpgrade:
     # GPUs of each shape the upgrade's instance is rented in (``scalesim.billing``); None: only
     # whole servers (AWS p4d.24xlarge has no smaller shape, so 4 GPUs of one bill its 8)
     instance_sizes: tuple[int, ...] | None = None
+    # True: another instance type rented with these NICs in it (AWS p4d), so no NIC count of
+    # today's servers limits it; False: adapters fitted to today's servers (``nics_needed_words``)
+    rented_server: bool = False
 
     def link(self) -> LinkLevel:
         return presets.inter_link(self.kind, self.nics_per_node, self.gbit_per_nic, self.source)
@@ -63,7 +66,8 @@ UPGRADES: tuple[NetworkUpgrade, ...] = (
                f"{_P4D.as_of}) minus {_A2.instance} ${_A2.usd_per_hour:g}/h ({_A2.source}, "
                f"listed {_A2.as_of}); EFA modelled as RDMA (the roce efficiency). AWS cut P4 "
                "prices in June 2025, so today's difference may be smaller",
-        as_of=_P4D.as_of, device_words=("A100", "40GB"), instance_sizes=_P4D.instance_sizes),
+        as_of=_P4D.as_of, device_words=("A100", "40GB"), instance_sizes=_P4D.instance_sizes,
+        rented_server=True),
     NetworkUpgrade(
         key="ib-8x200",
         name="8 x 200 Gb/s HDR InfiniBand (as in a DGX A100)",
@@ -86,6 +90,20 @@ UPGRADES_BY_KEY = {u.key: u for u in UPGRADES}
 # Why a CPU calibration's processes get no upgrade (``device_nouns.is_cpu_device``).
 CPU_NO_UPGRADES = ("network upgrades left out: CPU processes exchange through gloo over TCP, and "
                    "the upgrades' figures are NCCL's over RDMA between GPU servers")
+
+
+def nics_needed_words(upgrade: NetworkUpgrade, hardware: Hardware) -> str:
+    """'needs 8 NICs per server (this server has 4)' where ``upgrade`` (one server's, as
+    ``UPGRADES`` lists it) is adapters fitted to today's servers and has more NICs than
+    ``hardware``'s inter-server level (``nics_per_node``: a preset's datasheet count, as a
+    DGX-1's 4 EDR ports); '' where the count is not known (a calibrated or fitted level), the
+    upgrade fits in it, or it is another server rented with its NICs (``rented_server``). The
+    presets know the NICs a server ships with, not its free slots, so the upgrade is kept and
+    said (docs/model.md §20)."""
+    today = hardware.inter_node.nics_per_node
+    if upgrade.rented_server or not today or upgrade.nics_per_node <= today:
+        return ""
+    return f"needs {upgrade.nics_per_node} NICs per server (this server has {today})"
 
 
 def per_node(upgrade: NetworkUpgrade, servers: int) -> NetworkUpgrade:
@@ -124,6 +142,7 @@ class NetworkScenario:
     scenario: Scenario  # the scenario on the upgrade's inter-server link: busbw and latency
     billed_sizes: tuple[int, ...]  # the instance shapes it is billed in (``billed_sizes``)
     price_source: str  # the upgrade's source, its date and how it is billed, for a card's row
+    nics_needed: str = ""  # 'needs 8 NICs per server (this server has 4)' (``nics_needed_words``)
 
     @property
     def link(self) -> LinkLevel:
@@ -150,9 +169,10 @@ def network_scenario(profile: Profile, scenario: Scenario,
     node: the NICs and price of the servers a node exchanges over
     (``Hardware.nic_servers_per_node``, ``per_node``), the profile on the named hardware's
     inter-server link (``on_link``: its bus bandwidth, latency and NICs, ``presets.inter_link``)
-    and the scenario at that link's busbw and latency, the instance shapes it bills in and where
-    its price comes from ('price not known' where none is public). Every command evaluates the
-    upgrade on this profile and scenario together."""
+    and the scenario at that link's busbw and latency, the instance shapes it bills in, where
+    its price comes from ('price not known' where none is public) and the NICs it needs beyond
+    the server's (``nics_needed_words``). Every command evaluates the upgrade on this profile
+    and scenario together."""
     hw = profile.hardware
     up = per_node(upgrade, hw.nic_servers_per_node)
     link = up.link()
@@ -164,6 +184,7 @@ def network_scenario(profile: Profile, scenario: Scenario,
         source += "; price not known, so its cost is left blank"
     return NetworkScenario(
         upgrade=up, profile=on_link(profile, link), billed_sizes=sizes, price_source=source,
+        nics_needed=nics_needed_words(upgrade, hw),
         scenario=scenario.model_copy(update={"inter_busbw_GBps": link.busbw_GBps,
                                              "inter_latency_s": link.latency_s}))
 

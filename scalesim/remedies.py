@@ -332,12 +332,14 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         is_named = name == FAST_INTER_NAME
         spans = (f"each {words.server}'s; its {words.devices}' stages span {servers} "
                  f"{words.servers}, whose NICs add up" if servers > 1 and faster == fast else "")
+        # an upgrade of more NICs than the server has says so (``nics_needed_words``)
+        caveat = "; ".join(w for w in (named.nics_needed if is_named else "", spans) if w)
         out.append(Candidate("interconnect", f"Faster inter-{words.server} network: {name} "
                              + _busbw_words(inter, faster, relative_links,
                                             not_measured_link(profile, scenario, "inter_node")),
                              named.scenario if is_named
                              else scenario.model_copy(update={"inter_busbw_GBps": faster}),
-                             named.profile if is_named else profile, "", spans,
+                             named.profile if is_named else profile, "", caveat,
                              named.upgrade if is_named else None))
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps

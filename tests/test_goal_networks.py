@@ -104,8 +104,9 @@ def test_the_cli_prints_the_networks_and_json_carries_them(capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[1].startswith("Cheapest faster network that meets the goal: 4 x 100")
     assert "faster networks (as scalesim decide runs them), each one's best plan:" in out
-    assert ("8 x 200 Gb/s HDR InfiniBand (as in a DGX A100) (8 x 200 Gb/s, 192 GB/s busbw, 6 us; "
-            "no public price: USD is the devices' alone)") in out
+    assert ("8 x 200 Gb/s HDR InfiniBand (as in a DGX A100) (8 x 200 Gb/s, 192 GB/s busbw, 6 us, "
+            "needs 8 NICs per server (this server has 1); no public price: USD is the devices' "
+            "alone)") in out
     assert main([*args, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["network_sentence"].startswith("Cheapest faster network that meets the goal")

@@ -142,6 +142,7 @@ def render(answer) -> str:
     for n in answer.networks:
         link = (f"{n.nics_per_node} x {n.gbit_per_nic:g} Gb/s, {link_GBps(n.busbw_GBps)} busbw, "
                 f"{n.latency_s * 1e6:g} us")
+        link += f", {n.nics_needed}" if n.nics_needed else ""
         price = (f"+${amount(n.extra_usd_per_server_hour)} a {answer.words.server}-hour"
                  if n.priced else "no public price: USD is the devices' alone")
         p = n.plan
