@@ -584,12 +584,27 @@ def link_checksum(params: Mapping[str, str]) -> str:
     return hashlib.sha256(urlencode(said).encode("utf-8")).hexdigest()[:8]
 
 
+def _fingerprint_cut(text: str) -> str:
+    """A caveat's text as the fingerprint hashes it: frozen at the cut links used until session
+    41 (the first MAX_CAVEAT_CHARS - 3 characters and '...'), whatever ``_cut`` shows now."""
+    return text if len(text) <= MAX_CAVEAT_CHARS else text[:MAX_CAVEAT_CHARS - 3] + "..."
+
+
 def preset_fingerprint(profile: Profile) -> str:
     """8 hex digits naming the preset profile's numbers: a receiver whose presets differ (another
     scalesim version) is told its numbers may differ from the sender's."""
     import hashlib
 
     compact = compact_profile(profile)
+    # the caveats' text as fingerprints have always hashed it (``_fingerprint_cut``): how the app
+    # shows a long caveat is no number, and must not tell older links their numbers changed
+    compact = compact.model_copy(update={
+        "links": [link.model_copy(update={
+            "note": "" if link.measured else _fingerprint_cut(full.note),
+            "numbers_from": _fingerprint_cut(full.numbers_from)})
+            for link, full in zip(compact.links, profile.links, strict=True)],
+        "notes": [_fingerprint_cut(n) for n in profile.notes[:MAX_CAVEATS]],
+    })
     # fields added since links carried fingerprints, at their default: left out, so a preset
     # whose numbers did not change keeps the fingerprint its older links carry
     later = {}
