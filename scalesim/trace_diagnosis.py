@@ -58,6 +58,15 @@ from scalesim.trace_collectives import (
     within_stages,
 )
 
+# Why a trace of one process (world size 1) gets no model remedy, and what answers its questions
+ONE_PROCESS_NOTE = (
+    "one process (world size 1): it exchanges nothing with another, so the model's remedies "
+    "(links, overlap, sharding, batch, accumulation), which price a data-parallel exchange, are "
+    "not predicted, and how the job scales cannot be read off one process's step; for that, "
+    "make a profile of its trace (scalesim calibrate --from-trace B=TRACE --out p.json, B its "
+    "samples a step) and ask scalesim predict --profile p.json --devices 1,2,4,8 (scalesim "
+    "plan --profile p.json --workload MODEL --global-batch N for a transformer's layouts), or "
+    "diagnose runs at several device counts (scalesim diagnose runs.csv)")
 # Traces: the loader is modelled (and its remedy predicted) when removing the data wait could
 # gain the model's median error, wait / (step - wait) >= e, i.e. wait >= e / (1 + e) of the step.
 LOADER_MODELLED_SHARE = DATA_PARALLEL_MEDIAN_ERROR / (1.0 + DATA_PARALLEL_MEDIAN_ERROR)
@@ -269,6 +278,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
                      "micro-batches pay its fill and drain once a step")
         notes.append(f"the remedies' model is the data-parallel exchange over {over} of the "
                      f"traced layout ({layout_words(degrees)}); {held}")
+    if exchange_ranks(summaries) < 2:
+        notes.append(ONE_PROCESS_NOTE)
     notes.append("remedy gains are model predictions built from the median traced step"
                  + ("; the pipeline's are replays of its traced schedule, which also splits "
                     "its loss for the batch remedies" if pipeline is not None else ""))
