@@ -87,6 +87,10 @@ DP_EXCHANGE_SHARE = MODEL_PARALLEL_MEDIAN_ERROR / (1.0 + MODEL_PARALLEL_MEDIAN_E
 # scalesim.accuracy): it is no change, not a remedy (a display rounding, not a model figure).
 NO_CHANGE = 0.0005
 VERDICTS = ("remedy", "no change", "loses", "not runnable", "not applicable")  # display order
+# The remedies whose gain is the data-parallel exchange's (overlapping it, sending it fewer times
+# a sample or over other collectives, a faster link): held back where traces show none of its
+# collectives (``trace_collectives.unseen_exchange_note``)
+EXCHANGE_REMEDIES = ("overlap", "accumulation", "sharding", "interconnect")
 # Each verdict's group in a list of remedies (diagnose's text): the planner's word, so a remedy
 # reads the same in the planner and in diagnose (``verdict_group``: "Other remedies" under a
 # first remedy said above them).

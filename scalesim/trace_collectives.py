@@ -585,6 +585,32 @@ def within_stages(summaries, cr: dict, staged: tuple) -> tuple[dict, str]:
                  "stage whose slowest rank keeps its peers waiting the longest")
 
 
+def unseen_exchange_note(summaries, degrees: dict) -> str:
+    """A note where the job's data-parallel exchange runs over two ranks or more
+    (``exchange_ranks``) and no traced rank shows one of its collectives (an all-reduce,
+    all-gather or reduce-scatter, ``collective_kinds``; the data-parallel groups' where the
+    collectives name theirs, ``DP_ROLES``): the communication was not recorded, or the job
+    never synchronised. '' where one was seen or there is no exchange."""
+    ranks = exchange_ranks(summaries, degrees)
+    grouped = by_group(summaries)
+    kinds = collective_kinds(summaries, DP_ROLES if grouped else None)
+    if ranks < 2 or any(k["count"] for k in kinds.values()):
+        return ""
+    n = len(summaries)
+    on = "the one traced rank" if n == 1 else f"any of the {n} traced ranks"
+    what = (f"no collective of the data-parallel exchange on {on} (no all-reduce, all-gather or "
+            "reduce-scatter" + (" over a data-parallel group" if grouped else "")
+            + "; other communication was traced)" if any(s.collectives for s in summaries) else
+            f"no collective on {on} (no NCCL kernel, gloo op or record_param_comms)")
+    return (f"{what}, though the exchange runs over {ranks} ranks: either the profiler did not "
+            "record the communication (on GPUs NCCL runs on its own CUDA stream, which only "
+            "ProfilerActivity.CUDA records: profile with activities=[ProfilerActivity.CPU, "
+            "ProfilerActivity.CUDA]), or the job never synchronised its ranks (no DDP or FSDP "
+            "wrapper: each rank trains its own copy). The remedies that act on the exchange "
+            "are held back (not predicted: a gain on an exchange nobody saw); the others are "
+            "priced with no exchange, so any unrecorded one would add to a batch remedy's gain")
+
+
 def exchange_ranks(summaries, degrees=None) -> int:
     """The ranks a traced job's data-parallel exchange runs over: the job's, or where its
     groups split the model (``degrees``) its replicas (dp x cp, ``exchange_replicas``)."""

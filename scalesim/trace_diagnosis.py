@@ -41,7 +41,7 @@ from scalesim.process_groups import (
     layout_words,
     splits_the_model,
 )
-from scalesim.remedies import gain_verdict
+from scalesim.remedies import EXCHANGE_REMEDIES, gain_verdict
 from scalesim.trace_collectives import (
     by_group,
     exchange_ranks,
@@ -55,6 +55,7 @@ from scalesim.trace_collectives import (
     traced_exchange,
     traced_grad_sync,
     traced_layout,
+    unseen_exchange_note,
     within_stages,
 )
 
@@ -191,13 +192,15 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     # a pipeline's micro-batches are its schedule's (``traced_pipeline``), its batch remedies
     # priced on it; else the micro-steps the traces show (None: not read, said in a note)
     micro_steps, micro_note = (None, "") if pipeline is not None else traced_micro_steps(summaries)
+    unseen = unseen_exchange_note(summaries, degrees)
     first, remedies = _trace_remedies(cr, summaries, cause.key, exchange, degrees,
                                       dp_comm, mp_exposed + pipeline_fixed,
-                                      micro_steps=micro_steps)
+                                      micro_steps=micro_steps, exchange_seen=not unseen)
     if pipeline is not None and any(r.key in BATCH_FACTORS for r in remedies):
         def model(per_sample_extra_s: float, per_step_s: float, fixed_s: float):
             return _trace_remedies(cr, summaries, cause.key, exchange, degrees,
-                                   dp_comm, fixed_s, per_sample_extra_s, per_step_s)
+                                   dp_comm, fixed_s, per_sample_extra_s, per_step_s,
+                                   exchange_seen=not unseen)
 
         for priced in pipeline_batch_remedies(pipeline, model, mp_exposed, pipeline_fixed):
             remedies = _with_measured(remedies, priced)
@@ -253,6 +256,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     notes = [n for s in summaries for n in s.notes]
     if missing := missing_ranks_note(summaries):
         notes.insert(0, missing)
+    if unseen:
+        notes.append(unseen)
     notes += mixed_ranks_notes(summaries)
     if exchange_note:
         notes.append(exchange_note)
@@ -741,13 +746,17 @@ def _given_grad_sync(summaries, exchange, grad_sync: str, traced: str):
                       f"({traced_grad_sync(summaries)[1] or traced})")
 
 
+# why a remedy that acts on the exchange is not predicted where no collective of it was traced
+UNSEEN_EXCHANGE_REASON = ("not predicted: no collective of the data-parallel exchange was "
+                          "traced (see the notes)")
 # the source of every part of the model profile built from traces (``_trace_remedies``)
 TRACE_SOURCE = "from traces"
 
 
 def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
                     model_parallel_s: float = 0.0, per_sample_extra_s: float = 0.0,
-                    per_step_s: float = 0.0, micro_steps: int | None = None):
+                    per_step_s: float = 0.0, micro_steps: int | None = None,
+                    exchange_seen: bool = True):
     """Rank the seed remedies with a model profile built from the traced breakdown, the job
     exchanging as ``exchange`` (None: DDP; its link's bus bandwidth from the bytes that
     strategy sends, ``zero_exchange.sent_units``). Where the traces' groups split the model
@@ -761,7 +770,9 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     ``micro_steps``: the micro-steps a step the traces show (``traces.traced_micro_steps``): the
     model accumulates over as many, each a k-th of the step's compute, idle, in-process loading
     and other groups' collectives (the optimizer step and the exchange once a step, as the job
-    ran them); None: a step is one micro-step."""
+    ran them); None: a step is one micro-step. ``exchange_seen`` False: no collective of the
+    exchange was traced (``unseen_exchange_note``), so the remedies that act on it
+    (``remedies.EXCHANGE_REMEDIES``) are held back, not predicted."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
     from scalesim.model.memory import ZERO1
@@ -857,6 +868,10 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     if loading:
         remedies = [_loader_workers(profile, scenario, loading, k) if r.key == "loader" else r
                     for r in remedies]
+        first = first_remedy(remedies, cause, least_decisive_gain(profile, scenario))
+    if not exchange_seen:
+        remedies = [Remedy(r.key, r.title, 0.0, False, UNSEEN_EXCHANGE_REASON)
+                    if r.key in EXCHANGE_REMEDIES else r for r in remedies]
         first = first_remedy(remedies, cause, least_decisive_gain(profile, scenario))
     capped = [_loader_within_wait(r, cr["data_wait_s"], step) for r in remedies]
     if capped == remedies:

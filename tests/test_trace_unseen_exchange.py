@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from scalesim import traces
-from scalesim.trace_diagnosis import ONE_PROCESS_NOTE, diagnose_traces
+from scalesim.remedies import EXCHANGE_REMEDIES
+from scalesim.trace_diagnosis import ONE_PROCESS_NOTE, UNSEEN_EXCHANGE_REASON, diagnose_traces
 
 BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
 FORWARD_US, BACKWARD_US, ALL_REDUCE_US = 200.0, 100.0, 100.0
@@ -78,3 +81,60 @@ def test_one_traced_rank_of_two_is_no_one_process_job(tmp_path):
     priced and the one-process note is not given."""
     report = diagnose_traces(summaries(tmp_path, ddp_job(1, 1), world=2, traced=1), "r0.json")
     assert ONE_PROCESS_NOTE not in report.notes and report.remedies
+
+
+def _held_back(report):
+    return {r.key: r for r in report.remedies if r.key in EXCHANGE_REMEDIES}
+
+
+def test_ranks_with_no_collective_hold_back_the_exchange_remedies(tmp_path):
+    """Two ranks, no collective in either trace (each micro-step a 200 us forward, a 100 us
+    backward and 100 us idle where the all-reduce would be). Before: no note, and "Overlap
+    gradient exchange +0.2%", "Accumulate ... +0.2%", "Shard optimizer state ... sends the same
+    bytes as now", gains of an exchange priced on a link capped at its upper bound."""
+    report = diagnose_traces(summaries(tmp_path, ddp_job(1, 0), world=2), "r*.json")
+    note = next(n for n in report.notes if n.startswith("no collective"))
+    assert note.startswith("no collective on any of the 2 traced ranks (no NCCL kernel, gloo op "
+                           "or record_param_comms), though the exchange runs over 2 ranks")
+    assert "ProfilerActivity.CUDA" in note and "never synchronised its ranks" in note
+    held = _held_back(report)
+    assert set(held) == {"overlap", "accumulation", "sharding", "interconnect"}
+    for r in held.values():
+        assert (r.applicable, r.gain, r.verdict, r.note) == (
+            False, 0.0, "not applicable", UNSEEN_EXCHANGE_REASON)
+    # what is left is priced on the traced step, no exchange: a micro-step of 0.3 ms compute
+    # and 0.1 ms idle (overhead a micro-step); twice the batch 2 x 0.4 / (0.1 + 2 x 0.3) - 1 =
+    # +14.3 % (the link capped at 1e5 GB/s adds 1 us to both steps: +14.4 %)
+    assert report.first_remedy.key == "bigger_batch"
+    assert report.first_remedy.gain == pytest.approx(2 * 0.401 / 0.701 - 1.0, abs=1e-4)
+    text = report.to_text()
+    assert "Overlap gradient exchange with backward (not predicted: no collective" in text
+    assert "sends the same bytes as now" not in text
+
+
+def test_other_communication_without_the_exchanges_collectives_says_which(tmp_path):
+    """A broadcast in each step but no all-reduce, all-gather or reduce-scatter: the exchange
+    is still unseen."""
+    events = ddp_job(1, 0)
+    events += [op("record_param_comms", e["ts"] + FORWARD_US + BACKWARD_US, 10.0,
+                  **{"Collective name": "broadcast"})
+               for e in events if e["name"].startswith("ProfilerStep")]
+    report = diagnose_traces(summaries(tmp_path, events, world=2), "r*.json")
+    assert any(n.startswith("no collective of the data-parallel exchange on any of the 2 "
+                            "traced ranks (no all-reduce, all-gather or reduce-scatter; other "
+                            "communication was traced)") for n in report.notes)
+    assert not any(r.applicable for r in _held_back(report).values())
+
+
+def test_one_traced_rank_of_two_without_a_collective(tmp_path):
+    report = diagnose_traces(summaries(tmp_path, ddp_job(1, 0), world=2, traced=1), "r0.json")
+    assert any(n.startswith("no collective on the one traced rank (") and
+               "though the exchange runs over 2 ranks" in n for n in report.notes)
+    assert not any(r.applicable for r in _held_back(report).values())
+
+
+def test_a_traced_all_reduce_prices_the_exchange_remedies(tmp_path):
+    """The same job with its all-reduce traced: no note, the exchange's remedies priced."""
+    report = diagnose_traces(summaries(tmp_path, ddp_job(1, 1), world=2), "r*.json")
+    assert not any(n.startswith("no collective") for n in report.notes)
+    assert _held_back(report)["overlap"].applicable
