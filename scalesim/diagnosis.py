@@ -71,9 +71,10 @@ CAUSES = {
 
 # Remedies (scalesim.remedies keys) that address each cause first.
 PREFERRED_REMEDIES = {
-    "inter_server": ["interconnect", "overlap", "accumulation", "bigger_batch", "split_model"],
+    "inter_server": ["interconnect", "overlap", "accumulation", "bigger_batch", "split_model",
+                     "grad_sync"],
     "comm_growth": ["overlap", "tp_overlap", "accumulation", "bigger_batch", "interconnect",
-                    "split_model"],
+                    "split_model", "grad_sync"],
     "input_pipeline": ["loader"],
     "stragglers": ["accumulation", "bigger_batch"],
     "slow_device": ["slow_device"],
@@ -232,7 +233,8 @@ def model_remedies(profile, scenario, devices: int, cause: str | tuple[str, ...]
                    split_framework: dict | None = None, nominal_batch: bool = False,
                    decisive_gain: float | None = None,
                    split_layout: dict | None = None,
-                   traced_micro_steps: int | None = None) -> tuple[Remedy | None, list[Remedy]]:
+                   traced_micro_steps: int | None = None,
+                   ddp_reductions: int = 1) -> tuple[Remedy | None, list[Remedy]]:
     """All seed remedies at ``devices`` ranked by the model, and the first one to try.
     ``split_framework``: the framework's tensor-parallel and pipeline-send overlap in the
     split-the-model remedy's layouts (``remedies.rank_remedies``; None: the scenario's).
@@ -245,14 +247,15 @@ def model_remedies(profile, scenario, devices: int, cause: str | tuple[str, ...]
     (``NOMINAL_BATCH_TITLES``), but for the accumulation a count the traces show,
     ``traced_micro_steps``, the scenario's (``TRACED_ACCUMULATION_TITLE``). ``split_layout``:
     the layout "split the model" tries (``remedies.split_change``; None: the planner's best),
-    as ``Remedy.split_layout`` gives it.
+    as ``Remedy.split_layout`` gives it. ``ddp_reductions``: the all-reduces a step of a DDP
+    job that reduces in several micro-steps (``remedies.rank_remedies``).
     """
     from scalesim.remedies import rank_remedies, split_change
 
     # the runs or traces were examined for input waits: no input pipeline means none was found
     _, ranked = rank_remedies(profile, scenario, devices, split_framework=split_framework,
                               stall_examined=True, relative_links=nominal_links,
-                              split_layout=split_layout)
+                              split_layout=split_layout, ddp_reductions=ddp_reductions)
     remedies = []
     for r in ranked:
         title = r.title

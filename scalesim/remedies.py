@@ -90,7 +90,7 @@ VERDICTS = ("remedy", "no change", "loses", "not runnable", "not applicable")  #
 # The remedies whose gain is the data-parallel exchange's (overlapping it, sending it fewer times
 # a sample or over other collectives, a faster link): held back where traces show none of its
 # collectives (``trace_collectives.unseen_exchange_note``)
-EXCHANGE_REMEDIES = ("overlap", "accumulation", "sharding", "interconnect")
+EXCHANGE_REMEDIES = ("overlap", "accumulation", "sharding", "interconnect", "grad_sync")
 # Each verdict's group in a list of remedies (diagnose's text): the planner's word, so a remedy
 # reads the same in the planner and in diagnose (``verdict_group``: "Other remedies" under a
 # first remedy said above them).
@@ -153,7 +153,7 @@ def global_batch_change(batch: int, now_batch: int, said: bool = False) -> str:
 @dataclass(frozen=True)
 class RemedyResult:
     key: str  # bigger_batch, overlap, accumulation, loader, sharding, interconnect, slow_device,
-    # fit_memory, split_model, attention_kernel, tp_overlap
+    # fit_memory, split_model, attention_kernel, tp_overlap, grad_sync
     title: str  # what changes, in words a manager can read
     scenario: Scenario
     profile: Profile
@@ -278,10 +278,10 @@ class Candidate:
 
 def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                 split_framework: dict | None = None, stall_examined: bool = False,
-                relative_links: bool = False, split_layout: dict | None = None
-                ) -> list[Candidate]:
+                relative_links: bool = False, split_layout: dict | None = None,
+                ddp_reductions: int = 1) -> list[Candidate]:
     """A ``Candidate`` for each remedy; ``split_framework``, ``stall_examined``,
-    ``relative_links`` and ``split_layout`` as ``rank_remedies``'."""
+    ``relative_links``, ``split_layout`` and ``ddp_reductions`` as ``rank_remedies``'."""
     strong = scenario.global_batch is not None
     b = now.micro_batch
     words = nouns_for(profile.hardware.device_name)
@@ -316,8 +316,13 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     if factor * k > accumulation_max():
         acc_reason = (f"{factor * k:,} micro-steps are past the bounds table's "
                       f"{accumulation_max():,}")
+    reducing = ddp_reductions > 1 and scenario.strategy == "ddp"
+    if reducing:
+        acc_reason = acc_reason or DDP_REDUCING_ACCUMULATION
     out.append(Candidate("accumulation", f"Accumulate gradients over {factor * k} micro-steps (now {k})",
                          acc_scn, profile, acc_reason, caveat))
+    if reducing:
+        out.append(_ddp_no_sync(profile, scenario, ddp_reductions))
     out.append(Candidate("loader", "Cache the input / add loader workers (no data stall)",
                          scenario, without_stall(profile), _loader_reason(now, stall_examined), ""))
     out.append(_sharding(profile, scenario, now, words))
@@ -370,6 +375,34 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                          scenario.model_copy(update={"slow_device": None, "slow_factor": 1.0}), profile,
                          "" if has_slow else f"no slow {words.device} in the scenario", ""))
     return out
+
+
+# A DDP job that reduces its gradients in s >= 2 micro-steps of a step (no no_sync: traces,
+# ``trace_collectives.ddp_reductions``), priced by the model's DDP (one exchange an optimizer
+# step) as one exchange carrying the s all-reduces' time: its remedy, and why more accumulation
+# is held back
+DDP_NO_SYNC_TITLE = ("Reduce gradients once a step: DDP's no_sync() on every micro-step but the "
+                     "last ({s} -> 1 all-reduce a step)")
+DDP_REDUCING_ACCUMULATION = ("the job all-reduces its gradients in each micro-step (no "
+                             "no_sync): more micro-steps would reduce as often and amortise no "
+                             "exchange; with no_sync (the remedy above) they would")
+
+
+def _ddp_no_sync(profile: Profile, scenario: Scenario, reductions: int) -> Candidate:
+    """The candidate of a DDP job that all-reduces its gradients in ``reductions`` (s >= 2)
+    micro-steps a step: under ``no_sync()`` on all but the last it reduces once, so the s
+    all-reduces' time the model's one exchange carries becomes one's: its links at s times
+    the bus bandwidth (2 units a step where it sent 2s; docs/model.md §4)."""
+    hw = profile.hardware
+    intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps
+    inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
+    return Candidate("grad_sync", DDP_NO_SYNC_TITLE.format(s=reductions),
+                     scenario.model_copy(update={"intra_busbw_GBps": reductions * intra,
+                                                 "inter_busbw_GBps": reductions * inter}),
+                     profile, "",
+                     f"one exchange a step for {reductions}: the model's DDP exchange, which "
+                     f"carried the {reductions} all-reduces' time, at {reductions}x its link's "
+                     "bandwidth; DDP holds full gradients either way, so memory is unchanged")
 
 
 def no_exchange_reason(scenario: Scenario, now: Prediction, words: Nouns = GPU_NOUNS) -> str:
@@ -818,7 +851,8 @@ def _loader_reason(now: Prediction, stall_examined: bool = False) -> str:
 
 def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective: str = "auto",
                   split_framework: dict | None = None, stall_examined: bool = False,
-                  relative_links: bool = False, split_layout: dict | None = None):
+                  relative_links: bool = False, split_layout: dict | None = None,
+                  ddp_reductions: int = 1):
     """Baseline prediction at ``devices`` and every remedy, the best remedy first.
 
     ``objective``: "time" (time to train or to quality, large-batch penalty included), "throughput",
@@ -833,6 +867,9 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     one, not in GB/s (diagnose, where the fit rests on a nominal gradient size). ``split_layout``: the
     layout "split the model" tries (``split_change``), where it was found before (diagnose's gain
     bands: the fit's layout under each parameter draw); None: the planner's best.
+    ``ddp_reductions``: the all-reduces a step of a DDP job that reduces in several micro-steps
+    (traces, ``trace_collectives.ddp_reductions``; 1: once a step, as the model's DDP): its
+    no_sync remedy (``_ddp_no_sync``) is added and more accumulation held back.
     """
     if devices < 1:
         raise ScalesimError("devices must be 1 or more")
@@ -847,7 +884,7 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     stalled = data_stall_share(now) >= DATA_STALL_SHARE
     results = []
     for c in _candidates(profile, scenario, now, split_framework, stall_examined,
-                         relative_links, split_layout):
+                         relative_links, split_layout, ddp_reductions):
         key, title, scn, prof, caveat = c.key, c.title, c.scenario, c.profile, c.caveat
         if c.reason:
             results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, c.reason))

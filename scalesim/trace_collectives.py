@@ -341,6 +341,33 @@ def traced_grad_sync(summaries, reduction: str | None = None) -> tuple[str, str]
                        f"post{'s' if syncing == 1 else ''} {reduction}s")
 
 
+def ddp_reductions(summaries, degrees: dict, exchange) -> tuple[int, int]:
+    """(k, s): the micro-steps a step the traces show and how many post all-reduces
+    (``micro_step_syncs``), where the job exchanges as DDP (``exchange``: its
+    ``fit_runs.RunsExchange``), no group splits the model (``degrees``: a tensor-parallel
+    group's all-reduces run in every micro-step) and s >= 2: DDP without ``no_sync`` reduces
+    its gradients in each micro-step, 2s units a step where the model's DDP sends 2; else
+    (k, 1)."""
+    if exchange.strategy != "ddp" or splits_the_model(degrees):
+        return 1, 1
+    k, syncing = micro_step_syncs(summaries, "all-reduce")
+    return (k, syncing) if syncing >= 2 else (k, 1)
+
+
+def ddp_reductions_note(k: int, reductions: int) -> str:
+    """What ``ddp_reductions``' (k, s) say where s >= 2, else ''."""
+    if reductions < 2:
+        return ""
+    return (f"the traces show all-reduces in {reductions} of the {k} micro-steps a step: DDP "
+            f"without no_sync reduces its gradients in each, {2 * reductions} units a step "
+            "where the model's DDP sends 2 (one exchange an optimizer step, docs/model.md §4), "
+            f"so the exchange is priced as one carrying the {reductions} all-reduces' time, its "
+            f"link read {reductions}x slower than it ran, and the other remedies are priced on "
+            "it. Fix: run every micro-step but the last under model.no_sync() (the remedy "
+            "'Reduce gradients once a step'); more accumulation without it amortises no exchange "
+            "(held back)")
+
+
 def grad_sync_of(k: int, syncing: int) -> str:
     """The gradient sync (``Scenario.grad_sync``) of ``k`` micro-steps a step of which
     ``syncing`` post the reduction (``micro_step_syncs``): once-per-step where one of k >= 2

@@ -44,6 +44,8 @@ from scalesim.process_groups import (
 from scalesim.remedies import EXCHANGE_REMEDIES, gain_verdict
 from scalesim.trace_collectives import (
     by_group,
+    ddp_reductions,
+    ddp_reductions_note,
     exchange_ranks,
     groups_notes,
     mixed_ranks_notes,
@@ -193,9 +195,13 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     # priced on it; else the micro-steps the traces show (None: not read, said in a note)
     micro_steps, micro_note = (None, "") if pipeline is not None else traced_micro_steps(summaries)
     unseen = unseen_exchange_note(summaries, degrees)
+    # a DDP job reducing in several micro-steps a step (no no_sync); a pipeline's are its own
+    k_read, reductions = (1, 1) if pipeline is not None else ddp_reductions(summaries, degrees,
+                                                                            exchange)
     first, remedies = _trace_remedies(cr, summaries, cause.key, exchange, degrees,
                                       dp_comm, mp_exposed + pipeline_fixed,
-                                      micro_steps=micro_steps, exchange_seen=not unseen)
+                                      micro_steps=micro_steps, exchange_seen=not unseen,
+                                      ddp_reductions=reductions)
     if pipeline is not None and any(r.key in BATCH_FACTORS for r in remedies):
         def model(per_sample_extra_s: float, per_step_s: float, fixed_s: float):
             return _trace_remedies(cr, summaries, cause.key, exchange, degrees,
@@ -263,6 +269,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         notes.append(exchange_note)
     if micro_note:
         notes.append(micro_note)
+    if reduced := ddp_reductions_note(k_read, reductions):
+        notes.append(reduced)
     notes += groups_notes(summaries, degrees, model_parallel, pipeline is not None)
     if stage_note:
         notes.append(stage_note)
@@ -756,7 +764,7 @@ TRACE_SOURCE = "from traces"
 def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
                     model_parallel_s: float = 0.0, per_sample_extra_s: float = 0.0,
                     per_step_s: float = 0.0, micro_steps: int | None = None,
-                    exchange_seen: bool = True):
+                    exchange_seen: bool = True, ddp_reductions: int = 1):
     """Rank the seed remedies with a model profile built from the traced breakdown, the job
     exchanging as ``exchange`` (None: DDP; its link's bus bandwidth from the bytes that
     strategy sends, ``zero_exchange.sent_units``). Where the traces' groups split the model
@@ -772,7 +780,9 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     and other groups' collectives (the optimizer step and the exchange once a step, as the job
     ran them); None: a step is one micro-step. ``exchange_seen`` False: no collective of the
     exchange was traced (``unseen_exchange_note``), so the remedies that act on it
-    (``remedies.EXCHANGE_REMEDIES``) are held back, not predicted."""
+    (``remedies.EXCHANGE_REMEDIES``) are held back, not predicted. ``ddp_reductions``: the
+    all-reduces a step of a DDP job that reduces in several micro-steps
+    (``trace_collectives.ddp_reductions``; 1: once a step)."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
     from scalesim.model.memory import ZERO1
@@ -864,7 +874,8 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
                         slow_factor=max(slow_factor, 1.0),
                         layout=ScenarioLayout(shard_group=shard) if shard < world else None)
     first, remedies = model_remedies(profile, scenario, world, cause, nominal_links=True,
-                                     nominal_batch=True, traced_micro_steps=micro_steps)
+                                     nominal_batch=True, traced_micro_steps=micro_steps,
+                                     ddp_reductions=ddp_reductions)
     if loading:
         remedies = [_loader_workers(profile, scenario, loading, k) if r.key == "loader" else r
                     for r in remedies]

@@ -9,11 +9,13 @@ all-reduce (``record_param_comms``) after it, nothing overlapping."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 from scalesim import traces
-from scalesim.remedies import EXCHANGE_REMEDIES
+from scalesim.model.stragglers import DEVICE_SPEED_CV
+from scalesim.remedies import DDP_NO_SYNC_TITLE, DDP_REDUCING_ACCUMULATION, EXCHANGE_REMEDIES
 from scalesim.trace_diagnosis import ONE_PROCESS_NOTE, UNSEEN_EXCHANGE_REASON, diagnose_traces
 
 BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
@@ -138,3 +140,62 @@ def test_a_traced_all_reduce_prices_the_exchange_remedies(tmp_path):
     report = diagnose_traces(summaries(tmp_path, ddp_job(1, 1), world=2), "r*.json")
     assert not any(n.startswith("no collective") for n in report.notes)
     assert _held_back(report)["overlap"].applicable
+
+
+# the model's spread of identical devices' speeds (docs/model.md §6): 2 devices wait
+# e_2 = 1/sqrt(pi) standard deviations of device_speed_cv x k x t_micro a step
+E_2 = 1.0 / math.sqrt(math.pi)
+
+
+def all_reduces_a_step(events) -> int:
+    return sum(e["name"] == "record_param_comms" for e in events
+               if e["ts"] < events[0]["dur"])  # the first profiler step's
+
+
+@pytest.mark.parametrize("reducing, units, step_ms, after_ms, busy_ms", [
+    # all 4 micro-steps reduce: 0.3 ms compute + 0.1 ms all-reduce each; under no_sync the
+    # last only: 4 x 0.3 + 0.1
+    (4, 8, 1.6, 1.3, 1.2),
+    # 2 of 4: the other two idle 0.1 ms where the all-reduce would be (0.05 ms a micro-step
+    # of overhead in the model); 1.2 + 0.2 idle + 0.2 -> 1.2 + 0.2 + 0.1
+    (2, 4, 1.6, 1.5, 1.4),
+])
+def test_ddp_reducing_in_several_micro_steps_is_said_and_its_no_sync_priced(
+        tmp_path, reducing, units, step_ms, after_ms, busy_ms):
+    """DDP accumulating 4 micro-steps a step without no_sync all-reduces in each: 2 units a
+    reduction, 2s a step, where the model's DDP prices 2 (one exchange an optimizer step).
+    Before: no word, the link read s x slow, and "Accumulate gradients over 16 micro-steps
+    +23%" first, which a job that reduces in every micro-step cannot gain."""
+    events = ddp_job(4, reducing)
+    assert 2 * all_reduces_a_step(events) == units  # units sent a step, counted off the trace
+    report = diagnose_traces(summaries(tmp_path, events, world=2), "r*.json")
+    note = next(n for n in report.notes if n.startswith("the traces show all-reduces in"))
+    assert note.startswith(f"the traces show all-reduces in {reducing} of the 4 micro-steps a "
+                           f"step: DDP without no_sync reduces its gradients in each, {units} "
+                           "units a step where the model's DDP sends 2")
+    assert f"link read {reducing}x slower than it ran" in note
+    assert "model.no_sync()" in note
+    by_key = {r.key: r for r in report.remedies}
+    no_sync = by_key["grad_sync"]
+    assert no_sync.title == DDP_NO_SYNC_TITLE.format(s=reducing)
+    assert f"({reducing} -> 1 all-reduce a step)" in no_sync.title
+    # the model's step: the traced one plus its device spread, both steps alike
+    spread = DEVICE_SPEED_CV * busy_ms * E_2
+    assert no_sync.helps
+    assert no_sync.gain == pytest.approx((step_ms + spread) / (after_ms + spread) - 1.0,
+                                         rel=1e-6)
+    accumulation = by_key["accumulation"]
+    assert not accumulation.applicable and accumulation.note == DDP_REDUCING_ACCUMULATION
+    if reducing == 4:  # +22.9 %, above twice the batch (+14.2 %) and the overlap (+10.3 %)
+        assert report.first_remedy.key == "grad_sync"
+
+
+@pytest.mark.parametrize("k, reducing", [(4, 1), (1, 1)])
+def test_ddp_reducing_once_a_step_gets_no_such_reading(tmp_path, k, reducing):
+    """Under no_sync (1 of 4 micro-steps reduces) or at one micro-step a step the model's DDP
+    is the job's: no note, no no_sync remedy, accumulation priced."""
+    report = diagnose_traces(summaries(tmp_path, ddp_job(k, reducing), world=2), "r*.json")
+    assert not any(n.startswith("the traces show all-reduces in") for n in report.notes)
+    by_key = {r.key: r for r in report.remedies}
+    assert "grad_sync" not in by_key
+    assert by_key["accumulation"].applicable
