@@ -198,8 +198,9 @@ REFUSALS = [
                                                         "arguments: --goal fastest"),
     (["predict", "--devcies", "8"], "unrecognized arguments: --devcies 8; did you mean --devices?"),
     # plan searches tp itself: '--tp' was completed to --tp-overlap and '3' left unexplained
-    ([*PLAN, "--tp", "3"], "unrecognized arguments: 3; --tp is read as --tp-overlap, a switch "
-                           "that takes no value: plan has no --tp flag"),
+    # (flags are written in full since session 41: plan says why it has no --tp)
+    ([*PLAN, "--tp", "3"], "unrecognized arguments: --tp 3; plan has no --tp: it searches every "
+                           "tensor-parallel degree"),
 ]
 
 

@@ -161,9 +161,11 @@ def test_a_made_up_flag_in_a_code_block_does_not_parse(capsys):
     with pytest.raises(SystemExit) as exc:
         build_parser().parse_args(shlex.split(line)[1:])
     assert exc.value.code == 2 and "--made-up-flag" in capsys.readouterr().err
-    # an abbreviation parses (argparse), and is not the flag's name in full
+    # an abbreviation does not parse (flags are written in full: allow_abbrev=False)
     short = shlex.split(line.replace("--made-up-flag 3", "--strat zero2"))
-    assert build_parser().parse_args(short[1:]).strategy == "zero2"
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(short[1:])
+    assert exc.value.code == 2 and "--strat" in capsys.readouterr().err
     assert "--strat" not in _options()["predict"]
     build_parser().parse_args(shlex.split(line.replace(" --made-up-flag 3", ""))[1:])
 

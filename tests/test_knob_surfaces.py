@@ -179,3 +179,51 @@ def test_the_diagnose_page_takes_blocking_sends_as_the_cli(capsys, tmp_path, mon
     assert code == 0, err
     assert page == out.rstrip("\n")
     assert "Split the model: dp 8 x tp 1 x pp 4 (zero bubble)" in page
+
+
+PLAN = ["plan", "--workload", "llama3-8b", "--devices", "8", "--global-batch", "64"]
+
+
+@pytest.mark.parametrize(("argv", "searched"), [
+    (["--strategy", "zero3"], "every ZeRO stage (ddp, zero1-3)"),
+    (["--batch", "2"], "every micro-batch that divides --global-batch"),
+    (["--accumulation", "4"], "every accumulation that makes --global-batch"),
+    (["--tp", "2"], "every tensor-parallel degree"),
+    (["--tp"], "every tensor-parallel degree"),
+    (["--pp=2"], "every pipeline depth"),
+    (["--schedule", "1f1b"], "every pipeline schedule"),
+    (["--virtual-stages", "2"], "every interleaved schedule's virtual stages"),
+    (["--recompute", "full"], "none, selective and full recompute"),
+    (["--sequence-parallel"], "with and without sequence parallelism"),
+    (["--shard-group", "8"], "full sharding and every hybrid shard group"),
+])
+def test_plan_says_it_searches_the_layout_flags_predict_takes(capsys, argv, searched):
+    """predict's layout flags given to plan: one line saying plan searches that knob. Before:
+    a bare 'unrecognized arguments' (--strategy, --batch, ...), '--tp is read as --tp-overlap'
+    (argparse's prefix match; a bare `--tp` ran the plan with TP overlap on, in silence), 'did
+    you mean --cp?' for --pp, and '--recompute-style: invalid choice: 'full'' for --recompute."""
+    code, out, err = run_cli(capsys, [*PLAN, *argv])
+    flag = argv[0].partition("=")[0]
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert (f"unrecognized arguments: {' '.join(argv)}; plan has no {flag}: it searches "
+            f"{searched}") in err, err
+    assert "did you mean" not in err and "read as" not in err, err
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["predict", "--dev", "8"], "unrecognized arguments: --dev 8; did you mean --devices or "
+                                "--device-cv? flags are written in full"),
+    (["predict", "--strat", "zero2"], "did you mean --strategy? flags are written in full"),
+    ([*PLAN, "--recompute-s", "early-stop"], "did you mean --recompute-style? flags are "
+                                             "written in full"),
+    (["predict", "--devcies", "8"], "unrecognized arguments: --devcies 8; did you mean "
+                                    "--devices?"),
+])
+def test_an_abbreviated_flag_is_refused_with_the_flags_it_begins(capsys, argv, words):
+    """Flags are written in full: argparse's prefix match completed `--strat` to --strategy
+    (and `plan --tp` to the switch --tp-overlap), so a typo could map to another flag without a
+    word, and `--dev 8` was 'ambiguous option'. An abbreviation is now refused in one line
+    naming the flags it begins; a misspelt flag keeps its nearest name."""
+    code, out, err = run_cli(capsys, argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert words in err, err

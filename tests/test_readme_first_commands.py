@@ -141,8 +141,8 @@ def test_ci_runs_the_readmes_second_command_verbatim():
             "scalesim predict --devices 8 --made-up-flag 3 exits 2",
         ),
         (
-            "pip install . && scalesim predict --devices 8 --strat zero2",  # argparse's abbreviation
-            "scalesim predict has no --strat",
+            "pip install . && scalesim predict --devices 8 --strat zero2",  # an abbreviation
+            "scalesim predict --devices 8 --strat zero2 exits 2",  # flags are written in full
         ),
         ('pip install -e ".[test,gpu]" && scalesim app', "extra 'gpu' is not in pyproject"),
         ("pip install torch==2.0.0 -e . && scalesim app", "torch==2.0.0 does not satisfy"),

@@ -134,14 +134,16 @@ def test_a_goal_where_nothing_fits_says_what_to_change(capsys):
 
 
 def test_a_split_given_to_plan_names_the_abbreviation_not_a_close_flag(capsys):
-    """`plan --tp 8 --pp 2`: argparse reads --tp as --tp-overlap; was 'unrecognized arguments:
-    8 --pp 2; did you mean --cp?', which sent the user to another flag."""
+    """`plan --tp 8 --pp 2`: argparse read --tp as --tp-overlap; was 'unrecognized arguments:
+    8 --pp 2; did you mean --cp?', which sent the user to another flag. Since session 41 flags
+    are written in full (no abbreviation is completed) and plan says why it has no --tp."""
     code, _, err = run_cli(capsys, ["plan", "--workload", "llama3-70b", "--devices", "64",
                                     "--global-batch", "64", "--tp", "8", "--pp", "2"])
     assert code == 2
     assert err.strip() == (
-        "scalesim plan: error: unrecognized arguments: 8 --pp 2; --tp is read as --tp-overlap, "
-        "a switch that takes no value: plan has no --tp flag (see scalesim plan --help)")
+        "scalesim plan: error: unrecognized arguments: --tp 8 --pp 2; plan has no --tp: it "
+        "searches every tensor-parallel degree and ranks the layouts; predict takes one value "
+        "(--tp) (see scalesim plan --help)")
     code, _, err = run_cli(capsys, ["predict", "--devices", "8", "--inter-busbww", "10"])
     assert code == 2 and "did you mean --inter-busbw?" in err, err
 

@@ -39,6 +39,24 @@ ABSENT_FLAGS = {
     "price a run in US dollars"
     for flag in ("--price", "--budget")
 }
+# predict's layout flags: plan searches each of these itself (``plan.plan``'s grid)
+ABSENT_FLAGS.update({
+    flag: f"plan has no {flag}: it searches {what} and ranks the layouts; predict takes one "
+    f"value ({flag})"
+    for flag, what in (
+        ("--strategy", "every ZeRO stage (ddp, zero1-3)"),
+        ("--batch", "every micro-batch that divides --global-batch"),
+        ("--accumulation", "every accumulation that makes --global-batch"),
+        ("--tp", "every tensor-parallel degree"),
+        ("--pp", "every pipeline depth"),
+        ("--schedule", "every pipeline schedule"),
+        ("--virtual-stages", "every interleaved schedule's virtual stages"),
+        ("--recompute", "none, selective and full recompute (--recompute-style says how "
+         "your framework reruns it)"),
+        ("--sequence-parallel", "with and without sequence parallelism"),
+        ("--shard-group", "full sharding and every hybrid shard group"),
+    )
+})
 EXAMPLE = """examples:
   scalesim plan --workload llama3-70b --hardware dgx-h100 --devices 64,128,256 --global-batch 1024
   scalesim plan --workload gpt-145.6b --hardware dgx-a100 --devices 1-4096 --global-batch 2304 --json

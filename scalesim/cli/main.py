@@ -28,9 +28,15 @@ class _Parser(argparse.ArgumentParser):
     argument"), so the value never reached its own check (python/cpython#105712: ``-3e12``
     alike; CPython 3.14 widened its pattern, still not to ``-3d``). A negative amount of money
     (``--price -$5``) is a value too, refused by its bounds (``money.parse_usd``).
+
+    A flag is written in full (``allow_abbrev=False``): argparse's prefix match read ``plan --tp``
+    as ``--tp-overlap`` (a switch, on in silence) and ``plan --recompute full`` as
+    ``--recompute-style``; an abbreviation is an unknown flag, answered with the flag it may mean
+    (``_did_you_mean``).
     """
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)  # see the class's docstring
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"-\$?\.?\d")
 
@@ -84,9 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's parser: 'scalesim presets: error: ...', its --help
         command = _command_parser(parser, getattr(args, "command", None))
-        # an abbreviation argparse completed to a switch is the cause where there is one
-        hint = (_abbreviated_switch(command, sys.argv[1:] if argv is None else argv, unknown)
-                or _absent_flag(args, unknown) or _did_you_mean(command, unknown))
+        hint = _absent_flag(args, unknown) or _did_you_mean(command, unknown)
         command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     if not getattr(args, "_run", None):
         parser.print_help()
@@ -135,13 +139,17 @@ def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> arg
 
 
 def _did_you_mean(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
-    """'; did you mean --inter-busbw?' for a mistyped flag of ``parser``, else ''."""
+    """'; did you mean --inter-busbw?' for a mistyped flag of ``parser``; for an abbreviation,
+    the flags it begins ('; did you mean --devices? flags are written in full'), else ''."""
     import difflib
 
     flags = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]  # noqa: SLF001
     for word in unknown:
         if word.startswith("--"):
-            close = difflib.get_close_matches(word.partition("=")[0], flags, n=1, cutoff=0.75)
+            typed = word.partition("=")[0]
+            if starts := [f for f in flags if f.startswith(typed)]:
+                return f"; did you mean {' or '.join(starts)}? flags are written in full"
+            close = difflib.get_close_matches(typed, flags, n=1, cutoff=0.75)
             if close:
                 return f"; did you mean {close[0]}?"
     return ""
@@ -156,25 +164,6 @@ def _absent_flag(args: argparse.Namespace, unknown: list[str]) -> str:
         if why := absent.get(word.partition("=")[0]):
             return f"; {why}"
     return ""
-
-
-def _abbreviated_switch(parser: argparse.ArgumentParser, argv: list[str], unknown: list[str]) -> str:
-    """'; --tp is read as --tp-overlap, a switch that takes no value: plan has no --tp flag'
-    where the word before the first unknown one is an abbreviation argparse completed to a
-    switch (``plan --tp 3``), else ''."""
-    if unknown[0] not in argv or argv.index(unknown[0]) == 0:
-        return ""
-    before = argv[argv.index(unknown[0]) - 1]
-    if not before.startswith("--"):
-        return ""
-    switches = [a for a in parser._actions if a.nargs == 0 and a.option_strings]  # noqa: SLF001
-    flags = {s for a in parser._actions for s in a.option_strings}  # noqa: SLF001
-    matches = [s for a in switches for s in a.option_strings if s.startswith(before)]
-    if before in flags or not matches:
-        return ""
-    name = parser.prog.removeprefix("scalesim ")
-    return (f"; {before} is read as {matches[0]}, a switch that takes no value: {name} has no "
-            f"{before} flag")
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> list[str]:
