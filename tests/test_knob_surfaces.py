@@ -227,3 +227,30 @@ def test_an_abbreviated_flag_is_refused_with_the_flags_it_begins(capsys, argv, w
     code, out, err = run_cli(capsys, argv)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert words in err, err
+
+
+@pytest.mark.parametrize(("argv", "why"), [
+    (["--precision", "fp8"], "the runs' compute is fitted to their own timings, which ran at "
+                             "their own precision; scalesim plan --precision fp8"),
+    (["--loader-workers", "4"], "the runs' data_wait_s column (seconds a step waits on input) "
+                                "measures their input pipeline"),
+    (["--schedule", "1f1b"], "which ran their own schedule; the split-the-model remedy "
+                             "(--workload) searches every pipeline schedule"),
+    (["--virtual-stages", "2"], "the split-the-model remedy (--workload) searches every "
+                                "interleaved schedule's virtual stages"),
+    (["--sequence-parallel"], "searches with and without sequence parallelism"),
+    (["--tp", "2"], "a runs file gives it as its tp column"),
+    (["--pp=2"], "a runs file gives it as its pp column"),
+    (["--recompute", "full"], "which ran their own recompute"),
+])
+def test_diagnose_says_why_it_has_no_flag_for_what_the_runs_decide(capsys, gpt_runs, argv,
+                                                                    why):
+    """predict's knobs that the runs' own timings and columns decide: one line saying so.
+    Before: a bare 'unrecognized arguments' (--precision, --loader-workers, --schedule,
+    --virtual-stages, --sequence-parallel, --pp), '--tp is read as --tp-overlap' and
+    '--recompute-style: invalid choice: 'full'' (argparse's prefix match)."""
+    code, out, err = run_cli(capsys, ["diagnose", gpt_runs, *argv])
+    flag = argv[0].partition("=")[0]
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"unrecognized arguments: {' '.join(argv)}; diagnose has no {flag}: " in err, err
+    assert why in err, err

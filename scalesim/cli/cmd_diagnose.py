@@ -8,6 +8,28 @@ from scalesim.errors import file_path
 
 NAME = "diagnose"
 HELP = "name why scaling is lost, from measured runs (CSV/JSON) or PyTorch profiler traces"
+# flags of predict and plan that diagnose has no use for, with why (cli.main says it): the runs'
+# own timings and columns decide them, and the split-the-model remedy (--workload) searches the
+# layout's (``remedies.best_split``, the planner's grid)
+_TIMED = "the runs' compute is fitted to their own timings, which ran"
+_SEARCHED = "; the split-the-model remedy (--workload) searches"
+ABSENT_FLAGS = {flag: f"diagnose has no {flag}: {why}" for flag, why in (
+    ("--precision", f"{_TIMED} at their own precision; scalesim plan --precision fp8 prices fp8 "
+     "from the datasheet"),
+    ("--attention-kernel", f"{_TIMED} their own attention kernel; scalesim plan "
+     "--attention-kernel prices another from the datasheet"),
+    ("--loader-workers", "the runs' data_wait_s column (seconds a step waits on input) measures "
+     "their input pipeline; the loader remedy says what removing the stall gains"),
+    ("--tp", f"a runs file gives it as its tp column{_SEARCHED} every tensor-parallel degree"),
+    ("--pp", f"a runs file gives it as its pp column{_SEARCHED} every pipeline depth"),
+    ("--schedule", f"{_TIMED} their own schedule{_SEARCHED} every pipeline schedule"),
+    ("--virtual-stages", f"{_TIMED} their own schedule{_SEARCHED} every interleaved "
+     "schedule's virtual stages"),
+    ("--recompute", f"{_TIMED} their own recompute{_SEARCHED} none, selective and full "
+     "(--recompute-style says how your framework reruns it)"),
+    ("--sequence-parallel", f"{_TIMED} theirs, on or off{_SEARCHED} with and without "
+     "sequence parallelism"),
+)}
 EXAMPLE = """examples:
   scalesim diagnose runs.csv
   scalesim diagnose runs.json --params 340e6 --critical-batch 2048 --json
