@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -23,11 +23,13 @@ from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, check_values
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
+from scalesim.layout import SCHEDULES
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import evaluate_scaling
+from scalesim.model.transformer import RECOMPUTE
 from scalesim.precision import PRECISIONS
 from scalesim.predict import (
     global_batch_splits,
@@ -44,15 +46,21 @@ from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
         "grad_sync", "attention_kernel", "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps",
         "inter_busbw_GBps", "straggler_cv", "tp", "pp", "tp_overlap", "shard_group", "precision",
-        "p2p_overlap")
+        "p2p_overlap", "virtual_stages", "recompute", "schedule", "sequence_parallel")
 # Axes of true/false values (the CLI's on/off)
-SWITCH_AXES = ("overlap", "tp_overlap", "p2p_overlap")
+SWITCH_AXES = ("overlap", "tp_overlap", "p2p_overlap", "sequence_parallel")
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
               "algorithm": ALGORITHMS,
               "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)},
-              "precision": {k: i for i, k in enumerate(PRECISIONS)}}
+              "precision": {k: i for i, k in enumerate(PRECISIONS)},
+              "recompute": RECOMPUTE,
+              "schedule": SCHEDULES}
 WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp",
-              "shard_group")
+              "shard_group", "virtual_stages")
+# ``ScenarioLayout`` fields a row takes as its scenario's layout: the rows of each combination of
+# their values are evaluated as predict evaluates that scenario (``_evaluate_variants_at``)
+SCENARIO_LAYOUT_AXES = ("virtual_stages", "recompute", "schedule", "sequence_parallel")
+ROW = "_row"  # a row's place in the grid while variants are evaluated apart
 # A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp
 # (SPLIT_AXES), the attention kernel and the precision need a transformer shape (a parameter
 # count has no attention core and no matmuls to run in fp8). The shard group (hybrid
@@ -190,7 +198,15 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
                             ("precision", "a parameter count has no weight matmuls to run in fp8",
                              "--precision-values"),
                             ("p2p_overlap", "a parameter count has no interleaved pipeline "
-                             "schedule", "--p2p-overlap-values")):
+                             "schedule", "--p2p-overlap-values"),
+                            ("virtual_stages", "a parameter count has no pipeline stages",
+                             "--virtual-stages-values"),
+                            ("recompute", "a parameter count has no layers to recompute",
+                             "--recompute-values"),
+                            ("schedule", "a parameter count has no pipeline stages",
+                             "--schedule-values"),
+                            ("sequence_parallel", "a parameter count has no tensor parallelism",
+                             "--sequence-parallel-values")):
         if not split and name in axes:
             raise ScalesimError(f"sweep axis {name} needs a transformer workload ({why}): "
                                 f"profile '{profile.name}' gives none; give --workload with a "
@@ -204,23 +220,27 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
         from scalesim.layout_predict import layout_of
 
         asked = layout_of(base)
-        pipeline = [n for n, on in (("schedule " + str(asked.schedule),
-                                     asked.schedule not in (None, "none")),
-                                    (f"virtual_stages {asked.virtual_stages}",
-                                     asked.virtual_stages > 1)) if on]
+        schedules = [str(v) for v in arrays.get("schedule", [asked.schedule])]
+        most_virtual = int(np.max(arrays.get("virtual_stages", [asked.virtual_stages])))
+        pipeline = [n for n, on in (("schedule " + ",".join(schedules),
+                                     any(v not in ("None", "none") for v in schedules)),
+                                    (f"virtual_stages {most_virtual}", most_virtual > 1)) if on]
         if pipeline and int(np.max(arrays.get("pp", [asked.pp]))) == 1:
             raise ScalesimError(f"{' and '.join(pipeline)} needs pp > 1 (a pipeline); give "
                                 "--pp (in a sweep: or a --pp-values that reaches 2), or drop it")
         deepest = int(np.max(arrays.get("pp", [asked.pp])))  # the rows' most stages
         swept_off = not np.all(arrays.get("p2p_overlap", True))  # a row with the sends blocking
-        if ((not asked.p2p_overlap or swept_off)
-                and not asked.model_copy(update={"pp": deepest}).interleaved):
+        if ((not asked.p2p_overlap or swept_off) and not any(
+                asked.model_copy(update={"pp": deepest, "virtual_stages": most_virtual,
+                                         "schedule": None if s == "None" else s}).interleaved
+                for s in schedules)):
             drop = ("'off' from --p2p-overlap-values" if swept_off else "--p2p-overlap off")
             raise ScalesimError(f"{P2P_OVERLAP_NEEDS_INTERLEAVED}; give --virtual-stages 2 or "
                                 "more with --pp (in a sweep: or a --pp-values that reaches 2), "
                                 f"or drop {drop}")
         overlaps = asked.tp_overlap or bool(np.any(arrays.get("tp_overlap", False)))
-        for on, rule in ((asked.sequence_parallel, SEQUENCE_PARALLEL_NEEDS_TP),
+        sequence = asked.sequence_parallel or bool(np.any(arrays.get("sequence_parallel", False)))
+        for on, rule in ((sequence, SEQUENCE_PARALLEL_NEEDS_TP),
                          (overlaps, TP_OVERLAP_NEEDS_TP)):
             if on and int(np.max(arrays.get("tp", [asked.tp]))) == 1:
                 raise ScalesimError(f"{rule}; give --tp (in a sweep: or a --tp-values that "
@@ -311,7 +331,7 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
     profile, base = plan.profile, plan.base
     grid = _grid_at(plan, np.asarray(flat, dtype=np.int64))
     if profile.workload.transformer is not None:
-        return _evaluate_layouts_at(plan, grid)
+        return _evaluate_variants_at(plan, grid)
     p = grid["devices"]
     k, global_batch, micro = _batch_axes(plan, grid)
     keep = np.ones(p.shape, dtype=bool)
@@ -425,13 +445,42 @@ def _swept_shard_group_problems(base, grid: dict[str, np.ndarray], p, dp, zero, 
     return why, example
 
 
+def _evaluate_variants_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
+    """``_evaluate_layouts_at`` where the grid sweeps ``SCENARIO_LAYOUT_AXES`` (virtual stages,
+    recompute, schedule, sequence parallelism): the rows of each combination of their values
+    evaluated with the scenario's layout of those values, as predict evaluates that scenario
+    (its schedule, recompute style and one-device baseline alike), and put back in grid order."""
+    names = [n for n in SCENARIO_LAYOUT_AXES if n in grid]
+    if not names:
+        return _evaluate_layouts_at(plan, grid)
+    from scalesim.layout_predict import layout_of
+
+    variant = np.zeros(grid["devices"].shape, dtype=np.int64)
+    for name in names:
+        values, at = np.unique(grid[name], return_inverse=True)
+        variant = variant * len(values) + np.ravel(at)
+    split, parts = layout_of(plan.base), []
+    for code in np.unique(variant):
+        rows = np.flatnonzero(variant == code)
+        first = {name: grid[name][rows[0]].item() for name in names}
+        base = plan.base.model_copy(update={"layout": split.model_copy(update=first)})
+        parts.append(_evaluate_layouts_at(replace(plan, base=base), {
+            ROW: rows, **{name: col[rows] for name, col in grid.items()}}))
+    order = np.argsort(np.concatenate([part.columns[ROW] for part in parts]), kind="stable")
+    columns = {name: np.concatenate([part.columns[name] for part in parts])[order]
+               for name in parts[0].columns if name != ROW}
+    return SweepResult(columns=columns, dropped=sum(part.dropped for part in parts),
+                       dropped_layout=sum(part.dropped_layout for part in parts),
+                       layout_example=next((part.layout_example for part in parts
+                                            if part.layout_example), ""))
+
+
 def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
     """``evaluate_at`` for a transformer workload: dp = devices / (tp x pp), batches per replica;
     combinations that break a layout rule (``scalesim.layout``) or do not split the global batch
     are dropped and counted."""
     from scalesim import layout_predict as lp
     from scalesim.layout import (
-        SCHEDULES,
         ZERO_STRATEGIES,
         deepspeed_pipeline_error,
         deepspeed_refuses_pipeline,

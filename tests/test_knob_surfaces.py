@@ -254,3 +254,71 @@ def test_diagnose_says_why_it_has_no_flag_for_what_the_runs_decide(capsys, gpt_r
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert f"unrecognized arguments: {' '.join(argv)}; diagnose has no {flag}: " in err, err
     assert why in err, err
+
+
+@pytest.mark.parametrize(("devices", "split", "axes"), [
+    (4, {"pp": 4}, {"virtual_stages": [1, 2], "recompute": ["none", "selective", "full"]}),
+    (8, {"tp": 2, "pp": 4}, {"schedule": ["gpipe", "1f1b", "zb"],
+                             "sequence_parallel": [True, False]}),
+])
+def test_layout_fields_are_sweep_axes_with_the_rows_predict_gives(devices, split, axes):
+    """``--virtual-stages-values``, ``--recompute-values``, ``--schedule-values`` and
+    ``--sequence-parallel-values`` (Llama 3 8B inside one DGX H100, one sequence a micro-batch,
+    8 micro-batches a step): every row, in grid order, equals predict's of its scenario (step,
+    throughput, speed-up, memory, bubble). Before: 'unrecognized arguments' and the library's
+    'axes: cannot sweep': one sweep per value."""
+    import itertools
+
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    base = Scenario(devices=[devices], micro_batch=1, accumulation=8,
+                    layout=ScenarioLayout(**split))
+    cols = sweep(profile, base, axes).columns
+    combos = list(itertools.product(*axes.values()))
+    assert cols["step_time_s"].size == len(combos)
+    for i, values in enumerate(combos):
+        layout = ScenarioLayout(**split, **dict(zip(axes, values, strict=True)))
+        want = predict(profile, base.model_copy(update={"layout": layout}))[0]
+        for name, value in zip(axes, values, strict=True):
+            assert cols[name][i] == value
+        for name in ("step_time_s", "samples_per_s", "speedup", "memory_bytes", "bubble_s"):
+            assert cols[name][i] == pytest.approx(getattr(want, name), rel=1e-12), (name, values)
+
+
+def test_two_virtual_stages_halve_the_bubble_and_nothing_else_of_the_compute():
+    """pp 4 at 8 micro-batches: 1F1B's fill and drain are (pp - 1) = 3 micro-steps of one stage's
+    compute, interleaved with v = 2 chunks a rank (pp - 1) / v = 1.5 (docs/model.md §15): the
+    v = 2 row's bubble is half the v = 1 row's, at the same compute, for each recompute."""
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    base = Scenario(devices=[4], micro_batch=1, accumulation=8, layout=ScenarioLayout(pp=4))
+    cols = sweep(profile, base, {"virtual_stages": [1, 2],
+                                 "recompute": ["none", "full"]}).columns
+    for one, two in ((0, 2), (1, 3)):  # (v 1, v 2) rows of none, then full
+        assert cols["virtual_stages"][one] == 1 and cols["virtual_stages"][two] == 2
+        assert cols["recompute"][one] == cols["recompute"][two]
+        assert cols["bubble_s"][two] == pytest.approx(cols["bubble_s"][one] / 2, rel=1e-12)
+        assert cols["compute_s"][two] == cols["compute_s"][one]
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["--devices", "8", "--virtual-stages-values", "1,2"],
+     "sweep axis virtual_stages needs a transformer workload"),
+    (["--devices", "8", "--recompute-values", "none,full"],
+     "sweep axis recompute needs a transformer workload"),
+    ([*WORKLOAD, "--devices", "4", "--virtual-stages-values", "1,2"],
+     "virtual_stages 2 needs pp > 1 (a pipeline)"),
+    ([*WORKLOAD, "--devices", "4", "--schedule-values", "gpipe,zb"],
+     "schedule gpipe,zb needs pp > 1 (a pipeline)"),
+    ([*WORKLOAD, "--devices", "4", "--sequence-parallel-values", "on,off"],
+     "sequence_parallel needs tp > 1"),
+    ([*WORKLOAD, "--devices", "4", "--recompute", "full", "--recompute-values", "none,full"],
+     "--recompute and --recompute-values both set recompute"),
+    ([*WORKLOAD, "--devices", "4", "--recompute-values", "none,sometimes"],
+     "unknown recompute 'sometimes'; choose from none, selective, full"),
+])
+def test_the_layout_axes_are_refused_in_one_line_where_no_row_uses_them(capsys, argv, words):
+    """A parameter count (no layers to split or recompute), a pipeline axis with no row
+    pipelining, sequence parallelism with no row splitting tensors, an axis beside its
+    one-value flag and a name that is no recompute: exit 2, one line."""
+    code, out, err = run_cli(capsys, ["sweep", *argv])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert words in err, err

@@ -19,7 +19,7 @@ from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, flag_error
 from scalesim.figures import count
 from scalesim.precision import FP8, FP8_WORDS
-from scalesim.schemas import Scenario
+from scalesim.schemas import Scenario, ScenarioLayout
 
 NAME = "sweep"
 HELP = "evaluate every combination of knob values (a grid) and write CSV or JSON"
@@ -29,6 +29,8 @@ EXAMPLE = """examples:
   scalesim sweep --workload llama3-8b --hardware dgx-h100 --devices 16,32 --tp-values 1,2,4 --pp-values 1,2
   scalesim sweep --workload llama3-8b --hardware dgx-h100 --devices 16 --tp 2 --algorithm-values ring,tree
   scalesim sweep --workload llama3-8b --devices 16,32 --strategy zero3 --shard-group-values 8,16,32
+  scalesim sweep --workload llama3-8b --devices 8 --pp 4 --accumulation 8 --virtual-stages-values 1,2,4
+  scalesim sweep --workload llama3-8b --devices 8 --tp 2 --recompute-values none,selective,full
 
 Notes predict would print of the scenario go to stderr; stdout holds only the rows.
 
@@ -74,6 +76,10 @@ VALUE_FLAGS = {
     "tp_overlap_values": ("tp_overlap", _on_off),
     "p2p_overlap_values": ("p2p_overlap", _on_off),  # interleaved pipeline sends (§15)
     "pp_values": ("pp", _values("pp")),
+    "virtual_stages_values": ("virtual_stages", _values("virtual_stages")),  # interleaved 1F1B
+    "schedule_values": ("schedule", _words),
+    "recompute_values": ("recompute", _words),
+    "sequence_parallel_values": ("sequence_parallel", _on_off),
     "shard_group_values": ("shard_group", _values("shard_group")),  # HSDP (docs/model.md §16)
 }
 
@@ -83,7 +89,8 @@ def _axis_help(axis: str, parser) -> str:
     if parser is _on_off:
         return f"values of {axis}: on, off"
     if parser is _words:
-        choices = [c for part in typing.get_args(Scenario.model_fields[axis].annotation)
+        field = Scenario.model_fields.get(axis) or ScenarioLayout.model_fields[axis]
+        choices = [c for part in typing.get_args(field.annotation)
                    for c in typing.get_args(part) or (part,) if isinstance(c, str)]
         return f"values of {axis}: " + ", ".join(choices)  # a Literal, or one or None
     knob = KNOB_BY_FIELD.get(axis) or LAYOUT_KNOB_BY_FIELD[axis]
@@ -391,11 +398,11 @@ def stage_notes(plan) -> list[str]:
     shape = splittable_shape(split_profile(plan.profile, plan.base))
     if shape is None:
         return []
-    v = layout_of(plan.base).virtual_stages
-    pps = [int(pp) for pp in plan.axes["pp"]] if "pp" in plan.axes else [layout_of(plan.base).pp]
-    return uneven_notes(
-        shape.layers, [(pp, v if pp > 1 else 1) for pp in pps if pp * (v if pp > 1 else 1) <= shape.layers]
-    )
+    split = layout_of(plan.base)
+    vs = [int(v) for v in plan.axes.get("virtual_stages", [split.virtual_stages])]
+    pps = [int(pp) for pp in plan.axes["pp"]] if "pp" in plan.axes else [split.pp]
+    pipes = dict.fromkeys((pp, v if pp > 1 else 1) for pp in pps for v in vs)
+    return uneven_notes(shape.layers, [(pp, v) for pp, v in pipes if pp * v <= shape.layers])
 
 
 def sweep_notes(plan) -> list[str]:
