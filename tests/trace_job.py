@@ -62,8 +62,10 @@ from torch.profiler import ProfilerActivity, profile, schedule
 from torch.utils.data import DataLoader, Dataset
 
 TRACE_DIM = 512  # the MLP width of the shared jobs (tests/conftest.py ddp_trace_jobs)
-# a sleep far above the tiny model's few ms of compute per step, even on a busy machine
-TRACE_SLEEP_S = 0.06
+# a sleep far above the tiny model's few ms of compute per step, even on a busy machine (0.06 s
+# left a slowed rank's straggler wait at 39 ms against the 42 ms its test asks under load 6 on
+# 2 cores: a busy machine delays the fast rank by tens of ms, an absolute margin the sleep must beat)
+TRACE_SLEEP_S = 0.12
 
 
 class SlowDataset(Dataset):
