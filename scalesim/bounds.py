@@ -414,6 +414,8 @@ KNOBS: tuple[Knob, ...] = (
 LAYOUT_KNOBS: tuple[Knob, ...] = (
     Knob("tp", "--tp", "tp", "tp_degree"),
     Knob("pp", "--pp", "pp", "pp_degree"),
+    # context parallelism (ring attention, docs/model.md §14); link key from version 15
+    Knob("cp", "--cp", "cp", "cp_degree"),
     Knob("virtual_stages", "--virtual-stages", "vs", "virtual_stages"),
     Knob("recompute_style", "--recompute-style", "rs", None, choices=RECOMPUTE_STYLES),
     # the interleaved schedule's sends overlapped (Megatron-Core's overlap_p2p_comm, docs/model.md

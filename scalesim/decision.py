@@ -529,7 +529,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]
     profile, scenario, now, nouns = ctx.profile, ctx.scenario, ctx.now, ctx.words
     g = _server_size(profile, scenario)
     more = g if now.devices < g else now.devices + g
-    split, notes = replica_devices(now.tp, now.pp), []
+    split, notes = replica_devices(now.tp, now.pp, now.cp), []
     keep, why = _todays_grown(ctx, source, g, split)
     grown = [keep] if keep is not None else []
     if keep is None or keep.option.devices > more or keep.option.runnable:
@@ -546,7 +546,8 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]
     best = _pick_grown(ctx, grown)
     if keep is not None and keep.option.devices > more and (
             best is keep or _wins(ctx, best.option)):  # today's layout does not run at one more
-        because = (f"{nouns.count(more)} are not a multiple of today's tp x pp = {split}"
+        degrees = "tp x pp x cp" if now.cp > 1 else "tp x pp"
+        because = (f"{nouns.count(more)} are not a multiple of today's {degrees} = {split}"
                    if more % split else f"at {nouns.count(more)}, {why or _refusal(ctx, more)}")
         notes.append(f"one more {nouns.server} does not take today's layout ({because}): it "
                      f"takes {nouns.count(keep.option.servers - now.nodes, 'server')} more")
@@ -586,7 +587,7 @@ def _todays_fewer(ctx: _Ctx, source: str, count: int) -> AddedServers | None:
     micro-batch or a smaller one (``accumulation_to_keep``; the title says 'accumulation 1 ->
     2'); None where today's tp x pp does not divide ``count`` or the batch does not split."""
     scenario, now = ctx.scenario, ctx.now
-    split = replica_devices(now.tp, now.pp)
+    split = replica_devices(now.tp, now.pp, now.cp)
     if count % split:
         return None
     run = scenario
@@ -1055,7 +1056,7 @@ def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str, Scenario] 
             continue
         modelled = True
         if p.fits and (best is None or p.samples_per_s > best[0].samples_per_s):
-            split = model_split_words(p.dp, p.tp, p.pp)
+            split = model_split_words(p.dp, p.tp, p.pp, p.cp)
             best = (p, f"{split}, {strategy}" if split else strategy, run)
     return best, modelled
 
@@ -1100,7 +1101,7 @@ def _more_devices_option(ctx: _Ctx, price_source: str) -> tuple[_MoreDevices | N
         return None, searched
     p, layout, run = found
     words = ctx.words
-    split = model_split_words(None, p.tp, p.pp)
+    split = model_split_words(None, p.tp, p.pp, p.cp)
     # the sentence: the layout
     title = (f"Add {words.devices} ({figures.whole(ctx.now.devices)} -> "
              f"{words.count(p.devices)}, {split + ', ' if split else ''}{run.strategy})")
@@ -1134,7 +1135,7 @@ def _nothing_fits(ctx: _Ctx, more: _MoreDevices | None, searched: int) -> str:
     went (``searched``)."""
     now, scn = ctx.now, ctx.scenario
     done = []
-    if split := model_split_words(None, now.tp, now.pp):
+    if split := model_split_words(None, now.tp, now.pp, now.cp):
         done.append(f"the model is split already, {split}, and no other split fits")
     if data_parallel_ranks(now) == 1:
         done.append("ZeRO shards nothing over one data-parallel replica (dp 1)")
@@ -1250,7 +1251,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     now = _one(profile, scenario, devices)
     ctx = _Ctx(profile, scenario, now)
     # a split model's micro-batch is per replica of tp x pp devices: the layout says so
-    split = model_split_words(now.dp, now.tp, now.pp)
+    split = model_split_words(now.dp, now.tp, now.pp, now.cp)
     words = ctx.words
     as_is = f"As is: {words.count(devices)}" + (f" ({split})" if split else "")
     base = ctx.option("now", as_is, now, 0.0, _price_source(profile, scenario))

@@ -45,7 +45,7 @@ from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound
 from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, count, duration_text, link_GBps, whole
-from scalesim.layout import split_words
+from scalesim.layout import replica_devices, split_words
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
@@ -93,10 +93,11 @@ class GoalPlan:
     time_s: float
     cost_usd: float
     meets: bool  # within both the deadline and the budget
-    # a transformer workload's layout (devices = dp x tp x pp); None where the workload is not
-    # split (data parallel: one replica per device)
+    # a transformer workload's layout (devices = dp x tp x pp x cp); None where the workload is
+    # not split (data parallel: one replica per device)
     tp: int | None = None
     pp: int | None = None
+    cp: int = 1  # context-parallel degree (ranks that split each sequence)
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,12 @@ def network_answer(networks: list[GoalNetwork], deadline_s: float,
 
 
 
+def _split_of(split) -> str:
+    """A scenario's split (``ScenarioLayout``) in words: 'tp 2 x pp 1', ' x cp 2' after where
+    context parallelism splits it."""
+    return split_words(None, split.tp, split.pp, split.cp if split.cp > 1 else None)
+
+
 def describe(p: GoalPlan, words: Nouns = GPU_NOUNS) -> str:
     """A plan in words: '16 devices (2 servers), micro-batch 64 x 1 accumulation, ddp, network
     as is'; with a layout, whose micro-batch is per replica of tp x pp devices, '16 devices
@@ -259,7 +266,8 @@ def describe(p: GoalPlan, words: Nouns = GPU_NOUNS) -> str:
     if p.tp is None or p.pp is None:
         batch = f"micro-batch {p.micro_batch} x {p.accumulation} accumulation"
     else:
-        where += f" as {split_words(p.devices // (p.tp * p.pp), p.tp, p.pp)}"
+        cp = p.cp if p.cp > 1 else None
+        where += f" as {split_words(p.devices // (p.tp * p.pp * p.cp), p.tp, p.pp, cp)}"
         batch = (f"micro-batch {p.micro_batch} per replica x {p.accumulation} accumulation "
                  f"(global batch {p.global_batch:,})")
     return f"{where}, {batch}, {p.strategy}, network {p.network}"
@@ -299,7 +307,7 @@ def no_fit_note(profile: Profile, base: Scenario, max_devices: int) -> str:
     if profile.workload.transformer is None:
         return f"nothing fits in {nouns.memory}: {more}, or use {nouns.devices} with more memory"
     split = layout_of(base)
-    return (f"goal keeps the split as given ({split_words(None, split.tp, split.pp)}) and "
+    return (f"goal keeps the split as given ({_split_of(split)}) and "
             f"nothing fits at it: split the model further (--tp, --pp; scalesim plan ranks the "
             f"layouts that fit), or {more}")
 
@@ -329,7 +337,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     # data-parallel replicas x accumulation; a split model's micro-batch is per replica of
     # tp x pp devices, so one server of 8 at tp 8 runs one replica (dp 1), not 8
     split = layout_of(base)
-    replicas = max(1, g // (split.tp * split.pp))
+    replicas = max(1, g // replica_devices(split.tp, split.pp, split.cp))
     reference = b0 * replicas * k0
     notes: list[str] = []
     if base.layout is not None and base.layout.shard_group is not None:  # §16, hybrid sharding
@@ -374,9 +382,11 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         split, nouns = layout_of(base), nouns_for(profile.hardware.device_name)
         raise ScalesimError(
             f"no {nouns.device} count up to {whole(max_devices)} can run the layout "
-            f"{split_words(None, split.tp, split.pp)}: all {res.dropped:,} combinations break a "
-            f"layout rule (tp x pp must divide the {nouns.devices}, tp stays in a {nouns.server}, "
-            "the layers and heads must split); change --tp/--pp or --max-devices")
+            f"{_split_of(split)}: all {res.dropped:,} combinations break a "
+            f"layout rule (tp x pp{' x cp' if split.cp > 1 else ''} must divide the "
+            f"{nouns.devices}, tp stays in a {nouns.server}, the layers and heads must split"
+            f"{', 2 x cp the sequence' if split.cp > 1 else ''}); change --tp/--pp"
+            f"{'/--cp' if split.cp > 1 else ''} or --max-devices")
     time_s = np.concatenate([t for _, t, _ in graded])
     cost = np.concatenate([m for _, _, m in graded])
     runs_ok = _runs(c, time_s, cost)
@@ -453,7 +463,8 @@ def _goal_plan(c: dict, i: int, time_s: np.ndarray, cost: np.ndarray, meets: boo
         global_batch=int(c["global_batch"][i]), strategy=str(c["strategy"][i]),
         network=network, samples_per_s=float(c["samples_per_s"][i]), time_s=float(time_s[i]),
         cost_usd=float(cost[i]), meets=meets,
-        tp=int(c["tp"][i]) if "tp" in c else None, pp=int(c["pp"][i]) if "pp" in c else None)
+        tp=int(c["tp"][i]) if "tp" in c else None, pp=int(c["pp"][i]) if "pp" in c else None,
+        cp=int(c["cp"][i]) if "cp" in c else 1)
 
 
 def _network_need(profile: Profile, base: Scenario, axes: dict, goal: training_time.Goal,

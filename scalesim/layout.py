@@ -97,6 +97,15 @@ P2P_OVERLAP_NEEDS_INTERLEAVED = (
     "schedules' pipeline sends block either way (docs/model.md §15)")
 
 
+# Context parallelism (docs/model.md §12, §14): one description for the scenario's field and the
+# --cp flag of predict, sweep, decide and goal (plan's --cp is a list of degrees to try)
+CP_HELP = (
+    "context-parallel degree: the ranks that split each sequence (Megatron-Core / Transformer "
+    "Engine ring attention, torchtitan's cp), placed between tp and dp (tp innermost); "
+    "devices = dp x tp x pp x cp, and 2 x cp must divide the sequence length (load-balanced "
+    "chunks). A transformer workload only (default 1)")
+
+
 # Hybrid sharding (docs/model.md §16): the ZeRO states sharded over a shard group of s ranks (the
 # s innermost of dp x cp), replicated across the dp x cp / s groups (FSDP HYBRID_SHARD,
 # torchtitan data_parallel_shard_degree x data_parallel_replicate_degree). One description for
@@ -149,17 +158,18 @@ def schedule_words(schedule: str, virtual_stages: int = 1) -> str:
 
 def replica_devices(tp, pp, cp=1):
     """Devices one model replica spans, tp x pp x cp (numpy, broadcasts): a device count runs
-    the split only as a multiple of it, dp = devices / it. A scenario's split has no cp
-    (``ScenarioLayout``: dp x cp = devices / (tp x pp), ``predict.data_parallel_ranks``);
-    virtual stages split no devices. Every part that counts a replica's devices uses this."""
+    the split only as a multiple of it, dp = devices / it (``ScenarioLayout.cp``; the ranks that
+    hold one replica's shard each are dp x cp, ``predict.data_parallel_ranks``); virtual stages
+    split no devices. Every part that counts a replica's devices uses this."""
     return tp * pp * cp
 
 
-def model_split_words(dp: int | None, tp: int, pp: int) -> str:
-    """``split_words`` of a layout that splits the model (tp x pp > 1), '' for data parallelism
-    alone (tp = pp = 1), where a device count says it all: every sentence that names a layout
-    only when there is a split to name uses this."""
-    return split_words(dp, tp, pp) if tp * pp > 1 else ""
+def model_split_words(dp: int | None, tp: int, pp: int, cp: int = 1) -> str:
+    """``split_words`` of a layout that splits the model (tp x pp x cp > 1; ' x cp 2' where cp >
+    1), '' for data parallelism alone (tp = pp = cp = 1), where a device count says it all:
+    every sentence that names a layout only when there is a split to name uses this."""
+    return (split_words(dp, tp, pp, cp if cp > 1 else None) if replica_devices(tp, pp, cp) > 1
+            else "")
 
 
 # The header of a column whose cells ``split_short`` writes (form "cell").
@@ -169,16 +179,18 @@ SPLIT_HEADER = "dp x tp x pp"
 SPLIT_FORMS = ("cell", "compact", "tag")
 
 
-def split_short(dp: int, tp: int, pp: int, form: str = "cell") -> str:
+def split_short(dp: int, tp: int, pp: int, form: str = "cell", cp: int | None = None) -> str:
     """A layout's degrees in few characters, dp first as ``split_words``: form "cell" '8 x 2 x 1'
     (a table cell under ``SPLIT_HEADER``: the app's and the HTML report's column), "compact"
     '8x2x1' (under ``SPLIT_HEADER`` in a text table whose columns split on spaces: predict's),
-    "tag" 'dp8 tp2 pp1' (a chart label, where no header names them)."""
+    "tag" 'dp8 tp2 pp1' (a chart label, where no header names them); ``cp`` given: the
+    context-parallel degree after them ('8x2x1x4', under ``SPLIT_HEADER`` + ' x cp')."""
     if form not in SPLIT_FORMS:
         raise ValueError(f"form must be one of {', '.join(SPLIT_FORMS)}, not {form!r}")
     if form == "tag":
-        return f"dp{dp} tp{tp} pp{pp}"
-    return ("x" if form == "compact" else " x ").join(str(d) for d in (dp, tp, pp))
+        return f"dp{dp} tp{tp} pp{pp}" + (f" cp{cp}" if cp is not None else "")
+    return ("x" if form == "compact" else " x ").join(
+        str(d) for d in (dp, tp, pp, *(() if cp is None else (cp,))))
 
 
 def shard_group_refusal(shard_group: int | None, strategy: str, framework: str = "fsdp") -> str:

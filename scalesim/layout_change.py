@@ -1,11 +1,11 @@
 """What a layout option changes against today's run, in the words every report writes.
 
-``layout_settings`` lists the settings a prediction ran with (tensor and pipeline degrees,
-schedule, ZeRO stage, micro-batch per replica, accumulation, recompute, sequence parallel, TP
-overlap, HSDP shard group); ``layout_changes`` writes the ones two runs differ in as
-'pipeline schedule 1F1B -> zero bubble', 'ddp -> zero1', 'sequence parallel off -> on', in
-that order (a schedule as a reader names it, ``layout.SCHEDULE_WORDS``: '1F1B -> none (no
-pipeline)' where the pipeline goes).
+``layout_settings`` lists the settings a prediction ran with (tensor, pipeline and
+context-parallel degrees, schedule, ZeRO stage, micro-batch per replica, accumulation,
+recompute, sequence parallel, TP overlap, HSDP shard group); ``layout_changes`` writes the ones
+two runs differ in as 'pipeline schedule 1F1B -> zero bubble', 'ddp -> zero1', 'sequence
+parallel off -> on', in that order (a schedule as a reader names it, ``layout.SCHEDULE_WORDS``:
+'1F1B -> none (no pipeline)' where the pipeline goes).
 ``layout_title`` is the split-the-model remedy's one title (``scalesim.remedies``), which
 decide, diagnose, plan and the app all print: "Change the layout: ..." where today's model is
 split already.
@@ -32,7 +32,7 @@ def layout_settings(profile: Profile, scenario: Scenario, p: Prediction) -> dict
     split = layout_of(scenario)
     recompute = recompute_words(split.recompute_of(profile.workload), split.recompute_style)
     return {
-        "tp": str(p.tp), "pp": str(p.pp),
+        "tp": str(p.tp), "pp": str(p.pp), "cp": str(p.cp),
         "pipeline schedule": SCHEDULE_WORDS[split.schedule_of()],
         "virtual stages": str(split.virtual_stages), ZERO: scenario.strategy,
         "shard group": "none" if split.shard_group is None else str(split.shard_group),
@@ -53,9 +53,9 @@ def layout_title(profile: Profile, scenario: Scenario, now: Prediction, run: Sce
                  p: Prediction, split_title: str) -> str:
     """The title of the planner's layout ``run`` (predicted ``p``) at today's count:
     ``split_title`` ("Split the model: dp ...") where today's run ``now`` is not split (tp = pp
-    = 1) or nothing differs, else "Change the layout: " and the settings that differ
+    = cp = 1) or nothing differs, else "Change the layout: " and the settings that differ
     (``layout_changes``)."""
     changed = layout_changes(layout_settings(profile, scenario, now),
                              layout_settings(profile, run, p))
-    return (split_title if now.tp * now.pp == 1 or not changed
+    return (split_title if now.tp * now.pp * now.cp == 1 or not changed
             else f"Change the layout: {', '.join(changed)}")

@@ -87,13 +87,13 @@ def layout_of(scenario: Scenario) -> ScenarioLayout:
 
 def asked_split(scenario: Scenario, shard_group: bool = True) -> list[str]:
     """What the scenario's layout asks beyond data parallelism, in the user's words ('tp 2 x pp
-    1', 'sequence parallel', 'tp overlap', 'blocking pipeline sends', 'recompute full',
+    1', 'tp 1 x pp 1 x cp 2', 'sequence parallel', 'tp overlap', 'blocking pipeline sends', 'recompute full',
     'schedule gpipe', 'virtual stages 2', 'shard group 8'; not 'tp 1 x pp 1' for a
     recompute); empty: data parallel (the recompute style alone changes nothing to split).
     ``shard_group`` False leaves the shard group out: hybrid sharding splits no model, and the
     data-parallel path runs it too (docs/model.md §16)."""
     split = layout_of(scenario)
-    asked = [words] if (words := model_split_words(None, split.tp, split.pp)) else []
+    asked = [words] if (words := model_split_words(None, split.tp, split.pp, split.cp)) else []
     asked += ["sequence parallel"] if split.sequence_parallel else []
     asked += ["tp overlap"] if split.tp_overlap else []
     asked += ["blocking pipeline sends"] if not split.p2p_overlap else []
@@ -230,7 +230,7 @@ def measured_optimizer_s(profile: Profile, per_node):
 
 def split_profile(profile: Profile, scenario: Scenario, axes=()) -> Profile:
     """The profile a scenario predicts from: ``with_measured_shape`` where the scenario's layout
-    (``asked_split``) or a sweep axis in ``axes`` (tp, pp) splits the model of a workload that is
+    (``asked_split``) or a sweep axis in ``axes`` (tp, pp, cp) splits the model of a workload that is
     a parameter count; else ``profile`` as it is (data parallel keeps the measured curve and
     optimizer step). A shard group alone splits nothing: the data-parallel path shards over it
     (§16), as it does for a swept shard group, so that hybrid and full sharding compare on one
@@ -241,7 +241,7 @@ def split_profile(profile: Profile, scenario: Scenario, axes=()) -> Profile:
     check_attention_kernel(profile, scenario.attention_kernel)
     check_precision(profile, scenario.precision)
     if profile.workload.transformer is None and (
-            asked_split(scenario, shard_group=False) or any(a in ("tp", "pp") for a in axes)):
+            asked_split(scenario, shard_group=False) or any(a in ("tp", "pp", "cp") for a in axes)):
         return with_measured_shape(profile)
     return profile
 
@@ -259,6 +259,7 @@ class LayoutRows:
     dp: np.ndarray
     tp: np.ndarray
     pp: np.ndarray
+    cp: np.ndarray
     micro_batch: np.ndarray  # sequences per micro-batch per replica
     accumulation: np.ndarray
     global_batch: np.ndarray
@@ -564,18 +565,18 @@ def curve_beyond_peak(profile: Profile, scenario: Scenario,
 
 
 def check_rows(profile: Profile, dp, tp, pp, micro, global_batch, schedule, virtual_stages,
-               g: int) -> np.ndarray:
+               g: int, cp=1) -> np.ndarray:
     """True where the layout is valid (``scalesim.layout`` rules), numpy."""
     s = profile.workload.transformer
-    return valid_mask(dp, tp, pp, 1, micro, global_batch, schedule, virtual_stages, g,
+    return valid_mask(dp, tp, pp, cp, micro, global_batch, schedule, virtual_stages, g,
                       s.layers, s.heads, s.kv_of(), s.seq_len)
 
 
 def first_problem(profile: Profile, dp, tp, pp, zero, micro, global_batch, split: ScenarioLayout,
-                  schedule: str, g: int) -> str:
+                  schedule: str, g: int, cp=1) -> str:
     """The first rule one layout breaks, in words (``layout.layout_problems``)."""
     s = profile.workload.transformer
-    layout = ParallelLayout(dp=int(dp), tp=int(tp), pp=int(pp), zero=int(zero),
+    layout = ParallelLayout(dp=int(dp), tp=int(tp), pp=int(pp), cp=int(cp), zero=int(zero),
                             micro_batch=int(micro), global_batch=int(global_batch),
                             schedule=schedule, virtual_stages=split.virtual_stages,
                             recompute=split.recompute or "none",
@@ -586,45 +587,47 @@ def first_problem(profile: Profile, dp, tp, pp, zero, micro, global_batch, split
     return problems[0] if problems else ""
 
 
-def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS):
-    """dp of each row; ScalesimError where tp x pp does not divide the devices (``nouns``: the
-    profile's, 'processes 3 are not divisible' on CPU)."""
+def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS, cp=1):
+    """dp of each row; ScalesimError where tp x pp (x cp where cp > 1) does not divide the
+    devices (``nouns``: the profile's, 'processes 3 are not divisible' on CPU)."""
     p = np.asarray(devices, dtype=np.int64)
-    model = replica_devices(np.asarray(tp, dtype=np.int64), np.asarray(pp, dtype=np.int64))
+    model = replica_devices(np.asarray(tp, dtype=np.int64), np.asarray(pp, dtype=np.int64),
+                            np.asarray(cp, dtype=np.int64))
     bad = p % model != 0
     if np.any(bad):
         i = int(np.flatnonzero(np.broadcast_to(bad, np.broadcast(p, model).shape))[0])
-        pb, mb = np.broadcast_arrays(p, model)
-        raise ScalesimError(f"{nouns.devices} {int(pb.flat[i])} are not divisible by tp x pp = "
+        pb, mb, cb = np.broadcast_arrays(p, model, np.asarray(cp))
+        what = "tp x pp x cp" if int(cb.flat[i]) > 1 else "tp x pp"
+        raise ScalesimError(f"{nouns.devices} {int(pb.flat[i])} are not divisible by {what} = "
                             f"{int(mb.flat[i])}; give {nouns.device} counts that are multiples of it")
     return p // model
 
 
-def shard_group_problems(shard_group, dp, zero, framework) -> np.ndarray:
+def shard_group_problems(shard_group, dp, zero, framework, cp=1) -> np.ndarray:
     """Why each row's shard group cannot run, '' where it can (arrays broadcast; a row's shard
-    group None or 0: full sharding): a ZeRO 0 row, a DeepSpeed row, or one whose dp (cp = 1
-    here) it does not divide (``layout.shard_group_refusal``, ``layout.shard_group_problem``).
+    group None or 0: full sharding): a ZeRO 0 row, a DeepSpeed row, or one whose dp x cp it
+    does not divide (``layout.shard_group_refusal``, ``layout.shard_group_problem``).
     ``framework``: a name ("fsdp", "deepspeed"), names, or codes (``sharding.FRAMEWORKS``).
     Each distinct combination is judged once."""
     names = {code: name for name, code in FRAMEWORKS.items()}
     f = np.asarray(framework)
     f = np.vectorize(names.get, otypes=[object])(f) if f.dtype.kind in "iu" else f.astype(str)
-    s, d, z, f = np.broadcast_arrays(np.asarray(shard_group, dtype=object), np.asarray(dp),
-                                     np.asarray(zero), f)
+    s, d, z, f, c = np.broadcast_arrays(np.asarray(shard_group, dtype=object), np.asarray(dp),
+                                        np.asarray(zero), f, np.asarray(cp))
     keys = [(None if not s.flat[i] else int(s.flat[i]), int(d.flat[i]), int(z.flat[i]),
-             str(f.flat[i])) for i in range(s.size)]
+             str(f.flat[i]), int(c.flat[i])) for i in range(s.size)]
     judged = {key: (shard_group_refusal(key[0], ZERO_STRATEGIES[key[2]], key[3])
-                    or shard_group_problem(key[0], key[1])) for key in set(keys)}
+                    or shard_group_problem(key[0], key[1], key[4])) for key in set(keys)}
     return np.array([judged[key] for key in keys], dtype=object).reshape(s.shape)
 
 
 def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
-                      nouns: Nouns = GPU_NOUNS) -> None:
+                      nouns: Nouns = GPU_NOUNS, cp=1) -> None:
     """ScalesimError in one line at the first row (arrays broadcast) where the shard group
     cannot run (``shard_group_problems``; '(at 4 processes)' for a CPU profile's ``nouns``)."""
     if shard_group is None:
         return
-    why = shard_group_problems(shard_group, dp, zero, framework)
+    why = shard_group_problems(shard_group, dp, zero, framework, cp)
     bad = np.flatnonzero(why.ravel() != "")
     if bad.size:
         p = np.broadcast_to(np.asarray(devices), why.shape).ravel()
@@ -633,25 +636,27 @@ def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
                   base_micro_batch, tp=None, pp=None, zero=None, shard_group=None,
-                  overrides: dict | None = None) -> LayoutRows:
+                  overrides: dict | None = None, cp=None) -> LayoutRows:
     """Every row (arrays broadcast) through ``evaluate_layouts``, with speed-up and efficiency
     against one device running the unsplit model at ``base_micro_batch``. Rows must be valid
     layouts (``check_rows``). ``overrides``: ``LayoutInputs`` fields that replace the
     scenario's values (a sweep's axes, ``sweep.input_changes``: framework, algorithm, overlap,
     bucket_bytes, link bandwidths, jitter_cv). ``shard_group``: each row's (a sweep axis; rows
-    the caller has checked), instead of the scenario's."""
+    the caller has checked), instead of the scenario's; ``tp``, ``pp``, ``cp``, ``zero`` the
+    same (None: the scenario's)."""
     split = layout_of(scenario)
     wl, hw = profile.workload, layout_hardware(profile)
     g_max = scenario.devices_per_node or hw.devices_per_node
     tp = split.tp if tp is None else tp
     pp = split.pp if pp is None else pp
+    cp = split.cp if cp is None else cp
     zero = ZERO_OF_STRATEGY[scenario.strategy] if zero is None else zero
     p = np.asarray(devices, dtype=np.int64)
-    dp = split_devices(p, tp, pp, nouns_for(profile.hardware.device_name))
+    dp = split_devices(p, tp, pp, nouns_for(profile.hardware.device_name), cp)
     if shard_group is None:
         check_shard_group(split.shard_group, p, dp, zero,  # a sweep's framework axis per row
                           (overrides or {}).get("framework", scenario.zero_framework),
-                          nouns_for(profile.hardware.device_name))
+                          nouns_for(profile.hardware.device_name), cp)
         shard_group = split.shard_group or 0
     k = np.asarray(accumulation, dtype=np.int64)
     b = np.asarray(micro_batch, dtype=np.int64)
@@ -675,7 +680,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     recompute = RECOMPUTE[split.recompute_of(wl)]
     early_stop = split.stops_early(wl)
     op_sac = split.saves_per_op(wl)
-    x = base.replace(dp=dp, tp=tp, pp=pp, zero=zero, micro_batch=b, global_batch=gb,
+    x = base.replace(dp=dp, tp=tp, pp=pp, cp=cp, zero=zero, micro_batch=b, global_batch=gb,
                      schedule=schedule, virtual_stages=virtual, recompute=recompute,
                      recompute_early_stop=early_stop, recompute_op_sac=op_sac,
                      sequence_parallel=split.sequence_parallel & (np.asarray(tp) > 1),
@@ -683,7 +688,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                      optimizer_step_s=measured_optimizer_s(profile, per_node),
                      loader_samples_per_s=supply)
     base_b = np.asarray(base_micro_batch, dtype=np.int64)
-    alone = base.replace(dp=1, tp=1, pp=1, zero=0, micro_batch=base_b, global_batch=base_b * k,
+    alone = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=base_b, global_batch=base_b * k,
                          schedule=0, virtual_stages=1, recompute=recompute,
                          recompute_early_stop=early_stop, recompute_op_sac=op_sac,
                          sequence_parallel=False, device_cv=0.0, jitter_cv=0.0,
@@ -702,7 +707,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     return LayoutRows(
         result=result, speedup=full(speedup, float), efficiency=full(speedup / p, float),
         devices=full(p), nodes=full(nodes), devices_per_node=full(per_node), dp=full(dp),
-        tp=full(tp), pp=full(pp), micro_batch=full(b), accumulation=full(k),
+        tp=full(tp), pp=full(pp), cp=full(cp), micro_batch=full(b), accumulation=full(k),
         global_batch=full(gb), matmul_efficiency=full(eff, float), peak_known=peak_known,
         one_device_fits=full(one.fits, bool))
 
@@ -729,7 +734,8 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     largest count's servers). The framework's tensor-parallel overlap is the scenario's
     (``ScenarioLayout.tp_overlap``, through ``scenario_setting``), and so is its precision.
     ``plan_kwargs`` go to ``rank_layouts`` (top, split_only, include_unfit, rank_by,
-    cp_values)."""
+    cp_values; cp_values by default 1 and the scenario's own context-parallel degree, so a
+    scenario split with cp is ranked beside its own layout)."""
     check_attention_kernel(profile, scenario.attention_kernel)
     check_precision(profile, scenario.precision)
     wl, hw = profile.workload, layout_hardware(profile)
@@ -755,17 +761,20 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
                               optimizer_step_of=lambda g: measured_optimizer_s(profile, g),
                               loader_samples_per_s=supply,
                               oom_micro_batch=profile.compute.oom_micro_batch or 0)
+    plan_kwargs.setdefault("cp_values", tuple(sorted({1, layout_of(scenario).cp})))
     return rank_layouts(setting, counts, **plan_kwargs)
 
 
 def scenario_of_row(scenario: Scenario, row) -> Scenario:
-    """``scenario`` running the planner's ``row`` (a ``plan.PlanRow``) at the same global batch:
-    its layout, ZeRO stage, micro-batch and accumulation; the framework's tensor-parallel
-    overlap where the row has tp > 1 (without tp there is nothing to overlap, and predict
-    refuses the overlap there: ``layout.TP_OVERLAP_NEEDS_TP``), and its blocking pipeline sends
-    (``p2p_overlap`` off) where the row runs the interleaved schedule (elsewhere the sends block
-    either way, and predict refuses the setting: ``layout.P2P_OVERLAP_NEEDS_INTERLEAVED``)."""
-    layout = ScenarioLayout(tp=row.tp, pp=row.pp, schedule=row.schedule if row.pp > 1 else None,
+    """``scenario`` running the planner's ``row`` (a ``plan.PlanRow``) at the same global
+    batch: its layout (context parallelism too), ZeRO stage, micro-batch and accumulation; the
+    framework's tensor-parallel overlap where the row has tp > 1 (without tp there is nothing
+    to overlap, and predict refuses the overlap there: ``layout.TP_OVERLAP_NEEDS_TP``), and its
+    blocking pipeline sends (``p2p_overlap`` off) where the row runs the interleaved schedule
+    (elsewhere the sends block either way, and predict refuses the setting:
+    ``layout.P2P_OVERLAP_NEEDS_INTERLEAVED``)."""
+    layout = ScenarioLayout(tp=row.tp, pp=row.pp, cp=row.cp,
+                            schedule=row.schedule if row.pp > 1 else None,
                             virtual_stages=row.virtual_stages, recompute=row.recompute,
                             recompute_style=row.recompute_style,
                             sequence_parallel=row.sequence_parallel,

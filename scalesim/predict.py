@@ -79,10 +79,11 @@ class Prediction(BaseModel):
     cost_usd: float | None = None  # time x billed_devices x price per device-hour
     billed_devices: int | None = None  # devices a cloud bills: whole instances (billing.py)
     # the model split (``Scenario.layout``; a transformer workload predicts through
-    # ``evaluate_layouts``): dp x tp x pp = devices; micro_batch is then per replica
+    # ``evaluate_layouts``): dp x tp x pp x cp = devices; micro_batch is then per replica
     dp: int | None = None  # None: data parallel over all devices (parameter-count workload)
     tp: int = 1
     pp: int = 1
+    cp: int = 1  # context-parallel degree: ranks that split each sequence (ring attention)
     # pipeline fill and drain, idle (a part of step_time_s): the layout's schedule, or the
     # pipelined replica of a workload fitted from runs (``pipeline_bubble_micro_steps``)
     bubble_s: float = 0.0
@@ -159,7 +160,7 @@ def above_linear_note(rows: list[Prediction], words: Nouns = GPU_NOUNS) -> str |
 def data_parallel_ranks(p: Prediction) -> int:
     """The ranks that hold one replica's shard each, dp x cp = devices / (tp x pp): every device
     of a parameter-count workload."""
-    return p.devices // replica_devices(p.tp, p.pp)
+    return p.devices // replica_devices(p.tp, p.pp)  # dp x tp x pp x cp / (tp x pp)
 
 
 def hybrid_sharded(p: Prediction) -> bool:
@@ -497,16 +498,16 @@ def _split_rows(profile: Profile, scenario: Scenario):
     layout(p, g_max, nouns)
     if split.tp > g_max:
         raise ScalesimError(tp_above_server(split.tp, g_max, nouns))
-    dp = lp.split_devices(p, split.tp, split.pp, nouns)
+    dp = lp.split_devices(p, split.tp, split.pp, nouns, split.cp)
     b, base_b = micro_batches(scenario, profile, p, dp)
     k = np.full(p.shape, scenario.accumulation, dtype=np.int64)
     schedule = split.schedule_of()
     ok = lp.check_rows(profile, dp, split.tp, split.pp, b, dp * b * k, SCHEDULES[schedule],
-                       split.virtual_stages, g_max)
+                       split.virtual_stages, g_max, split.cp)
     if not np.all(ok):
         i = int(np.flatnonzero(~ok)[0])
         why = lp.first_problem(profile, dp[i], split.tp, split.pp, 0, b[i], dp[i] * b[i] * k[i],
-                               split, schedule, g_max)
+                               split, schedule, g_max, split.cp)
         raise ScalesimError(f"layout at {nouns.count(int(p[i]))}: {why}")
     if split.sequence_parallel and split.tp == 1:
         raise ScalesimError(SEQUENCE_PARALLEL_NEEDS_TP)
@@ -582,6 +583,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
         if price is not None and hours_basis is not None:
             cost = float(hours_basis / 3600.0 * goal.usd_per_hour(int(p)))
         dp = int(p) if split is None else int(split.dp[i])  # data parallel: every device
+        cp = 1 if split is None else int(split.cp[i])  # the ZeRO states shard over dp x cp
         rows.append(Prediction(
             devices=int(p),
             nodes=int(result.nodes[i]),
@@ -609,7 +611,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             time_to_train_s=ttt,
             cost_usd=cost,
             billed_devices=int(goal.billed_devices(int(p))),
-            shard_group=None if scenario.strategy == "ddp" else min(shard or dp, dp),
+            shard_group=None if scenario.strategy == "ddp" else min(shard or dp * cp, dp * cp),
             bubble_s=float(np.broadcast_to(result.bubble_s, result.step_time_s.shape)[i]),
             **({} if split is None else {**_split_fields(split, i),
                                            "precision": scenario.precision}),
@@ -621,6 +623,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
 def _split_fields(split, i: int) -> dict:
     r = split.result
     return {"dp": int(split.dp[i]), "tp": int(split.tp[i]), "pp": int(split.pp[i]),
+            "cp": int(split.cp[i]),
             "tp_comm_s": float(r.tp_comm_s[i] + r.cp_comm_s[i]),
             "pipeline_comm_s": float(r.p2p_s[i]), "tokens_per_s": float(r.tokens_per_s[i]),
             "mfu": float(r.mfu[i]) if split.peak_known else None}

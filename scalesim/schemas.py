@@ -38,6 +38,7 @@ from scalesim.bounds import (
 )
 from scalesim.errors import name_problem, printable
 from scalesim.layout import (
+    CP_HELP,
     SHARD_GROUP_HELP,
     ZERO_STRATEGIES,
     Recompute,
@@ -915,7 +916,7 @@ CPU_CONTENTION_NOTE = (
 
 class ScenarioLayout(_Strict):
     """How a scenario splits the model (``scalesim.layout``); the rest of the layout comes from
-    the scenario: dp = devices / (tp x pp), the ZeRO stage from ``strategy``, the micro-batch
+    the scenario: dp = devices / (tp x pp x cp), the ZeRO stage from ``strategy``, the micro-batch
     and accumulation from ``micro_batch`` / ``global_batch`` and ``accumulation``.
 
     Needs a workload with a ``transformer`` shape (a parameter count cannot be split; it takes
@@ -923,6 +924,7 @@ class ScenarioLayout(_Strict):
 
     tp: int = bounded("tp_degree", 1, "tensor-parallel degree (ranks innermost, in one server)")
     pp: int = bounded("pp_degree", 1, "pipeline-parallel stages")
+    cp: int = bounded("cp_degree", 1, CP_HELP)
     schedule: Schedule | None = Field(
         default=None,
         description="pipeline schedule: gpipe, 1f1b, interleaved, zb; None: 1f1b "
@@ -967,7 +969,7 @@ class ScenarioLayout(_Strict):
 
     @property
     def splits_model(self) -> bool:
-        return self.tp > 1 or self.pp > 1
+        return self.tp > 1 or self.pp > 1 or self.cp > 1
 
     @property
     def interleaved(self) -> bool:

@@ -430,7 +430,7 @@ def _grad_sync_refused_rows(base, grid: dict[str, np.ndarray], p) -> np.ndarray:
 
 
 def _swept_shard_group_problems(base, grid: dict[str, np.ndarray], p, dp, zero, words: Nouns,
-                                rows=None):
+                                rows=None, cp=1):
     """(why each row's swept shard group cannot run, '' where it can; the first such row among
     ``rows`` (a mask; all rows by default) in ``words``, the profile's nouns, '' for none): the
     row-wise judge
@@ -438,7 +438,7 @@ def _swept_shard_group_problems(base, grid: dict[str, np.ndarray], p, dp, zero, 
     from scalesim import layout_predict as lp
 
     shard = grid["shard_group"]
-    why = lp.shard_group_problems(shard, dp, zero, _frameworks(base, grid, p))
+    why = lp.shard_group_problems(shard, dp, zero, _frameworks(base, grid, p), cp)
     bad = np.flatnonzero((why != "") & (True if rows is None else rows))
     example = (f"shard group {int(shard[bad[0]])} on {words.count(int(p[bad[0]]))}: {why[bad[0]]}"
                if bad.size else "")
@@ -476,7 +476,8 @@ def _evaluate_variants_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> Sweep
 
 
 def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
-    """``evaluate_at`` for a transformer workload: dp = devices / (tp x pp), batches per replica;
+    """``evaluate_at`` for a transformer workload: dp = devices / (tp x pp x cp), batches per
+    replica;
     combinations that break a layout rule (``scalesim.layout``) or do not split the global batch
     are dropped and counted."""
     from scalesim import layout_predict as lp
@@ -493,7 +494,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     k, global_batch, micro = _batch_axes(plan, grid)
     tp = grid.get("tp", np.full(p.shape, split.tp, dtype=np.int64))
     pp = grid.get("pp", np.full(p.shape, split.pp, dtype=np.int64))
-    replica = replica_devices(tp, pp)
+    cp = grid.get("cp", np.full(p.shape, split.cp, dtype=np.int64))
+    replica = replica_devices(tp, pp, cp)
     layout_ok = p % replica == 0
     dp = np.where(layout_ok, p // replica, 1)
     base_micro, batch_ok = micro, np.ones(p.shape, dtype=bool)
@@ -506,8 +508,9 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     schedule = np.where(pp > 1, SCHEDULES[name], SCHEDULES["none"])
     virtual = np.where(pp > 1, split.virtual_stages, 1)
     layout_ok &= lp.check_rows(profile, dp, tp, pp, micro, dp * micro * k, schedule, virtual,
-                               g_max)
-    example = _layout_example(profile, split, name, g_max, layout_ok, p, tp, pp, dp, micro, k)
+                               g_max, cp)
+    example = _layout_example(profile, split, name, g_max, layout_ok, p, tp, pp, dp, micro, k,
+                              cp)
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else np.full(p.shape, lp.ZERO_OF_STRATEGY[base.strategy]))
     # DeepSpeed refuses ZeRO-2/3 under a pipeline (predict refuses the scenario): dropped
@@ -515,7 +518,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     if deepspeed_piped.any():
         i = int(np.flatnonzero(deepspeed_piped)[0])
         example = example or (
-            f"{lp.split_words(None, int(tp[i]), int(pp[i]))} on "
+            f"{_split_words(tp[i], pp[i], cp[i])} on "
             f"{nouns_for(profile.hardware.device_name).count(int(p[i]))}: "
             f"{deepspeed_pipeline_error(ZERO_STRATEGIES[int(zero[i])], int(pp[i]))}")
         layout_ok &= ~deepspeed_piped
@@ -526,13 +529,13 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     if "shard_group" in grid:  # a row the shard group cannot run is dropped, as a broken layout
         why, first = _swept_shard_group_problems(base, grid, p, dp, zero,
                                                  nouns_for(profile.hardware.device_name),
-                                                 rows=layout_ok)
+                                                 rows=layout_ok, cp=cp)
         example = example or first
         layout_ok &= why == ""
     keep = layout_ok & batch_ok
     grid = {name: col[keep] for name, col in grid.items()}
-    p, k, tp, pp, micro, base_micro, zero = (a[keep] for a in (p, k, tp, pp, micro, base_micro,
-                                                                zero))
+    p, k, tp, pp, cp, micro, base_micro, zero = (
+        a[keep] for a in (p, k, tp, pp, cp, micro, base_micro, zero))
     overrides = input_changes(grid, inter_nic_share(profile.hardware, base))
     if "attention_kernel" in grid:
         asked, at = np.unique(grid["attention_kernel"], return_inverse=True)
@@ -547,7 +550,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     if "precision" in grid:  # fp8 rows at the fp8 peak, with their casts (§13, fp8)
         overrides.update(lp.precision_inputs(profile, grid["precision"]))
     rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,
-                            shard_group=grid.get("shard_group"), overrides=overrides)
+                            shard_group=grid.get("shard_group"), overrides=overrides, cp=cp)
     r = rows.result
     comm = r.tp_comm_s + r.cp_comm_s + r.p2p_s + r.dp_exposed_s
     outputs = {"step_time_s": r.step_time_s, "compute_s": r.compute_s, "exposed_comm_s": comm,
@@ -556,9 +559,11 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                "efficiency": rows.efficiency, "memory_bytes": r.memory_bytes, "fits": r.fits}
     columns = dict(grid)
     if "shard_group" in grid:  # the group that shards the states, as predict --json says it
-        columns["shard_group"] = np.minimum(grid["shard_group"], rows.dp)
+        columns["shard_group"] = np.minimum(grid["shard_group"], rows.dp * rows.cp)
     columns.update(nodes=rows.nodes, micro_batch=micro, accumulation=k,
                    global_batch=rows.global_batch, dp=rows.dp, tp=rows.tp, pp=rows.pp)
+    if "cp" in grid or split.cp > 1:  # context parallelism: its degree, after pp
+        columns["cp"] = rows.cp
     # no comm_total_s: the layout step reports exposed time alone (predict's null)
     columns.update({name: outputs[name] for name in OUTPUT_COLUMNS if name in outputs})
     columns["bubble_s"] = r.bubble_s
@@ -568,8 +573,15 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                        dropped_layout=int((~layout_ok).sum()), layout_example=example)
 
 
+def _split_words(tp, pp, cp) -> str:
+    """'tp 2 x pp 1' of a sweep's row, ' x cp 2' after where context parallelism splits it."""
+    from scalesim.layout import split_words
+
+    return split_words(None, int(tp), int(pp), int(cp) if cp > 1 else None)
+
+
 def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp, dp, micro,
-                    k) -> str:
+                    k, cp) -> str:
     """'tp 1 x pp 2 on 8 devices: <the first rule it breaks>' for the first combination that
     breaks a layout rule ('' for none): the reason a dropped count alone does not give (the
     rule may be the interleaved schedule's, which a generic list of rules would not name)."""
@@ -580,11 +592,12 @@ def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp,
         return ""
     i = int(bad[0])
     devices = nouns_for(profile.hardware.device_name).devices  # 'processes' on a CPU profile
-    where = f"{lp.split_words(None, int(tp[i]), int(pp[i]))} on {int(p[i])} {devices}"
-    if p[i] % (tp[i] * pp[i]):
-        return f"{where}: tp x pp does not divide the {devices}"
+    where = f"{_split_words(tp[i], pp[i], cp[i])} on {int(p[i])} {devices}"
+    if p[i] % (tp[i] * pp[i] * cp[i]):
+        what = "tp x pp x cp" if cp[i] > 1 else "tp x pp"
+        return f"{where}: {what} does not divide the {devices}"
     why = lp.first_problem(profile, dp[i], tp[i], pp[i], 0, micro[i], dp[i] * micro[i] * k[i],
-                           split, schedule if pp[i] > 1 else "none", g)
+                           split, schedule if pp[i] > 1 else "none", g, cp[i])
     return f"{where}: {why}" if why else ""
 
 

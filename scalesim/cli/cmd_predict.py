@@ -92,7 +92,8 @@ def layout_line(profile, scenario) -> str:
     split = layout_of(scenario)
     schedule = schedule_words(split.schedule_of(), split.virtual_stages)
     p2p = measured_p2p(profile) if split.pp > 1 else None
-    return (f"layout: {split_words(None, split.tp, split.pp)}"
+    cp = split.cp if split.cp > 1 else None  # named where context parallelism splits
+    return (f"layout: {split_words(None, split.tp, split.pp, cp)}"
             + (f" ({schedule})" if split.pp > 1 else "")
             + f", {recompute_words(split.recompute_of(profile.workload), split.recompute_style)}"
             + (f" ({note})" if (note := recompute_style_note(profile, scenario)) else "")
@@ -104,7 +105,7 @@ def layout_line(profile, scenario) -> str:
                if split.interleaved else "")
             + (f", {hsdp_words(split.shard_group, 'dp')}, where dp exceeds it (elsewhere over "
                "all of dp)" if split.shard_group is not None else "")
-            + "; dp = devices / (tp x pp); batch = "
+            + f"; dp = devices / (tp x pp{' x cp' if cp else ''}); batch = "
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else "")
             + (f"; {note}" if (note := pipeline_fsdp_note(scenario)) else "")
@@ -263,7 +264,9 @@ def render_table(profile, scenario, rows) -> str:
     # header stays over its values ('1296040.00' ms of a pipeline that idles)
     columns = [(dev_h, dev_w, lambda r: str(r.devices)), (node_h, node_w, lambda r: str(r.nodes))]
     if split:
-        columns.append((SPLIT_HEADER, 12, lambda r: split_short(r.dp, r.tp, r.pp, "compact")))
+        cp = any(r.cp > 1 for r in rows)  # a fourth degree where context parallelism splits
+        columns.append((SPLIT_HEADER + (" x cp" if cp else ""), 12,
+                        lambda r: split_short(r.dp, r.tp, r.pp, "compact", r.cp if cp else None)))
     columns += [("batch", 6, lambda r: str(r.micro_batch)),
                 ("step ms", 9, lambda r: _fmt_s(r.step_time_s)),
                 ("compute", 9, lambda r: _fmt_s(r.compute_s)),

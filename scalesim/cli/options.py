@@ -19,6 +19,7 @@ from scalesim.bounds import (
 from scalesim.errors import ScalesimError, require_path
 from scalesim.jsonio import parse_model, read_json, validation_message
 from scalesim.layout import (
+    CP_HELP,
     P2P_OVERLAP_HELP,
     P2P_OVERLAP_WORDS,
     RECOMPUTE_STYLE_HELP,
@@ -332,11 +333,11 @@ def check_slow_device(args: argparse.Namespace) -> None:
 
 
 def add_layout_arguments(p: argparse.ArgumentParser) -> None:
-    """--tp --pp --schedule --virtual-stages --recompute --recompute-style --sequence-parallel
+    """--tp --pp --cp --schedule --virtual-stages --recompute --recompute-style --sequence-parallel
     --tp-overlap --p2p-overlap (Scenario.layout)."""
     g = p.add_argument_group(
         "model split (a workload with a transformer shape, e.g. --workload llama3-8b; devices "
-        "= dp x tp x pp, --strategy sets ZeRO over dp, --batch is per replica)"
+        "= dp x tp x pp x cp, --strategy sets ZeRO over dp, --batch is per replica)"
     )
     for knob in LAYOUT_KNOBS:
         if knob.field in ("recompute_style", "p2p_overlap"):
@@ -348,6 +349,7 @@ def add_layout_arguments(p: argparse.ArgumentParser) -> None:
             help={
                 "tp": "tensor-parallel degree, inside one server (default 1)",
                 "pp": "pipeline stages (default 1)",
+                "cp": CP_HELP.replace("%", "%%"),
                 "virtual_stages": "model chunks per pipeline rank (interleaved 1F1B)",
                 "shard_group": SHARD_GROUP_HELP.replace("%", "%%"),
             }[knob.field],

@@ -1,0 +1,130 @@
+"""Context parallelism on the scenario (``ScenarioLayout.cp``, ``--cp`` on predict, decide, goal
+and sweep, one row of ``bounds.LAYOUT_KNOBS``): a plan row with cp > 1 re-predicts to the plan's
+step, breakdown and memory (``layout_predict.scenario_of_row``), and a context-parallel split
+that cannot run is refused in one line naming the values and the rule (docs/model.md §12, §14)."""
+
+from __future__ import annotations
+
+import pytest
+from cli_harness import run_cli
+
+from scalesim.errors import ScalesimError
+from scalesim.layout_predict import plan_at, scenario_of_row
+from scalesim.predict import predict
+from scalesim.presets import transformer_workload
+from scalesim.profiles import resolve_profile
+from scalesim.schemas import Scenario
+
+
+def _llama_at(tmp_path, seq_len: int) -> str:
+    """A workload file of Llama 3 8B at ``seq_len`` tokens (predict has no --seq-len)."""
+    wl = transformer_workload("llama3-8b")
+    wl = wl.model_copy(update={"transformer": wl.transformer.model_copy(
+        update={"seq_len": seq_len})})
+    path = tmp_path / f"llama3-8b-{seq_len}.json"
+    path.write_text(wl.model_dump_json())
+    return str(path)
+
+
+@pytest.mark.parametrize(("seq_len", "devices", "global_batch"),
+                         [(32768, [8, 16], 16), (131072, [16, 32], 8)])
+def test_plan_rows_with_cp_re_predict_to_the_plans_step_breakdown_and_memory(
+        tmp_path, seq_len, devices, global_batch):
+    """Llama 3 8B on DGX H100 servers at 32k and 128k tokens, cp 1, 2 and 4 searched: every
+    ranked row (each cp among them) is what predict says of it as a scenario, to 1e-9: the
+    step, each part of it, the memory and the fit; the degrees and the ZeRO shard group (dp x
+    cp, or the hybrid group) carried. Before, ScenarioLayout had no cp and a cp > 1 row could
+    not be predicted at all."""
+    profile = resolve_profile(None, "dgx-h100", _llama_at(tmp_path, seq_len))
+    scenario = Scenario(devices=devices, global_batch=global_batch)
+    ranked = plan_at(profile, scenario, devices, global_batch, top=None, cp_values=(1, 2, 4),
+                     include_unfit=True)
+    rows = [r for cp in (1, 2, 4) for r in [r for r in ranked if r.cp == cp][:12]]
+    assert [r.cp for r in rows] == [1] * 12 + [2] * 12 + [4] * 12
+    assert ranked[0].cp > 1 and ranked[0].fits  # the best splits the sequence
+    for row in rows:
+        run = scenario_of_row(scenario.model_copy(update={"devices": [row.devices]}), row)
+        assert run.layout.cp == row.cp
+        p = predict(profile, run)[0]
+        parts = row.breakdown_s
+        assert (p.dp, p.tp, p.pp, p.cp) == (row.dp, row.tp, row.pp, row.cp)
+        assert p.dp * p.tp * p.pp * p.cp == p.devices
+        assert p.step_time_s == pytest.approx(row.step_time_s, rel=1e-9)
+        assert p.compute_s == pytest.approx(parts["compute_s"], rel=1e-9)
+        assert p.tp_comm_s == pytest.approx(parts["tp_comm_s"] + parts["cp_comm_s"], rel=1e-9,
+                                            abs=1e-15)
+        assert p.pipeline_comm_s == pytest.approx(parts["p2p_s"], rel=1e-9, abs=1e-15)
+        assert p.bubble_s == pytest.approx(parts["bubble_s"], rel=1e-9, abs=1e-15)
+        assert p.straggler_s == pytest.approx(parts["straggler_s"], rel=1e-9, abs=1e-15)
+        assert p.memory_bytes == pytest.approx(row.memory_bytes, rel=1e-9)
+        assert p.fits == row.fits
+        if row.zero:
+            assert p.shard_group == row.shard_group  # dp x cp, or the hybrid group
+
+
+def test_the_ring_attention_sends_by_hand(tmp_path):
+    """Llama 3 8B at 32,768 tokens on 8 H100s of one server, cp 2 (dp 4), 2 micro-batches of
+    one sequence. One hop carries K and V of half a sequence: 2 x 16,384 tokens x (8 kv heads x
+    128) x 2 B = 67,108,864 B over NVLink at 370 GB/s and 2 us, 3 (c - 1) = 3 hops a layer; the
+    attention core of the chunk hides them but for the contention share c = 0.158957: 2 x 32
+    layers x c x 3 x (2e-6 + 67,108,864 / 370e9) = 5.597 ms of context-parallel sends. At cp 1
+    there are none, and the 8 devices are 8 replicas, not 4."""
+    profile = resolve_profile(None, "dgx-h100", _llama_at(tmp_path, 32768))
+    c = profile.hardware.comm_compute_contention
+    assert c == pytest.approx(0.158957, abs=1e-6)
+    cp2 = predict(profile, Scenario(devices=[8], global_batch=8, accumulation=2,
+                                    strategy="zero1", layout={"cp": 2}))[0]
+    assert (cp2.dp, cp2.cp, cp2.micro_batch, cp2.shard_group) == (4, 2, 1, 8)
+    assert cp2.tp_comm_s == pytest.approx(2 * 32 * c * 3 * (2e-6 + 67_108_864 / 370e9),
+                                          rel=1e-9)
+    assert cp2.tp_comm_s == pytest.approx(5.5966e-3, rel=1e-4)
+    cp1 = predict(profile, Scenario(devices=[8], global_batch=16, accumulation=2,
+                                    strategy="zero1"))[0]
+    assert (cp1.dp, cp1.cp, cp1.tp_comm_s) == (8, 1, 0.0)
+
+
+def test_predict_cli_takes_cp_and_says_it(tmp_path, capsys):
+    """--cp 4 on 16 devices: dp 4, the layout line and the table name the fourth degree."""
+    code, out, err = run_cli(capsys, ["predict", "--workload", _llama_at(tmp_path, 32768),
+                                      "--hardware", "dgx-h100", "--devices", "16",
+                                      "--global-batch", "16", "--accumulation", "4",
+                                      "--strategy", "zero1", "--cp", "4"])
+    assert code == 0, err
+    assert "layout: tp 1 x pp 1 x cp 4," in out
+    assert "dp = devices / (tp x pp x cp)" in out
+    assert "dp x tp x pp x cp" in out and " 4x1x1x4 " in out
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--devices", "16", "--cp", "3"],
+     "devices 16 are not divisible by tp x pp x cp = 3; give device counts that are multiples "
+     "of it"),
+    (["--devices", "40", "--cp", "5"],
+     "layout at 40 devices: seq_len 32768 is not divisible by 2 x cp 5 (load-balanced context "
+     "parallelism)"),
+    (["--devices", "16", "--cp", "2", "--strategy", "zero1", "--shard-group", "3"],
+     "shard group 3 does not divide dp x cp 16; give a divisor of it (e.g. 16: full sharding) "
+     "(at 16 devices)"),
+])
+def test_a_cp_that_cannot_run_is_refused_in_one_line(tmp_path, capsys, flags, message):
+    code, out, err = run_cli(capsys, ["predict", "--workload", _llama_at(tmp_path, 32768),
+                                      "--hardware", "dgx-h100", "--global-batch", "16", *flags])
+    assert code != 0 and out == ""
+    assert err.strip() == f"scalesim predict: error: {message}"
+
+
+def test_cp_of_a_parameter_count_is_refused_in_one_line(capsys):
+    code, out, err = run_cli(capsys, ["predict", "--workload", "bert-large", "--devices", "16",
+                                      "--cp", "2"])
+    assert code != 0 and out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("scalesim predict: error: layout tp 1 x pp 1 x cp 2: workload "
+                          "'bert-large' is a parameter count only and cannot be split")
+
+
+def test_a_scenario_file_with_cp_zero_is_refused():
+    with pytest.raises(ValueError, match="cp"):
+        Scenario(devices=[8], layout={"cp": 0})
+    with pytest.raises(ScalesimError, match="tp x pp x cp = 4"):
+        predict(resolve_profile(None, "dgx-h100", "llama3-8b"),
+                Scenario(devices=[2], layout={"cp": 4}))
