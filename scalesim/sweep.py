@@ -46,7 +46,7 @@ from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
         "grad_sync", "attention_kernel", "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps",
         "inter_busbw_GBps", "straggler_cv", "tp", "pp", "tp_overlap", "shard_group", "precision",
-        "p2p_overlap", "virtual_stages", "recompute", "schedule", "sequence_parallel")
+        "p2p_overlap", "virtual_stages", "recompute", "schedule", "sequence_parallel", "cp")
 # Axes of true/false values (the CLI's on/off)
 SWITCH_AXES = ("overlap", "tp_overlap", "p2p_overlap", "sequence_parallel")
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
@@ -56,18 +56,18 @@ NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync":
               "recompute": RECOMPUTE,
               "schedule": SCHEDULES}
 WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp",
-              "shard_group", "virtual_stages")
+              "shard_group", "virtual_stages", "cp")
 # ``ScenarioLayout`` fields a row takes as its scenario's layout: the rows of each combination of
 # their values are evaluated as predict evaluates that scenario (``_evaluate_variants_at``)
 SCENARIO_LAYOUT_AXES = ("virtual_stages", "recompute", "schedule", "sequence_parallel")
 ROW = "_row"  # a row's place in the grid while variants are evaluated apart
-# A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp
+# A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp / cp
 # (SPLIT_AXES), the attention kernel and the precision need a transformer shape (a parameter
 # count has no attention core and no matmuls to run in fp8). The shard group (hybrid
 # sharding, HSDP) splits no model: both paths sweep it, as every other axis
 # (``input_changes``).
 LAYOUT_AXES = ("tp", "pp", "shard_group")
-SPLIT_AXES = ("tp", "pp")
+SPLIT_AXES = ("tp", "pp", "cp")
 LAYOUT_COLUMNS = ("dp", "bubble_s")  # extra output columns of a transformer workload's rows
 # A swept shard group is written as the group that shards the states (``shard_group``: one
 # above dp is all of dp, as predict --json says it) and, last, as asked: two groups that are
@@ -122,6 +122,9 @@ class SweepPlan:
                    + 8 * len(layout_columns) + 8 * (len(OUTPUT_COLUMNS) - 1) + 1)
         if self.profile.workload.transformer is not None:  # + dp, tp, pp and bubble_s
             per_row += 8 * len(set(LAYOUT_COLUMNS + LAYOUT_AXES) - set(self.axes))
+            if "cp" not in self.axes and self.base.layout is not None and self.base.layout.cp > 1:
+                per_row += 8  # + the scenario's cp
+
         elif self.profile.workload.pipeline_bubble_micro_steps:  # + bubble_s
             per_row += 8
         if "shard_group" in self.axes:  # + the group as asked
@@ -189,7 +192,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     profile = split_profile(profile, base, axes)  # a measured model split as the shape it timed
     split = uses_layouts(profile, base)
     if not split and any(n in axes for n in SPLIT_AXES):
-        raise ScalesimError(f"sweep axes tp and pp split the model: "
+        raise ScalesimError(f"sweep axes tp, pp and cp split the model: "
                             f"{no_shape_words(profile)}")
     for name, why, flag in (("attention_kernel", "a parameter count has no attention core",
                              "--attention-kernel-values"),

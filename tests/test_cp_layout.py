@@ -13,7 +13,7 @@ from scalesim.layout_predict import plan_at, scenario_of_row
 from scalesim.predict import predict
 from scalesim.presets import transformer_workload
 from scalesim.profiles import resolve_profile
-from scalesim.schemas import Scenario
+from scalesim.schemas import Scenario, ScenarioLayout
 
 
 def _llama_at(tmp_path, seq_len: int) -> str:
@@ -128,3 +128,34 @@ def test_a_scenario_file_with_cp_zero_is_refused():
     with pytest.raises(ScalesimError, match="tp x pp x cp = 4"):
         predict(resolve_profile(None, "dgx-h100", "llama3-8b"),
                 Scenario(devices=[2], layout={"cp": 4}))
+
+
+def test_sweep_takes_cp_as_an_axis_and_its_rows_are_predicts(tmp_path):
+    """--cp-values 1,2,4 (``sweep`` axis ``cp``) on 8 and 16 GPUs, global batch 32, 4
+    micro-steps, zero1: every row kept is predict's row of that scenario with ``layout.cp``
+    (step, compute, exposed communication, memory, fit; dp = devices / cp); cp 1 at 16 GPUs
+    does not split 32 sequences over 16 replicas x 4 micro-steps and is dropped, as predict
+    refuses it. Before: 'unrecognized arguments: --cp-values' / 'axes: cannot sweep'."""
+    from scalesim.sweep import sweep
+
+    profile = resolve_profile(None, "dgx-h100", _llama_at(tmp_path, 32768))
+    base = Scenario(devices=[8, 16], global_batch=32, accumulation=4, strategy="zero1")
+    res = sweep(profile, base, {"cp": [1, 2, 4]})
+    c = res.columns
+    kept = sorted(zip(c["devices"].tolist(), c["cp"].tolist(), strict=True))
+    assert kept == [(8, 1), (8, 2), (8, 4), (16, 2), (16, 4)] and res.dropped == 1
+    for i, (n, cp) in enumerate(zip(c["devices"], c["cp"], strict=True)):
+        p = predict(profile, base.model_copy(update={"devices": [int(n)],
+                                                     "layout": ScenarioLayout(cp=int(cp))}))[0]
+        assert c["dp"][i] == p.dp == n // cp
+        for name in ("step_time_s", "compute_s", "exposed_comm_s", "memory_bytes"):
+            assert c[name][i] == pytest.approx(getattr(p, name), rel=1e-12), (n, cp, name)
+        assert bool(c["fits"][i]) == p.fits
+
+
+def test_sweep_refuses_cp_of_a_parameter_count_in_one_line(capsys):
+    code, out, err = run_cli(capsys, ["sweep", "--workload", "bert-large", "--devices", "8,16",
+                                      "--cp-values", "1,2"])
+    assert code != 0 and out == "" and err.count("\n") == 1
+    assert err.startswith("scalesim sweep: error: sweep axes tp, pp and cp split the model: "
+                          "workload 'bert-large' is a parameter count only")

@@ -35,7 +35,7 @@ EXAMPLE = """examples:
 Notes predict would print of the scenario go to stderr; stdout holds only the rows.
 
 A transformer workload (--workload with a shape) sweeps every axis through its layout: dp =
-devices / (tp x pp); combinations that break a layout rule are dropped and counted."""
+devices / (tp x pp x cp); combinations that break a layout rule are dropped and counted."""
 
 
 def _words(text: str) -> list[str]:
@@ -80,6 +80,7 @@ VALUE_FLAGS = {
     "schedule_values": ("schedule", _words),
     "recompute_values": ("recompute", _words),
     "sequence_parallel_values": ("sequence_parallel", _on_off),
+    "cp_values": ("cp", _values("cp")),  # context parallelism (ring attention, §14)
     "shard_group_values": ("shard_group", _values("shard_group")),  # HSDP (docs/model.md §16)
 }
 
