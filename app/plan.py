@@ -192,7 +192,7 @@ def device_counts(state: AppState, devices_per_node: int,
     small = [d for d in (2**i for i in range(15)) if d < g and d <= top]
     if state.grid == "server":
         servers = max(top // g, 1)
-        stride = server_stride(servers, g, replica_devices(state.tp, state.pp))
+        stride = server_stride(servers, g, replica_devices(state.tp, state.pp, state.cp))
         # thinned: the first server, every stride-th, and the largest count (said in a note)
         big = sorted({g, *(n * g for n in range(stride, servers + 1, stride)), servers * g})
         if stride > 1:
@@ -313,11 +313,11 @@ def layout_of_state(state: AppState) -> ScenarioLayout | None:
     sg = shard_group_of(state)
     sched, vs = pipeline_of(state)
     p2p = p2p_overlap_of(state)
-    if (state.tp, state.pp, sched, vs, state.rec, sp, state.rs, tpo, sg, p2p) == (
-            1, 1, "auto", 1, "auto", False, DEFAULT_RECOMPUTE_STYLE, False, None, True):
+    if (state.tp, state.pp, state.cp, sched, vs, state.rec, sp, state.rs, tpo, sg, p2p) == (
+            1, 1, 1, "auto", 1, "auto", False, DEFAULT_RECOMPUTE_STYLE, False, None, True):
         return None
     try:
-        return ScenarioLayout(tp=state.tp, pp=state.pp,
+        return ScenarioLayout(tp=state.tp, pp=state.pp, cp=state.cp,
                               schedule=None if sched == "auto" else sched,
                               virtual_stages=vs,
                               recompute=None if state.rec == "auto" else state.rec,
@@ -351,7 +351,7 @@ def state_of_scenario(scenario: Scenario, profile: Profile, focus: int | None = 
         "tp": split.tp, "pp": split.pp, "sched": split.schedule or "auto",
         "vs": split.virtual_stages, "rec": split.recompute or "auto",
         "rs": split.recompute_style, "sp": split.sequence_parallel, "tpo": split.tp_overlap,
-        "sg": split.shard_group, "p2p": split.p2p_overlap,
+        "sg": split.shard_group, "p2p": split.p2p_overlap, "cp": split.cp,
     }
     update = {**profile_defaults(profile), "dmax": largest, "focus": focus or largest}
     if largest & (largest - 1) or any(d & (d - 1) for d in scenario.devices):  # not all 2^k
@@ -463,17 +463,19 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         if note := layout_stage_words(profile, split):
             notes.append(note)  # what the pipeline's stages hold, where uneven in a framework
         fields["layout"] = split
-        model = replica_devices(split.tp, split.pp)
+        model = replica_devices(split.tp, split.pp, split.cp)
         kept = [d for d in devices if d % model == 0]
         if len(kept) < len(devices):
             left = [d for d in devices if d not in kept]
             what = (f"1 {words.device} is" if left == [1] else
                     f"{count_list(left, 8)} {words.devices} are")
-            notes.append(f"layout {split_words(None, split.tp, split.pp)}: {what} not a multiple of "
-                         f"{model}; left out")
+            cp = split.cp if split.cp > 1 else None
+            notes.append(f"layout {split_words(None, split.tp, split.pp, cp)}: {what} not a "
+                         f"multiple of {model}; left out")
         if not kept:
-            raise ScalesimError(f"no {words.device} count is a multiple of tp x pp = {model}; raise "
-                                f"the largest {words.device} count or lower tp / pp")
+            degrees = "tp x pp x cp" if split.cp > 1 else "tp x pp"
+            raise ScalesimError(f"no {words.device} count is a multiple of {degrees} = {model}; "
+                                f"raise the largest {words.device} count or lower tp / pp / cp")
         devices = kept
     if state.mode == "strong":
         gb = state.gb or profile.workload.micro_batch * g
@@ -525,10 +527,10 @@ def _server_size(profile: Profile, scenario: Scenario) -> int:
 
 
 def _split_of(scenario: Scenario) -> int:
-    """The devices of one model replica of the scenario, tp x pp (1: data parallel), as its
-    prediction splits them (``layout.replica_devices``)."""
+    """The devices of one model replica of the scenario, tp x pp x cp (1: data parallel), as
+    its prediction splits them (``layout.replica_devices``)."""
     split = layout_of(scenario)
-    return replica_devices(split.tp, split.pp)
+    return replica_devices(split.tp, split.pp, split.cp)
 
 
 def more_devices_count(devices: int, devices_per_node: int, split: int = 1,
@@ -1031,7 +1033,7 @@ STATE_OF_SCENARIO = {"strategy": "strat", "zero_framework": "zfw", "accumulation
                      "micro_batch": "mb", "train_samples": "train"}
 STATE_OF_LAYOUT = {"tp": "tp", "pp": "pp", "schedule": "sched", "virtual_stages": "vs",
                    "recompute": "rec", "recompute_style": "rs", "sequence_parallel": "sp",
-                   "tp_overlap": "tpo", "shard_group": "sg", "p2p_overlap": "p2p"}
+                   "tp_overlap": "tpo", "shard_group": "sg", "p2p_overlap": "p2p", "cp": "cp"}
 AUTO_WHEN_NONE = ("sched", "rec")  # the controls whose "auto" is the scenario's None
 
 

@@ -33,6 +33,7 @@ from scalesim.figures import amount, signed_percent
 from scalesim.goal import seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import (
+    CP_HELP,
     P2P_OVERLAP_HELP,
     RECOMPUTE_STYLE_HELP,
     RECOMPUTE_STYLE_LABELS,
@@ -407,6 +408,8 @@ def _layout_section(c: _Controls) -> None:
                    if timed else ""))
     tp = c(box.number_input, "tp", c.label("tp"), step=1)
     pp = c(box.number_input, "pp", "Pipeline stages (pp)", step=1)
+    c(box.number_input, "cp", "Context-parallel degree (cp: ranks that split each sequence)",
+      step=1, help=CP_HELP)
     # without pipeline stages these do not apply: disabled, and ignored with a note
     # (``plan.pipeline_notes``), as the tensor-parallel toggles below
     sched = c(box.selectbox, "sched", "Pipeline schedule (with pp > 1)",

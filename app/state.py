@@ -36,7 +36,8 @@ from scalesim.schemas import GradSync, Profile, ZeroFramework
 
 from .control_labels import in_words
 
-LINK_VERSION = 14  # v14: + the interleaved schedule's pipeline sends blocking (p2p off;
+LINK_VERSION = 15  # v15: + the context-parallel degree (cp; v1 to v14 open with cp 1);
+# v14: + the interleaved schedule's pipeline sends blocking (p2p off;
 # v1 to v13 open with them overlapped, Megatron-Core's overlap_p2p_comm);
 # v13: ak fused-vendor asked (V13_VALUES; the default became the kernel the
 # profile's timings ran, '': v6 to v12 links' fused-vendor was that default and opens as it);
@@ -54,9 +55,10 @@ LINK_VERSION = 14  # v14: + the interleaved schedule's pipeline sends blocking (
 # collectives exposed, v1 to v5 with the vendor attention kernel, v1 to v4 with gradients
 # reduced every micro-step, v3 with the whole-forward style, v2 (only what differs from the
 # defaults, presets by name) and v1 data parallel
-READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14")
-# v3 and later (rs: v4, tpo: v7, sg: v9, p2p: v14)
-LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo", "sg", "p2p")
+READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14",
+                 "15")
+# v3 and later (rs: v4, tpo: v7, sg: v9, p2p: v14, cp: v15)
+LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo", "sg", "p2p", "cp")
 V4_FIELDS = ("rs",)  # what v4 added
 V5_FIELDS = ("gs",)  # what v5 added
 V6_FIELDS = ("ak",)  # what v6 added
@@ -69,6 +71,7 @@ V11_FIELDS = ("pr",)  # what v11 added
 V12_REMEDIES = ("fp8",)  # the scenario B choice v12 added
 V13_VALUES = {"ak": (VENDOR_KERNEL,)}  # asked, not the default any more (v13)
 V14_FIELDS = ("p2p",)  # what v14 added
+V15_FIELDS = ("cp",)  # what v15 added
 # a share link ends with its preset fingerprint (ph) or profile (prof), then its date (at):
 # a cut one loses those first
 CUT_SHORT = "the link may have been cut short when copied (its end is missing)"
@@ -161,6 +164,8 @@ class AppState(BaseModel):
     sg: int | None = url_field("sg", None, "shard group (hybrid sharding); None: all of dp")  # v9
     # the interleaved schedule's sends overlap the next chunk (ScenarioLayout.p2p_overlap, v14)
     p2p: bool = True
+    # the context-parallel degree (ScenarioLayout.cp, v15): ranks that split each sequence
+    cp: int = url_field("cp", 1, "context-parallel degree")
 
     _price_floor = field_validator("price")(nonzero_floor("price_per_device_hour"))
 
@@ -203,6 +208,7 @@ FIELD_LABELS = {
     "sp": "Sequence parallelism",
     "gs": "Gradient sync", "ak": "Attention kernel", "pr": "Matmul precision",
     "tpo": "Tensor-parallel overlap", "p2p": "Pipeline send overlap",
+    "cp": "Context parallelism",
     "sg": "Shard group (HSDP)", "zfw": "ZeRO framework",
 }
 
@@ -509,7 +515,8 @@ def _meant(state: AppState) -> AppState:
 
 
 def link_version(state: AppState) -> int:
-    """14 when the state's interleaved pipeline sends block (v14 added p2p); 13 when the state
+    """15 when the state splits each sequence (v15 added cp); 14 when the state's interleaved
+    pipeline sends block (v14 added p2p); 13 when the state
     asks the fused vendor attention kernel (v13: before, the default);
     12 when scenario B is what v12 added ('run the weight matmuls in fp8'); 11 when the
     state uses what v11 added (fp8); 10 when it uses what v10 added (DeepSpeed as
@@ -524,6 +531,8 @@ def link_version(state: AppState) -> int:
     Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
     can show it the same."""
     state = _meant(state)
+    if any(getattr(state, n) != AppState.model_fields[n].default for n in V15_FIELDS):
+        return 15
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V14_FIELDS):
         return 14
     if any(getattr(state, n) in values for n, values in V13_VALUES.items()):
@@ -807,6 +816,12 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no pipeline send "
                             "overlap choice (the interleaved schedule's sends overlapped)")
+    if int(version) < 15:  # before context parallelism: every sequence on one rank (cp 1)
+        old = [name for name in V15_FIELDS if name in flat and flat.pop(name) not in (
+            "", _to_text(AppState.model_fields[name].default))]
+        if old:
+            messages.append(f"ignored {', '.join(old)}: a v{version} link has no context "
+                            "parallelism (cp 1)")
     for since, remedies in ((7, V7_REMEDIES), (12, V12_REMEDIES)):  # scenario B's later choices
         if int(version) < since and flat.get("b") in remedies:
             messages.append(f"ignored b={flat.pop('b')}: a v{version} link has no such scenario "

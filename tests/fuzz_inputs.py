@@ -789,11 +789,12 @@ def _base_links() -> list[dict[str, str]]:
     b_fp8 = split.model_copy(update={"b": "fp8", "tab": "ab"})
     vendor = split.model_copy(update={"ak": "fused-vendor"})
     blocking = split.model_copy(update={"p2p": False})
+    ring = split.model_copy(update={"cp": 2})
     links = [dict(encode_query(s, preset_profile(s)))
              for s in (base, split, custom, stop, overlap, grad, kernel, b_overlap, b_kernel,
-                       op_sac, hybrid, deepspeed, fp8, b_fp8, vendor, blocking)]
+                       op_sac, hybrid, deepspeed, fp8, b_fp8, vendor, blocking, ring)]
     assert [link["v"] for link in links] == ["2", "3", "2", "4", "7", "5", "6", "7", "7", "8",
-                                             "9", "10", "11", "12", "13", "14"]
+                                             "9", "10", "11", "12", "13", "14", "15"]
     links.append({**links[0], "v": "1", "tp": "4", "sp": "true"})
     return links
 

@@ -159,3 +159,29 @@ def test_sweep_refuses_cp_of_a_parameter_count_in_one_line(capsys):
     assert code != 0 and out == "" and err.count("\n") == 1
     assert err.startswith("scalesim sweep: error: sweep axes tp, pp and cp split the model: "
                           "workload 'bert-large' is a parameter count only")
+
+
+# ------------------------------------------------------------------ the app's link (v15)
+
+def test_the_apps_cp_travels_in_a_v15_link_and_older_links_open_with_cp_1():
+    """The Layout expander's cp (``AppState.cp``) is the scenario's ``layout.cp``, written in a
+    share link as ``cp`` in format v15 (only where it is above 1), and read back as it was; a
+    link of v3 to v14 carrying ``cp`` (none wrote one) opens with cp 1 and a message."""
+    from scalesim.app.plan import build_scenario
+    from scalesim.app.state import decode_query, encode_query, link_version, preset_profile
+
+    base, _, _ = decode_query({"v": "3", "wl": "llama3-8b", "hw": "dgx-h100", "tp": "2"})
+    assert (base.cp, link_version(base)) == (1, 3)
+    ring = base.model_copy(update={"cp": 2, "dmax": 16})
+    params = encode_query(ring, preset_profile(ring))
+    assert (params["v"], params["cp"], link_version(ring)) == ("15", "2", 15)
+    state, profile, messages = decode_query(params)
+    assert state.cp == 2 and not messages
+    scenario, _ = build_scenario(state, profile)
+    assert (scenario.layout.tp, scenario.layout.cp) == (2, 2)
+    assert min(scenario.devices) == 4  # counts below tp x cp = 4 left out
+    rows = predict(profile, scenario.model_copy(update={"devices": [16]}))
+    assert (rows[0].dp, rows[0].tp, rows[0].cp) == (4, 2, 2)
+    old, _, messages = decode_query({**params, "v": "14"})
+    assert old.cp == 1
+    assert messages == ["ignored cp: a v14 link has no context parallelism (cp 1)"]
