@@ -70,8 +70,10 @@ EXAMPLE = """examples:
 
 --workload is a transformer preset (scalesim presets) or a workload JSON with a 'transformer'
 shape (scalesim schema workload); with --profile and no --workload, the transformer the
-profile's compute curve timed (calibrate records it), on its measured curve. The sustained
-matmul efficiency defaults to the median that the published model-parallel runs pin
+profile's compute curve timed (calibrate records it), on its measured curve. Without
+--profile, a workload that predict prices from a published run (bert-large: NVIDIA DLE's) is
+planned on that run, each layout pinned as predict pins it; else the sustained matmul
+efficiency defaults to the median that the published model-parallel runs pin
 (docs/validation.md); give --efficiency from a calibration.
 Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost).
 --recompute-style says how your framework's full (or selective) recompute reruns the forward,
@@ -106,8 +108,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="sequences per optimizer step, whole job")
     p.add_argument("--seq-len", type=flag_type("seq_len"), help="override the model's sequence length")
     p.add_argument("--efficiency", type=flag_type("matmul_efficiency"),
-                   help="sustained share of the datasheet peak for large matmuls (default: the "
-                   "median pinned by the published model-parallel runs)")
+                   help="sustained share of the datasheet peak for large matmuls (default: a "
+                   "published run of the workload's, as predict prices it, else the median "
+                   "pinned by the published model-parallel runs)")
     add_precision_argument(p)
     p.add_argument("--cp", type=flag_list_type("devices_per_node"), default=[1],
                    help="context-parallel degrees to try, e.g. 1,2,4 (default 1)")
@@ -292,6 +295,13 @@ def run(args: argparse.Namespace) -> int:
         params = None
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, profile, DEFAULT_MATMUL_EFFICIENCY)
+    published, why = (None, "") if profile is not None else _published_profile(args, shape)
+    if published is not None:  # predict's compute of the workload: a published run
+        note = (f"{_hardware_words(args, hardware)}; every layout's matmul efficiency pinned, "
+                f"at its micro-batch, to the published run predict prices {args.workload} "
+                f"from, as predict pins it (docs/model.md §22): {published.notes[0]}")
+    elif why:
+        note += f"; not the published {args.workload} run predict prices it from: {why}"
     planned = _planned_workload(args, shape, params, own)  # read once, used below thrice
     priced = None if profile is None else _priced_profile(args, profile, planned)
     if priced is None:
@@ -309,7 +319,8 @@ def run(args: argparse.Namespace) -> int:
     hardware = scenario_hardware(hardware, used_scenario)
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
-    measured = _on_the_measured_curve(args, profile, planned, own)
+    measured = (_on_the_measured_curve(args, profile, planned, own) if published is None
+                else (_pinned_rows(args, published), note))
     if measured is not None:
         rows, note = measured
     else:
@@ -434,11 +445,8 @@ def _on_the_measured_curve(args, base, workload, own=None):
     where no ``--workload`` is given."""
     if base is None or args.efficiency is not None or args.precision == FP8:
         return None
-    from scalesim.cli.options import links_from_args
-    from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
-    from scalesim.layout_predict import optimizer_measured, plan_at
+    from scalesim.layout_predict import optimizer_measured
     from scalesim.profiles import device_peak_tflops, profile_with_workload
-    from scalesim.schemas import Scenario, ScenarioLayout
 
     if not base.compute.measured:
         return None
@@ -447,21 +455,7 @@ def _on_the_measured_curve(args, base, workload, own=None):
                                            else args.workload)
     if match == "other":
         return None
-    scenario = Scenario(
-        devices=args.devices, devices_per_node=args.gpus_per_node, overlap=not args.no_overlap,
-        straggler_cv=args.straggler_cv, loader_workers=args.loader_workers,
-        slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
-        zero_framework=args.zero_framework or "fsdp",
-        grad_sync=args.grad_sync or "every-micro-step", instance_sizes=args.instance_sizes,
-        attention_kernel=args.attention_kernel,
-        algorithm=args.algorithm or "auto", **links_from_args(args),
-        **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}),
-        layout=ScenarioLayout(recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
-                              tp_overlap=args.tp_overlap,
-                              p2p_overlap=p2p_overlap_of(args.p2p_overlap) is not False))
-    rows = plan_at(profile, scenario, args.devices, args.global_batch,
-                   rank_by=args.rank, top=args.top,
-                   include_unfit=args.all, cp_values=tuple(args.cp))
+    rows = _pinned_rows(args, profile)
     what = profile.notes[-1]
     if own is not None:  # no --workload: say which model is planned
         shape = workload.transformer
@@ -478,19 +472,78 @@ def _on_the_measured_curve(args, base, workload, own=None):
     return rows, note
 
 
+def _published_profile(args, shape):
+    """(profile, '') without ``--profile`` where a published run times the planned transformer
+    ``shape`` (the workload's ``reference``: the built-in default's BERT-large and NVIDIA DLE's
+    run, or a workload file with one): the profile ``predict --hardware H --workload W``
+    predicts from (``profiles.resolve_profile``: its sizes and that run's compute curve, scaled
+    to H's device as predict scales it), its workload given ``shape``, on which every layout is
+    ranked as ``_on_the_measured_curve`` ranks a measured curve (``_pinned_rows``). (None, why)
+    where the run cannot price the plan asked (another ``--seq-len``, ``--precision fp8``, an
+    ``--attention-kernel`` its timings cannot be swapped for: ``layout_predict.kernel_refused``);
+    (None, '') with ``--efficiency`` (the user's number wins, and says so) or no reference
+    (llama3-8b, plan's default: its compute is the shape's at the default efficiency). Either
+    None: the default efficiency."""
+    from scalesim.profiles import load_workload
+
+    if args.efficiency is not None or not load_workload(args.workload).reference:
+        return None, ""
+    from scalesim.layout_predict import kernel_refused
+    from scalesim.precision import PUBLISHED_RUN
+    from scalesim.profiles import resolve_profile
+    from scalesim.runs_model import model_shape
+
+    timed = model_shape(args.workload)[0]
+    if timed != shape:
+        return None, f"it ran sequence {timed.seq_len}, not {shape.seq_len}"
+    if args.precision == FP8:
+        return None, "it ran at its own precision"
+    published = resolve_profile(None, args.hardware, args.workload)
+    if published.compute.precision != PUBLISHED_RUN:
+        return None, ""
+    published = published.model_copy(update={"workload": published.workload.model_copy(
+        update={"transformer": shape})})
+    if kernel_refused(published, args.attention_kernel):
+        return None, "it ran its own attention kernel"
+    return published, ""
+
+
+def _pinned_rows(args, profile):
+    """The plan's rows on ``profile``'s compute curve (``layout_predict.plan_at``: every
+    layout's step as predict predicts it), the flags given as predict's scenario."""
+    from scalesim.cli.options import links_from_args
+    from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
+    from scalesim.layout_predict import plan_at
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    scenario = Scenario(
+        devices=args.devices, devices_per_node=args.gpus_per_node, overlap=not args.no_overlap,
+        straggler_cv=args.straggler_cv, loader_workers=args.loader_workers,
+        slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
+        zero_framework=args.zero_framework or "fsdp",
+        grad_sync=args.grad_sync or "every-micro-step", instance_sizes=args.instance_sizes,
+        attention_kernel=args.attention_kernel,
+        algorithm=args.algorithm or "auto", **links_from_args(args),
+        **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}),
+        layout=ScenarioLayout(recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
+                              tp_overlap=args.tp_overlap,
+                              p2p_overlap=p2p_overlap_of(args.p2p_overlap) is not False))
+    return plan_at(profile, scenario, args.devices, args.global_batch,
+                   rank_by=args.rank, top=args.top,
+                   include_unfit=args.all, cp_values=tuple(args.cp))
+
+
 def _hardware_and_efficiency(args, profile, default_efficiency: float):
     """(hardware, efficiency, note, measured send/recv or None, measured jitter cv) from
     ``profile`` (--profile, loaded), or from --hardware and the default (no jitter)."""
     from scalesim.errors import ScalesimError
 
     if profile is None:
-        from scalesim.cli.cmd_predict import hardware_line
         from scalesim.profiles import load_hardware
 
         hardware = load_hardware(presets.DEFAULT_HARDWARE if args.hardware is None
                                  else args.hardware)
-        note = (hardware_line(hardware) + (" (the default; --hardware or --profile to change)"
-                                           if args.hardware is None else "")
+        note = (_hardware_words(args, hardware)
                 + f"; matmul efficiency {default_efficiency:g} (the published runs' median)")
         return hardware, default_efficiency, note, None, 0.0
     if args.hardware is not None:
@@ -500,3 +553,12 @@ def _hardware_and_efficiency(args, profile, default_efficiency: float):
 
     jitter = profile.jitter.step_time_cv if profile.jitter is not None else 0.0
     return (*calibrated_hardware(profile), measured_p2p(profile), jitter)
+
+
+def _hardware_words(args, hardware) -> str:
+    """The plan's hardware line without ``--profile`` (``cmd_predict.hardware_line``), saying
+    where it is the default."""
+    from scalesim.cli.cmd_predict import hardware_line
+
+    return hardware_line(hardware) + (" (the default; --hardware or --profile to change)"
+                                      if args.hardware is None else "")
