@@ -215,6 +215,40 @@ def too_big_micro_batch(global_batch: int, micro_batch: int, over: str) -> str:
             f"lower {flag['global_batch']}")
 
 
+def nearest_splitting_batches(global_batch: int, replicas, accumulation: int) -> list[int]:
+    """The global batches nearest ``global_batch`` (below, above; either left out where none)
+    that split over every count of ``replicas`` x ``accumulation`` micro-steps into whole
+    micro-batches of 1 to ``micro_batch_max`` samples (``global_batch_splits``): the multiples
+    of lcm(replicas) x accumulation."""
+    step = int(np.lcm.reduce(np.asarray(replicas, dtype=np.int64))) * accumulation
+    below, above = global_batch // step * step, (global_batch // step + 1) * step
+    largest = micro_batch_max() * int(np.min(replicas)) * accumulation  # the fewest replicas'
+    return [b for b in (below, above) if step <= b <= largest]
+
+
+def uneven_split_words(global_batch: int, devices, replicas, accumulation: int, nouns: Nouns,
+                       split: bool = False) -> str:
+    """The one-line refusal of a global batch that does not split evenly over ``replicas`` x
+    ``accumulation`` at some of the ``devices`` asked (``replicas``: the devices, or dp where
+    ``split``: a model split into tp x pp x cp): every count it fails at, and the nearest
+    global batches that split over all of them (``nearest_splitting_batches``)."""
+    k, gb = accumulation, global_batch
+    bad = np.flatnonzero(gb % (np.asarray(replicas) * k) != 0)
+    if split:
+        head = f"global batch {gb} is not divisible by " + ", nor by ".join(
+            f"dp {int(replicas[i])} x accumulation {k} ({int(devices[i])} {nouns.devices})"
+            for i in bad)
+    else:
+        head = (f"global batch {gb} does not split evenly over "
+                f"{count_list([int(devices[i]) for i in bad], None)} {nouns.devices} x {k} "
+                "accumulation steps")
+    rule = "dp x accumulation" if split else f"{nouns.devices} x accumulation"
+    nearest = nearest_splitting_batches(gb, replicas, k)
+    every = "" if len(devices) == 1 else f" at every count asked ({count_list(devices, None)})"
+    return (f"{head}; pick a global batch divisible by {rule}{every}"
+            + (f": {' or '.join(str(b) for b in nearest)}" if nearest else ""))
+
+
 def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=None):
     """Per-replica micro-batch at each device count, and the one-device baseline's. ``dp``: the
     model replicas at each row (the split path: the global batch splits over dp replicas, each
@@ -228,14 +262,8 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
     share = replicas * k
     bad = scenario.global_batch % share != 0
     if np.any(bad):
-        i = int(np.flatnonzero(bad)[0])
-        raise ScalesimError(
-            f"global batch {scenario.global_batch} does not split evenly over {int(devices[i])} "
-            f"{nouns.devices} x {k} accumulation steps; pick a global batch divisible by "
-            f"{nouns.devices} x accumulation" if dp is None else
-            f"global batch {scenario.global_batch} is not divisible by dp {int(dp[i])} x "
-            f"accumulation {k} ({int(devices[i])} {nouns.devices}); pick a global batch divisible by "
-            "dp x accumulation")
+        raise ScalesimError(uneven_split_words(scenario.global_batch, devices, replicas, k,
+                                               nouns, split=dp is not None))
     if scenario.global_batch % k != 0:
         raise ScalesimError(f"global batch {scenario.global_batch} is not divisible by "
                             f"accumulation {k}")

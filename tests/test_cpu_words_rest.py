@@ -161,7 +161,7 @@ def test_the_fit_hint_and_the_batch_refusals_say_processes(capsys, tmp_path):
     batch = _refusal(capsys, ["predict", "--profile", cpu, "--devices", "2,4", "--global-batch", "6"])
     assert batch.endswith(
         "does not split evenly over 4 processes x 1 accumulation steps; pick a global batch "
-        "divisible by processes x accumulation")
+        "divisible by processes x accumulation at every count asked (2 and 4): 4 or 8")
     assert _refusal(capsys, ["predict", "--profile", cpu, "--devices", "2,4", "--strategy", "zero1",
                              "--shard-group", "3"]).endswith("(at 4 processes)")
     code, out, err = run_cli(capsys, ["predict", "--profile", cpu, "--devices", "2,4", "--strategy",
