@@ -870,6 +870,29 @@ def _uneven_stage_notes(profile: Profile, scenario: Scenario,
     return uneven_notes(shape.layers, splits)
 
 
+# The card's goal where only a critical batch size is known (``_relative_quality``)
+RELATIVE_QUALITY = "time to quality relative to today's"
+
+
+def _relative_quality(now: DecisionOption, options: list[DecisionOption]) -> bool:
+    """Whether the card's time column compares relative times to quality
+    (``DecisionOption.quality_change``: a critical batch size known, no training length nor
+    E_min, today's run fits): its As-is row then reads 'as is' there (``card_rows``), its goal
+    says so (``RELATIVE_QUALITY``) and a note what it is (``_relative_quality_note``)."""
+    return now.time_s is None and any(o.quality_change is not None for o in [now, *options])
+
+
+def _relative_quality_note(critical_batch: float) -> str:
+    """What the time column's '-42.3% to quality' is where no training length is known: the
+    time to reach today's quality against today's, (1 + B_noise/B) x step time (docs/model.md
+    §8, §20), which at today's global batch is only the throughput gain inverted."""
+    return (f"no training length: 'to quality' is the time to reach the same quality against "
+            f"today's, (1 + B_noise / B) x step time at critical batch size B_noise = "
+            f"{figures.sig3(critical_batch)} samples: at today's global batch B it is the "
+            "throughput gain inverted, and where an option changes B it counts that batch's "
+            "large-batch penalty; enter a training length (or E_min) for hours and total money")
+
+
 def _score(o: DecisionOption) -> float:
     """The option's speed-up over running as is, minus one (higher is better): time to finish
     (or to quality) now over the option's when a goal is known, else the throughput ratio. A
@@ -1294,7 +1317,10 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     else:
         question = (f"{gpus} {'does' if devices == 1 else 'do'} not fit this layout in memory "
                     f"({need_words(now, profile, words)}): what should we do?")
-    if ctx.goal.kind is None:
+    relative = _relative_quality(base, options)
+    if relative:
+        notes.append(_relative_quality_note(ctx.goal.critical_batch))
+    elif ctx.goal.kind is None:
         notes.append("enter a training length (or E_min with a critical batch size) to compare "
                      "time and total money, not only throughput")
     if ctx.price is None:
@@ -1304,7 +1330,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         notes.append(note)
     if note := training_time.partial_batch_note(ctx.goal, now.global_batch, now.global_batch):
         notes.append(note)
-    return DecisionCard(question=question, goal=ctx.goal.label(), model_error=ctx.error,
+    return DecisionCard(question=question, goal=RELATIVE_QUALITY if relative else ctx.goal.label(),
+                        model_error=ctx.error,
                         now=base, options=options,
                         recommendation=recommendation, assumption=assumption, unit=ctx.unit,
                         notes=notes, added=added)
@@ -1377,7 +1404,8 @@ def card_rows(card: DecisionCard) -> list[dict[str, str]]:
                                  else usd_text(o.extra_usd_per_hour, signed=True), now),
             "throughput": ("as is" if now else rate(o.samples_per_s, card.unit)
                            if o.throughput_gain is None else pct_text(o.throughput_gain)),
-            "time to finish": (with_change(duration_text(o.time_s), time_change, now)
+            "time to finish": ("as is" if now and o.time_s is None and time_change is not None
+                               else with_change(duration_text(o.time_s), time_change, now)
                                if o.time_s is not None or now or time_change is None
                                else time_change),
             "total money": with_change(usd_text(o.total_usd),
