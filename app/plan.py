@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 from scalesim import presets
+from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOBS
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import (
     DOES_NOT_FIT,
@@ -1028,12 +1029,12 @@ def duration(seconds: float | None) -> str:
     return duration_text(seconds, "-")
 
 
-# A decision option's scenario fields (``DecisionOption.changes``) as the planner's controls
-STATE_OF_SCENARIO = {"strategy": "strat", "zero_framework": "zfw", "accumulation": "acc",
-                     "micro_batch": "mb", "train_samples": "train"}
-STATE_OF_LAYOUT = {"tp": "tp", "pp": "pp", "schedule": "sched", "virtual_stages": "vs",
-                   "recompute": "rec", "recompute_style": "rs", "sequence_parallel": "sp",
-                   "tp_overlap": "tpo", "shard_group": "sg", "p2p_overlap": "p2p", "cp": "cp"}
+# A decision option's scenario fields (``DecisionOption.changes``) as the planner's controls:
+# the fields an option may change that a control holds in the scenario's unit, each control
+# named by its link key in the knob table (``bounds.KNOBS``, ``bounds.LAYOUT_KNOBS``)
+STATE_OF_SCENARIO = {f: KNOB_BY_FIELD[f].url_key for f in (
+    "strategy", "zero_framework", "accumulation", "micro_batch", "train_samples")}
+STATE_OF_LAYOUT = {k.field: k.url_key for k in LAYOUT_KNOBS}
 AUTO_WHEN_NONE = ("sched", "rec")  # the controls whose "auto" is the scenario's None
 
 

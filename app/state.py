@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from scalesim import presets
 from scalesim.attention_kernel import VENDOR_KERNEL, AttentionKernel
-from scalesim.bounds import bound, bounded, nonzero_floor, url_field
+from scalesim.bounds import KNOB_BY_URL_KEY, LAYOUT_KNOBS, bound, bounded, nonzero_floor, url_field
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, cut_at_word
 from scalesim.figures import count_list, exact, number
@@ -57,8 +57,9 @@ LINK_VERSION = 15  # v15: + the context-parallel degree (cp; v1 to v14 open with
 # defaults, presets by name) and v1 data parallel
 READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14",
                  "15")
-# v3 and later (rs: v4, tpo: v7, sg: v9, p2p: v14, cp: v15)
-LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo", "sg", "p2p", "cp")
+# v3 and later (rs: v4, tpo: v7, sg: v9, p2p: v14, cp: v15): the layout knobs' link keys
+# (``bounds.LAYOUT_KNOBS``, in their order)
+LAYOUT_FIELDS = tuple(k.url_key for k in LAYOUT_KNOBS)
 V4_FIELDS = ("rs",)  # what v4 added
 V5_FIELDS = ("gs",)  # what v5 added
 V6_FIELDS = ("ak",)  # what v6 added
@@ -96,6 +97,18 @@ RemedyChoice = Literal["best", "bigger_batch", "overlap", "accumulation", "loade
                        "attention_kernel", "tp_overlap", "fp8"]
 
 
+def url_choices(url_key: str, *more: str) -> Any:
+    """The ``Literal`` of a choice knob's link values: ``more`` (the app's own, as 'auto' for
+    the scenario's None), then the knob table's choices (``bounds.KNOB_BY_URL_KEY``)."""
+    return Literal[(*more, *KNOB_BY_URL_KEY[url_key].choices)]  # type: ignore[valid-type]
+
+
+StratChoice = url_choices("strat")
+AlgoChoice = url_choices("algo")
+SchedChoice = url_choices("sched", "auto")  # auto: the schedule's default for pp (1f1b)
+RecChoice = url_choices("rec", "auto")  # auto: the workload's recompute
+
+
 # the workload presets: the data-parallel ones, then the transformer shapes (split by a layout)
 WORKLOAD_PRESETS = tuple(dict.fromkeys([*presets.WORKLOADS, *presets.TRANSFORMERS]))
 
@@ -121,14 +134,14 @@ class AppState(BaseModel):
     acc: int = url_field("acc", 1)
     ovl: bool = True
     bkt: float = url_field("bkt", 25.0, "bucket size, MiB")
-    strat: Literal["ddp", "zero1", "zero2", "zero3"] = "ddp"
+    strat: StratChoice = "ddp"  # type: ignore[valid-type]
     zfw: ZeroFramework = "fsdp"  # how ZeRO runs: FSDP / Megatron-Core, or DeepSpeed (v10)
     gs: GradSync = "every-micro-step"  # when ZeRO-2/3 reduce under accumulation (v5)
     # the framework's attention kernel (v6); '': the one the profile's
     # timings ran, Scenario.attention_kernel None (v13; before, fused-vendor meant it)
     ak: AttentionKernel | Literal[""] = ""
     pr: Precision = DEFAULT_PRECISION  # the layers' matmul precision (v11)
-    algo: Literal["auto", "ring", "tree", "hierarchical"] = "auto"
+    algo: AlgoChoice = "auto"  # type: ignore[valid-type]
     lw: int | None = url_field("lw", None, "loader workers per device")
     cv: float | None = url_field("cv", None, "step-time std/mean")
     slow: int | None = Field(default=None, ge=0, lt=MAX_DEVICES,
@@ -155,9 +168,9 @@ class AppState(BaseModel):
     # the model split (Scenario.layout; a workload with a transformer shape only)
     tp: int = url_field("tp", 1, "tensor-parallel degree")
     pp: int = url_field("pp", 1, "pipeline stages")
-    sched: Literal["auto", "gpipe", "1f1b", "interleaved", "zb"] = "auto"
+    sched: SchedChoice = "auto"  # type: ignore[valid-type]
     vs: int = url_field("vs", 1, "virtual stages per pipeline rank")
-    rec: Literal["auto", "none", "selective", "full"] = "auto"
+    rec: RecChoice = "auto"  # type: ignore[valid-type]
     rs: RecomputeStyle = DEFAULT_RECOMPUTE_STYLE  # how full / selective recompute reruns it
     sp: bool = False
     tpo: bool = False  # the framework overlaps the tensor-parallel collectives (v7)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 from pydantic import Field
@@ -27,7 +27,8 @@ from pydantic import Field
 from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.errors import ScalesimError, excerpt, flag_error
 from scalesim.figures import DAYS_PER_YEAR, exact, number
-from scalesim.layout import P2P_OVERLAP_WORDS, RECOMPUTE_STYLES
+from scalesim.layout import P2P_OVERLAP_WORDS, RECOMPUTE_STYLES, SCHEDULES, Recompute
+from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.precision import PRECISIONS
@@ -356,7 +357,8 @@ QUANTITIES: dict[str, Bound] = {
 @dataclass(frozen=True)
 class Knob:
     """A what-if knob: its scenario field, CLI flag, share-link key and quantity (a number), or
-    the names it may take (``choices``, quantity None)."""
+    the names it may take (``choices``, quantity None), or on/off (``switch``: a bool field, its
+    flag a switch, its link value 1 or 0)."""
 
     field: str
     flag: str | None
@@ -365,11 +367,13 @@ class Knob:
     url_factor: float = 1.0  # link units per scenario unit (latency: microseconds)
     url_unit: str | None = None
     choices: tuple[str, ...] = ()
+    switch: bool = False
 
     @property
     def bound(self) -> Bound:
         if self.quantity is None:
-            raise ScalesimError(f"knob '{self.field}' is a choice of {', '.join(self.choices)}, not a number")
+            what = "on or off" if self.switch else f"a choice of {', '.join(self.choices)}"
+            raise ScalesimError(f"knob '{self.field}' is {what}, not a number")
         return QUANTITIES[self.quantity]
 
 
@@ -389,6 +393,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob("attention_kernel", "--attention-kernel", "ak", None, choices=ATTENTION_KERNELS),
     # the layers' matmul precision (docs/model.md §13, fp8); link key from version 11
     Knob("precision", "--precision", "pr", None, choices=PRECISIONS),
+    # the all-reduce algorithm of the data-parallel exchange (docs/model.md §2)
+    Knob("algorithm", "--algorithm", "algo", None, choices=tuple(ALGORITHMS)),
+    # gradient communication overlapped with backward (docs/model.md §3; the flag turns it off)
+    Knob("overlap", "--no-overlap", "ovl", None, switch=True),
     Knob("bucket_mib", "--bucket-mib", "bkt", "bucket_mib"),
     Knob("first_bucket_mib", None, None, "first_bucket_mib"),
     Knob("loader_workers", "--loader-workers", "lw", "loader_workers"),
@@ -410,20 +418,29 @@ KNOBS: tuple[Knob, ...] = (
     Knob("instance_sizes", "--instance-sizes", None, "devices_per_node"),
 )
 # The model split of a scenario (``Scenario.layout``): field of ``ScenarioLayout``, CLI flag,
-# share-link key (link version 3 and later; the recompute style version 4), quantity or choices.
+# share-link key (link version 3 and later; the recompute style version 4), quantity or choices;
+# in the order the link's layout keys have always been listed (app.state.LAYOUT_FIELDS)
 LAYOUT_KNOBS: tuple[Knob, ...] = (
     Knob("tp", "--tp", "tp", "tp_degree"),
     Knob("pp", "--pp", "pp", "pp_degree"),
-    # context parallelism (ring attention, docs/model.md §14); link key from version 15
-    Knob("cp", "--cp", "cp", "cp_degree"),
+    # the pipeline schedule (the link's 'auto': the field's None, 1f1b)
+    Knob("schedule", "--schedule", "sched", None,
+         choices=tuple(s for s in SCHEDULES if s != "none")),
     Knob("virtual_stages", "--virtual-stages", "vs", "virtual_stages"),
+    # activation recompute (the link's 'auto': the field's None, the workload's)
+    Knob("recompute", "--recompute", "rec", None, choices=get_args(Recompute)),
+    Knob("sequence_parallel", "--sequence-parallel", "sp", None, switch=True),
     Knob("recompute_style", "--recompute-style", "rs", None, choices=RECOMPUTE_STYLES),
-    # the interleaved schedule's sends overlapped (Megatron-Core's overlap_p2p_comm, docs/model.md
-    # §15; the field a bool, the flag and the link its words); link key from version 14
-    Knob("p2p_overlap", "--p2p-overlap", "p2p", None,
-         choices=tuple(P2P_OVERLAP_WORDS.values())),
+    # the framework overlaps the tensor-parallel collectives; link key from version 7
+    Knob("tp_overlap", "--tp-overlap", "tpo", None, switch=True),
     # hybrid sharding's shard group (docs/model.md §16); link key from version 9
     Knob("shard_group", "--shard-group", "sg", "shard_group"),
+    # the interleaved schedule's sends overlapped (Megatron-Core's overlap_p2p_comm, docs/model.md
+    # §15; the field a bool, the flag its words, the link 1 or 0); link key from version 14
+    Knob("p2p_overlap", "--p2p-overlap", "p2p", None,
+         choices=tuple(P2P_OVERLAP_WORDS.values())),
+    # context parallelism (ring attention, docs/model.md §14); link key from version 15
+    Knob("cp", "--cp", "cp", "cp_degree"),
 )
 KNOB_BY_FIELD = {k.field: k for k in KNOBS}
 KNOB_BY_URL_KEY = {k.url_key: k for k in KNOBS + LAYOUT_KNOBS if k.url_key}
@@ -803,6 +820,8 @@ def markdown_table() -> str:
         kind = (
             f"`{k.quantity}`"
             if k.quantity is not None
+            else "on or off (a switch; link 1 or 0)"
+            if k.switch
             else "one of " + ", ".join(f"`{c}`" for c in k.choices)
         )
         lines.append(f"| `{k.field}` | {k.flag or '-'} | {key} | {kind} |")

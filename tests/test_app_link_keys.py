@@ -54,3 +54,58 @@ def test_the_fixture_covers_every_layout_key_and_the_checksum():
     assert {"tp", "pp", "sched", "vs", "rec", "rs", "sp", "tpo", "sg", "p2p", "cp", "ck",
             "ovl", "algo", "strat", "prof", "at"} <= keys
     assert {x["query"].split("&")[0] for x in LINKS} >= {"v=2", "v=3", "v=14", "v=15"}
+
+
+# ------------------------------------------------------------------ the keys from the knob table
+
+
+def test_every_layout_field_has_one_row_of_the_knob_table_and_the_app_its_key():
+    """Before, sched, rec, sp and tpo had no row (their keys and choices written by hand in
+    app/state.py, app/plan.py and the CLI), and STATE_OF_LAYOUT repeated all 11 keys."""
+    from scalesim.app.plan import STATE_OF_LAYOUT, STATE_OF_SCENARIO
+    from scalesim.app.state import LAYOUT_FIELDS
+    from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD
+    from scalesim.schemas import ScenarioLayout
+
+    assert set(LAYOUT_KNOB_BY_FIELD) == set(ScenarioLayout.model_fields)  # 11 fields, 11 rows
+    # the link's layout keys, in the order 'ignored tp, pp, ...' has always named them
+    assert LAYOUT_FIELDS == ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo", "sg", "p2p",
+                             "cp")
+    assert STATE_OF_LAYOUT == {
+        "tp": "tp", "pp": "pp", "schedule": "sched", "virtual_stages": "vs", "recompute": "rec",
+        "sequence_parallel": "sp", "recompute_style": "rs", "tp_overlap": "tpo",
+        "shard_group": "sg", "p2p_overlap": "p2p", "cp": "cp"}
+    assert STATE_OF_SCENARIO == {"strategy": "strat", "zero_framework": "zfw",
+                                 "accumulation": "acc", "micro_batch": "mb",
+                                 "train_samples": "train"}
+    rows = {k: (KNOB_BY_FIELD.get(k) or LAYOUT_KNOB_BY_FIELD[k]) for k in (
+        "schedule", "recompute", "sequence_parallel", "tp_overlap", "overlap", "algorithm",
+        "strategy")}
+    assert {k: (r.flag, r.url_key, r.choices, r.switch) for k, r in rows.items()} == {
+        "schedule": ("--schedule", "sched", ("gpipe", "1f1b", "interleaved", "zb"), False),
+        "recompute": ("--recompute", "rec", ("none", "selective", "full"), False),
+        "sequence_parallel": ("--sequence-parallel", "sp", (), True),
+        "tp_overlap": ("--tp-overlap", "tpo", (), True),
+        "overlap": ("--no-overlap", "ovl", (), True),
+        "algorithm": ("--algorithm", "algo", ("auto", "ring", "tree", "hierarchical"), False),
+        "strategy": ("--strategy", "strat", ("ddp", "zero1", "zero2", "zero3"), False),
+    }
+
+
+def test_the_cli_takes_the_tables_choices_and_a_switch_row_sets_nothing_by_itself():
+    """The choice rows now in LAYOUT_KNOBS are no numbers (add_layout_arguments' flag_type would
+    fail on them) and --no-overlap's row is no value flag: a predict without it overlaps."""
+    import argparse
+
+    from scalesim.cli.options import add_scenario_arguments, scenario_from_args
+
+    p = argparse.ArgumentParser()
+    add_scenario_arguments(p)
+    args = p.parse_args(["--tp", "2", "--schedule", "zb", "--recompute", "selective",
+                         "--algorithm", "tree", "--sequence-parallel"])
+    s = scenario_from_args(args)
+    assert (s.layout.tp, s.layout.schedule, s.layout.recompute, s.layout.sequence_parallel,
+            s.algorithm, s.overlap) == (2, "zb", "selective", True, "tree", True)
+    assert scenario_from_args(p.parse_args(["--no-overlap"])).overlap is False
+    with pytest.raises(SystemExit):  # 'auto' is the app's word for None, not a flag's choice
+        p.parse_args(["--schedule", "auto"])

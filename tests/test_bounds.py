@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from scalesim import presets
 from scalesim.bounds import (
     KNOBS,
+    LAYOUT_KNOBS,
     QUANTITIES,
     check_number,
     flag_list_type,
@@ -524,14 +525,19 @@ def test_share_link_controls_refuse_non_finite_and_overflowing_values(profile, k
 def test_app_bounds_are_the_tables_in_the_links_units():
     from scalesim.app.state import AppState
 
-    for knob in KNOBS:
+    for knob in KNOBS + LAYOUT_KNOBS:
         if knob.url_key in (None, "dlist", "slow"):  # device list text; rank under the app's cap
             continue
+        annotation = AppState.model_fields[knob.url_key].annotation
+        if knob.switch or knob.url_key == "p2p":  # on/off: a bool in the app (the link 1 or 0)
+            assert annotation is bool, knob
+            continue
         if knob.quantity is None:  # a choice of names: the app's field is a Literal of them
-            # (and of '' where none may be asked: the attention kernel's, the timings' own)
-            names = [n for part in get_args(AppState.model_fields[knob.url_key].annotation)
-                     for n in get_args(part) or (part,)]
-            assert tuple(n for n in names if n != "") == knob.choices, knob
+            # (and of '' where none may be asked: the attention kernel's, the timings' own; and
+            # 'auto' where the scenario's None is the default: the schedule's, the recompute's)
+            names = [n for part in get_args(annotation) for n in get_args(part) or (part,)]
+            assert tuple(n for n in names if n not in ("", "auto")
+                         or n in knob.choices) == knob.choices, knob
             continue
         schema = AppState.model_json_schema()["properties"][knob.url_key]
         limits = schema.get("anyOf", [schema])[0]

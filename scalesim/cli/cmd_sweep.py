@@ -346,9 +346,7 @@ def _dest(flag: str) -> str:
 
 def one_value_flag(axis: str) -> str:
     """The flag that fixes ``axis`` at one value: --batch for micro_batch, --no-overlap for
-    overlap, --strategy for strategy."""
-    if axis == "overlap":
-        return "--no-overlap"
+    overlap, --strategy for strategy (the knob table's flags)."""
     knob = KNOB_BY_FIELD.get(axis) or LAYOUT_KNOB_BY_FIELD.get(axis)
     return knob.flag if knob is not None else "--" + axis.replace("_", "-")
 

@@ -154,10 +154,12 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
 
 
 def add_algorithm_argument(group) -> None:
-    """--algorithm (``Scenario.algorithm``; plan's own flag too)."""
+    """--algorithm (``Scenario.algorithm``; plan's own flag too): the knob table's flag and
+    choices."""
+    knob = KNOB_BY_FIELD["algorithm"]
     group.add_argument(
-        "--algorithm",
-        choices=["auto", "ring", "tree", "hierarchical"],
+        knob.flag,
+        choices=knob.choices,
         help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
         "per message; hierarchical is Horovod's, used only when named)",
     )
@@ -340,8 +342,8 @@ def add_layout_arguments(p: argparse.ArgumentParser) -> None:
         "= dp x tp x pp x cp, --strategy sets ZeRO over dp, --batch is per replica)"
     )
     for knob in LAYOUT_KNOBS:
-        if knob.field in ("recompute_style", "p2p_overlap"):
-            continue  # after --recompute, which it qualifies; beside --tp-overlap
+        if knob.quantity is None:
+            continue  # the choices and switches below, each beside the flag it qualifies
         g.add_argument(
             knob.flag,
             type=flag_type(knob.quantity),
@@ -355,18 +357,18 @@ def add_layout_arguments(p: argparse.ArgumentParser) -> None:
             }[knob.field],
         )
     g.add_argument(
-        "--schedule",
-        choices=["gpipe", "1f1b", "interleaved", "zb"],
+        LAYOUT_KNOB_BY_FIELD["schedule"].flag,
+        choices=LAYOUT_KNOB_BY_FIELD["schedule"].choices,
         help="pipeline schedule (default 1f1b; interleaved with --virtual-stages)",
     )
     g.add_argument(
-        "--recompute",
-        choices=["none", "selective", "full"],
+        LAYOUT_KNOB_BY_FIELD["recompute"].flag,
+        choices=LAYOUT_KNOB_BY_FIELD["recompute"].choices,
         help="activation recompute (default: the workload's)",
     )
     add_recompute_style_argument(g)
     g.add_argument(
-        "--sequence-parallel",
+        LAYOUT_KNOB_BY_FIELD["sequence_parallel"].flag,
         action="store_true",
         help="Megatron sequence parallelism in the tensor-parallel group",
     )
@@ -426,9 +428,9 @@ def layout_from_args(args: argparse.Namespace, base: dict | None) -> dict | None
     return {**(base or {}), **given}
 
 
-# argparse dest -> scenario field, for every knob that has a flag
-_FLAG_TO_FIELD = {_dest(k.flag): k.field for k in KNOBS if k.flag}
-_FLAG_TO_FIELD.update(algorithm="algorithm")
+# argparse dest -> scenario field, for every knob whose flag gives its value (a switch, as
+# --no-overlap, is read by its own line of ``scenario_from_args``)
+_FLAG_TO_FIELD = {_dest(k.flag): k.field for k in KNOBS if k.flag and not k.switch}
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
