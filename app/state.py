@@ -519,6 +519,17 @@ V2_DEFAULTS: dict[str, Any] = {
     "gbit": 400.0, "ebw": None, "elat": None, "cbs": None, "emin": None, "train": None,
     "price": None, "focus": None, "b": "best", "tab": "curve", "dl": None, "bud": None,
 }
+# The defaults of the controls v3 to v15 added, frozen at the version that added each (ak: ''
+# from v13, where a v6-v12 link's fused-vendor, then the default, opens as ''). A link leaves a
+# control out at its frozen default (``encode_query``) and is read back with the same one
+# (``decode_query``), not with AppState's: a later change of an AppState default then changes
+# no link made before it (the new default differs from the frozen one, so links write it).
+LATER_DEFAULTS: dict[str, Any] = {
+    "tp": 1, "pp": 1, "sched": "auto", "vs": 1, "rec": "auto", "sp": False,  # v3
+    "rs": "whole-forward", "gs": "every-micro-step", "ak": "", "tpo": False,  # v4-v7
+    "sg": None, "zfw": "fsdp", "pr": "bf16", "p2p": True, "cp": 1,  # v9-v15
+}
+LINK_DEFAULTS: dict[str, Any] = {**V2_DEFAULTS, **LATER_DEFAULTS}  # every control's
 
 
 def _meant(state: AppState) -> AppState:
@@ -544,32 +555,32 @@ def link_version(state: AppState) -> int:
     Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
     can show it the same."""
     state = _meant(state)
-    if any(getattr(state, n) != AppState.model_fields[n].default for n in V15_FIELDS):
+    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V15_FIELDS):
         return 15
-    if any(getattr(state, n) != AppState.model_fields[n].default for n in V14_FIELDS):
+    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V14_FIELDS):
         return 14
     if any(getattr(state, n) in values for n, values in V13_VALUES.items()):
         return 13
     if state.b in V12_REMEDIES:
         return 12
-    if any(getattr(state, n) != AppState.model_fields[n].default for n in V11_FIELDS):
+    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V11_FIELDS):
         return 11
-    if any(getattr(state, n) != AppState.model_fields[n].default for n in V10_FIELDS):
+    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V10_FIELDS):
         return 10
-    if any(getattr(state, n) != AppState.model_fields[n].default for n in V9_FIELDS):
+    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V9_FIELDS):
         return 9
     if any(getattr(state, n) in values for n, values in V8_VALUES.items()):
         return 8
-    if (any(getattr(state, n) != AppState.model_fields[n].default for n in V7_FIELDS)
+    if (any(getattr(state, n) != LINK_DEFAULTS[n] for n in V7_FIELDS)
             or state.b in V7_REMEDIES):
         return 7
-    if any(getattr(state, n) != AppState.model_fields[n].default for n in V6_FIELDS):
+    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V6_FIELDS):
         return 6
-    if any(getattr(state, n) != AppState.model_fields[n].default for n in V5_FIELDS):
+    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V5_FIELDS):
         return 5
-    if any(getattr(state, n) != AppState.model_fields[n].default for n in V4_FIELDS):
+    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V4_FIELDS):
         return 4
-    v3 = (any(getattr(state, n) != AppState.model_fields[n].default for n in LAYOUT_FIELDS)
+    v3 = (any(getattr(state, n) != LINK_DEFAULTS[n] for n in LAYOUT_FIELDS)
           or state.wl not in presets.WORKLOADS or state.tab == "layouts"
           or state.b == "split_model")
     return 3 if v3 else 2
@@ -584,7 +595,7 @@ def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
     brought = profile_defaults(profile)
     for name in FIELDS:
         value = getattr(state, name)
-        default = brought.get(name, V2_DEFAULTS.get(name, AppState.model_fields[name].default))
+        default = brought.get(name, LINK_DEFAULTS[name])
         if value != default:
             params[name] = _to_text(value)
     if state.src == "custom":
@@ -768,19 +779,19 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         return default_state(), preset_profile(AppState()), messages
     if version in ("1", "2"):  # before the model split: those links are data parallel
         old = [name for name in LAYOUT_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(AppState.model_fields[name].default))]
+            "", _to_text(LINK_DEFAULTS[name]))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no model split "
                             "(data parallel)")
     elif version == "3":  # before the recompute style: full recompute reran the whole forward
         old = [name for name in V4_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(AppState.model_fields[name].default))]
+            "", _to_text(LINK_DEFAULTS[name]))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v3 link has no recompute style (full "
                             "recompute reruns the whole forward)")
     if int(version) < 5:  # before the gradient sync: sharded gradients reduced every micro-step
         old = [name for name in V5_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(AppState.model_fields[name].default))]
+            "", _to_text(LINK_DEFAULTS[name]))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no gradient sync "
                             "choice (ZeRO-2/3 reduce every micro-step)")
@@ -788,13 +799,13 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         flat.pop("ak")
     if int(version) < 6:  # before the attention kernel: the vendor kernel
         old = [name for name in V6_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(AppState.model_fields[name].default))]
+            "", _to_text(LINK_DEFAULTS[name]))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no attention "
                             f"kernel choice (the {VENDOR_KERNEL} kernel)")
     if int(version) < 7:  # before the tensor-parallel overlap: its collectives exposed
         old = [name for name in V7_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(AppState.model_fields[name].default))]
+            "", _to_text(LINK_DEFAULTS[name]))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no tensor-parallel "
                             "overlap choice (the tensor-parallel collectives exposed)")
@@ -807,31 +818,31 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                             "(op-sac) recompute style")
     if int(version) in range(3, 9):  # before the shard group: ZeRO sharded over all of dp
         old = [name for name in V9_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(AppState.model_fields[name].default))]
+            "", _to_text(LINK_DEFAULTS[name]))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no shard group "
                             "(ZeRO shards over all of dp)")
     if int(version) < 10:  # before the ZeRO framework: ZeRO ran as FSDP / Megatron-Core
         old = [name for name in V10_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(AppState.model_fields[name].default))]
+            "", _to_text(LINK_DEFAULTS[name]))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no ZeRO framework "
                             "choice (ZeRO runs as FSDP / Megatron-Core)")
     if int(version) < 11:  # before the precision: 16-bit matmuls
         old = [name for name in V11_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(AppState.model_fields[name].default))]
+            "", _to_text(LINK_DEFAULTS[name]))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no precision "
                             f"choice ({DEFAULT_PRECISION} matmuls)")
     if int(version) < 14:  # before the pipeline send overlap: the interleaved sends overlapped
         old = [name for name in V14_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(AppState.model_fields[name].default))]
+            "", _to_text(LINK_DEFAULTS[name]))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no pipeline send "
                             "overlap choice (the interleaved schedule's sends overlapped)")
     if int(version) < 15:  # before context parallelism: every sequence on one rank (cp 1)
         old = [name for name in V15_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(AppState.model_fields[name].default))]
+            "", _to_text(LINK_DEFAULTS[name]))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no context "
                             "parallelism (cp 1)")
@@ -858,7 +869,7 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
             continue
         raw[name] = None if (text == "" and name in NULLABLE) else text
     raw = {k: v for k, v in _validated_fields(raw, messages).items()}
-    state = AppState.model_validate(raw)
+    state = AppState.model_validate({**LINK_DEFAULTS, **raw})  # what the link left out: frozen
     if cut is not None:  # after a refusal of that value, if any: why it may be refused
         messages.append(cut[1])
 

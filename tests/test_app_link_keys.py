@@ -109,3 +109,39 @@ def test_the_cli_takes_the_tables_choices_and_a_switch_row_sets_nothing_by_itsel
     assert scenario_from_args(p.parse_args(["--no-overlap"])).overlap is False
     with pytest.raises(SystemExit):  # 'auto' is the app's word for None, not a flag's choice
         p.parse_args(["--schedule", "auto"])
+
+
+# ------------------------------------------------------------------ frozen defaults, both ways
+
+
+def test_a_later_change_of_an_app_default_changes_no_link(monkeypatch):
+    """Links were written against frozen defaults (V2_DEFAULTS) but read against AppState's: had
+    the bucket default become 50 MiB and the cp default 2, the default link (bkt 25, cp 1 left
+    out) opened at 50 MiB and cp 2, and a link written then with bkt 25 read back as 50. Reading
+    now fills what a link leaves out from the same frozen defaults (LINK_DEFAULTS)."""
+    import scalesim.app.state as st
+
+    class Drifted(st.AppState):
+        bkt: float = 50.0
+        cp: int = 2
+
+    monkeypatch.setattr(st, "AppState", Drifted)
+    # the v15 link of tp 2 x cp 2: cp written, bkt left out
+    state, _, messages = _read(next(x["query"] for x in LINKS if x["name"] == "cp_v15"))
+    assert (state.bkt, state.cp, state.tp, messages) == (25.0, 2, 2, [])
+    state, _, _ = _read(next(x["query"] for x in LINKS if x["name"] == "tp"))
+    assert (state.bkt, state.cp) == (25.0, 1)  # cp 1 left out of a v3 link: still 1
+    # a link written under the drifted defaults: bkt 25 and cp 1 left out, read back as such
+    drifted = Drifted.model_validate({**state.model_dump(), "bkt": 25.0, "cp": 1})
+    params = st.encode_query(drifted, st.preset_profile(drifted))
+    assert "bkt" not in params and "cp" not in params and params["v"] == "3"
+    assert _read(query_string(params))[0] == drifted
+
+
+def test_every_control_has_a_frozen_link_default_equal_to_todays():
+    """Today's AppState defaults are the frozen ones (no link changed by this change); a default
+    changed later must leave LINK_DEFAULTS as it is, and the tests above say why."""
+    from scalesim.app.state import FIELDS, LINK_DEFAULTS
+
+    assert set(LINK_DEFAULTS) == set(FIELDS)
+    assert {k: v.default for k, v in AppState.model_fields.items()} == LINK_DEFAULTS
