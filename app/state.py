@@ -76,6 +76,9 @@ V15_FIELDS = ("cp",)  # what v15 added
 # a share link ends with its preset fingerprint (ph) or profile (prof), then its date (at):
 # a cut one loses those first
 CUT_SHORT = "the link may have been cut short when copied (its end is missing)"
+# an 8-hex-digit value (checksum, fingerprint) in capitals: whole, but changed on its way
+CASE_CHANGED = ("the link was changed on its way (its letters put in capitals, as some chat "
+                "clients and editors do), not cut short")
 SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
 # the link's checksum (session 41; no new version: an older scalesim lists it as an unknown field
 # and shows the same what-if): right after the version, so a cut link keeps it and fails it
@@ -767,13 +770,21 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         messages.append(f"the link's date '{SHARED_DATE_KEY}={_shown(date)[:12]}' is not a date "
                         f"(YYYY-MM-DD): {CUT_SHORT}")
     check = flat.pop(CHECK_KEY, None)
-    altered = check is not None and check != link_checksum({**flat, "v": version})
-    if check is not None and not re.fullmatch(r"[0-9a-f]{8}", check):
-        messages.append(f"the link's checksum '{CHECK_KEY}={_shown(check)[:12]}' is not 8 hex "
-                        f"digits: {CUT_SHORT}")
+    # a checksum in capitals compares as written (8 hex digits either way)
+    altered = check is not None and check.lower() != link_checksum({**flat, "v": version})
+    if check is not None and (why := _hex_problem("checksum", CHECK_KEY, check)):
+        messages.append(why)
+    partial = _cut_key(flat) if (date is None and check is None) or len(flat) == 1 else None
+    if partial is not None:  # 'v=2&c' of 'v=2&ck=...': cut inside a key, not an unknown field
+        flat.pop(partial)
+        if flat:
+            messages.append(f"the link ends inside a key ('{_shown(partial)[:20]}', with no "
+                            f"value): {CUT_SHORT}")
     if not flat:  # every link the app makes holds a fingerprint or profile after these
         held = [n for n, k in (("its version", "v"), ("date", SHARED_DATE_KEY),
                                ("checksum", CHECK_KEY)) if k in params]
+        if partial is not None:
+            held.append(f"the start of a key ('{_shown(partial)[:20]}')")
         what = ", ".join(held[:-1]) + " and " + held[-1] if len(held) > 1 else held[0]
         messages.append(f"the link holds nothing but {what}: {CUT_SHORT}; showing the defaults")
         return default_state(), preset_profile(AppState()), messages
@@ -892,10 +903,11 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                                     "it; showing the presets")
                 state = state.model_copy(update={"src": "preset"})
             profile = preset
-            if fingerprint is not None and not re.fullmatch(r"[0-9a-f]{8}", fingerprint):
-                messages.append(f"the link's preset fingerprint 'ph={_shown(fingerprint)[:12]}' "
-                                f"is not 8 hex digits: {CUT_SHORT}")
-            elif fingerprint is not None and fingerprint != preset_fingerprint(preset):
+            if fingerprint is not None and (why := _hex_problem("preset fingerprint", "ph",
+                                                                fingerprint)):
+                messages.append(why)
+            if (fingerprint is not None and re.fullmatch(r"[0-9a-fA-F]{8}", fingerprint)
+                    and fingerprint.lower() != preset_fingerprint(preset)):
                 messages.append(f"the sender's presets '{state.hw}' + '{state.wl}' had other "
                                 "numbers (another scalesim version): these predictions may "
                                 "differ from the sender's")
@@ -917,13 +929,36 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     return state, profile, messages
 
 
+def _hex_problem(what: str, key: str, value: str) -> str | None:
+    """Why a link's ``key`` (its checksum, its preset fingerprint: 8 hex digits in small
+    letters) is not what the app writes: in capitals, changed on its way (``CASE_CHANGED``), or
+    not 8 hex digits, cut short (``CUT_SHORT``); None where it is."""
+    if re.fullmatch(r"[0-9a-f]{8}", value):
+        return None
+    shown = f"the link's {what} '{key}={_shown(value)[:12]}'"
+    if re.fullmatch(r"[0-9a-fA-F]{8}", value):
+        return f"{shown} has capital letters, which the app never writes: {CASE_CHANGED}"
+    return f"{shown} is not 8 hex digits: {CUT_SHORT}"
+
+
+def _cut_key(flat: Mapping[str, str]) -> str | None:
+    """The link's last key where a copy stopped inside it ('c' of 'v=2&ck=...', 'a' of
+    'v=2&at=...'): no value, no key a link holds but the start of one; None otherwise."""
+    last = next(reversed(list(flat)), None)
+    keys = SCENARIO_KEYS | {CHECK_KEY, SHARED_DATE_KEY}
+    if last is None or flat[last] != "" or last in keys:
+        return None
+    return last if any(k.startswith(last) for k in keys) else None
+
+
 def integrity_notes(check: str | None, altered: bool, made_by_app: bool,
                     said: list[str]) -> list[str]:
     """What a link's checksum (``CHECK_KEY``) says beyond ``said``, the link's other messages:
     that its values are not the ones it was made with (unless a cut or a damaged profile was
     said already), or, for a link an older scalesim made (a fingerprint or profile, no
     checksum), that a change in it cannot be told."""
-    if altered and not any(CUT_SHORT in m or m.startswith(PROFILE_IN_LINK) for m in said):
+    if altered and not any(CUT_SHORT in m or CASE_CHANGED in m or m.startswith(PROFILE_IN_LINK)
+                           for m in said):
         return [f"the link's values do not match its checksum '{CHECK_KEY}={_shown(check)[:12]}': "
                 "a value was changed or dropped after the link was made; the values it holds are "
                 "used and a control it lost shows its default: compare the sidebar with the "

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from app_harness import open_app, upload_profile
+
 from scalesim.app.state import (
     CHECK_KEY,
     CUT_SHORT,
@@ -159,3 +160,39 @@ def test_the_page_says_a_link_changed_on_its_way():
     (box,) = [w.value for w in damaged.warning]
     assert box.startswith("Share link: the link's values do not match its checksum 'ck=")
     assert damaged.session_state["app_state"].gbit == 10.0
+
+
+CAPITALS = ("has capital letters, which the app never writes: the link was changed on its way "
+            "(its letters put in capitals, as some chat clients and editors do), not cut short")
+
+
+def test_a_checksum_or_fingerprint_in_capitals_is_said_changed_not_cut():
+    """The default link 'v=2&ck=80211e85&ph=b0712dfb' with its checksum or fingerprint upper-cased
+    was said to be 'not 8 hex digits: ... may have been cut short' (8 digits, nothing cut). Now
+    the change is said once (the checksum's own note not added), and the link's what-if opens:
+    the capitals are the same 8 digits."""
+    link = query_string(encode_query(default_state(), preset_profile(default_state())))
+    assert link == "v=2&ck=80211e85&ph=b0712dfb"
+    whole = _read(link)
+    for key, value, what in (("ck", "80211E85", "checksum"),
+                             ("ph", "B0712DFB", "preset fingerprint")):
+        state, profile, messages = _read(link.replace(value.lower(), value))
+        assert messages == [f"the link's {what} '{key}={value}' {CAPITALS}"]
+        assert (state, profile) == whole[:2]
+    state, _, messages = _read("v=2&ck=80211E8&ph=b0712dfb")  # 7 digits: cut, as before
+    assert messages[0] == f"the link's checksum 'ck=80211E8' is not 8 hex digits: {CUT_SHORT}"
+
+
+def test_a_link_cut_inside_a_key_says_it_was_cut():
+    """'v=2&c' (the default link cut inside its checksum's key) opened the defaults with only
+    'ignored unknown link fields: c'; an undated link without a checksum cut inside a key
+    ('v=3&tp=2&p' of '...&pp=2') likewise. Now each says it was cut."""
+    for cut, start in (("v=2&c", "c"), ("v=2&a", "a")):
+        state, _, messages = _read(cut)
+        assert messages == [f"the link holds nothing but its version and the start of a key "
+                            f"('{start}'): {CUT_SHORT}; showing the defaults"]
+        assert state == default_state()
+    state, _, messages = _read("v=3&wl=llama3-8b&tp=2&p")
+    assert messages == [f"the link ends inside a key ('p', with no value): {CUT_SHORT}"]
+    assert (state.tp, state.pp) == (2, 1)
+    assert _read("v=2&zz")[2] == ["ignored unknown link fields: zz"]  # no key starts so
