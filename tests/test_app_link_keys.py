@@ -11,7 +11,6 @@ from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
-
 from scalesim.app.state import (
     AppState,
     decode_query,
@@ -64,6 +63,7 @@ def test_every_layout_field_has_one_row_of_the_knob_table_and_the_app_its_key():
     app/state.py, app/plan.py and the CLI), and STATE_OF_LAYOUT repeated all 11 keys."""
     from scalesim.app.plan import STATE_OF_LAYOUT, STATE_OF_SCENARIO
     from scalesim.app.state import LAYOUT_FIELDS
+
     from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD
     from scalesim.schemas import ScenarioLayout
 

@@ -16,7 +16,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from app_harness import open_app, upload_profile
-
 from scalesim.app.state import (
     CHECK_KEY,
     CUT_SHORT,
