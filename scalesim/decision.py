@@ -67,7 +67,14 @@ from scalesim.layout_change import layout_changes, layout_settings
 from scalesim.layout_predict import uses_layouts
 from scalesim.network_need import UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import NetworkUpgrade, network_scenarios
-from scalesim.predict import Prediction, data_parallel_ranks, one_device_note, predict
+from scalesim.predict import (
+    Prediction,
+    data_parallel_ranks,
+    inter_busbw_GBps_of,
+    one_device_note,
+    predict,
+    server_part_words,
+)
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
 from scalesim.remedies import (
     DATA_STALL_SHARE,
@@ -814,7 +821,10 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
         p = _one(net.profile, net.scenario, now.devices)
         words = link_change_words(inter, net.link.busbw_GBps,
-                                  not_measured_link(profile, scenario, "inter_node"))
+                                  not_measured_link(profile, scenario, "inter_node"),
+                                  (float(inter_busbw_GBps_of(profile.hardware, scenario)),
+                                   net.reached_GBps),
+                                  server_part_words(profile.hardware, scenario))
         needs = f", {net.nics_needed}" if net.nics_needed else ""
         out.append(ctx.option("network", f"Network: {net.upgrade.name}, {words}{needs}", p,
                               net.upgrade.extra_usd_per_server_hour, net.price_source,

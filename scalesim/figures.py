@@ -179,6 +179,27 @@ def link_GBps(busbw_GBps: float) -> str:
     return f"{sig3(busbw_GBps)} GB/s"
 
 
+def busbw_words(whole_GBps, reached_GBps=None, part: str = "", was: str = "") -> str:
+    """A link's bus bandwidth as a manager reads it, GB/s: the figure the job's devices reach
+    first (fewer GPUs of a server reach fewer of its NICs, docs/model.md §2), the whole server's
+    in parentheses: '24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server 192)';
+    a change as (before, after) pairs: '12 -> 24 GB/s busbw for the job's 1 of 8 GPUs per server
+    (whole server 48 -> 192)'. The whole figure alone ('6.8 -> 48 GB/s busbw') where the job
+    reaches it all: ``reached_GBps`` None, no ``part`` (whole servers), or the same printed
+    figures. ``part``: '1 of 8 GPUs per server' (``predict.server_part_words``); ``was`` follows
+    the first figure ('(a preset, not measured)'). The one wording of decide's network option,
+    goal's networks and least network, the remedies' titles and the app's cards."""
+    def chain(values, tag: str) -> str:
+        values = values if isinstance(values, tuple) else (values,)
+        return " -> ".join(sig3(v) + (f" {tag}" if tag and i == 0 else "")
+                           for i, v in enumerate(values))
+
+    whole = chain(whole_GBps, "")
+    if reached_GBps is None or not part or chain(reached_GBps, "") == whole:
+        return f"{chain(whole_GBps, was)} GB/s busbw"
+    return f"{chain(reached_GBps, was)} GB/s busbw for the job's {part} (whole server {whole})"
+
+
 def latency_us(latency_s: float) -> str:
     """A link's latency (s) in microseconds with its unit: '12.3 us', '150 us' (``sig3``)."""
     return f"{sig3(latency_s * 1e6)} us"

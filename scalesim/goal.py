@@ -44,12 +44,12 @@ from scalesim import training_time
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound
 from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, count, duration_text, link_GBps, whole
+from scalesim.figures import amount, busbw_words, count, duration_text, link_GBps, whole
 from scalesim.layout import replica_devices, split_words
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
-from scalesim.predict import accumulation_max, micro_batch_max
+from scalesim.predict import accumulation_max, micro_batch_max, server_part_words
 from scalesim.schemas import Profile, Scenario
 from scalesim.sweep import sweep
 
@@ -116,10 +116,20 @@ class GoalNetwork:
     # overshoot); None where none of its plans fits
     plan: GoalPlan | None
     nics_needed: str = ""  # 'needs 8 NICs per server (this server has 4)', else ''
+    # the link's busbw the job's devices of each server reach, over its own NICs, GB/s
+    # (``NetworkScenario.reached_GBps``); busbw_GBps where the job uses whole servers
+    reached_busbw_GBps: float | None = None
+    server_part: str = ""  # '1 of 8 GPUs per server' (``predict.server_part_words``), else ''
 
     @property
     def priced(self) -> bool:
         return self.extra_usd_per_server_hour is not None
+
+    @property
+    def busbw_words(self) -> str:
+        """'24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server 192)', '48 GB/s
+        busbw' on whole servers (``figures.busbw_words``)."""
+        return busbw_words(self.busbw_GBps, self.reached_busbw_GBps, self.server_part)
 
 
 @dataclass(frozen=True)
@@ -450,7 +460,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                       unlimited=unlimited, unlimited_compute_s=compute_s,
                       networks=[_network_row(net, _best_on((on == i) & across, runs_ok, within,
                                                            time_s, cost, deadline_s, budget_usd),
-                                             plan)
+                                             plan, server_part_words(profile.hardware, base))
                                 for i, net in enumerate(nets) if net is not None])
 
 
@@ -526,10 +536,12 @@ def _best_on(rows: np.ndarray, runs_ok: np.ndarray, within: np.ndarray, time_s: 
     return int(idx[np.argmin(np.maximum(time_s[idx] / deadline_s, cost[idx] / budget_usd))])
 
 
-def _network_row(net: NetworkScenario, i: int | None, plan) -> GoalNetwork:
-    """A faster network's row of the answer, with its plan (``plan(i)``) where one runs."""
+def _network_row(net: NetworkScenario, i: int | None, plan, part: str) -> GoalNetwork:
+    """A faster network's row of the answer, with its plan (``plan(i)``) where one runs;
+    ``part``: the job's devices of each server in words (``predict.server_part_words``)."""
     link = net.link
     return GoalNetwork(
+        reached_busbw_GBps=net.reached_GBps, server_part=part,
         name=net.upgrade.name, nics_per_node=net.upgrade.nics_per_node,
         gbit_per_nic=float(net.upgrade.gbit_per_nic), busbw_GBps=float(link.busbw_GBps),
         latency_s=float(link.latency_s),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from scalesim import presets
 from scalesim.billing import billing_words
 from scalesim.device_nouns import is_cpu_device
+from scalesim.predict import inter_busbw_GBps_of
 from scalesim.schemas import Hardware, LinkLevel, Profile, Scenario
 
 
@@ -152,6 +153,13 @@ class NetworkScenario:
     def priced(self) -> bool:
         """Whether a public price exists (else its cost is left blank)."""
         return self.upgrade.extra_usd_per_server_hour is not None
+
+    @property
+    def reached_GBps(self) -> float:
+        """The upgrade's inter-server busbw the job's devices of each server reach, GB/s: its
+        whole link's over its own NICs (``predict.inter_busbw_GBps_of``: one GPU of 8 reaches
+        one of 8 x 200 Gb/s HDR's eight NICs, 24 of 192 GB/s)."""
+        return float(inter_busbw_GBps_of(self.profile.hardware, self.scenario))
 
 
 def on_link(profile: Profile, link: LinkLevel) -> Profile:

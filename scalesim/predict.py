@@ -440,6 +440,17 @@ def inter_busbw_GBps_of(hw: Hardware, scenario: Scenario) -> float:
                                                                                        scenario)
 
 
+def server_part_words(hw: Hardware, scenario: Scenario) -> str:
+    """'1 of 8 GPUs per server' (processes per host for a CPU calibration) where the job uses
+    fewer devices of each server than it holds, so reaches fewer of its NICs
+    (``inter_nic_share``); '' on whole servers (or more devices than a server holds)."""
+    used = scenario.devices_per_node
+    if used is None or used >= hw.devices_per_node:
+        return ""
+    words = nouns_for(hw.device_name)
+    return f"{used} of {hw.devices_per_node} {words.gpus} per {words.server}"
+
+
 def server_use_words(hw: Hardware, scenario: Scenario,
                      setting: str = "--gpus-per-node") -> str | None:
     """What a job on fewer GPUs of each server than it holds gets, for the command headers:
@@ -466,9 +477,9 @@ def server_use_words(hw: Hardware, scenario: Scenario,
     intra = float(subset_busbw_GBps(_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps),
                                     used, hw.intra_node.subset_shares))
     sizes = job_sizes(scenario.instance_sizes, hw.instance_sizes, hw.devices_per_node)
-    return (f"{used} of {hw.devices_per_node} {words.gpus} per {words.server}: intra "
-            f"{sig3(intra)}, inter {link_GBps(inter_busbw_GBps_of(hw, scenario))} busbw (the "
-            f"links and NICs they reach), {billing_words(hw.devices_per_node, sizes, hw.device_name)}")
+    return (f"{server_part_words(hw, scenario)}: intra {sig3(intra)}, inter "
+            f"{link_GBps(inter_busbw_GBps_of(hw, scenario))} busbw (the links and NICs they "
+            f"reach), {billing_words(hw.devices_per_node, sizes, hw.device_name)}")
 
 
 def cores_shared_note(profile: Profile, scenario: Scenario) -> str | None:

@@ -33,7 +33,7 @@ from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import QUANTITIES
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for, replica_of
 from scalesim.errors import ScalesimError
-from scalesim.figures import link_GBps, multiple, sig3
+from scalesim.figures import busbw_words, multiple
 from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
 from scalesim.layout_change import layout_title
 from scalesim.model.memory import STRATEGIES, state_shards
@@ -54,8 +54,10 @@ from scalesim.predict import (
     data_parallel_ranks,
     hybrid_sharded,
     input_pipeline_modelled,
+    inter_busbw_GBps_of,
     micro_batch_max,
     predict,
+    server_part_words,
 )
 from scalesim.presets import flash2_slower_than_vendor, peak_tflops_of
 from scalesim.schemas import (
@@ -202,22 +204,28 @@ def not_measured_link(profile: Profile, scenario: Scenario, level: str) -> bool:
     return link is not None and link.not_measured_because != PRESET_LINKS
 
 
-def link_change_words(before_GBps: float, after_GBps: float, preset: bool = False) -> str:
+def link_change_words(before_GBps: float, after_GBps: float, preset: bool = False,
+                      reached: tuple[float, float] | None = None, part: str = "") -> str:
     """'12 -> 192 GB/s busbw'; with ``preset`` (the figure a calibration kept from a preset,
-    not measured: ``not_measured_link``) '6.8 (a preset, not measured) -> 192 GB/s busbw'."""
-    was = " (a preset, not measured)" if preset else ""
-    return f"{sig3(before_GBps)}{was} -> {link_GBps(after_GBps)} busbw"
+    not measured: ``not_measured_link``) '6.8 (a preset, not measured) -> 192 GB/s busbw'; with
+    ``reached`` (the figures the job's devices reach, GB/s) on part of each server (``part``,
+    ``predict.server_part_words``) '12 -> 24 GB/s busbw for the job's 1 of 8 GPUs per server
+    (whole server 48 -> 192)' (``figures.busbw_words``)."""
+    return busbw_words((before_GBps, after_GBps), reached, part,
+                       "(a preset, not measured)" if preset else "")
 
 
 def _busbw_words(before_GBps: float, after_GBps: float, relative: bool,
-                 preset: bool = False) -> str:
-    """A link remedy's change: '(12 -> 192 GB/s busbw)' (``link_change_words``), or with
-    ``relative`` (bandwidths fitted to a nominal gradient size, whose GB/s mean nothing alone)
-    '(16x the fitted bandwidth)', the ratio of the figures themselves, not of their printed
-    digits."""
+                 preset: bool = False, reached: tuple[float, float] | None = None,
+                 part: str = "") -> str:
+    """A link remedy's change: '(12 -> 192 GB/s busbw)' (``link_change_words``, with what the
+    job reaches where it differs), or with ``relative`` (bandwidths fitted to a nominal gradient
+    size, whose GB/s mean nothing alone) '(16x the fitted bandwidth)', the ratio of the figures
+    the job reaches (``reached``, else the whole ones), not of their printed digits."""
     if relative:
-        return f"({after_GBps / before_GBps:.3g}x the fitted bandwidth)"
-    return f"({link_change_words(before_GBps, after_GBps, preset)})"
+        before, after = reached or (before_GBps, after_GBps)
+        return f"({after / before:.3g}x the fitted bandwidth)"
+    return f"({link_change_words(before_GBps, after_GBps, preset, reached, part)})"
 
 
 def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
@@ -343,12 +351,17 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                  f"{words.servers}, whose NICs add up" if servers > 1 and faster == fast else "")
         # an upgrade of more NICs than the server has says so (``nics_needed_words``)
         caveat = "; ".join(w for w in (named.nics_needed if is_named else "", spans) if w)
+        fast_scn = (named.scenario if is_named
+                    else scenario.model_copy(update={"inter_busbw_GBps": faster}))
+        fast_profile = named.profile if is_named else profile
+        # what the job's devices reach of each, its share of the NICs (``inter_busbw_GBps_of``)
+        reached = (float(inter_busbw_GBps_of(hw, scenario)),
+                   float(inter_busbw_GBps_of(fast_profile.hardware, fast_scn)))
         out.append(Candidate("interconnect", f"Faster inter-{words.server} network: {name} "
                              + _busbw_words(inter, faster, relative_links,
-                                            not_measured_link(profile, scenario, "inter_node")),
-                             named.scenario if is_named
-                             else scenario.model_copy(update={"inter_busbw_GBps": faster}),
-                             named.profile if is_named else profile, "", caveat,
+                                            not_measured_link(profile, scenario, "inter_node"),
+                                            reached, server_part_words(hw, scenario)),
+                             fast_scn, fast_profile, "", caveat,
                              named.upgrade if is_named else None))
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps

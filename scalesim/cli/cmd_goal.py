@@ -117,7 +117,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def render(answer) -> str:
-    from scalesim.figures import amount, link_GBps
+    from scalesim.figures import amount
     from scalesim.figures import duration_text as days
 
     lines = [answer.sentence, *([answer.network_sentence] if answer.network_sentence else []),
@@ -140,8 +140,7 @@ def render(answer) -> str:
         lines += ["", "faster networks (as scalesim decide runs them), each one's best plan:",
                   f"{'time':>9} {'USD':>12}  meets  network"]
     for n in answer.networks:
-        link = (f"{n.nics_per_node} x {n.gbit_per_nic:g} Gb/s, {link_GBps(n.busbw_GBps)} busbw, "
-                f"{n.latency_s * 1e6:g} us")
+        link = f"{n.nics_per_node} x {n.gbit_per_nic:g} Gb/s, {n.busbw_words}, {n.latency_s * 1e6:g} us"
         link += f", {n.nics_needed}" if n.nics_needed else ""
         price = (f"+${amount(n.extra_usd_per_server_hour)} a {answer.words.server}-hour"
                  if n.priced else "no public price: USD is the devices' alone")
