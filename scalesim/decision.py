@@ -65,7 +65,7 @@ from scalesim.figures import signed_percent as pct_text
 from scalesim.layout import ZERO_STRATEGIES, model_split_words, replica_devices
 from scalesim.layout_change import layout_changes, layout_settings
 from scalesim.layout_predict import uses_layouts
-from scalesim.network_need import UNLIMITED_BUSBW_GBps, network_need
+from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import NetworkUpgrade, network_scenarios
 from scalesim.predict import (
     Prediction,
@@ -790,17 +790,26 @@ def card_upgrade(profile: Profile, scenario: Scenario) -> NetworkUpgrade | None:
     return ups[0].upgrade if ups else None
 
 
-def network_enough_words(profile: Profile, scenario: Scenario, devices: int,
-                         error: float) -> str:
-    """Where the card names a faster network: the least inter-server bandwidth with which the
-    run at ``devices`` is within the model's median ``error`` of its step on an unlimited one
-    (``network_need``, at today's latency): past it, a faster network gains less than the model
-    can tell apart."""
+def network_enough(profile: Profile, scenario: Scenario, devices: int,
+                   error: float) -> NetworkNeed:
+    """The least inter-server bandwidth with which the run at ``devices`` is within the model's
+    median ``error`` of its step on an unlimited one (``network_need``, at today's latency):
+    past it, a faster network gains less than the model can tell apart; on part of each server,
+    as the job's devices reach it and as a whole server on today's NICs, and each named network
+    (``network_scenarios``) by what it gives the job, enough where its own run is within that
+    error."""
     def step_s(s: Scenario) -> float:
         return _one(profile, s, devices).step_time_s
 
     unlimited = step_s(scenario.model_copy(update={"inter_busbw_GBps": UNLIMITED_BUSBW_GBps}))
-    need = network_need(profile, scenario, lambda s: step_s(s) <= unlimited * (1.0 + error))
+    return network_need(profile, scenario, lambda s: step_s(s) <= unlimited * (1.0 + error),
+                        network_scenarios(profile, scenario))
+
+
+def network_enough_words(profile: Profile, scenario: Scenario, devices: int,
+                         error: float) -> str:
+    """Where the card names a faster network: ``network_enough`` in words."""
+    need = network_enough(profile, scenario, devices, error)
     return (f"inter-server network enough for this run (its step within the model's median "
             f"error of {error:.1%} of an unlimited bandwidth's): {need.words}")
 

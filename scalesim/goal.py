@@ -195,8 +195,9 @@ class GoalAnswer:
         if need is None or (need.reaches == "none" and self.unlimited is None):
             return ""
         if need.reaches != "none":
-            return (f"Least inter-server network with which a plan meets the goal (the "
-                    f"{self.words.devices}' money alone, the network's price not counted): "
+            return (f"Least inter-server network with which a plan meets the goal (on today's "
+                    f"{self.words.servers} and billing, the {self.words.devices}' money alone, "
+                    f"the network's price not counted): "
                     f"{need.words}.")
         p = self.unlimited
         return (f"No inter-server network reaches the goal: on an unlimited one "
@@ -236,6 +237,8 @@ class GoalAnswer:
         out["network_sentence"] = self.network_sentence
         if self.network_need is not None:  # its line rate, Gbit/s per server (None: none)
             out["network_need"]["gbit_per_server"] = self.network_need.gbit_per_server
+            # the busbw the job's devices must reach, GB/s (None: none)
+            out["network_need"]["reached_GBps"] = self.network_need.reached_GBps
         out["need_sentence"] = self.need_sentence
         return out
 
@@ -439,7 +442,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     if idx.size and not is_cpu_device(profile.hardware.device_name) and grid[-1] > g:
         # (every count on one server: no inter-server network to size, the note above says so)
         need, unlimited, compute_s = _network_need(profile, base, axes, goal, reference,
-                                                   deadline_s, budget_usd)
+                                                   deadline_s, budget_usd, faster)
     answer = best or closest
     if answer is not None and (note := training_time.partial_batch_note(
             goal, answer.global_batch, reference)):
@@ -478,10 +481,13 @@ def _goal_plan(c: dict, i: int, time_s: np.ndarray, cost: np.ndarray, meets: boo
 
 
 def _network_need(profile: Profile, base: Scenario, axes: dict, goal: training_time.Goal,
-                  reference: int, deadline_s: float,
-                  budget_usd: float) -> tuple[NetworkNeed, GoalPlan | None, float | None]:
+                  reference: int, deadline_s: float, budget_usd: float,
+                  networks: list[NetworkScenario],
+                  ) -> tuple[NetworkNeed, GoalPlan | None, float | None]:
     """The least inter-server network on today's servers with which a plan of ``axes`` meets
-    the goal, its money the devices' alone (a bandwidth has no price: ``network_need``); where
+    the goal, its money the devices' alone (a bandwidth has no price: ``network_need``), and
+    each of ``networks`` by what it gives the job and whether a plan meets the goal on its link
+    at today's billing, the devices' money alone (its own billing and price: its row); where
     none does, the plan that comes closest on an unlimited one (``UNLIMITED_BUSBW_GBps``, 0 s a
     hop) and its compute's share of its time, s (what bounds it), else None and None."""
     def meets(scenario: Scenario) -> tuple:
@@ -489,7 +495,7 @@ def _network_need(profile: Profile, base: Scenario, axes: dict, goal: training_t
         ok = _runs(run.columns, t, m)
         return run.columns, t, m, ok, ok & (t <= deadline_s) & (m <= budget_usd)
 
-    need = network_need(profile, base, lambda s: bool(meets(s)[4].any()))
+    need = network_need(profile, base, lambda s: bool(meets(s)[4].any()), networks)
     if need.reaches != "none":
         return need, None, None
     c, t, m, ok, within = meets(base.model_copy(update={

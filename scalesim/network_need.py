@@ -17,21 +17,40 @@ of an unlimited network) flips once along each: ``network_need`` bisects it.
 The bandwidth is the whole server's bus bandwidth (as ``--inter-busbw``, GB/s); its line rate is
 that over the RDMA efficiency the named upgrades are modelled at (``presets.IB_EFFICIENCY``:
 NCCL's busbw / line rate over InfiniBand or RoCE), in Gbit/s per server and per NIC of today's.
+A job on fewer GPUs of each server than it holds reaches only its share of today's NICs
+(``predict.inter_nic_share``), and a named upgrade its share of its own NICs: the need is said
+as the busbw the job's devices must reach (``NetworkNeed.reached_GBps``) and the whole server's
+on today's NICs, and each named upgrade by what it gives the job; whether it is enough is the
+goal's own test on the upgrade's run (its reached busbw and latency: all the model reads of an
+inter-server link), so the verdict agrees with decide and predict run on it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from scalesim.bounds import bound
-from scalesim.figures import latency_us, link_GBps, sig3
+from scalesim.figures import busbw_words, latency_us, link_GBps, sig3
+from scalesim.network_upgrades import NetworkScenario
+from scalesim.predict import inter_nic_share, server_part_words
 from scalesim.presets import IB_EFFICIENCY
 from scalesim.schemas import Profile, Scenario
 
 LEAST_BUSBW_GBps = bound("busbw_GBps").low  # 1 MB/s: below it, no network at all
 UNLIMITED_BUSBW_GBps = bound("busbw_GBps").high  # 100 TB/s: the bounds table's largest busbw
 REL_TOL = 1e-3  # bisection stops at a bracket 0.1 % wide: far below the model's 3 % median error
+
+
+@dataclass(frozen=True)
+class UpgradeReach:
+    """A named faster network as the job gets it (``NetworkNeed.upgrades``)."""
+
+    name: str  # the upgrade's name (``NetworkUpgrade.name``)
+    busbw_GBps: float  # its whole server's busbw over all its NICs, GB/s
+    reached_GBps: float  # the busbw the job's devices reach of it (``reached_GBps``), GB/s
+    latency_s: float  # its per-hop latency, s
+    enough: bool  # the goal's test passes on its run (its reached busbw and latency)
 
 
 @dataclass(frozen=True)
@@ -47,6 +66,19 @@ class NetworkNeed:
     today_latency_s: float  # today's per-hop latency, s
     nics_per_node: int | None  # today's NICs per server (None: not known), for Gbit/s per NIC
     servers_per_node: int  # servers whose NICs one node exchanges over (nic_servers_per_node)
+    # share of a whole server's busbw the job's devices of each server reach on today's NICs
+    # (``predict.inter_nic_share``): 1 on whole servers, 1/4 for one GPU of a DGX-1's 8
+    nic_share: float = 1.0
+    server_part: str = ""  # '1 of 8 GPUs per server' (``predict.server_part_words``), else ''
+    # the named faster networks (``network_upgrades.network_scenarios``), each with what it
+    # gives the job and whether that reaches the goal (``UpgradeReach``)
+    upgrades: tuple[UpgradeReach, ...] = ()
+
+    @property
+    def reached_GBps(self) -> float | None:
+        """The least busbw the job's devices of each server must reach, GB/s: ``busbw_GBps``
+        (a whole server's, on today's NICs) times ``nic_share``."""
+        return None if self.busbw_GBps is None else self.busbw_GBps * self.nic_share
 
     @property
     def gbit_per_server(self) -> float | None:
@@ -67,15 +99,40 @@ class NetworkNeed:
                     f"{today}")
         if self.reaches == "latency":
             return (f"no bandwidth at today's {now} a hop; an unlimited one with at most "
-                    f"{latency_us(self.latency_s)} a hop ({today})")
+                    f"{latency_us(self.latency_s)} a hop ({today}){self.upgrades_words}")
         if self.reaches != "bandwidth":
             return ""
         line = self.gbit_per_server
         nic = (f", {sig3(line / self.nics_per_node)} Gb/s per NIC on {self.nics_per_node}"
                if self.nics_per_node and self.nics_per_node > 1 else "")
-        return (f"{link_GBps(self.busbw_GBps)} busbw ({sig3(line)} Gb/s line rate per server "
-                f"over RDMA at {IB_EFFICIENCY:g} efficiency{nic}) at today's {now} a hop; "
-                f"today {link_GBps(self.today_busbw_GBps)}")
+        rate = (f"{sig3(line)} Gb/s line rate per server over RDMA at {IB_EFFICIENCY:g} "
+                f"efficiency{nic}")
+        if self.partial:
+            need = (f"{busbw_words(self.busbw_GBps, self.reached_GBps, self.server_part)} on "
+                    f"today's {self.nics_per_node} NICs ({rate})")
+            today = busbw_words(self.today_busbw_GBps, self.today_busbw_GBps * self.nic_share,
+                                self.server_part)
+        else:
+            need = f"{link_GBps(self.busbw_GBps)} busbw ({rate})"
+            today = link_GBps(self.today_busbw_GBps)
+        return f"{need} at today's {now} a hop; today {today}{self.upgrades_words}"
+
+    @property
+    def partial(self) -> bool:
+        """Whether the job's devices reach less than a whole server's busbw today."""
+        return bool(self.server_part) and self.nic_share < 1.0
+
+    @property
+    def upgrades_words(self) -> str:
+        """'; of the named networks, 8 x 200 Gb/s HDR InfiniBand (...) gives the job 24 GB/s
+        busbw for the job's 1 of 8 GPUs per server (whole server 192) at 6 us a hop: not
+        enough; ...' ('' where none is named): each by what the job's devices reach of it."""
+        if not self.upgrades:
+            return ""
+        rows = [f"{u.name} gives {busbw_words(u.busbw_GBps, u.reached_GBps, self.server_part)} "
+                f"at {latency_us(u.latency_s)} a hop: {'enough' if u.enough else 'not enough'}"
+                for u in self.upgrades]
+        return "; of the named networks, " + "; ".join(rows)
 
 
 def least_passing(passes: Callable[[float], bool], low: float, high: float,
@@ -105,12 +162,14 @@ def largest_passing(passes: Callable[[float], bool], high: float, tol: float) ->
     return low
 
 
-def network_need(profile: Profile, scenario: Scenario,
-                 passes: Callable[[Scenario], bool]) -> NetworkNeed:
+def network_need(profile: Profile, scenario: Scenario, passes: Callable[[Scenario], bool],
+                 networks: Sequence[NetworkScenario] = ()) -> NetworkNeed:
     """The least inter-server network with which ``scenario`` reaches a goal (``passes`` of the
-    scenario at a network's ``inter_busbw_GBps`` and ``inter_latency_s``; monotone in each): see
-    the module docstring."""
-    inter = profile.hardware.inter_node
+    scenario at a network's ``inter_busbw_GBps`` and ``inter_latency_s``; monotone in each), and
+    each of ``networks`` (``network_upgrades.network_scenarios``) by what it gives the job and
+    whether ``passes`` holds on its run: see the module docstring."""
+    hw = profile.hardware
+    inter = hw.inter_node
     busbw = scenario.inter_busbw_GBps or inter.busbw_GBps
     latency = inter.latency_s if scenario.inter_latency_s is None else scenario.inter_latency_s
 
@@ -127,7 +186,16 @@ def network_need(profile: Profile, scenario: Scenario,
     elif latency > 0 and at(UNLIMITED_BUSBW_GBps, 0.0):
         reaches = "latency"
         most = largest_passing(lambda s: at(UNLIMITED_BUSBW_GBps, s), latency, latency * REL_TOL)
+    share = inter_nic_share(hw, scenario)
+    # the model reads of a link only the busbw the job reaches and its latency: the upgrade's
+    # run is today's profile at the whole figure that reaches as much on today's NICs
+    upgrades = tuple(UpgradeReach(
+        name=net.upgrade.name, busbw_GBps=float(net.link.busbw_GBps),
+        reached_GBps=net.reached_GBps, latency_s=float(net.link.latency_s),
+        enough=at(net.reached_GBps / share, float(net.link.latency_s)))
+        for net in networks) if reaches != "none" else ()
     return NetworkNeed(reaches=reaches, busbw_GBps=least, latency_s=most,
                        today_busbw_GBps=float(busbw), today_latency_s=float(latency),
                        nics_per_node=inter.nics_per_node,
-                       servers_per_node=profile.hardware.nic_servers_per_node)
+                       servers_per_node=hw.nic_servers_per_node, nic_share=share,
+                       server_part=server_part_words(hw, scenario), upgrades=upgrades)

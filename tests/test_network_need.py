@@ -92,8 +92,9 @@ def test_goal_names_the_least_bandwidth_and_a_plan_meets_there_and_none_just_bel
                  8 * 3600.0, 40_000, max_devices=1024)
     assert at.best is not None and below.best is None
     assert answer.need_sentence.startswith(
-        "Least inter-server network with which a plan meets the goal (the devices' money alone, "
-        "the network's price not counted): 68.8 GB/s busbw (574 Gb/s line rate per server")
+        "Least inter-server network with which a plan meets the goal (on today's servers and "
+        "billing, the devices' money alone, the network's price not counted): 68.8 GB/s busbw "
+        "(574 Gb/s line rate per server")
 
 
 def test_goal_says_what_bounds_it_where_no_network_reaches_it(capsys):
@@ -125,7 +126,9 @@ def test_decide_says_the_bandwidth_past_which_a_faster_network_gains_under_the_e
     assert note in card.notes
     unlimited = _step(scenario.model_copy(update={"inter_busbw_GBps": UNLIMITED_BUSBW_GBps}))
     busbw = float(note.split("): ")[1].split(" GB/s")[0])  # as printed, 3 digits
-    assert note.endswith("at today's 30 us a hop; today 6.8 GB/s")
+    # session 41: then each named network by what the job reaches of it (whole servers: all)
+    assert ("at today's 30 us a hop; today 6.8 GB/s; of the named networks, 4 x 100 Gb/s EFA "
+            "(AWS p4d.24xlarge) gives 48 GB/s busbw at 6 us a hop: enough; ") in note
     assert _step(scenario.model_copy(update={"inter_busbw_GBps": busbw * 1.002})) <= \
         unlimited * (1 + error)
     assert _step(scenario.model_copy(update={"inter_busbw_GBps": busbw / 1.01})) > \
@@ -136,6 +139,7 @@ def test_the_apps_goal_tab_says_goals_least_network():
     """The planner's Goal tab (README's goal: 2e9 samples, critical batch 4,096, 8 h, $40,000)
     shows the sentence goal prints, from the same search."""
     from app_harness import open_app
+
     from scalesim.app.markdown_text import escape_markdown
 
     at = open_app({"v": "2", "train": "2e9", "cbs": "4096", "dl": "8", "bud": "40000",
