@@ -139,7 +139,6 @@ def test_the_apps_goal_tab_says_goals_least_network():
     """The planner's Goal tab (README's goal: 2e9 samples, critical batch 4,096, 8 h, $40,000)
     shows the sentence goal prints, from the same search."""
     from app_harness import open_app
-
     from scalesim.app.markdown_text import escape_markdown
 
     at = open_app({"v": "2", "train": "2e9", "cbs": "4096", "dl": "8", "bud": "40000",
