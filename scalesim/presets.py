@@ -746,7 +746,7 @@ WORKLOADS: dict[str, Workload] = {
             1, BERT_LARGE.seq_len, BERT_LARGE.hidden, BERT_LARGE.heads, BERT_LARGE.kv_of(),
             BERT_LARGE.ffn_of(), BERT_LARGE.gated_mlp,
             flash_attention=BERT_LARGE.flash_attention)),
-        micro_batch=32, sample_unit="sequences",
+        micro_batch=32, sample_unit="sequences", layers=BERT_LARGE.layers,
         reference=[ReferenceThroughput(device_name="A100-SXM4 80GB", samples_per_s=4553 / 8,
                                        micro_batch=256, accumulation=32, devices=8,
                                        includes_communication=True, system="dgx-a100",

@@ -53,11 +53,10 @@ def test_every_data_parallel_layout_is_predicts_step(planned):
     assert {r["zero"] for r in planned} == {0, 1, 2, 3}
     assert {r["devices"] for r in planned} == set(COUNTS)
     shaped, base = _shaped(), Scenario(devices=[1], global_batch=GLOBAL_BATCH)
+    # the data-parallel preset declares the shape's 24 layers, FSDP's units (until session 41
+    # it declared none: 12 blocks estimated, ZeRO-3 at micro-batch 1 x 32 on 8 GPUs 5.7 % off)
     plain = default_profile()
-    # the data-parallel preset with its 24 blocks (it declares no layers, so FSDP's units are
-    # estimated: 12 blocks of 28 M parameters; docs/reliability.md, session 41)
-    counted = plain.model_copy(update={"workload": plain.workload.model_copy(
-        update={"layers": BERT_LARGE.layers})})
+    assert plain.workload.layers == BERT_LARGE.layers == 24
     for data in planned:
         # a PlanRow read back: --json writes a DDP row's shard group and an unmodelled stall
         # as null
@@ -74,12 +73,9 @@ def test_every_data_parallel_layout_is_predicts_step(planned):
                                  strategy=ZERO_STRATEGIES[row.zero],
                                  accumulation=row.accumulation,
                                  layout=ScenarioLayout(shard_group=scenario.layout.shard_group))
-        (d,) = predict(counted, data_parallel)
+        (d,) = predict(plain, data_parallel)
         assert row.breakdown_s["compute_s"] == pytest.approx(d.compute_s, rel=1e-9), data
         assert row.step_time_s == pytest.approx(d.step_time_s, rel=0.005), data
-        if row.zero <= 1:  # one exchange per step: the blocks do not matter
-            (d,) = predict(plain, data_parallel)
-            assert row.step_time_s == pytest.approx(d.step_time_s, rel=0.005), data
 
 
 def test_ddp_at_micro_batch_32_on_8_gpus_reads_predicts_number(planned, capsys):
