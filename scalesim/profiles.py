@@ -575,7 +575,8 @@ def load_workload(spec: str) -> Workload:
 
 
 def resolve_profile(
-    profile: str | None = None, hardware: str | None = None, workload: str | None = None
+    profile: str | None = None, hardware: str | None = None, workload: str | None = None,
+    seq_len: int | None = None,
 ) -> Profile:
     """The profile a command predicts from.
 
@@ -583,6 +584,10 @@ def resolve_profile(
     - a profile: as measured; ``hardware`` then replaces its server layout and links (projecting
       measured compute onto other machines of the same device; another device is refused
       unless ``workload`` brings a compute curve of its own), ``workload`` its sizes.
+
+    ``seq_len`` (``--seq-len``, tokens): the workload, or the profile's own model, at that
+    sequence (``workload_at_sequence``), its compute decided as ``scalesim plan --seq-len``
+    decides it: a measured curve scaled (``workload_compute``), else the shape's estimate.
     """
     for name, value in (("profile", profile), ("hardware", hardware), ("workload", workload)):
         if value is not None and require_text(value, name) == "":  # an unset shell variable
@@ -590,20 +595,90 @@ def resolve_profile(
             raise ScalesimError(f"{name}: the name is empty; give {what}")
     if profile is None:
         hw = load_hardware(presets.DEFAULT_HARDWARE if hardware is None else hardware)
-        wl = load_workload(presets.DEFAULT_WORKLOAD if workload is None else workload)
-        return profile_from_presets(hw, wl)
+        name = presets.DEFAULT_WORKLOAD if workload is None else workload
+        wl, note = _at_sequence(load_workload(name), seq_len, name)
+        made = profile_from_presets(hw, wl)
+        return made.model_copy(update={"notes": [note, *made.notes]}) if note else made
     base = load_profile(profile)
     device = base.hardware.device_name
     if hardware is not None:
         base = with_hardware(base, load_hardware(hardware),
                              f"hardware replaced by '{hardware}'; {compute_kept_words(base)}")
+    if workload is None and seq_len is not None:  # its own model at another sequence
+        from scalesim.layout_predict import with_measured_shape
+
+        own = with_measured_shape(base).workload
+        wl, note = _at_sequence(own, seq_len, own.name, base.name)
+        base, match = profile_with_workload(base, wl, None, device)
+        if note:
+            base = base.model_copy(update={"notes": [*base.notes, note]})
+        if match == "other":
+            return base
     if workload is not None:
-        base, match = profile_with_workload(base, load_workload(workload), workload, device)
+        wl, note = _at_sequence(load_workload(workload), seq_len, workload)
+        base, match = profile_with_workload(base, wl, workload, device)
+        if note:
+            base = base.model_copy(update={"notes": [*base.notes, note]})
         if match == "other":  # its compute from its shape on the new hardware's device
             return base
     if hardware is not None:
         _require_same_device(base, device, profile, hardware)
     return base
+
+
+def _at_sequence(workload: Workload, seq_len: int | None, name: str,
+                 profile: str | None = None) -> tuple[Workload, str]:
+    """``workload_at_sequence`` where ``seq_len`` is given, else ``workload`` as it is."""
+    if seq_len is None:
+        return workload, ""
+    return workload_at_sequence(workload, seq_len, name, profile)
+
+
+def workload_at_sequence(workload: Workload, seq_len: int, name: str,
+                         profile: str | None = None) -> tuple[Workload, str]:
+    """(``workload`` at ``seq_len`` tokens per sequence, the note that says what changed; ''
+    where the sequence is its own): what ``--seq-len`` plans (``scalesim plan``) and predicts
+    (``resolve_profile``: predict, sweep, decide, goal). The transformer's sequence replaced and
+    the parameters that shape's count (learned positions grow with it), as plan counts them. At
+    another sequence than its own: a sample unit that names the tokens ('sequences of 8192
+    tokens') names the new length; a training length the workload gives is kept in tokens (its
+    sequences x old / new length); a published run's throughput (``reference``) is dropped, as
+    plan never reads it: it was measured at the workload's own sequence, and the compute then
+    comes from the shape (``compute_curve_from_reference``), as plan ranks it. ScalesimError,
+    one line, for a parameter-count workload (``name``; ``profile``: the profile whose own
+    model it is)."""
+    workload = require_model(workload, Workload, "workload")
+    shape = workload.transformer
+    if shape is None:
+        whose = (f"profile '{profile}' records no transformer shape of its model (workload "
+                 f"'{name}' is a parameter count)" if profile
+                 else f"workload '{name}' is a parameter count only")
+        hint = (f"the data-parallel preset; scalesim plan --workload {name} --seq-len {seq_len} "
+                "plans the transformer preset of that name, or give a workload file with its "
+                "'transformer' shape" if profile is None and name in presets.TRANSFORMERS else
+                "give --workload with a 'transformer' shape (e.g. llama3-8b)")
+        raise ScalesimError(f"--seq-len {seq_len}: {whose}, with no transformer shape whose "
+                            f"sequence could change ({hint})")
+    old = shape.seq_len
+    at = shape.model_copy(update={"seq_len": seq_len})
+    update: dict[str, Any] = {"transformer": at, "params": at.param_count()}
+    if seq_len == old:
+        return workload.model_copy(update=update), ""
+    said = [f"--seq-len {seq_len}: the transformer at {seq_len:,} tokens per sequence instead "
+            f"of the workload's {old:,} ({at.param_count():,.0f} parameters)"]
+    if workload.sample_unit == f"sequences of {old} tokens":
+        update["sample_unit"] = f"sequences of {seq_len} tokens"
+    if workload.train_samples is not None:
+        update["train_samples"] = workload.train_samples * old / seq_len
+        said.append(f"its training length kept in tokens: {workload.train_samples:.4g} "
+                    f"sequences of {old} = {update['train_samples']:.4g} of {seq_len}")
+    if workload.reference:
+        update["reference"] = []
+        said.append(f"its published throughput (reference) was measured at {old} tokens and is "
+                    "not used: the compute comes from the shape, as scalesim plan ranks it")
+    data = {**workload.model_dump(), **{k: v for k, v in update.items() if k != "transformer"},
+            "transformer": at.model_dump()}
+    return parse_model(data, Workload, f"workload '{name}' at --seq-len {seq_len}"), "; ".join(said)
 
 
 def with_hardware(base: Profile, hardware: Hardware, note: str) -> Profile:

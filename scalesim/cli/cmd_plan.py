@@ -20,6 +20,7 @@ from scalesim.cli.options import (
     add_p2p_overlap_argument,
     add_precision_argument,
     add_recompute_style_argument,
+    add_seq_len_argument,
     add_tp_overlap_argument,
     add_zero_framework_argument,
     p2p_overlap_of,
@@ -106,7 +107,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                "share of its NICs, the server billed whole, as in predict")
     p.add_argument("--global-batch", type=flag_type("global_batch"), required=True,
                    help="sequences per optimizer step, whole job")
-    p.add_argument("--seq-len", type=flag_type("seq_len"), help="override the model's sequence length")
+    add_seq_len_argument(p, help="tokens per sequence: plan the transformer at that sequence "
+                         "length instead of its own (--profile's measured curve scaled to it)")
     p.add_argument("--efficiency", type=flag_type("matmul_efficiency"),
                    help="sustained share of the datasheet peak for large matmuls (default: a "
                    "published run of the workload's, as predict prices it, else the median "
@@ -277,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.predict import server_use_words
-    from scalesim.profiles import load_profile, measured_ceiling
+    from scalesim.profiles import load_profile, measured_ceiling, workload_at_sequence
     from scalesim.runs_model import model_shape
     from scalesim.schemas import Scenario
 
@@ -290,9 +292,10 @@ def run(args: argparse.Namespace) -> int:
         args.workload = DEFAULT_WORKLOAD
     shape, params = ((own.transformer, own.params) if own is not None
                      else model_shape(args.workload))
-    if args.seq_len:
-        shape = shape.model_copy(update={"seq_len": args.seq_len})
-        params = None
+    planned = _planned_workload(args, shape, params, own)  # read once, used below thrice
+    if args.seq_len:  # as predict --seq-len reads it (profiles.workload_at_sequence)
+        planned, _ = workload_at_sequence(planned, args.seq_len, args.workload or planned.name)
+        shape, params = planned.transformer, planned.params
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, profile, DEFAULT_MATMUL_EFFICIENCY)
     published, why = (None, "") if profile is not None else _published_profile(args, shape)
@@ -302,7 +305,6 @@ def run(args: argparse.Namespace) -> int:
                 f"from, as predict pins it (docs/model.md §22): {published.notes[0]}")
     elif why:
         note += f"; not the published {args.workload} run predict prices it from: {why}"
-    planned = _planned_workload(args, shape, params, own)  # read once, used below thrice
     priced = None if profile is None else _priced_profile(args, profile, planned)
     if priced is None:
         kernel = args.attention_kernel or VENDOR_KERNEL

@@ -55,6 +55,19 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--workload", metavar="PRESET|FILE", help="workload preset name or JSON file")
     g.add_argument("--profile", metavar="FILE", help="calibration profile JSON (scalesim calibrate)")
+    add_seq_len_argument(g)
+
+
+SEQ_LEN_HELP = ("tokens per sequence: the transformer workload (or the profile's own model) at "
+                "that sequence length instead of its own, as scalesim plan --seq-len plans it "
+                "(a measured compute curve scaled to it; a published throughput, measured at "
+                "the workload's own length, not used)")
+
+
+def add_seq_len_argument(group, help: str = SEQ_LEN_HELP) -> None:
+    """--seq-len (``profiles.workload_at_sequence``; plan's own flag too): its bounds from the
+    bounds table (quantity ``seq_len``)."""
+    group.add_argument("--seq-len", type=flag_type("seq_len"), metavar="TOKENS", help=help)
 
 
 def _knob(group, field: str, **kwargs) -> None:
@@ -485,12 +498,14 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
 
 
 def profile_from_args(args: argparse.Namespace, scenario: Scenario | None = None, axes=()) -> Profile:
-    """The profile of --profile, --hardware and --workload (``profiles.resolve_profile``); with
+    """The profile of --profile, --hardware, --workload and --seq-len
+    (``profiles.resolve_profile``); with
     ``scenario`` (and sweep ``axes``) that split the model of a measured parameter-count
     workload, the profile's own timed transformer (``layout_predict.split_profile``)."""
     from scalesim.profiles import resolve_profile
 
-    profile = resolve_profile(args.profile, args.hardware, args.workload)
+    profile = resolve_profile(args.profile, args.hardware, args.workload,
+                              getattr(args, "seq_len", None))
     check_loader_workers(getattr(args, "loader_workers", None), profile)
     if scenario is None:
         return profile
