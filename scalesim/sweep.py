@@ -485,6 +485,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     are dropped and counted."""
     from scalesim import layout_predict as lp
     from scalesim.layout import (
+        SEQUENCE_PARALLEL_NEEDS_TP,
         ZERO_STRATEGIES,
         deepspeed_pipeline_error,
         deepspeed_refuses_pipeline,
@@ -514,6 +515,16 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                                g_max, cp)
     example = _layout_example(profile, split, name, g_max, layout_ok, p, tp, pp, dp, micro, k,
                               cp)
+    piped, sequence = (layout_ok & m for m in _unused_swept_values(grid, split, tp, pp))
+    unused = piped | sequence
+    if unused.any():  # a swept value the row's layout does not run: predict refuses it
+        i = int(np.flatnonzero(unused)[0])
+        why = (lp.first_problem(profile, dp[i], tp[i], pp[i], 0, micro[i],
+                                dp[i] * micro[i] * k[i], split, split.schedule or "none", g_max,
+                                cp[i]) if piped[i] else SEQUENCE_PARALLEL_NEEDS_TP)
+        example = example or (f"{_split_words(tp[i], pp[i], cp[i])} on "
+                              f"{nouns_for(profile.hardware.device_name).count(int(p[i]))}: {why}")
+        layout_ok &= ~unused
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else np.full(p.shape, lp.ZERO_OF_STRATEGY[base.strategy]))
     # DeepSpeed refuses ZeRO-2/3 under a pipeline (predict refuses the scenario): dropped
@@ -574,6 +585,21 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
         columns[SHARD_GROUP_ASKED] = grid["shard_group"]
     return SweepResult(columns=columns, dropped=int((~keep).sum()),
                        dropped_layout=int((~layout_ok).sum()), layout_example=example)
+
+
+def _unused_swept_values(grid: dict[str, np.ndarray], split, tp,
+                         pp) -> tuple[np.ndarray, np.ndarray]:
+    """(pipeline, sequence): True where a row's swept layout value (``SCENARIO_LAYOUT_AXES``;
+    ``split`` holds the row's, ``_evaluate_variants_at``) means nothing for its layout: virtual
+    stages above 1 or a schedule other than none at pp 1 (no pipeline), sequence parallelism
+    at tp 1 (no tensor-parallel group). Such a row is the row without the value under another label, and
+    predict refuses its scenario (``layout.layout_problems``, ``SEQUENCE_PARALLEL_NEEDS_TP``):
+    dropped as a broken layout. A one-value flag (``--virtual-stages 2`` beside ``--pp-values
+    1,4``) is the pipelined rows' setting and is not a row of its own."""
+    pipeline = (("virtual_stages" in grid and split.virtual_stages > 1)
+                or ("schedule" in grid and split.schedule not in (None, "none")))
+    sequence = "sequence_parallel" in grid and split.sequence_parallel
+    return (np.asarray(pp) == 1) & pipeline, (np.asarray(tp) == 1) & sequence
 
 
 def _split_words(tp, pp, cp) -> str:

@@ -1,0 +1,73 @@
+"""A sweep row whose swept layout value means nothing for its layout (virtual stages above 1 or
+a schedule other than none at pp 1, sequence parallelism at tp 1) is dropped as a broken
+layout, with predict's rule in the dropped note: predict refuses that scenario, and plan never
+ranks it. Before, each was written as a row: the row without the value under another label
+(and, for a schedule at pp 1, with GPipe's memory of a pipeline that does not exist)."""
+
+from __future__ import annotations
+
+import pytest
+from cli_harness import run_cli
+
+from scalesim.errors import ScalesimError
+from scalesim.layout import SEQUENCE_PARALLEL_NEEDS_TP
+from scalesim.predict import predict
+from scalesim.profiles import resolve_profile
+from scalesim.schemas import Scenario, ScenarioLayout
+from scalesim.sweep import sweep
+
+# Llama 3 8B on the 8 GPUs of a DGX H100, global batch 64 in 8 micro-steps
+BASE = Scenario(devices=[8], global_batch=64, accumulation=8)
+CLI = ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
+       "--global-batch", "64", "--accumulation", "8"]
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return resolve_profile(None, "dgx-h100", "llama3-8b")
+
+
+@pytest.mark.parametrize(("axes", "kept", "dropped", "rule"), [
+    ({"pp": [1, 2], "virtual_stages": [1, 2]}, [(1, 1), (2, 1), (2, 2)], 1,
+     "tp 1 x pp 1 on 8 devices: virtual_stages 2 needs the interleaved schedule"),
+    # pp 2 with none broke a rule before; pp 1 with 1f1b or gpipe is new
+    ({"pp": [1, 2], "schedule": ["none", "1f1b", "gpipe"]},
+     [(1, "none"), (2, "1f1b"), (2, "gpipe")], 3,
+     "tp 1 x pp 1 on 8 devices: schedule 1f1b needs pp > 1; use schedule none with pp 1"),
+    ({"tp": [1, 2], "sequence_parallel": [True, False]}, [(1, False), (2, True), (2, False)], 1,
+     f"tp 1 x pp 1 on 8 devices: {SEQUENCE_PARALLEL_NEEDS_TP}"),
+])
+def test_a_swept_value_the_layout_does_not_run_is_dropped_as_predict_refuses_it(
+        profile, axes, kept, dropped, rule):
+    """Of the 4 (or 6) combinations, those with the value where it means nothing are dropped
+    and counted as broken layouts, the first named with predict's words; every row kept is
+    predict's of its scenario, and predict refuses each dropped one."""
+    (a, values_a), (b, values_b) = axes.items()
+    res = sweep(profile, BASE, axes)
+    c = res.columns
+    got = [(x.item(), y.item()) for x, y in zip(c[a], c[b], strict=True)]
+    assert got == kept
+    assert (res.dropped, res.dropped_layout) == (dropped, dropped)
+    assert res.layout_example == rule
+    for (x, y), step, memory in zip(got, c["step_time_s"], c["memory_bytes"], strict=True):
+        want = predict(profile, BASE.model_copy(update={"layout": ScenarioLayout(
+            **{a: x, b: y})}))[0]
+        assert step == pytest.approx(want.step_time_s, rel=1e-12)
+        assert memory == pytest.approx(want.memory_bytes, rel=1e-12)
+    for x in values_a:
+        for y in values_b:
+            if (x, y) in kept:
+                continue
+            with pytest.raises(ScalesimError):
+                predict(profile, BASE.model_copy(update={"layout": ScenarioLayout(
+                    **{a: x, b: y})}))
+
+
+def test_the_cli_says_the_drop_in_its_note(capsys):
+    code, out, err = run_cli(capsys, [*CLI, "--pp-values", "1,2", "--virtual-stages-values",
+                                      "1,2"])
+    assert code == 0, err
+    assert out.count("\n") == 1 + 3  # the header and the three rows that mean something
+    assert ("note: 1 combination dropped: 1 breaks a layout rule (e.g. tp 1 x pp 1 on 8 "
+            "devices: virtual_stages 2 needs the interleaved schedule)") in err.splitlines()
+
