@@ -671,10 +671,10 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                                  oom_micro_batch=profile.compute.oom_micro_batch or 0,
                                  **(overrides or {}))
     supply, supply_alone = loader_supply(profile, scenario, per_node)  # one loader per replica
-    schedule = SCHEDULES[split.schedule_of()]
-    if split.schedule is None:  # default per row: 1f1b / interleaved where pp > 1
-        schedule = np.where(np.asarray(pp) > 1, SCHEDULES["interleaved" if split.virtual_stages
-                                                          > 1 else "1f1b"], SCHEDULES["none"])
+    # the schedule (default 1f1b / interleaved) where a row pipelines; none at pp 1, where a
+    # given one (a sweep's --schedule beside --pp-values 1,4) runs nothing, as virtual stages
+    schedule = np.where(np.asarray(pp) > 1, SCHEDULES[split.schedule or (
+        "interleaved" if split.virtual_stages > 1 else "1f1b")], SCHEDULES["none"])
     virtual = np.where(np.asarray(pp) > 1, split.virtual_stages, 1)
     eff, kernel_rate = pinned_compute(profile, base, b, per_node)
     recompute = RECOMPUTE[split.recompute_of(wl)]

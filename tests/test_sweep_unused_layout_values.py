@@ -71,3 +71,19 @@ def test_the_cli_says_the_drop_in_its_note(capsys):
     assert ("note: 1 combination dropped: 1 breaks a layout rule (e.g. tp 1 x pp 1 on 8 "
             "devices: virtual_stages 2 needs the interleaved schedule)") in err.splitlines()
 
+
+def test_a_one_value_schedule_runs_no_pipeline_at_pp_1(profile):
+    """``--schedule gpipe --pp-values 1,2``: the schedule is the pipelined rows' setting (not a
+    row of its own); the pp 1 row runs no pipeline, its memory predict's of pp 1 (161.6 GiB,
+    one micro-batch's activations at a time). Before: GPipe's at pp 1, 441.0 GiB (the
+    activations of all 8 micro-batches kept), for a layout with no pipeline."""
+    base = BASE.model_copy(update={"layout": ScenarioLayout(schedule="gpipe")})
+    c = sweep(profile, base, {"pp": [1, 2]}).columns
+    assert c["pp"].tolist() == [1, 2]
+    one = predict(profile, BASE)[0]
+    assert c["memory_bytes"][0] == pytest.approx(one.memory_bytes, rel=1e-12)
+    assert c["step_time_s"][0] == pytest.approx(one.step_time_s, rel=1e-12)
+    assert one.memory_bytes / 2**30 == pytest.approx(161.57, abs=0.01)
+    gpipe = predict(profile, base.model_copy(update={"layout": ScenarioLayout(
+        pp=2, schedule="gpipe")}))[0]
+    assert c["memory_bytes"][1] == pytest.approx(gpipe.memory_bytes, rel=1e-12)
