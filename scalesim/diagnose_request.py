@@ -2,7 +2,7 @@
 
 The options a runs file's diagnosis takes (``DiagnoseOptions``: the CLI's --params, --wire-bytes,
 --critical-batch, --extrapolate, --workload, --gpu, --recompute-style, --tp-overlap,
---p2p-overlap, --strategy,
+--p2p-overlap, --gpus-per-node, --strategy,
 --zero-framework, --grad-sync, --shard-group), the
 one-line refusals of combinations that would change nothing (``check_sources``), and the
 request itself (``diagnose_request``): the runs' model, ``diagnose_runs`` or ``diagnose_traces``,
@@ -38,7 +38,8 @@ class DiagnoseOptions:
     sync off their micro-steps, ``trace_diagnosis.diagnose_traces``): how the runs exchanged
     over their data-parallel ranks, and
     ``shard_group`` (None: all of them) the ranks that sharded the ZeRO states under hybrid
-    sharding (``fit_runs.RunsExchange``).
+    sharding (``fit_runs.RunsExchange``); ``gpus_per_node`` (None: the most a run put in one
+    server): the devices a server of the runs holds (``runs.on_servers_of``).
     """
 
     params: float | None = None
@@ -55,6 +56,7 @@ class DiagnoseOptions:
     grad_sync: str | None = None
     shard_group: int | None = None
     p2p_overlap: bool = True
+    gpus_per_node: int | None = None
 
     def exchange(self):
         """How the runs exchanged (``fit_runs.RunsExchange``; ScalesimError for a name or pair it
@@ -74,7 +76,8 @@ class DiagnoseOptions:
             ("--tp-overlap", self.tp_overlap, False), ("--p2p-overlap off", self.p2p_overlap, True),
             ("--strategy", self.strategy, None),
             ("--zero-framework", self.zero_framework, None),
-            ("--grad-sync", self.grad_sync, None), ("--shard-group", self.shard_group, None))
+            ("--grad-sync", self.grad_sync, None), ("--shard-group", self.shard_group, None),
+            ("--gpus-per-node", self.gpus_per_node, None))
             if value != default]
 
 
@@ -152,7 +155,8 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
                                extrapolate, transformer=model,
                                recompute_style=options.recompute_style or DEFAULT_RECOMPUTE_STYLE,
                                tp_overlap=options.tp_overlap, exchange=options.exchange(),
-                               p2p_overlap=options.p2p_overlap)
+                               p2p_overlap=options.p2p_overlap,
+                               gpus_per_node=options.gpus_per_node)
     if smi is not None:
         from scalesim.sources.nvidia_smi import attach_to_report
 

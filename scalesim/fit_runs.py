@@ -844,8 +844,13 @@ def splits_by_accumulation(runs: Runs) -> bool:
 
 
 def default_extrapolation_devices(runs: Runs) -> list[int]:
-    last = int(runs.devices[-1])
-    return [last * 2, last * 4, last * 8]
+    """2x, 4x, 8x the largest run; on servers of ``Runs.server_devices`` (--gpus-per-node), each
+    above one server rounded up to whole servers of it (the extrapolation fills its servers)."""
+    last, g = int(runs.devices[-1]), runs.devices_per_node
+    counts = [last * 2, last * 4, last * 8]
+    if runs.server_devices is not None:
+        counts = [p if p <= g else -(-p // g) * g for p in counts]
+    return sorted(set(counts))
 
 
 def _values_rows(fit: FitResult, x: np.ndarray, inter_ratio) -> dict:
@@ -1147,7 +1152,9 @@ def fitted_profile(
         batch = {"micro_batch": max(int(round(runs.micro_batch[-1])), 1)}
     scenario = Scenario(
         devices=[last.devices],
-        devices_per_node=g,
+        # on servers of --gpus-per-node (``Runs.server_devices``) the largest run used g_last of
+        # each: its NIC share and intra-server links are the model's of a partial server
+        devices_per_node=g_last if runs.server_devices else g,
         **fit.exchange.names(),
         accumulation=last.accumulation,
         overlap=v["overlap"] >= 0.5,

@@ -50,7 +50,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from scalesim.bounds import BOOL_IS_NO_NUMBER, bounded, holds_bool, items_bounded
-from scalesim.device_nouns import CPU_DEVICE_PREFIX, is_cpu_device, replica_device_name
+from scalesim.device_nouns import (
+    CPU_DEVICE_PREFIX,
+    is_cpu_device,
+    nouns_for,
+    replica_device_name,
+)
 from scalesim.errors import ScalesimError, excerpt, require_path, require_text
 from scalesim.figures import count
 from scalesim.jsonio import parse_json_text, validation_message
@@ -239,6 +244,9 @@ class Runs:
     # (lcm(replica devices, devices a server) / replica devices: tp 2 x pp 2 on servers of 8,
     # 2); 1 for runs of devices
     replicas_per_rented_server: int = 1
+    # set by ``on_servers_of``: the devices one of the runs' servers holds (``--gpus-per-node``),
+    # where the runs used fewer of each; None: a server is the most any run put in one node
+    server_devices: int | None = None
 
     @property
     def devices(self) -> np.ndarray:
@@ -264,7 +272,13 @@ class Runs:
 
     @property
     def devices_per_node(self) -> int:
-        """Devices in one full server: the most any run put in one node."""
+        """Devices in one full server: ``server_devices`` where given, else the most any run put
+        in one node (``used_per_node``)."""
+        return self.server_devices or self.used_per_node
+
+    @property
+    def used_per_node(self) -> int:
+        """The most devices any run put in one node."""
         return int(max(r.devices // r.nodes for r in self.rows))
 
     @property
@@ -362,6 +376,43 @@ def replica_runs(runs: Runs) -> Runs:
     return Runs(rows, runs.source, runs.notes, replica_split=words,
                 bubble_micro_steps=runs.rows[0].pipeline_bubble, nic_servers_per_node=servers,
                 replicas_per_rented_server=math.lcm(m, runs.devices_per_node) // m)
+
+
+def on_servers_of(runs: Runs, server_devices: int) -> Runs:
+    """``runs`` on servers of ``server_devices`` devices each (``--gpus-per-node``): each run
+    used ``devices / nodes`` of them, so the fitted profile's server holds ``server_devices``
+    and the run's NIC share is the model's of a partial server (``predict.inter_nic_share``).
+    ScalesimError (one line) where a run put more devices in one node, or the runs split the
+    model (their replicas' servers are placed from the runs' own nodes, ``replica_runs``)."""
+    from scalesim.bounds import check_number
+
+    check_number("devices_per_node", server_devices, "--gpus-per-node")
+    words = nouns_for(runs.device_name)
+    most = runs.used_per_node
+    if server_devices < most:
+        row = next(r for r in runs.rows if r.devices // r.nodes == most)
+        raise ScalesimError(f"--gpus-per-node {server_devices}: the run on "
+                            f"{words.count(row.devices)} put {most} in each of its "
+                            f"{words.count(row.nodes, 'server')}; give at least {most}")
+    if runs.replica_devices > 1:
+        raise ScalesimError(f"--gpus-per-node {server_devices}: not for runs that split the "
+                            f"model ({_split_words(tuple(runs.model_split.values()))}): their "
+                            "replicas are placed on the servers the runs name; drop it")
+    return replace(runs, server_devices=int(server_devices))
+
+
+def partial_server_note(runs: Runs) -> str:
+    """'runs used 1 GPU per server; give --gpus-per-node N if your servers have more' where no
+    server size is given (``server_devices``) and every run across servers used one device of
+    each: the fitted server then holds one, so a named network's whole-server bandwidth is
+    given to that one device, which reaches only its NIC share; '' otherwise."""
+    if runs.server_devices is not None or runs.used_per_node != 1 or not np.any(runs.nodes > 1):
+        return ""
+    words = nouns_for(runs.device_name)
+    return (f"runs used 1 {words.gpu} per {words.server}; give --gpus-per-node N if your "
+            f"{words.servers} have more: the fitted {words.server} holds 1, so a faster network "
+            f"is given all of its NICs, and extrapolations stay at 1 {words.gpu} per "
+            f"{words.server}")
 
 
 def thin(runs: Runs, max_runs: int | None = None) -> Runs:

@@ -453,7 +453,8 @@ def _undetermined_cause(fit, step, work, measured: dict, shares: dict, parts: di
 def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
                   critical_batch: float | None = None, extrapolate_to: list[int] | None = None,
                   transformer=None, recompute_style: str = DEFAULT_RECOMPUTE_STYLE,
-                  tp_overlap: bool = False, exchange=None, p2p_overlap: bool = True) -> Report:
+                  tp_overlap: bool = False, exchange=None, p2p_overlap: bool = True,
+                  gpus_per_node: int | None = None) -> Report:
     """Fit, find the knee, name the cause and the first remedy for measured ``runs``.
 
     ``transformer`` (``scalesim.runs_model.RunsModel``): the transformer the runs trained and their
@@ -469,7 +470,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     interleaved layouts; it needs ``transformer`` too. ``exchange`` (``fit_runs.RunsExchange``,
     None: DDP): how the runs exchanged over their data-parallel ranks (ZeRO stage, framework,
     gradient sync); the fit, the memory and every remedy start from it (FSDP's blocks: the
-    transformer's layers)."""
+    transformer's layers). ``gpus_per_node`` (None: the most any run put in one server): the
+    devices one of the runs' servers holds (``runs.on_servers_of``), where the runs used fewer
+    of each: the fitted profile's server holds that many, a named network reaches the runs'
+    NIC share, and extrapolations fill whole servers of it."""
     from scalesim.bounds import check_number, check_values
     from scalesim.fit_runs import (
         DDP_EXCHANGE,
@@ -482,9 +486,11 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         plausible_draws,
         splits_by_accumulation,
     )
-    from scalesim.runs import Runs, scaling, thin
+    from scalesim.runs import Runs, on_servers_of, partial_server_note, scaling, thin
 
     runs = require_model(runs, Runs, "runs")
+    if gpus_per_node is not None:
+        runs = on_servers_of(runs, gpus_per_node)
     check_number("critical_batch", critical_batch, "critical_batch", optional=True)
     if extrapolate_to is not None:
         extrapolate_to = [int(p) for p in check_values("devices", extrapolate_to, "extrapolate_to")]
@@ -784,7 +790,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     }
     if runs.replica_split:  # the knee and extrapolation in devices too, as the table
         _with_devices(details, measured.replica_devices, measured.devices_per_node)
-    notes = ([n for n in (superlinear_note, split_note, shard_note) if n]
+    server_note = partial_server_note(runs) or _server_devices_note(runs, fit, words)
+    notes = ([n for n in (superlinear_note, split_note, shard_note, server_note) if n]
              + _parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
              + fit.notes + _implausible_links(fit, params, words)
              + [n for n in (peak_note, ran_note, mfu_note, overlap_note) if n])
@@ -1023,6 +1030,31 @@ def _runs_shard_group(runs, measured, exchange, extrapolate_to: list[int] | None
                     f"{exchange.shard_group * cp} does not divide them")) if n)
             extrapolate_to = extrapolate_to or None
     return exchange, extrapolate_to, note
+
+
+def _server_devices_note(runs, fit, words: Nouns) -> str:
+    """What the fit knows of servers of ``Runs.server_devices`` (--gpus-per-node) that the runs
+    used fewer devices of: the inter-server link is what the devices they used reached (a whole
+    server's NICs unmeasured: taken as it is), and where no run put two in one server, the
+    intra-server link is held, not measured; '' where the runs filled their servers."""
+    n, used = runs.server_devices, runs.used_per_node
+    if n is None or n <= used:
+        return ""
+    inter = (f"the {link_GBps(fit.busbw_GBps('inter'))} busbw" if fit.params_known
+             else "the gradient transfer time")
+    said = (f"--gpus-per-node {n}: the runs used at most {used} of each {words.server}'s "
+            f"{n} {words.gpus}; the fitted {words.server} holds {n}, a named network reaches "
+            f"the NICs of the {words.gpus} a run used (predict.inter_nic_share), and the "
+            f"extrapolation fills whole {words.servers} of {n}")
+    if fit.multi_node_measured:
+        said += (f"; its {words.link('inter_node')} is {inter} the runs reached with {used} "
+                 f"{words.noun(used, 'gpu')} a {words.server}, taken as it is for whole "
+                 f"{words.servers} (their other NICs are not measured)")
+    if "intra_transfer_s" not in fit.fitted:
+        said += (f"; no run put two {words.gpus} in one {words.server}, so its "
+                 f"{words.link('intra_node')} is held, not measured, and the extrapolation "
+                 "rests on it")
+    return said
 
 
 def _replica_servers(split: dict[str, int], replicas: int, devices_per_node: int) -> int:

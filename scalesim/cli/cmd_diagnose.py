@@ -42,6 +42,7 @@ EXAMPLE = """examples:
   scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --p2p-overlap off  # blocking sends
   scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --strategy zero3  # FSDP FULL_SHARD runs
   scalesim diagnose runs.csv --strategy zero3 --shard-group 8   # FSDP HYBRID_SHARD, 8 ranks a shard
+  scalesim diagnose runs.csv --gpus-per-node 8   # runs on 1 GPU of each 8-GPU server
 
 runs file: one row per run with devices, nodes and samples_per_s or step_time_s; optional
 per_device_batch, global_batch, accumulation, data_wait_s, comm_s (exposed), steps_to_target,
@@ -52,6 +53,7 @@ every row). See docs/diagnose.md."""
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from scalesim.bounds import flag_type
     from scalesim.cli.options import (
+        add_gpus_per_node_argument,
         add_grad_sync_argument,
         add_p2p_overlap_argument,
         add_recompute_style_argument,
@@ -84,6 +86,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "workload JSON with a 'transformer' shape; remedies are then predicted by the "
                    "layout model and include splitting the model (needs --gpu; --model is its older "
                    "name)")
+    add_gpus_per_node_argument(p, help="GPUs (or CPU processes) each of the runs' servers "
+                               "holds, where the runs used fewer of each (1 GPU on each of 4 "
+                               "servers): the fit reads their NIC share as predict does, and "
+                               "remedies and extrapolations predict on servers of this many "
+                               "(default: the most a run put in one server)")
     p.add_argument("--gpu", metavar="NAME", help="the runs' GPU as the presets name it (e.g. "
                    "'H100 SXM', 'A100 80GB'): its datasheet peak, memory bandwidth and memory, "
                    "for --workload")
@@ -112,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
         workload=args.workload, gpu=args.gpu, recompute_style=args.recompute_style,
         tp_overlap=args.tp_overlap, strategy=args.strategy, zero_framework=args.zero_framework,
         grad_sync=args.grad_sync, shard_group=args.shard_group,
+        gpus_per_node=args.gpus_per_node,
         p2p_overlap=p2p_overlap_of(args.p2p_overlap) is not False)
     # the combinations first, before a file is read (the request checks them again)
     check_sources(options, args.runs is not None, args.trace is not None, args.smi is not None)

@@ -1,0 +1,129 @@
+"""Session 41: runs on 1 GPU of each server (a cheap scaling test: 1 GPU on each of 2, 4, 8
+servers) are diagnosed on servers of the size the user gives (``diagnose --gpus-per-node N``).
+
+The fitted profile's server held only the GPUs the runs used (devices / nodes = 1), so the named
+faster network (8 x 200 Gb/s HDR InfiniBand, 192 GB/s for a whole server) was given all of its
+NICs, 192 GB/s to the job's one GPU a server, which reaches one NIC of eight, 24 GB/s
+(``presets.partial_server_inter_busbw_GBps``); and whole servers could not be asked for. With
+``--gpus-per-node 8`` the fitted server holds 8, the job 1 of each, and the remedy runs at its
+share; without it a note says how the runs used their servers.
+"""
+
+from __future__ import annotations
+
+import json
+
+import diagnose_cases as cases
+import pytest
+from cli_harness import run_cli
+
+from scalesim.network_upgrades import UPGRADES_BY_KEY
+from scalesim.predict import predict
+from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
+from scalesim.schemas import Profile, Scenario
+
+PARAMS = 336e6  # BERT-large's gradient elements
+HDR_GBPS = 192.0  # 8 x 200 Gb/s x 0.96 (presets.inter_link), a whole server's busbw
+ONE_NIC_OF_8_GBPS = HDR_GBPS / 8  # one GPU of 8 sits beside one NIC of the 8: 24 GB/s
+NOTE = "runs used 1 GPU per server; give --gpus-per-node N if your servers have more"
+
+
+def _csv() -> str:
+    """BERT-large at 32 a GPU on 1 GPU of each of 1, 2, 4, 8 servers of 25 Gb/s Ethernet, made
+    by the model (each GPU reaches the server's one NIC)."""
+    profile = cases._profile("pcie-8gpu-25gbe", "bert-large")
+    return cases.to_csv(cases._rows(profile, Scenario(devices=[1, 2, 4, 8], devices_per_node=1,
+                                                      micro_batch=32)))
+
+
+def _report(**kwargs):
+    return diagnose_runs(parse_runs_text(_csv(), "runs.csv"), params=PARAMS, **kwargs)
+
+
+def _fitted(report):
+    profile = Profile.model_validate(json.loads(json.dumps(report.details["fitted_profile"])))
+    return profile, Scenario.model_validate(report.details["fitted_scenario"])
+
+
+def _network(report):
+    return next(r for r in report.remedies if r.key == "interconnect")
+
+
+def test_without_the_flag_a_note_says_how_the_runs_used_their_servers():
+    report = _report()
+    assert any(n.startswith(NOTE) for n in report.notes)
+    profile, scenario = _fitted(report)
+    assert profile.hardware.devices_per_node == 1  # today's reading, kept
+    assert [e["nodes"] for e in report.details["extrapolation"]] == [16, 32, 64]
+
+
+def test_with_gpus_per_node_the_faster_network_runs_at_the_jobs_nic_share():
+    without, report = _report(), _report(gpus_per_node=8)
+    assert not any(n.startswith(NOTE) for n in report.notes)
+    assert any(n.startswith("--gpus-per-node 8: the runs used at most 1 of each server's 8 GPUs")
+               for n in report.notes)
+    profile, scenario = _fitted(report)
+    assert profile.hardware.devices_per_node == 8
+    assert scenario.devices == [8] and scenario.devices_per_node == 1  # 1 of 8 on 8 servers
+    remedy = _network(report)
+    assert "8 x 200 Gb/s HDR InfiniBand" in remedy.title
+    assert remedy.note == "1 of each server's 8 GPUs reaches 24 GB/s of it"
+    # predict's on the fitted profile, its one GPU a server given one NIC of HDR's eight by hand
+    # (the fitted link has no NIC count, so a figure given is what the GPU reaches)
+    link = UPGRADES_BY_KEY["ib-8x200"].link()
+    assert link.busbw_GBps == pytest.approx(HDR_GBPS)
+    now = predict(profile, scenario)[0]
+    upgraded = predict(profile, scenario.model_copy(update={
+        "inter_busbw_GBps": ONE_NIC_OF_8_GBPS, "inter_latency_s": link.latency_s}))[0]
+    assert remedy.gain == pytest.approx(upgraded.samples_per_s / now.samples_per_s - 1.0,
+                                        rel=1e-9)
+    # without the flag the one GPU was given all 192 GB/s: a larger gain
+    assert _network(without).gain > remedy.gain * 1.5
+
+
+def test_with_gpus_per_node_the_extrapolation_fills_whole_servers():
+    report = _report(gpus_per_node=8)
+    rows = report.details["extrapolation"]  # 2x, 4x, 8x the largest run: 16, 32, 64 GPUs
+    assert [(e["devices"], e["nodes"]) for e in rows] == [(16, 2), (32, 4), (64, 8)]
+    # 12 GPUs do not fill servers of 8: refused in one line, as predict refuses them
+    with pytest.raises(Exception, match="12 devices do not fill whole servers of 8"):
+        _report(gpus_per_node=8, extrapolate_to=[12])
+
+
+def test_the_runs_filling_their_servers_get_no_note():
+    csv = "devices,nodes,step_time_s\n1,1,0.1\n8,1,0.11\n16,2,0.13\n"
+    report = diagnose_runs(parse_runs_text(csv, "runs.csv"))
+    assert not any("--gpus-per-node" in n for n in report.notes)
+
+
+def test_the_cli_takes_gpus_per_node_and_refuses_bad_values_in_one_line(tmp_path, capsys):
+    path = tmp_path / "runs.csv"
+    path.write_text(_csv())
+    code, out, err = run_cli(capsys, ["diagnose", str(path), "--params", "336e6",
+                                      "--gpus-per-node", "8", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["details"]["fitted_profile"]["hardware"]["devices_per_node"] == 8
+    # 4 GPUs on 2 servers: 2 a server; a server of 1 cannot have held them
+    path.write_text("devices,nodes,step_time_s\n2,1,0.1\n4,2,0.12\n")
+    for flags, message in (
+        (["--gpus-per-node", "1"], "--gpus-per-node 1: the run on 2 devices put 2 in each of its "
+                                   "1 server; give at least 2"),
+        (["--gpus-per-node", "0"], "--gpus-per-node: 0 is outside 1 <= x <= 1,024"),
+        (["--gpus-per-node", "2.5"], "not a whole number"),
+    ):
+        code, out, err = run_cli(capsys, ["diagnose", str(path), *flags])
+        assert code == 2 and out == ""
+        assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_gpus_per_node_is_for_a_runs_file_and_data_parallel_runs(tmp_path, capsys):
+    path = tmp_path / "runs.csv"
+    path.write_text("devices,nodes,step_time_s,tp\n8,1,0.1,8\n16,2,0.12,8\n")
+    code, out, err = run_cli(capsys, ["diagnose", str(path), "--gpus-per-node", "8"])
+    assert code == 2 and "not for runs that split the model (tp 8 x pp 1 x cp 1)" in err
+    assert len(err.strip().splitlines()) == 1
+    trace = tmp_path / "rank0.json"
+    trace.write_text('{"traceEvents": []}')
+    code, out, err = run_cli(capsys, ["diagnose", "--trace", str(trace), "--gpus-per-node", "8"])
+    assert code == 2 and "--gpus-per-node: for a runs file" in err
