@@ -12,7 +12,7 @@ import numpy as np
 from scalesim.device_nouns import (
     CPU_DEVICE_PREFIX,
 )
-from scalesim.figures import milliseconds, whole
+from scalesim.figures import milliseconds, whole, whole_percent
 from scalesim.process_groups import (
     ROLES,
     UNNAMED_ROLE,
@@ -24,8 +24,10 @@ from scalesim.process_groups import (
 )
 from scalesim.traces import (
     COLLECTIVE_KINDS,
+    METRIC_ELEMENTS_SHARE,
     add_record,
     collective_kind,
+    gradient_record,
     new_record,
     traced_micro_steps,
     traced_micro_steps_with,
@@ -130,12 +132,14 @@ def collective_kinds(summaries, roles=None) -> dict[str, dict[str, float]]:
 
 def kinds_of(records: dict[str, dict]) -> dict[str, dict[str, float]]:
     """kind (``COLLECTIVE_KINDS``) -> tally (``traces.new_record``: count, total_s, elements,
-    sized) of kernel records (name -> tally); names of no kind are left out."""
+    sized) of kernel records (name -> tally), without the calls set aside as no gradient
+    traffic (``traces.gradient_record``: a metric's all-reduce); names of no kind are left
+    out."""
     out: dict[str, dict[str, float]] = {}
     for name, c in records.items():
         kind = collective_kind(name)
         if kind is not None:
-            add_record(out.setdefault(kind, new_record()), c)
+            add_record(out.setdefault(kind, new_record()), gradient_record(c))
     return out
 
 
@@ -343,15 +347,62 @@ def traced_grad_sync(summaries, reduction: str | None = None) -> tuple[str, str]
 
 def ddp_reductions(summaries, degrees: dict, exchange) -> tuple[int, int]:
     """(k, s): the micro-steps a step the traces show and how many post all-reduces
-    (``micro_step_syncs``), where the job exchanges as DDP (``exchange``: its
-    ``fit_runs.RunsExchange``), no group splits the model (``degrees``: a tensor-parallel
-    group's all-reduces run in every micro-step) and s >= 2: DDP without ``no_sync`` reduces
-    its gradients in each micro-step, 2s units a step where the model's DDP sends 2; else
-    (k, 1)."""
+    (``micro_step_syncs``; a metric's set aside, ``traces.metric_sized``), where the job
+    exchanges as DDP (``exchange``: its ``fit_runs.RunsExchange``), no group splits the model
+    (``degrees``: a tensor-parallel group's all-reduces run in every micro-step) and s >= 2:
+    DDP without ``no_sync`` reduces its gradients in each micro-step, 2s units a step where
+    the model's DDP sends 2; else (k, 1)."""
     if exchange.strategy != "ddp" or splits_the_model(degrees):
         return 1, 1
     k, syncing = micro_step_syncs(summaries, "all-reduce")
     return (k, syncing) if syncing >= 2 else (k, 1)
+
+
+def set_aside_note(summaries) -> str:
+    """A note where the traces' reductions include some set aside as no gradient traffic
+    (``TraceSummary.set_aside``: under ``METRIC_ELEMENTS_SHARE`` of their rank's largest
+    reduction), saying how many, by what rule and from which readings; '' where none was."""
+    aside = {}
+    for s in summaries:
+        for kind, n in s.set_aside.items():
+            aside[kind] = aside.get(kind, 0) + n
+    if not aside:
+        return ""
+    steps, ranks = sum(len(s.steps) for s in summaries), len(summaries)
+    largest = max(s.largest_reduction for s in summaries if s.set_aside)
+    on = f"on each of the {ranks} traced ranks" if ranks > 1 else "on the one traced rank"
+    counted = " and ".join(f"{whole(n)} {kind}{'s' if n != 1 else ''} ({n / steps:.3g} a step "
+                           f"{on})" for kind, n in aside.items())
+    return (f"{counted} set aside as no gradient traffic: each under "
+            f"{whole_percent(METRIC_ELEMENTS_SHARE)} of the elements of its rank's largest reduction "
+            f"({largest:,.0f} elements), a metric or the loss reduced for logging "
+            "(dist.all_reduce(loss)); the exchange's readings (its strategy, gradient sync and "
+            "DDP's reductions a step) leave them out")
+
+
+def unsized_reductions_note(summaries, exchange) -> str:
+    """A note where the reading of how often the job reduced its gradients rests on
+    all-reduces of no recorded size (``TraceSummary.unsized_reductions``): k >= 2 micro-steps a
+    step, s >= 2 of them posting all-reduces (``micro_step_syncs``), the job read as DDP or
+    reducing with all-reduce (``reduction_kind``); a metric's all-reduce in each micro-step
+    cannot be told from a gradient's there; '' otherwise."""
+    if not any(s.unsized_reductions for s in summaries):
+        return ""
+    roles = DP_ROLES if by_group(summaries) else None
+    if exchange.strategy != "ddp" and reduction_kind(collective_kinds(summaries, roles)) \
+            != "all-reduce":
+        return ""
+    k, syncing = micro_step_syncs(summaries, "all-reduce")
+    if syncing < 2:
+        return ""
+    return (f"the traces record no message size for their all-reduces, so those posted in "
+            f"{syncing} of the {k} micro-steps a step are all read as reducing gradients: a "
+            "metric or the loss all-reduced for logging in each micro-step "
+            "(dist.all_reduce(loss)) cannot be told from a gradient bucket (sizes set them "
+            "apart: record_shapes=True records gloo's, NCCL kernels and record_param_comms "
+            "carry theirs in recent torch; durations do not, a 1-element all-reduce takes a "
+            "latency as long as a small model's bucket). If the job reduced its gradients "
+            "once a step (no_sync), give --grad-sync once-per-step")
 
 
 def ddp_reductions_note(k: int, reductions: int) -> str:

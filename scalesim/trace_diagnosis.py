@@ -51,6 +51,7 @@ from scalesim.trace_collectives import (
     mixed_ranks_notes,
     model_parallel_exposed,
     pipeline_stages,
+    set_aside_note,
     shard_groups,
     traced_device_name,
     traced_dp_comm,
@@ -58,6 +59,7 @@ from scalesim.trace_collectives import (
     traced_grad_sync,
     traced_layout,
     unseen_exchange_note,
+    unsized_reductions_note,
     within_stages,
 )
 
@@ -271,6 +273,10 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         notes.append(micro_note)
     if reduced := ddp_reductions_note(k_read, reductions):
         notes.append(reduced)
+    if aside := set_aside_note(summaries):
+        notes.append(aside)
+    if grad_sync is None and (unsized := unsized_reductions_note(summaries, exchange)):
+        notes.append(unsized)
     notes += groups_notes(summaries, degrees, model_parallel, pipeline is not None)
     if stage_note:
         notes.append(stage_note)

@@ -167,6 +167,27 @@ COLLECTIVE_KINDS = {"allreduce": "all-reduce", "allgather": "all-gather",
 HOST_COLLECTIVE_FAMILIES = ("record_param_comms", "c10d::", "nccl:", "gloo:")
 
 
+# The kinds that reduce (a gradient exchange's: DDP's buckets, ZeRO's reduce-scatters; a metric's
+# or the loss's all-reduce for logging too, ``metric_sized``)
+REDUCTION_KINDS = ("all-reduce", "reduce-scatter")
+# A reduction whose message holds under this share of the elements of the largest reduction its
+# rank's trace records (``input_elements``: an all-reduce's or a reduce-scatter's whole buffer)
+# is no gradient traffic: a metric or the loss all-reduced for logging (``dist.all_reduce(loss)``,
+# 1 element) or another control tensor. DDP's gradient buckets are 25 MiB (``bucket_cap_mb``),
+# its first 1 MiB (4 % of one; its last holds what is left and may be smaller, but a micro-step
+# that posts it posts the others too); an FSDP or DeepSpeed unit reduces a block's parameters.
+# Set aside from the exchange's readings (strategy, gradient sync, DDP's reductions a step):
+# ``TraceSummary.set_aside``, the tallies' "aside" (``new_record``)
+METRIC_ELEMENTS_SHARE = 0.01
+
+
+def metric_sized(elements, largest: float):
+    """Whether a reduction of ``elements`` (a number or an array; NaN: no size recorded, never
+    set aside) is no gradient traffic beside the trace's ``largest`` reduction (elements):
+    under ``METRIC_ELEMENTS_SHARE`` of it."""
+    return np.asarray(elements, dtype=float) < METRIC_ELEMENTS_SHARE * largest
+
+
 def collective_kind(name: str) -> str | None:
     """The kind (``COLLECTIVE_KINDS``) of a collective's name (``_collective_name``), None for
     one of no kind (broadcast, send/recv)."""
@@ -465,6 +486,12 @@ class TraceSummary:
     # name or ``DATA_FETCHES``); None where the trace shows neither, or most steps show none
     micro_steps: int | None = None
     micro_steps_from: str = ""
+    # elements of the largest reduction (``REDUCTION_KINDS``) the trace records (0: none sized);
+    # kind -> host posts set aside under ``METRIC_ELEMENTS_SHARE`` of it (``metric_sized``: a
+    # metric's or the loss's, no gradient traffic); host-posted reductions with no size recorded
+    largest_reduction: float = 0.0
+    set_aside: dict[str, int] = field(default_factory=dict)
+    unsized_reductions: int = 0
 
     def median(self, name: str) -> float:
         return float(np.median([getattr(s, name) for s in self.steps]))
@@ -633,25 +660,69 @@ def length_in(merged: tuple[np.ndarray, np.ndarray], w0: float, w1: float) -> fl
 
 def new_record() -> dict:
     """A collective's tally (``TraceSummary.collectives``): calls, seconds, and the elements
-    the calls that record their size put in (``input_elements``), with how many did."""
-    return {"count": 0, "total_s": 0.0, "elements": 0.0, "sized": 0}
+    the calls that record their size put in (``input_elements``), with how many did; of them,
+    the calls set aside as no gradient traffic (``metric_sized``): "aside", their seconds and
+    elements (``gradient_record``: the tally without them)."""
+    return {"count": 0, "total_s": 0.0, "elements": 0.0, "sized": 0,
+            "aside": 0, "aside_s": 0.0, "aside_elements": 0.0}
 
 
-def see_record(record: dict, dur_s: float, args) -> None:
-    """One call of ``dur_s`` seconds into ``record`` (``new_record``), its size from ``args``."""
+RECORD_KEYS = tuple(new_record())
+
+
+def see_record(record: dict, dur_s: float, args) -> int | float | None:
+    """One call of ``dur_s`` seconds into ``record`` (``new_record``), its size from ``args``;
+    that size (elements, ``input_elements``), None where not recorded."""
     record["count"] += 1
     record["total_s"] += dur_s
     n = input_elements(args) if isinstance(args, dict) else None
     if n is not None:
         record["elements"] += float(n)
         record["sized"] += 1
+    return n
 
 
 def add_record(into: dict, record: dict) -> None:
     """``record``'s tally added to ``into``'s (``new_record``'s keys; one without a size's
     keys adds none)."""
-    for key in ("count", "total_s", "elements", "sized"):
+    for key in RECORD_KEYS:
         into[key] += record.get(key, 0)
+
+
+def gradient_record(record: dict) -> dict:
+    """``record`` (``new_record``) without its calls set aside as no gradient traffic
+    ("aside": ``metric_sized``), which are none of an exchange's."""
+    out = dict(record)
+    for key, aside in (("count", "aside"), ("total_s", "aside_s"),
+                       ("elements", "aside_elements"), ("sized", "aside")):
+        out[key] = record[key] - record.get(aside, 0)
+    out.update(aside=0, aside_s=0.0, aside_elements=0.0)
+    return out
+
+
+class _ReductionSizes:
+    """One trace's sized reductions (``REDUCTION_KINDS``): each call's tally, elements and
+    seconds, so that once the trace is read those under ``METRIC_ELEMENTS_SHARE`` of the largest
+    (``metric_sized``) are set aside in their tallies (``new_record``'s "aside")."""
+
+    def __init__(self):
+        self.calls: list[tuple[dict, float, float]] = []
+        self.largest = 0.0  # elements
+
+    def see(self, record: dict, collective: str, elements, dur_s: float) -> None:
+        if elements is None or collective_kind(collective) not in REDUCTION_KINDS:
+            return
+        self.calls.append((record, float(elements), dur_s))
+        self.largest = max(self.largest, float(elements))
+
+    def set_aside(self, largest: float) -> None:
+        """Each call under ``METRIC_ELEMENTS_SHARE`` of ``largest`` (elements) into its tally's
+        "aside"."""
+        for record, n, d in self.calls:
+            if metric_sized(n, largest):
+                record["aside"] += 1
+                record["aside_s"] += d
+                record["aside_elements"] += n
 
 
 class _GroupComm:
@@ -663,19 +734,20 @@ class _GroupComm:
         self.intervals: dict[tuple, _Intervals] = {}
         self.collectives: dict[tuple, dict] = {}
 
-    def see(self, collective: str, args, t0: float, d: float) -> None:
-        """One NCCL kernel, ``collective`` its name as ``_collective_name`` keys it."""
+    def see(self, collective: str, args, t0: float, d: float) -> tuple[dict, object] | None:
+        """One NCCL kernel, ``collective`` its name as ``_collective_name`` keys it: the tally
+        it went into and its size (``see_record``), None where it names no group."""
         if not isinstance(args, dict):
-            return
+            return None
         pg, desc = args.get("Process Group Name"), args.get("Process Group Description")
         size = whole_or_none(args.get("Group size"))
         if not isinstance(pg, str | int) and not isinstance(desc, str) and size is None:
-            return  # a kernel of a torch that writes no group: no roles
+            return None  # a kernel of a torch that writes no group: no roles
         key = (str(pg)[:60] if pg is not None else "", desc[:60] if isinstance(desc, str) else "",
                size)
         self.intervals.setdefault(key, _Intervals()).add(t0, d)
         c = self.collectives.setdefault(key, {}).setdefault(collective, new_record())
-        see_record(c, d, args)
+        return c, see_record(c, d, args)
 
     def roles(self, process_groups: list[dict], world: int | None) -> dict[str, tuple]:
         """role -> (merged intervals, {"size", "descs", "collectives", "by_desc"}); a kernel's
@@ -878,6 +950,8 @@ def summarise(
     wrapper_forwards, fetches = _Intervals(), _Intervals()  # the micro-step count's events
     backward_starts = array("d")  # backward ops' starts: which of those events trained
     posted = defaultdict(lambda: array("d"))  # (host family, collective kind) -> starts
+    posted_sizes = defaultdict(lambda: array("d"))  # ... -> their elements (NaN: not recorded)
+    sizes = _ReductionSizes()  # the sized reductions, to set aside those of no gradient
     forward_names: Counter = Counter()  # MICRO_STEP_FORWARDS seen, by name
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
@@ -933,8 +1007,10 @@ def summarise(
             if "nccl" in name.lower():
                 collective = _collective_name(name, {})
                 (p2p_gpu if point_to_point(collective) else other_gpu).add(t0, d)
-                see_record(coll[collective], d, ev.get("args"))
-                by_group.see(collective, ev.get("args"), t0, d)
+                sizes.see(coll[collective], collective,
+                          see_record(coll[collective], d, ev.get("args")), d)
+                if grouped := by_group.see(collective, ev.get("args"), t0, d):
+                    sizes.see(grouped[0], collective, grouped[1], d)
             else:
                 compute_gpu.add(t0, d)
                 family = attention_family(name)
@@ -960,8 +1036,10 @@ def summarise(
                 kind = collective_kind(collective)
                 if posting is not None and kind is not None:
                     posted[posting, kind].append(t0)
+                    n = input_elements(args) if isinstance(args, dict) else None
+                    posted_sizes[posting, kind].append(math.nan if n is None else float(n))
             if not name.startswith("c10d::"):
-                see_record(coll[collective], d, args)
+                sizes.see(coll[collective], collective, see_record(coll[collective], d, args), d)
         elif cat == "cpu_op":
             compute_cpu.add(t0, d)
     if not cpu_steps and not gpu_steps:
@@ -1032,6 +1110,12 @@ def summarise(
     counted = next((np.sort(np.frombuffer(s)) for s in receive_starts if len(s)), None)
     host_window = {num: (w0, w1) for num, w0, w1 in cpu_steps}
     process_groups = _pg_config(meta)
+    # the reductions of no gradient (a metric's, the loss's: ``metric_sized``) against the
+    # largest the trace records, set aside in their tallies (before the groups copy them)
+    largest = max([sizes.largest, *(float(np.nanmax(a)) for (_, kind), v in posted_sizes.items()
+                                     if kind in REDUCTION_KINDS
+                                     for a in [np.frombuffer(v)] if np.isfinite(a).any())])
+    sizes.set_aside(largest)
     roles = by_group.roles(process_groups, world_size) if gpu else {}
     role_steps: dict[str, list[tuple[float, float, float]]] = {r: [] for r in roles}
     with_compute = {role: union(cd, merged) for role, (merged, _) in roles.items()}
@@ -1047,11 +1131,7 @@ def summarise(
                                   ("", None))
     if micro_starts is not None:
         micro_starts = with_backward(micro_starts, np.sort(np.frombuffer(backward_starts)))
-    # each kind's host posts, of the first family that posts it
-    posts = {kind: np.sort(np.frombuffer(starts)) for kind in COLLECTIVE_KINDS.values()
-             for starts in [next((posted[f, kind] for f in HOST_COLLECTIVE_FAMILIES
-                                  if len(posted.get((f, kind), ()))), None)]
-             if starts is not None}
+    posts, set_aside, unsized = _gradient_posts(posted, posted_sizes, largest)
     steps = []
     for num, w0, w1 in sorted(windows):
         span = w1 - w0
@@ -1127,7 +1207,33 @@ def summarise(
         loader_in_process,
         micro_steps,
         counted_from if micro_steps is not None else "",
+        largest_reduction=largest,
+        set_aside=set_aside,
+        unsized_reductions=unsized,
     )
+
+
+def _gradient_posts(posted: dict, posted_sizes: dict, largest: float):
+    """(posts, set aside, unsized): each collective kind's host posts (s, sorted), of the first
+    family that posts it (``HOST_COLLECTIVE_FAMILIES``), but the reductions under
+    ``METRIC_ELEMENTS_SHARE`` of the ``largest`` (elements; ``metric_sized``); kind -> how many
+    were set aside; how many reductions recorded no size (which cannot be told apart).
+    ``posted``, ``posted_sizes``: (family, kind) -> starts (s), elements (NaN: not recorded)."""
+    posts, set_aside, unsized = {}, {}, 0
+    for kind in COLLECTIVE_KINDS.values():
+        family = next((f for f in HOST_COLLECTIVE_FAMILIES if len(posted.get((f, kind), ()))),
+                      None)
+        if family is None:
+            continue
+        starts, elements = np.frombuffer(posted[family, kind]), np.frombuffer(
+            posted_sizes[family, kind])
+        reduces = kind in REDUCTION_KINDS
+        aside = metric_sized(elements, largest) if reduces else np.zeros(starts.size, bool)
+        posts[kind] = np.sort(starts[~aside])
+        if aside.any():
+            set_aside[kind] = int(aside.sum())
+        unsized += int(np.isnan(elements).sum()) if reduces else 0
+    return posts, set_aside, unsized
 
 
 def _in_window(sorted_starts: np.ndarray, w0: float, w1: float) -> np.ndarray:

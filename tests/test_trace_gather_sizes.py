@@ -57,7 +57,8 @@ def summaries_of(tmp_path, gather_elements, sizes=True):
 def test_the_collectives_record_the_elements_put_in(tmp_path):
     (s, _) = summaries_of(tmp_path, 1)
     assert s.collectives["gloo:all_reduce"] == pytest.approx(
-        {"count": 4, "total_s": 1200e-6, "elements": 4 * PARAMS, "sized": 4})
+        {"count": 4, "total_s": 1200e-6, "elements": 4 * PARAMS, "sized": 4,
+         "aside": 0, "aside_s": 0.0, "aside_elements": 0.0})
     assert s.collectives["gloo:all_gather"]["elements"] == 4
 
 

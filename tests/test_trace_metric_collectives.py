@@ -1,0 +1,137 @@
+"""Session 41: a collective of a metric is no gradient exchange (``traces.metric_sized``). A
+DDP job accumulating 4 micro-steps a step under no_sync (its gradients' all-reduce, 1,000
+elements, in the last micro-step) that all-reduces its loss (1 element) in every micro-step
+for logging (``dist.all_reduce(loss)``) read as DDP reducing its gradients in each micro-step:
+a note, a no_sync remedy and accumulation held back, as the same job without no_sync. Where the
+traces record sizes the loss's all-reduces are set aside; where they do not, a note says the
+reading could not tell them apart. Hand-made 2-rank CPU traces: each
+micro-step a DDP forward (a 200 us matmul), a 100 us backward, then the loss's 10 us
+all-reduce, and in the last the gradients' 100 us all-reduce (``record_param_comms``)."""
+
+from __future__ import annotations
+
+import json
+
+from scalesim import traces
+from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
+from scalesim.remedies import DDP_NO_SYNC_TITLE
+
+BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
+K = 4  # micro-steps a step
+FORWARD_US, BACKWARD_US, LOSS_US, GRADIENTS_US = 200.0, 100.0, 10.0, 100.0
+MICRO_US = FORWARD_US + BACKWARD_US + LOSS_US + GRADIENTS_US
+GRADIENT_ELEMENTS = 1000
+STEPS = 3
+
+
+def op(name, ts_us, dur_us, cat="cpu_op", **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts_us,
+            "dur": dur_us, "args": args}
+
+
+def all_reduce(ts_us, dur_us, elements, sized):
+    return op("record_param_comms", ts_us, dur_us, **{
+        "Collective name": "allreduce", **({"In msg nelems": elements} if sized else {})})
+
+
+def ddp_job(sized: bool, no_sync: bool = True) -> list[dict]:
+    """``STEPS`` profiler steps of ``K`` micro-steps: the loss all-reduced in each, the
+    gradients in the last only (``no_sync``) or in each; message sizes recorded (``sized``) or
+    not."""
+    events = []
+    for n in range(STEPS):
+        t = n * K * MICRO_US
+        events.append(op(f"ProfilerStep#{n + 1}", t, K * MICRO_US, cat="user_annotation"))
+        for m in range(K):
+            a = t + m * MICRO_US
+            events += [op("DistributedDataParallel.forward", a, FORWARD_US,
+                          cat="user_annotation"),
+                       op("aten::mm", a, FORWARD_US),
+                       op(BACKWARD, a + FORWARD_US, BACKWARD_US),
+                       all_reduce(a + FORWARD_US + BACKWARD_US, LOSS_US, 1, sized)]
+            if m == K - 1 or not no_sync:
+                events.append(all_reduce(a + FORWARD_US + BACKWARD_US + LOSS_US, GRADIENTS_US,
+                                         GRADIENT_ELEMENTS, sized))
+    return events
+
+
+def summaries(tmp_path, events):
+    out = []
+    for rank in range(2):
+        path = tmp_path / f"r{rank}.json"
+        path.write_text(json.dumps({"distributedInfo": {"backend": "gloo", "rank": rank,
+                                                        "world_size": 2},
+                                    "traceEvents": events}))
+        out.append(traces.summarise(path))
+    return out
+
+
+def diagnosed(tmp_path, events, grad_sync=None):
+    return diagnose_request(DiagnoseOptions(grad_sync=grad_sync),
+                            traces=summaries(tmp_path, events), trace_source="r*.json")
+
+
+def reducing_note(report) -> str | None:
+    return next((n for n in report.notes if n.startswith("the traces show all-reduces in")),
+                None)
+
+
+def gains(report) -> dict[str, float]:
+    return {r.key: r.gain for r in report.remedies}
+
+
+def test_sized_loss_all_reduces_are_set_aside(tmp_path):
+    """With sizes: the 1-element all-reduces, under 1 % of the 1,000-element gradients', are
+    set aside (4 a step a rank, 12 in each rank's 3 steps): 1 of the 4 micro-steps reduces,
+    no DDP-reductions note, no no_sync remedy, accumulation priced. Before: 'all-reduces in 4
+    of the 4 micro-steps', the link read 4x slower and 'Reduce gradients once a step' offered
+    to a job already under no_sync."""
+    s = summaries(tmp_path, ddp_job(sized=True))
+    assert [x.set_aside for x in s] == [{"all-reduce": STEPS * K}] * 2
+    assert [x.largest_reduction for x in s] == [GRADIENT_ELEMENTS] * 2
+    assert {st.micro_steps_with["all-reduce"] for x in s for st in x.steps} == {1}
+    report = diagnosed(tmp_path, ddp_job(sized=True))
+    assert reducing_note(report) is None
+    assert "grad_sync" not in gains(report)
+    assert {r.key: r for r in report.remedies}["accumulation"].applicable
+    assert ("24 all-reduces (4 a step on each of the 2 traced ranks) set aside as no gradient "
+            "traffic: each under 1% of the elements of its rank's largest reduction (1,000 "
+            "elements), a metric or the loss reduced for logging (dist.all_reduce(loss))"
+            ) in " ".join(report.notes)
+    # the gradients' exchange read alike with or without the loss's all-reduces in the counts
+    assert report.details["exchange"]["strategy"] == "ddp"
+
+
+def test_without_sizes_the_reading_says_what_it_could_not_separate(tmp_path):
+    """Without sizes every micro-step posts an all-reduce: read as DDP reducing in each (the
+    note and the no_sync remedy), and a note that a metric's all-reduce cannot be told from a
+    gradient's there, naming --grad-sync once-per-step; nothing is set aside."""
+    report = diagnosed(tmp_path, ddp_job(sized=False))
+    assert reducing_note(report).startswith("the traces show all-reduces in 4 of the 4 "
+                                            "micro-steps a step")
+    assert gains(report)["grad_sync"] > 0
+    unsized = next(n for n in report.notes if n.startswith("the traces record no message size"))
+    assert unsized.startswith("the traces record no message size for their all-reduces, so "
+                              "those posted in 4 of the 4 micro-steps a step are all read as "
+                              "reducing gradients")
+    assert unsized.endswith("If the job reduced its gradients once a step (no_sync), give "
+                            "--grad-sync once-per-step")
+    assert not any("set aside" in n for n in report.notes)
+
+
+def test_grad_sync_once_per_step_still_changes_nothing_on_ddp_reducing_once(tmp_path):
+    """Where the traces already read DDP reducing once a step, the flag changes nothing (and
+    says so), as before."""
+    report = diagnosed(tmp_path, ddp_job(sized=True), "once-per-step")
+    assert ("--grad-sync once-per-step changes nothing here: strategy ddp reduces gradients "
+            "once per step anyway") in " ".join(report.notes)
+    assert reducing_note(report) is None
+
+
+def test_ddp_without_no_sync_still_reads_as_reducing_in_each_micro_step(tmp_path):
+    """The gradients' all-reduce in each micro-step beside the loss's: 4 of 4 reduce, with
+    sizes too (the 1,000-element ones are the largest, none of them set aside)."""
+    report = diagnosed(tmp_path, ddp_job(sized=True, no_sync=False))
+    assert reducing_note(report).startswith("the traces show all-reduces in 4 of the 4 "
+                                            "micro-steps a step")
+    assert DDP_NO_SYNC_TITLE.format(s=4) in [r.title for r in report.remedies]
