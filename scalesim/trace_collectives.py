@@ -345,17 +345,20 @@ def traced_grad_sync(summaries, reduction: str | None = None) -> tuple[str, str]
                        f"post{'s' if syncing == 1 else ''} {reduction}s")
 
 
-def ddp_reductions(summaries, degrees: dict, exchange) -> tuple[int, int]:
+def ddp_reductions(summaries, degrees: dict, exchange,
+                   grad_sync: str | None = None) -> tuple[int, int]:
     """(k, s): the micro-steps a step the traces show and how many post all-reduces
     (``micro_step_syncs``; a metric's set aside, ``traces.metric_sized``), where the job
     exchanges as DDP (``exchange``: its ``fit_runs.RunsExchange``), no group splits the model
     (``degrees``: a tensor-parallel group's all-reduces run in every micro-step) and s >= 2:
     DDP without ``no_sync`` reduces its gradients in each micro-step, 2s units a step where
-    the model's DDP sends 2; else (k, 1)."""
+    the model's DDP sends 2; else (k, 1), and where the user says the job reduced once a step
+    (``grad_sync`` 'once-per-step', ``--grad-sync``: the all-reduces the traces cannot tell
+    from a metric's)."""
     if exchange.strategy != "ddp" or splits_the_model(degrees):
         return 1, 1
     k, syncing = micro_step_syncs(summaries, "all-reduce")
-    return (k, syncing) if syncing >= 2 else (k, 1)
+    return (k, syncing) if syncing >= 2 and grad_sync != "once-per-step" else (k, 1)
 
 
 def set_aside_note(summaries) -> str:

@@ -199,7 +199,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     unseen = unseen_exchange_note(summaries, degrees)
     # a DDP job reducing in several micro-steps a step (no no_sync); a pipeline's are its own
     k_read, reductions = (1, 1) if pipeline is not None else ddp_reductions(summaries, degrees,
-                                                                            exchange)
+                                                                            exchange, grad_sync)
     first, remedies = _trace_remedies(cr, summaries, cause.key, exchange, degrees,
                                       dp_comm, mp_exposed + pipeline_fixed,
                                       micro_steps=micro_steps, exchange_seen=not unseen,
@@ -687,7 +687,8 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
                 raise ScalesimError(f"the traces' collectives read as {exchange.strategy}: "
                                     f"{exc}") from None
         if grad_sync is not None:
-            exchange, note = _given_grad_sync(summaries, exchange, grad_sync, exchange.grad_sync)
+            exchange, note = _given_grad_sync(summaries, exchange, grad_sync, exchange.grad_sync,
+                                              degrees)
             notes.append(note)
     else:
         exchange = require_model(exchange, RunsExchange, "exchange")
@@ -712,7 +713,7 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
         if grad_sync is None:
             exchange = replace(exchange, grad_sync=shown)
         else:
-            exchange, told = _given_grad_sync(summaries, exchange, grad_sync, shown)
+            exchange, told = _given_grad_sync(summaries, exchange, grad_sync, shown, degrees)
         if exchange.sharded:
             notes.append(f"the job exchanged as {exchange.label()} (--strategy): the remedies "
                          "start from it")
@@ -735,18 +736,26 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
     return exchange, "; ".join(n for n in notes if n)
 
 
-def _given_grad_sync(summaries, exchange, grad_sync: str, traced: str):
+def _given_grad_sync(summaries, exchange, grad_sync: str, traced: str, degrees: dict):
     """(exchange, note) with ``--grad-sync`` ``grad_sync`` on ``exchange`` (given or read off
     the collectives), the note saying where it overrides what the traces show (``traced``:
-    their gradient sync, ``traced_grad_sync``), or where it changes nothing
-    (``sharding.grad_sync_unused`` at the micro-steps the traces show: DDP and ZeRO-1 reduce
-    once a step anyway, one micro-step a step reduces once either way). Where it
+    their gradient sync, ``traced_grad_sync``; a DDP job's all-reduces in several micro-steps,
+    ``ddp_reductions`` over ``degrees``: priced once a step, as under no_sync), or where it
+    changes nothing (``sharding.grad_sync_unused`` at the micro-steps the traces show: DDP and
+    ZeRO-1 reduce once a step anyway, one micro-step a step reduces once either way). Where it
     changes nothing, the exchange reduces in every micro-step (each micro-step is the step's
     last), so it is not named as under no_sync."""
     from scalesim.model.sharding import grad_sync_unused
     from scalesim.traces import traced_micro_steps
 
     k = traced_micro_steps(summaries)[0] or 1
+    read_k, reductions = ddp_reductions(summaries, degrees, exchange)
+    if grad_sync == "once-per-step" and reductions >= 2:
+        return exchange, (f"--grad-sync once-per-step is used, overriding what the traces show "
+                          f"(all-reduces in {reductions} of the {read_k} micro-steps a step, "
+                          "read as DDP reducing its gradients in each): the exchange is priced "
+                          "as DDP's once a step (under no_sync), one exchange carrying all the "
+                          "traced all-reduces' time, and no no_sync remedy is offered")
     if why := grad_sync_unused(exchange.strategy, k, grad_sync):
         return (replace(exchange, grad_sync="every-micro-step"),
                 f"--grad-sync {grad_sync} changes nothing here: {why}")

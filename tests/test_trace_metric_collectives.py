@@ -4,13 +4,16 @@ elements, in the last micro-step) that all-reduces its loss (1 element) in every
 for logging (``dist.all_reduce(loss)``) read as DDP reducing its gradients in each micro-step:
 a note, a no_sync remedy and accumulation held back, as the same job without no_sync. Where the
 traces record sizes the loss's all-reduces are set aside; where they do not, a note says the
-reading could not tell them apart. Hand-made 2-rank CPU traces: each
+reading could not tell them apart, and ``--grad-sync once-per-step`` (which said 'changes
+nothing here' on DDP) prices the exchange once a step. Hand-made 2-rank CPU traces: each
 micro-step a DDP forward (a 200 us matmul), a 100 us backward, then the loss's 10 us
 all-reduce, and in the last the gradients' 100 us all-reduce (``record_param_comms``)."""
 
 from __future__ import annotations
 
 import json
+
+import pytest
 
 from scalesim import traces
 from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
@@ -117,6 +120,28 @@ def test_without_sizes_the_reading_says_what_it_could_not_separate(tmp_path):
     assert unsized.endswith("If the job reduced its gradients once a step (no_sync), give "
                             "--grad-sync once-per-step")
     assert not any("set aside" in n for n in report.notes)
+
+
+def test_grad_sync_once_per_step_overrides_a_ddp_reading(tmp_path):
+    """--grad-sync once-per-step on the sizeless trace (before: '--grad-sync once-per-step
+    changes nothing here: strategy ddp reduces gradients once per step anyway', the 4
+    reductions priced) prices it once a step: the override said, no DDP-reductions note, no
+    no_sync remedy, and every remedy's gain that of the same job read off its sizes (its
+    timeline is the same, the loss's all-reduces in the exchange's time in both)."""
+    for folder in ("told", "sized"):
+        (tmp_path / folder).mkdir()
+    told = diagnosed(tmp_path / "told", ddp_job(sized=False), "once-per-step")
+    sized = diagnosed(tmp_path / "sized", ddp_job(sized=True))
+    said = " ".join(told.notes)
+    assert ("--grad-sync once-per-step is used, overriding what the traces show (all-reduces "
+            "in 4 of the 4 micro-steps a step, read as DDP reducing its gradients in each): the "
+            "exchange is priced as DDP's once a step (under no_sync)") in said
+    assert "changes nothing here" not in said
+    assert "the traces record no message size" not in said  # the user has said
+    assert reducing_note(told) is None
+    assert "grad_sync" not in gains(told)
+    assert gains(told) == pytest.approx(gains(sized), rel=1e-9)
+    assert told.first_remedy.key == sized.first_remedy.key
 
 
 def test_grad_sync_once_per_step_still_changes_nothing_on_ddp_reducing_once(tmp_path):
