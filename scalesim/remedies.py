@@ -204,18 +204,21 @@ def not_measured_link(profile: Profile, scenario: Scenario, level: str) -> bool:
     return link is not None and link.not_measured_because != PRESET_LINKS
 
 
-def link_change_words(before_GBps: float, after_GBps: float, preset: bool = False,
+def link_change_words(before_GBps: float | None, after_GBps: float, preset: bool = False,
                       reached: tuple[float, float] | None = None, part: str = "") -> str:
     """'12 -> 192 GB/s busbw'; with ``preset`` (the figure a calibration kept from a preset,
     not measured: ``not_measured_link``) '6.8 (a preset, not measured) -> 192 GB/s busbw'; with
     ``reached`` (the figures the job's devices reach, GB/s) on part of each server (``part``,
     ``predict.server_part_words``) '12 -> 24 GB/s busbw for the job's 1 of 8 GPUs per server
-    (whole server 48 -> 192)' (``figures.busbw_words``)."""
-    return busbw_words((before_GBps, after_GBps), reached, part,
+    (whole server 48 -> 192)' (``figures.busbw_words``). ``before_GBps`` None: today's whole
+    server is not known (a link fitted to what the job's devices reached, no NIC count):
+    '3.31 -> 24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server 192)'."""
+    whole = (after_GBps,) if before_GBps is None else (before_GBps, after_GBps)
+    return busbw_words(whole if len(whole) > 1 else whole[0], reached, part,
                        "(a preset, not measured)" if preset else "")
 
 
-def _busbw_words(before_GBps: float, after_GBps: float, relative: bool,
+def _busbw_words(before_GBps: float | None, after_GBps: float, relative: bool,
                  preset: bool = False, reached: tuple[float, float] | None = None,
                  part: str = "") -> str:
     """A link remedy's change: '(12 -> 192 GB/s busbw)' (``link_change_words``, with what the
@@ -223,7 +226,7 @@ def _busbw_words(before_GBps: float, after_GBps: float, relative: bool,
     size, whose GB/s mean nothing alone) '(16x the fitted bandwidth)', the ratio of the figures
     the job reaches (``reached``, else the whole ones), not of their printed digits."""
     if relative:
-        before, after = reached or (before_GBps, after_GBps)
+        before, after = reached or (before_GBps or after_GBps, after_GBps)
         return f"({after / before:.3g}x the fitted bandwidth)"
     return f"({link_change_words(before_GBps, after_GBps, preset, reached, part)})"
 
@@ -357,10 +360,14 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         # what the job's devices reach of each, its share of the NICs (``inter_busbw_GBps_of``)
         reached = (float(inter_busbw_GBps_of(hw, scenario)),
                    float(inter_busbw_GBps_of(fast_profile.hardware, fast_scn)))
+        part = server_part_words(hw, scenario)
+        # a link without a NIC count (fitted to what the runs' devices reached) gives the job's
+        # figure, not a whole server's: today's whole server is not known
+        whole_now = None if part and hw.inter_node.nics_per_node is None else inter
         out.append(Candidate("interconnect", f"Faster inter-{words.server} network: {name} "
-                             + _busbw_words(inter, faster, relative_links,
+                             + _busbw_words(whole_now, faster, relative_links,
                                             not_measured_link(profile, scenario, "inter_node"),
-                                            reached, server_part_words(hw, scenario)),
+                                            reached, part),
                              fast_scn, fast_profile, "", caveat,
                              named.upgrade if is_named else None))
     else:
