@@ -191,9 +191,10 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
         check_precision(profile, str(precision), "sweep axis precision value")
     profile = split_profile(profile, base, axes)  # a measured model split as the shape it timed
     split = uses_layouts(profile, base)
-    if not split and any(n in axes for n in SPLIT_AXES):
-        raise ScalesimError(f"sweep axes tp, pp and cp split the model: "
-                            f"{no_shape_words(profile)}")
+    if not split and (given := [n for n in SPLIT_AXES if n in axes]):
+        axis = (f"axis {given[0]} splits" if len(given) == 1
+                else f"axes {', '.join(given[:-1])} and {given[-1]} split")
+        raise ScalesimError(f"sweep {axis} the model: {no_shape_words(profile)}")
     for name, why, flag in (("attention_kernel", "a parameter count has no attention core",
                              "--attention-kernel-values"),
                             ("tp_overlap", "a parameter count has no tensor parallelism",

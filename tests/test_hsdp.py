@@ -481,7 +481,8 @@ def test_a_shard_group_sweep_axis_is_predict_at_each_group():
     assert mixed.size == 2 and set(mixed.columns["shard_group"]) == {8}
     assert mixed.dropped == mixed.dropped_layout == 6
     assert "shard group 3" in mixed.layout_example
-    with pytest.raises(ScalesimError, match="sweep axes tp and pp split the model"):
+    with pytest.raises(ScalesimError,
+                       match="sweep axis tp splits the model: workload .gpt-7b. is a parameter"):
         sweep(resolve_profile(None, "dgx-a100", "gpt-7b"), Scenario(devices=[16]),
               {"tp": [2]})
 

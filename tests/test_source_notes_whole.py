@@ -75,7 +75,7 @@ def test_calibrate_from_nccl_tests_keeps_the_kept_levels_source_whole():
 
 
 def test_the_apps_caveat_is_cut_at_a_word():
-    from app.state import MAX_CAVEAT_CHARS, profile_caveats
+    from scalesim.app.state import MAX_CAVEAT_CHARS, profile_caveats
 
     caveat = profile_caveats(_preset_profile("a2-highgpu-8g"))[1]
     whole = ("inter-server link not measured (a preset profile); numbers from "
