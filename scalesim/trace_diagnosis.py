@@ -801,8 +801,9 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
     from scalesim.model.memory import ZERO1
+    from scalesim.model.shard_groups import shard_sizes
     from scalesim.model.stragglers import expected_max_normal
-    from scalesim.model.zero_exchange import reduce_scatters, sent_units
+    from scalesim.model.zero_exchange import sent_per_byte
     from scalesim.schemas import (
         ComputeCurve,
         Hardware,
@@ -829,21 +830,13 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     # all-reduce, or runs of one process each) gave 1e8 GB/s, which the link refused
     exchange = DDP_EXCHANGE if exchange is None else exchange
     codes = exchange.step_fields()
-    # a step's bytes over its k micro-steps (ZeRO-2/3 reduce, ZeRO-3 gathers, in each)
-    units = float(sent_units(codes["strategy"], codes["framework"], k,
-                             codes["grad_sync"]))  # DDP: 2 (an all-reduce)
-    # reduce-scatters a step, each followed under hybrid sharding by the shard's all-reduce
-    # (1 at one micro-step a step)
-    passes = max(float(reduce_scatters(codes["strategy"], codes["framework"], k,
-                                       codes["grad_sync"])), 1.0)
-    # seconds per (bytes / busbw) the exchange takes: units x (s - 1) / s over the shard group
-    # of s ranks (all n of them but under hybrid sharding), then the shard's all-reduce across
-    # the r = n / s replicas, 2(r - 1) / r of 1 / s of the bytes (none where r = 1): the ring
-    # volumes of ``collectives.step_and_volume``
-    shard = exchange.shard_group if 0 < exchange.shard_group < world else world
-    replicas = world // shard
-    per_byte = float(units * coll.step_and_volume("all_gather", shard)[1]
-                     + passes * coll.step_and_volume("all_reduce", replicas)[1] / shard)
+    # seconds per (bytes / busbw) the exchange takes: the bytes each rank sends a step over its
+    # k micro-steps (ZeRO-2/3 reduce, ZeRO-3 gathers, in each; DDP: 2 (n - 1) / n), over the
+    # shard group of s ranks (all n of them but under hybrid sharding) and the r = n / s replicas
+    shard, replicas = (int(n) for n in shard_sizes(exchange.shard_group, codes["strategy"],
+                                                    world))
+    per_byte = float(sent_per_byte(codes["strategy"], codes["framework"], k, codes["grad_sync"],
+                                   shard, replicas))
     busbw = clip("busbw_GBps", per_byte * grad_bytes / transfer / coll.GB)
     link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source=TRACE_SOURCE)
     hw = Hardware(name="traced job", device_name=traced_device_name(summaries),

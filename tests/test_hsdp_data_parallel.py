@@ -18,6 +18,7 @@ from scalesim.figures import amount
 from scalesim.model import collectives as coll
 from scalesim.model.layout_step import evaluate_layouts
 from scalesim.model.step import StepInputs, evaluate
+from scalesim.model.zero_exchange import sent_per_byte
 
 RING = coll.ALGORITHMS["ring"]
 PARAMS = GPT["params"]
@@ -60,6 +61,30 @@ def test_dp_hsdp_exchange_by_hand():
     assert float(hsdp.compute_s) - float(full.compute_s) == pytest.approx(
         0.008 / 8 - 0.008 / 16, rel=1e-9)
     assert float(hsdp.straggler_s) == float(full.straggler_s)
+
+
+@pytest.mark.parametrize("strategy, framework, k, grad_sync, shard, replicas, expected", [
+    (0, 0, 4, 0, 8, 1, 2 * 7 / 8),  # DDP over 8: one all-reduce, 2 (n - 1) / n
+    (1, 0, 4, 0, 8, 4, 2 * 7 / 8 + 1 * (2 * 3 / 4) / 8),  # Megatron ZeRO-1: one reduce-scatter
+    (1, 1, 4, 0, 16, 1, 3 * 15 / 16),  # DeepSpeed ZeRO-1: 3 units, no hybrid
+    (2, 1, 3, 0, 4, 1, (2 * 3 + 1) * 3 / 4),  # DeepSpeed ZeRO-2: 2k + 1
+    (3, 0, 2, 0, 8, 4, 3 * 2 * 7 / 8 + 2 * (2 * 3 / 4) / 8),  # FULL_SHARD: 3k, k reduce-scatters
+    (3, 0, 2, 1, 8, 2, (2 * 2 + 1) * 7 / 8 + 1 * (2 * 1 / 2) / 8),  # under no_sync: 2k + 1, one
+])
+def test_bytes_sent_per_byte_by_hand(strategy, framework, k, grad_sync, shard, replicas,
+                                     expected):
+    """One function of the bytes each device sends per byte of the gradients, for the step
+    model and the traces' fitted link (``zero_exchange.sent_per_byte``): §4's units x (s - 1) / s
+    and, under hybrid sharding, each reduce-scatter's all-reduce of its 1/s shard, 2 (r - 1) / r
+    of it; the step model's ``comm_bytes`` is it times P w."""
+    got = float(sent_per_byte(strategy, framework, k, grad_sync, shard, replicas))
+    assert got == pytest.approx(expected, rel=1e-15)
+
+
+def test_the_step_models_bytes_sent_are_the_one_functions():
+    """HSDP FULL_SHARD, k = 2, s = 8 of 16: 3k (s - 1)/s + k (2 (r - 1)/r) / s = 5.25 + 0.25."""
+    step = evaluate(_step(strategy=3, accumulation=2, shard_group=8))
+    assert float(step.comm_bytes) == pytest.approx(5.5 * PARAMS * 2.0, rel=1e-15)
 
 
 @pytest.mark.parametrize("shard_group", [0, 8])

@@ -37,7 +37,7 @@ from scalesim.model.subset_links import subset_busbw_GBps
 from scalesim.model.zero_exchange import (
     exchange,
     holds_full_gradients,
-    reduce_scatters,
+    sent_per_byte,
     syncs_every_micro_step,
 )
 
@@ -189,15 +189,12 @@ def _communication(inp: StepInputs, g, k, forward, backward, total_bytes, strate
         return coll.affine_s(rs_coeffs, size_bytes)
 
     s, r = _as(shard), _as(replicas)
-    exposed, total, units = exchange(
+    exposed, total, _units = exchange(
         strategy, framework, total_bytes, s, block_count(inp.blocks, inp.params), k, forward,
         backward, overlap, all_reduce, ring, inp.wire_bytes_per_param, inp.bucket_bytes,
         inp.first_bucket_bytes, grad_sync=inp.grad_sync,
         replica_all_reduce=replica_all_reduce(links, shard, replicas, 1))
-    # HSDP: each of the step's gradient reduce-scatters leaves B / s, all-reduced over r ranks
-    replica_bytes = (reduce_scatters(strategy, framework, k, inp.grad_sync)
-                     * 2.0 * (r - 1.0) / r * total_bytes / s)
-    return exposed, total, units * (s - 1.0) / s * total_bytes + replica_bytes
+    return exposed, total, sent_per_byte(strategy, framework, k, inp.grad_sync, s, r) * total_bytes
 
 
 def evaluate(inp: StepInputs) -> StepResult:

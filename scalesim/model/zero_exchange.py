@@ -44,6 +44,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from scalesim.model.collectives import ring_steps_volume
 from scalesim.model.memory import DDP, ZERO1, ZERO2, ZERO3
 from scalesim.model.overlap import (
     DDP_BUCKET_BYTES,
@@ -135,6 +136,18 @@ def reduce_scatters(strategy, framework, accumulation, grad_sync=0):
     return np.select([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
                      [0.0, np.where(deepspeed, 0.0, 1.0), np.where(deepspeed, 0.0, per_step)],
                      np.where(deepspeed, k, per_step))
+
+
+def sent_per_byte(strategy, framework, accumulation, grad_sync, shard, replicas):
+    """Bytes each device sends per step per byte of the replica's gradients (Psi w): the
+    ``sent_units`` over the shard group of ``shard`` ranks s, ``(s - 1) / s`` each, and under
+    hybrid sharding each gradient reduce-scatter's (``reduce_scatters``) all-reduce of its
+    ``1 / s`` shard across the ``replicas`` r, ``2 (r - 1) / r`` of it (none where r = 1): the
+    ring volumes of ``collectives.ring_steps_volume`` (docs/model.md §4, §16). Arrays broadcast."""
+    s = np.asarray(shard, dtype=float)
+    return (sent_units(strategy, framework, accumulation, grad_sync) * ring_steps_volume(1.0, s)[1]
+            + reduce_scatters(strategy, framework, accumulation, grad_sync)
+            * ring_steps_volume(2.0, replicas)[1] / s)
 
 
 def reduce_wire_ratio(wire_bytes_per_param, reduce_bytes_per_param=None):
