@@ -57,7 +57,7 @@ from scalesim.layout_predict import (
 from scalesim.model.quality import steps_to_quality
 from scalesim.model.sharding import grad_sync_unused
 from scalesim.pipeline_stages import layout_stage_words
-from scalesim.precision import DEFAULT_PRECISION
+from scalesim.precision import DEFAULT_PRECISION, no_fp8_peak_words
 from scalesim.predict import (
     Prediction,
     above_linear_note,
@@ -381,7 +381,7 @@ def _precision(state: AppState, profile: Profile, fields: dict) -> list[str]:
         return [f"precision {state.pr} left out: {own_timings_words(profile, 'precision')}"]
     device = profile.hardware.device_name
     if splittable_shape(profile) is not None and peak_tflops_of(device, fp8=True) is None:
-        return [f"precision {state.pr} left out: no fp8 peak is known for '{device}'"]
+        return [f"precision {state.pr} left out: {no_fp8_peak_words(device)}"]
     fields["precision"] = state.pr
     if splittable_shape(profile) is None:
         return [precision_note(profile, Scenario(precision=state.pr))]

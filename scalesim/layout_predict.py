@@ -64,7 +64,7 @@ from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.plan import Setting, measured_p2p, rank_layouts, setting_inputs
-from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS, PUBLISHED_RUN
+from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS, PUBLISHED_RUN, no_fp8_peak_words
 from scalesim.predict import (
     _pick,
     inter_busbw_GBps_of,
@@ -930,8 +930,7 @@ def check_precision(profile: Profile, precision: str, name: str = "precision",
                             f"{_own_timings_fix(profile, instead)}")
     device = profile.hardware.device_name
     if profile.workload.transformer is not None and peak_tflops_of(device, fp8=True) is None:
-        raise ScalesimError(f"{name} {precision}: no fp8 peak is known for '{device}' (no fp8 "
-                            "tensor cores, or a device the datasheet tables do not list); "
+        raise ScalesimError(f"{name} {precision}: {no_fp8_peak_words(device)}; "
                             f"leave it at {DEFAULT_PRECISION}")
 
 

@@ -46,7 +46,7 @@ from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, MIB
 from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, FSDP, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.pipeline_stages import stage_fields
-from scalesim.precision import DEFAULT_PRECISION, FP8
+from scalesim.precision import DEFAULT_PRECISION, FP8, no_fp8_peak_words
 from scalesim.predict import nvls_busbw_ratio
 from scalesim.presets import attention_efficiency_of, attention_share
 from scalesim.schemas import (
@@ -309,9 +309,7 @@ def fp8_peak_ratio(device_name: str) -> float:
 
     peak8, peak16 = (peak_tflops_of(device_name, fp8=f) for f in (True, False))
     if peak8 is None:
-        raise ScalesimError(f"precision fp8: no fp8 peak is known for '{device_name}' (no fp8 "
-                            "tensor cores, or a device the datasheet tables do not list); "
-                            "leave it at bf16")
+        raise ScalesimError(f"precision fp8: {no_fp8_peak_words(device_name)}; leave it at bf16")
     return peak8[0] / peak16[0]
 
 

@@ -30,6 +30,15 @@ PRECISION_HELP = (
 FP8_WORDS = ("precision: fp8 weight matmuls at the device's fp8 peak, each paying its operands' "
              "casts; the attention core and the output layer at the 16-bit peak "
              "(docs/model.md §13, fp8)")
+
+
+def no_fp8_peak_words(device_name: str) -> str:
+    """Why ``device_name`` cannot run fp8, in one clause: plan's and the layout paths' refusals
+    (``layout_predict.check_precision``), the fp8 remedy's reason and the app's note."""
+    return (f"no fp8 peak is known for '{device_name}' (no fp8 tensor cores, or a device the "
+            "datasheet tables do not list)")
+
+
 # Each precision in a few words, where a choice is shown (the app's control and report)
 PRECISION_LABELS = {
     DEFAULT_PRECISION: "bf16 / fp16 (default)",

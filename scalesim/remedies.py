@@ -46,7 +46,7 @@ from scalesim.model.zero_exchange import (
     sent_units,
 )
 from scalesim.network_upgrades import UPGRADES_BY_KEY, NetworkUpgrade, network_scenario
-from scalesim.precision import DEFAULT_PRECISION, FP8
+from scalesim.precision import DEFAULT_PRECISION, FP8, no_fp8_peak_words
 from scalesim.predict import (
     STALL_NOT_MODELLED,
     Prediction,
@@ -737,8 +737,7 @@ def fp8_reason(profile: Profile, scenario: Scenario) -> str:
     if scenario.precision == FP8:
         return "the scenario runs its weight matmuls in fp8 already"
     if peak_tflops_of(device, fp8=True) is None:
-        return (f"no fp8 peak is known for {device} (no fp8 tensor cores, or a device the "
-                "datasheet tables do not list)")
+        return no_fp8_peak_words(device)
     return ""
 
 

@@ -75,7 +75,7 @@ def test_decide_offers_it_with_nothing_to_buy(capsys):
 
 @pytest.mark.parametrize("hardware, workload, precision, reason", [
     ("dgx-h100", "llama3-8b", "fp8", "the scenario runs its weight matmuls in fp8 already"),
-    ("dgx-a100", "llama3-8b", "bf16", "no fp8 peak is known for A100-SXM4 80GB (no fp8 tensor "
+    ("dgx-a100", "llama3-8b", "bf16", "no fp8 peak is known for 'A100-SXM4 80GB' (no fp8 tensor "
      "cores, or a device the datasheet tables do not list)"),
     ("dgx-h100", "bert-large", "bf16", "workload 'bert-large' is a parameter count, not a "
      "transformer shape: no weight matmuls to run in fp8"),

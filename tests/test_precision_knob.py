@@ -88,6 +88,30 @@ def test_measured_timings_and_devices_without_fp8_refuse_it_in_one_line(capsys):
     assert code == 2 and "no fp8 peak is known" in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_device_without_an_fp8_peak_is_said_in_one_wording_everywhere():
+    """plan's refusal, the layout paths' (predict), the fp8 remedy's reason and the app's note
+    say the same clause, the device name quoted (it holds a space); the remedy's had left the
+    quotes off ('no fp8 peak is known for A100-SXM4 80GB (...)')."""
+    from scalesim.app.plan import build_scenario
+    from scalesim.app.state import decode_query
+    from scalesim.plan import fp8_peak_ratio
+    from scalesim.remedies import fp8_reason
+
+    words = ("no fp8 peak is known for 'A100-SXM4 80GB' (no fp8 tensor cores, or a device the "
+             "datasheet tables do not list)")
+    refusal = f"precision fp8: {words}; leave it at bf16"
+    a100 = resolve_profile(None, "dgx-a100", "llama3-8b")
+    for call in (lambda: fp8_peak_ratio("A100-SXM4 80GB"),
+                 lambda: predict(a100, Scenario(devices=[8], precision="fp8"))):
+        with pytest.raises(ScalesimError) as caught:
+            call()
+        assert str(caught.value) == refusal
+    assert fp8_reason(a100, Scenario(devices=[8])) == words
+    state, _, _ = decode_query({**LLAMA_LINK, "v": "11", "hw": "dgx-a100", "pr": "fp8"})
+    _, notes = build_scenario(state, a100)
+    assert f"precision fp8 left out: {words}" in notes, notes
+
+
 # ------------------------------------------------------------------ the app and its links
 
 LLAMA_LINK = {"v": "3", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "16"}
