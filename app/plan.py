@@ -26,7 +26,7 @@ from scalesim.decision import (
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, count_list, gib, rate, signed_percent, whole
+from scalesim.figures import GIB_BYTES, amount, count_list, gib, rate, signed_percent, whole
 from scalesim.knee import (
     Knee,
     focus_devices,
@@ -823,7 +823,7 @@ def _needs(p: Prediction, words: Nouns) -> str:
 def memory_sentence(p: Prediction, device_memory_bytes: float, words: Nouns = GPU_NOUNS) -> str:
     """'not runnable: needs X GiB per device, Y GiB available' for a layout that does not fit
     ('per process' for a CPU profile's ``words``)."""
-    return f"not runnable: {_needs(p, words)}, {device_memory_bytes / 2**30:,.0f} GiB available"
+    return f"not runnable: {_needs(p, words)}, {device_memory_bytes / GIB_BYTES:,.0f} GiB available"
 
 
 def ab_misfit(plan: Plan, side: str) -> str | None:
@@ -845,7 +845,7 @@ def misfit_words(p: Prediction, profile: Profile, words: Nouns = GPU_NOUNS) -> s
     if ceiling := ceiling_words(p, profile):
         return f"{DOES_NOT_FIT} ({ceiling})"
     mem = profile.hardware.device_memory_bytes
-    return f"{DOES_NOT_FIT} ({_needs(p, words)} of {mem / 2**30:,.0f} GiB)"
+    return f"{DOES_NOT_FIT} ({_needs(p, words)} of {mem / GIB_BYTES:,.0f} GiB)"
 
 
 def misfit_band_text(span: str, runs: list, profile: Profile, words: Nouns = GPU_NOUNS) -> str:
@@ -861,7 +861,7 @@ def misfit_band_text(span: str, runs: list, profile: Profile, words: Nouns = GPU
     if over:
         low, high = gib(min(over)), gib(max(over))
         needs = low if low == high else f"{low.removesuffix(' GiB')}–{high}"
-        why.append(f"needs {needs} per {words.device} of {mem / 2**30:,.0f} GiB")
+        why.append(f"needs {needs} per {words.device} of {mem / GIB_BYTES:,.0f} GiB")
     if len(over) < len(runs):
         why.append(f"micro-batch {whole(oom)} and above ran out of memory in calibration")
     return f"{DOES_NOT_FIT}: {span}, {'; '.join(why)}"

@@ -29,7 +29,7 @@ from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public
 from scalesim.decision import DOES_NOT_FIT, card_rows
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, signed_percent
+from scalesim.figures import GIB_BYTES, amount, signed_percent
 from scalesim.goal import seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import (
@@ -624,7 +624,7 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
         **({} if charts.stall_caption(plan.rows) else {"data stall ms": r.data_stall_s * 1e3}),
         "straggler ms": r.straggler_s * 1e3,
         f"{unit}/s": r.samples_per_s, "efficiency %": r.efficiency * 100,
-        "memory GiB": round(r.memory_bytes / 2**30, 1),  # figures.gib's one decimal
+        "memory GiB": round(r.memory_bytes / GIB_BYTES, 1),  # figures.gib's one decimal
         "runnable": "yes" if r.fits else "NO: does not fit in memory",
     } for r in plan.rows])
     # a row that does not fit has no step time, pace or efficiency: empty cells (its runnable
@@ -861,7 +861,7 @@ def _tab_layouts(plan: Plan) -> None:
         "virtual stages": r.virtual_stages, "recompute": r.recompute,
         "seq. parallel": r.sequence_parallel, "step ms": r.step_time_s * 1e3,
         f"{plan.unit}/s": r.samples_per_s, "MFU %": r.mfu * 100,
-        "memory GiB": r.memory_bytes / 2**30, "why it ranks here": r.why,
+        "memory GiB": r.memory_bytes / GIB_BYTES, "why it ranks here": r.why,
     } for r in rows]), hide_index=True, key="layouts_table", column_config={
         c: st.column_config.NumberColumn(format="%.1f")
         for c in ("step ms", f"{plan.unit}/s", "MFU %", "memory GiB")})

@@ -24,7 +24,7 @@ from scalesim.diagnosis_text import (
     has_gain_bands,
     no_first_remedy,
 )
-from scalesim.figures import amount, count_list
+from scalesim.figures import GIB_BYTES, amount, count_list
 from scalesim.layout import SPLIT_HEADER, split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 from scalesim.precision import PRECISION_LABELS
@@ -302,7 +302,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
               f"{r.exposed_comm_s * 1e3:.2f}", *([f"{r.bubble_s * 1e3:.2f}"] if bubble else []),
               *([f"{r.data_stall_s * 1e3:.2f}"] if stall else []),
               f"{r.straggler_s * 1e3:.2f}", amount(r.samples_per_s), f"{r.efficiency:.1%}")),
-          f"{r.memory_bytes / 2**30:.1f}", "yes" if r.fits else "NO: not runnable"]
+          f"{r.memory_bytes / GIB_BYTES:.1f}", "yes" if r.fits else "NO: not runnable"]
          for r in plan.rows])))
     if stall_note:
         parts.append(f'<p class="note">{_e(stall_note)}</p>')

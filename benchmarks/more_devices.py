@@ -16,6 +16,7 @@ import platform
 import time
 
 from scalesim.decision import decide
+from scalesim.figures import GIB_BYTES
 from scalesim.profiles import default_profile, load_workload
 from scalesim.schemas import Scenario
 
@@ -38,7 +39,7 @@ def main() -> None:
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     profile = default_profile().model_copy(update={"workload": load_workload("gpt-76.1b")})
     tiny = profile.model_copy(
-        update={"hardware": profile.hardware.model_copy(update={"device_memory_bytes": 2**30})}
+        update={"hardware": profile.hardware.model_copy(update={"device_memory_bytes": GIB_BYTES})}
     )
     print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, one core\n")
     print("| case | decide, best of N (s) | recommendation starts |")

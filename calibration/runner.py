@@ -18,6 +18,7 @@ from scalesim.calibration import options
 
 from scalesim.device_nouns import CPU_DEVICE_PREFIX, nouns_for
 from scalesim.errors import ScalesimError, one_line
+from scalesim.figures import GIB_BYTES
 from scalesim.model.overlap import CPU_COMM_CONTENTION, GPU_COMM_CONTENTION
 
 PROG = "scalesim calibration"
@@ -412,7 +413,7 @@ def describe_machine(ctx, hostnames):
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         memory = float(ram) / ctx.local_world
         memory_note = (
-            f"CPU run: device memory is total RAM ({ram / 2**30:.1f} GiB) shared by "
+            f"CPU run: device memory is total RAM ({ram / GIB_BYTES:.1f} GiB) shared by "
             f"{ctx.local_world} process(es) per node"
         )
     fingerprint = Fingerprint(

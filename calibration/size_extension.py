@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalesim.figures import duration_text
+from scalesim.figures import GIB_BYTES, duration_text
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint
 
@@ -20,7 +20,7 @@ from scalesim.schemas import CollectivePoint
 # largest message's fitted time (below it the bandwidth rests on a few noisy microseconds).
 MIN_SIZE_SHARE = 0.3
 # No message larger than this is timed to find the size term (1 GiB: memory for a few buffers).
-EXTEND_CAP_BYTES = 2**30
+EXTEND_CAP_BYTES = GIB_BYTES
 # The extension budget of a level is at least this many sizes' --coll-time-s per op.
 MIN_BUDGET_SIZES = 8
 

@@ -130,7 +130,7 @@ def rate(samples_per_s: float, unit: str) -> str:
     return f"{amount(samples_per_s)} {unit}/s"
 
 
-GIB_BYTES = 2**30
+GIB_BYTES = 2**30  # bytes in one GiB: the one definition (memory in prose, tables, presets)
 
 
 def gib(n_bytes: float) -> str:

@@ -61,7 +61,7 @@ from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR
 from scalesim.bounds import QUANTITIES, check_number, clip
 from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError, require_model
-from scalesim.figures import sig3
+from scalesim.figures import GIB_BYTES, sig3
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.model import collectives as coll
 from scalesim.model.memory import STRATEGIES
@@ -1135,7 +1135,7 @@ def fitted_profile(
         cv = delay / (e_n * micro * np.sqrt(k)) if e_n > 0 else cv
     memory_note = f"{nouns_for(runs.device_name).memory} unknown: every remedy is assumed to fit"
     if model is not None and model.memory_bytes is not None:
-        memory_note = f"device memory of {model.gpu}: {model.memory_bytes / 2**30:.4g} GiB"
+        memory_note = f"device memory of {model.gpu}: {model.memory_bytes / GIB_BYTES:.4g} GiB"
     profile = Profile(
         name=name,
         fingerprint=Fingerprint(device_count=last.devices, nodes=last.nodes),

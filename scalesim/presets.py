@@ -41,6 +41,7 @@ import numpy as np
 from scalesim.attention_kernel import ATTENTION_KERNELS, FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, excerpt
+from scalesim.figures import GIB_BYTES
 from scalesim.model.transformer import activation_bytes_per_layer
 from scalesim.schemas import (
     Hardware,
@@ -51,7 +52,6 @@ from scalesim.schemas import (
     Workload,
 )
 
-GIB = 1024**3
 INTRA_EFFICIENCY = 0.8
 IB_EFFICIENCY = 0.96
 TCP_PAYLOAD_CEILING = 1448 / 1538  # TCP payload of a 1500 B MTU frame on the wire: 0.94
@@ -660,7 +660,7 @@ def _server(name: str, device_name: str, memory_gib: int, cpu_cores: int, intra:
     price = PRICES.get(name)
     return Hardware(
         name=name, **_datasheet(device_name), devices_per_node=8,
-        device_memory_bytes=memory_gib * GIB, cpu_cores_per_node=cpu_cores,
+        device_memory_bytes=memory_gib * GIB_BYTES, cpu_cores_per_node=cpu_cores,
         intra_node=intra_link(intra), inter_node=inter,
         price_per_device_hour=None if price is None else price.per_device_hour,
         instance_sizes=(None if price is None or price.instance_sizes is None
@@ -1062,6 +1062,6 @@ def device_memory_of(device_name: str) -> tuple[float, str] | None:
     stated = _stated_size(device_name)
     if (stated is not None and stated[1] is not None
             and not any(name_has_words(device_name, words) for words in SIZE_NOT_IN_NAME)):
-        return stated[1] * GIB, f"the size in the name '{device_name}'"
+        return stated[1] * GIB_BYTES, f"the size in the name '{device_name}'"
     row = _first_row(DEVICE_MEMORY_GIB, device_name)
-    return None if row is None or row[1] is None else (row[1] * GIB, row[2])
+    return None if row is None or row[1] is None else (row[1] * GIB_BYTES, row[2])

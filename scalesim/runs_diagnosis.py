@@ -32,7 +32,16 @@ from scalesim.diagnosis import (
     shown_gain,
 )
 from scalesim.errors import ScalesimError, require_model
-from scalesim.figures import amount, link_GBps, milliseconds, series, sig3, whole, whole_percent
+from scalesim.figures import (
+    GIB_BYTES,
+    amount,
+    link_GBps,
+    milliseconds,
+    series,
+    sig3,
+    whole,
+    whole_percent,
+)
 from scalesim.fit_runs import TIED_WORDS, Z95, from_fitted_x
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee
 from scalesim.layout import (
@@ -1096,8 +1105,8 @@ def _parameters_alone(profile, remedies: list[Remedy], exchange, memory_bytes, t
     for i, r in enumerate(remedies):
         if r.key == "sharding" and r.verdict != "not runnable":
             remedies[i] = replace(r, verdict="not runnable", note=(
-                f"does not fit in the {transformer.gpu}'s {memory_bytes / 2**30:.4g} GiB: the "
-                f"parameters alone, held whole, take {need / 2**30:.4g} GiB "
+                f"does not fit in the {transformer.gpu}'s {memory_bytes / GIB_BYTES:.4g} GiB: the "
+                f"parameters alone, held whole, take {need / GIB_BYTES:.4g} GiB "
                 f"({profile.workload.params / 1e9:.3g} G x "
                 f"{profile.workload.param_bytes_per_param:g} bytes)"))
             changed = True
@@ -1121,9 +1130,9 @@ def _ran_beyond_memory(profile, scenario, devices: int, transformer, exchange) -
     how = ("sharding (--strategy zero1-3 says so)" if not exchange.sharded
            else "offloading" if exchange.strategy == "zero3"
            else "more sharding than " + exchange.strategy)
-    return (f"the model estimates {now.memory_bytes / 2**30:.1f} GiB per {words.device} for the "
+    return (f"the model estimates {now.memory_bytes / GIB_BYTES:.1f} GiB per {words.device} for the "
             f"largest run's own layout ({exchange.strategy}), more than the {transformer.gpu}'s "
-            f"{transformer.memory_bytes / 2**30:.4g} GiB, yet the runs ran (with recompute, "
+            f"{transformer.memory_bytes / GIB_BYTES:.4g} GiB, yet the runs ran (with recompute, "
             f"{how} or a shorter sequence than the shape says?): memory is treated as unknown, "
             "so every remedy is assumed to fit")
 

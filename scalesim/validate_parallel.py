@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, PrivateAttr, model_validator
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import bound, bounded
 from scalesim.errors import ScalesimError, excerpt
+from scalesim.figures import GIB_BYTES
 from scalesim.jsonio import read_json
 from scalesim.layout import (
     SCHEDULES,
@@ -764,8 +765,8 @@ def validate_parallel_cases(cases: list[ParallelCase],
                                    "non-finite prediction"))
             continue
         if not bool(r.fits):
-            flags.append(f"modelled memory {float(r.memory_bytes) / 1024**3:.0f} GiB exceeds the "
-                         f"device's {float(x.device_memory_bytes) / 1024**3:.0f} GiB: the run as "
+            flags.append(f"modelled memory {float(r.memory_bytes) / GIB_BYTES:.0f} GiB exceeds the "
+                         f"device's {float(x.device_memory_bytes) / GIB_BYTES:.0f} GiB: the run as "
                          "described would not fit (a setting the case does not state, such as "
                          "recompute or offloading, or the memory model overestimates)")
         results.append(ParallelCaseResult(
@@ -773,7 +774,7 @@ def validate_parallel_cases(cases: list[ParallelCase],
             published=case.measured.value, predicted=predicted,
             error_pct=100.0 * (predicted / case.measured.value - 1.0), trust=case.trust,
             efficiency=eff, step_time_s=float(r.step_time_s), breakdown_s=parts,
-            memory_gib=float(r.memory_bytes) / 1024**3, fits=bool(r.fits), flags=flags))
+            memory_gib=float(r.memory_bytes) / GIB_BYTES, fits=bool(r.fits), flags=flags))
     errors = [r.error_pct for r in results if not r.anchor]
     overall = _stats(errors)
     summary = {

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from scalesim.presets import GIB, device_memory_of, memory_bandwidth_of, peak_tflops_of
+from scalesim.figures import GIB_BYTES
+from scalesim.presets import device_memory_of, memory_bandwidth_of, peak_tflops_of
 
 
 def test_h100_nvl_holds_94_gb():
     # nvidia-smi's "NVIDIA H100 NVL" states no size; the bare H100 row's 80 GB is the SXM's
-    assert device_memory_of("NVIDIA H100 NVL")[0] == pytest.approx(94 * GIB)
-    assert device_memory_of("NVIDIA H100 PCIe")[0] == pytest.approx(80 * GIB)
+    assert device_memory_of("NVIDIA H100 NVL")[0] == pytest.approx(94 * GIB_BYTES)
+    assert device_memory_of("NVIDIA H100 PCIe")[0] == pytest.approx(80 * GIB_BYTES)
 
 
 def test_l40s_and_l40():
@@ -21,7 +22,7 @@ def test_l40s_and_l40():
     assert peak_tflops_of("NVIDIA L40", fp8=True)[0] == pytest.approx(362.0)
     for name in ("NVIDIA L40S", "NVIDIA L40"):
         assert memory_bandwidth_of(name)[0] == pytest.approx(864.0)
-        assert device_memory_of(name)[0] == pytest.approx(48 * GIB)
+        assert device_memory_of(name)[0] == pytest.approx(48 * GIB_BYTES)
 
 
 def test_v100_pcie_and_v100s():
@@ -129,7 +130,7 @@ def test_real_device_names_get_their_datasheet_figures(name, bandwidth, bf16, fp
                                                 else pytest.approx(bandwidth))
     assert first(peak_tflops_of(name)) == (None if bf16 is None else pytest.approx(bf16))
     assert first(peak_tflops_of(name, fp8=True)) == (None if fp8 is None else pytest.approx(fp8))
-    assert first(device_memory_of(name)) == (None if gib is None else pytest.approx(gib * GIB))
+    assert first(device_memory_of(name)) == (None if gib is None else pytest.approx(gib * GIB_BYTES))
 
 
 @pytest.mark.parametrize("table", ["MEMORY_BANDWIDTH_GBPS", "PEAK_TFLOPS", "DEVICE_MEMORY_GIB",

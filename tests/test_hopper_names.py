@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from scalesim.presets import GIB, device_memory_of, peak_tflops_of, same_device
+from scalesim.figures import GIB_BYTES
+from scalesim.presets import device_memory_of, peak_tflops_of, same_device
 
 
 def test_a_gh200_is_not_read_as_an_h200_nvl_or_by_its_cpu_memory():
@@ -14,11 +15,11 @@ def test_a_gh200_is_not_read_as_an_h200_nvl_or_by_its_cpu_memory():
     assert peak_tflops_of("NVIDIA GH200 NVL2")[0] == pytest.approx(989.0)
     assert peak_tflops_of("NVIDIA H200 NVL")[0] == pytest.approx(835.5)
     # the GPU's HBM by the GH200 datasheet: 96 GB HBM3, or 144 GB HBM3e
-    assert device_memory_of("NVIDIA GH200 480GB")[0] == pytest.approx(96 * GIB)
-    assert device_memory_of("NVIDIA GH200 144G HBM3e")[0] == pytest.approx(144 * GIB)
+    assert device_memory_of("NVIDIA GH200 480GB")[0] == pytest.approx(96 * GIB_BYTES)
+    assert device_memory_of("NVIDIA GH200 144G HBM3e")[0] == pytest.approx(144 * GIB_BYTES)
     # names that state their GPU's memory still win
-    assert device_memory_of("NVIDIA H200 141GB")[0] == pytest.approx(141 * GIB)
-    assert device_memory_of("NVIDIA H100 80GB HBM3")[0] == pytest.approx(80 * GIB)
+    assert device_memory_of("NVIDIA H200 141GB")[0] == pytest.approx(141 * GIB_BYTES)
+    assert device_memory_of("NVIDIA H100 80GB HBM3")[0] == pytest.approx(80 * GIB_BYTES)
 
 
 def test_same_device_by_name_or_by_both_datasheet_rows():
@@ -48,10 +49,10 @@ def test_a_b200_is_not_read_as_a_gb200_and_amd_instinct_is_listed():
     assert peak_tflops_of("NVIDIA B200")[0] == pytest.approx(2250.0)
     assert peak_tflops_of("NVIDIA B200", fp8=True)[0] == pytest.approx(4500.0)
     assert memory_bandwidth_of("NVIDIA B200")[0] == pytest.approx(7700.0)
-    assert device_memory_of("NVIDIA B200")[0] == pytest.approx(180 * GIB)
+    assert device_memory_of("NVIDIA B200")[0] == pytest.approx(180 * GIB_BYTES)
     assert peak_tflops_of("NVIDIA GB200")[0] == pytest.approx(2500.0)
-    assert device_memory_of("GB200 NVL72")[0] == pytest.approx(186 * GIB)
+    assert device_memory_of("GB200 NVL72")[0] == pytest.approx(186 * GIB_BYTES)
     assert peak_tflops_of("AMD Instinct MI300X")[0] == pytest.approx(1307.4)
     assert peak_tflops_of("AMD Instinct MI300X", fp8=True)[0] == pytest.approx(2614.9)
     assert memory_bandwidth_of("AMD Instinct MI325X")[0] == pytest.approx(6000.0)
-    assert device_memory_of("AMD Instinct MI325X")[0] == pytest.approx(256 * GIB)
+    assert device_memory_of("AMD Instinct MI325X")[0] == pytest.approx(256 * GIB_BYTES)

@@ -15,13 +15,11 @@ from scalesim.bounds import bound
 from scalesim.cli.main import main
 from scalesim.decision import decide
 from scalesim.errors import ScalesimError
-from scalesim.figures import gib
+from scalesim.figures import GIB_BYTES, gib
 from scalesim.layout_predict import plan_at
 from scalesim.predict import one_device_note, predict
 from scalesim.profiles import default_profile, load_workload
 from scalesim.schemas import Scenario, ScenarioLayout
-
-GIB = 2**30
 
 
 def _on_a100_40gb(workload: str):
@@ -80,7 +78,7 @@ def test_nothing_fits_anywhere_says_how_far_it_searched():
     it now searches to the device-count bound (1,048,576) and says so."""
     profile = _on_a100_40gb("gpt-76.1b")
     tiny = profile.model_copy(
-        update={"hardware": profile.hardware.model_copy(update={"device_memory_bytes": GIB})}
+        update={"hardware": profile.hardware.model_copy(update={"device_memory_bytes": GIB_BYTES})}
     )
     rec = decide(tiny, Scenario(devices=[1]), 1).recommendation
     most = int(bound("devices").high)
@@ -112,7 +110,7 @@ def test_a_fixed_global_batch_bounds_the_search_and_the_sentence_says_where():
 def test_a_count_at_the_bound_searches_nothing_more_and_says_so():
     profile = _on_a100_40gb("gpt-76.1b")
     tiny = profile.model_copy(
-        update={"hardware": profile.hardware.model_copy(update={"device_memory_bytes": GIB})}
+        update={"hardware": profile.hardware.model_copy(update={"device_memory_bytes": GIB_BYTES})}
     )
     most = int(bound("devices").high)
     scenario = Scenario(devices=[most], global_batch=most)

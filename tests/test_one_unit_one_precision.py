@@ -85,3 +85,29 @@ def test_one_memory_need_reads_the_same_everywhere(capsys):
 def test_plans_why_writes_a_need_over_a_thousand_gib_with_its_separator():
     row = {"fits": False, "memory_bytes": 1398.94 * 2**30, "headroom_bytes": -1318.94 * 2**30}
     assert _why({}, row, "throughput") == "does not fit: 1,398.9 GiB > 80.0 GiB per device"
+
+
+def test_a_gib_is_defined_once_and_imported():
+    """``figures.GIB_BYTES`` is the one GiB: presets (device memory) and the layout model (the
+    framework's 2 GiB) had their own ``GIB = 1024**3``, 18 lines divided by a literal 2**30 or
+    1024**3; none is left in the package, the app or calibration."""
+    import re
+    from pathlib import Path
+
+    from scalesim.figures import GIB_BYTES
+    from scalesim.model.layout_step import FRAMEWORK_BYTES
+    from scalesim.presets import device_memory_of
+
+    assert GIB_BYTES == 1_073_741_824
+    assert FRAMEWORK_BYTES == 2_147_483_648.0
+    assert device_memory_of("NVIDIA H100 80GB HBM3")[0] == 85_899_345_920
+    root = Path(__file__).resolve().parents[1]
+    literal = re.compile(r"[/*]\s*(2\s*\*\*\s*30|1024\s*\*\*\s*3)\b|^GIB\w* = ", re.M)
+    found = [f"{path.relative_to(root)}: {m.group(0)}"
+             for folder in ("scalesim", "app", "calibration")
+             for path in sorted((root / folder).rglob("*.py"))
+             if not path.relative_to(root).as_posix().startswith(("scalesim/app/",
+                                                                  "scalesim/calibration/"))
+             and path.name != "figures.py"
+             for m in literal.finditer(path.read_text())]
+    assert found == []

@@ -149,12 +149,13 @@ def test_table_script_renders_every_case_and_rewrites_only_between_markers(repor
 
 
 def test_device_memory_from_the_name_or_the_datasheet():
-    from scalesim.presets import GIB, device_memory_of
+    from scalesim.figures import GIB_BYTES
+    from scalesim.presets import device_memory_of
 
-    assert device_memory_of("A100 40GB (table GPU column 'a100_40gb')")[0] == 40 * GIB
-    assert device_memory_of("H100 SXM 96GB HBM2e, 500W power limit")[0] == 96 * GIB
-    assert device_memory_of("H100 (DGX-H100)")[0] == 80 * GIB
-    assert device_memory_of("GB200 (DGX-GB200)")[0] == 186 * GIB  # 13.4 TB / 72
+    assert device_memory_of("A100 40GB (table GPU column 'a100_40gb')")[0] == 40 * GIB_BYTES
+    assert device_memory_of("H100 SXM 96GB HBM2e, 500W power limit")[0] == 96 * GIB_BYTES
+    assert device_memory_of("H100 (DGX-H100)")[0] == 80 * GIB_BYTES
+    assert device_memory_of("GB200 (DGX-GB200)")[0] == 186 * GIB_BYTES  # 13.4 TB / 72
     assert device_memory_of("A100") is None  # sold as 40 GB and 80 GB: needs the size
 
 

@@ -28,6 +28,7 @@ from scalesim.cli.options import (
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import file_path
+from scalesim.figures import GIB_BYTES
 from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS
 
 NAME = "plan"
@@ -207,7 +208,7 @@ def _line(r, last: str, width: int = 3) -> str:
     return (f"{r.rank:>{width}} {r.devices:>5} {r.dp:>4} {r.tp:>3} {r.pp:>3} {r.cp:>3} {r.zero:>4} "
             f"{shard:>5} {r.micro_batch:>3} {r.accumulation:>4} {sched:<14} {r.recompute:<9} "
             f"{'on' if r.sequence_parallel else 'off':<3} {r.step_time_s:>8.3f} "
-            f"{r.tokens_per_s:>10.4g} {100 * r.mfu:>5.1f}% {r.memory_bytes / 2**30:>6.1f} "
+            f"{r.tokens_per_s:>10.4g} {100 * r.mfu:>5.1f}% {r.memory_bytes / GIB_BYTES:>6.1f} "
             f"{'yes' if r.fits else 'no':<4}  {last}")
 
 

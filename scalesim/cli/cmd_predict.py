@@ -12,7 +12,7 @@ from scalesim.cli.options import (
 )
 from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import link_GBps, sig3
+from scalesim.figures import GIB_BYTES, link_GBps, sig3
 from scalesim.jsonio import to_json_text
 from scalesim.layout import SPLIT_HEADER, split_short
 
@@ -279,7 +279,7 @@ def render_table(profile, scenario, rows) -> str:
                 (unit.split()[0][:10] + "/s", 13, lambda r: fixed(r.samples_per_s, 0, 1)),
                 ("speedup", 8, lambda r: fixed(r.speedup, 0, 2)),
                 ("eff", 6, lambda r: f"{fixed(100 * r.efficiency, 0, 1)}%"),
-                ("mem GiB", 8, lambda r: fixed(r.memory_bytes / 2**30, 0, 1)),
+                ("mem GiB", 8, lambda r: fixed(r.memory_bytes / GIB_BYTES, 0, 1)),
                 ("fits", 4, lambda r: "yes" if r.fits else "NO")]
     cells = [[cell(r) for _, _, cell in columns] for r in rows]
     widths = [max(least, len(head), *(len(c[i]) for c in cells))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from scalesim.figures import link_GBps, sig3
+from scalesim.figures import GIB_BYTES, link_GBps, sig3
 from scalesim.jsonio import to_json_text
 
 NAME = "presets"
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     for name, hw in presets.HARDWARE.items():
         mark = " (default)" if name == presets.DEFAULT_HARDWARE else ""
         print(f"  {name}{mark}: {hw.devices_per_node}x {hw.device_name}, "
-              f"{hw.device_memory_bytes / 2**30:.0f} GiB; intra {hw.intra_node.kind} "
+              f"{hw.device_memory_bytes / GIB_BYTES:.0f} GiB; intra {hw.intra_node.kind} "
               f"{intra_words(hw.intra_node)}"
               + (f" (all-reduce {link_GBps(hw.intra_node.allreduce_busbw_GBps)} "
                  f"{hw.intra_node.allreduce_algorithm})"

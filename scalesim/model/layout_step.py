@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scalesim.figures import GIB_BYTES
 from scalesim.layout import GPIPE, INTERLEAVED, layers_per_stage, strides
 from scalesim.model import collectives as coll
 from scalesim.model import transformer as tf
@@ -67,13 +68,12 @@ from scalesim.model.zero_exchange import (
 from scalesim.pipeline_stages import stage_ends
 from scalesim.pipeline_stages import stage_layers as stage_layers_on
 
-GIB = 1024**3
 ACTIVATION_BYTES = 2.0  # 16-bit activations
 LOGIT_BYTES = 4.0  # fp32 logits for the loss, per vocabulary entry per token
 # CUDA context (~0.3 GB with lazy loading, pytorch#107667) and NCCL communicators (~0.69 GB each
 # over >2 GPUs, nccl#964): 1.0-2.4 GB for one to three groups; a setting in that range
 # (docs/model.md section 16).
-FRAMEWORK_BYTES = 2.0 * GIB
+FRAMEWORK_BYTES = 2.0 * GIB_BYTES
 FLASH_BACKWARD_FACTOR = 2.5  # flash attention backward FLOPs over its forward (5 vs 2 matmuls)
 
 
