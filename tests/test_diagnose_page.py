@@ -413,7 +413,8 @@ def test_the_traces_gradient_sync_defaults_to_what_they_show(tmp_path):
     every-micro-step (first, so the default) or once-per-step: a ZeRO-2 job under no_sync (1 of
     its 4 micro-steps reduces) chosen as ZeRO-2 was run every micro-step. The default is now
     "as the traces show" (once-per-step here); every-micro-step chosen overrides it, said so."""
-    from test_trace_zero_accumulation import summaries, zero_trace
+    from test_trace_zero_accumulation import zero_trace
+    from trace_events import summaries
 
     s = summaries(tmp_path, zero_trace(2, 4, no_sync=True))
     files = [(f"r{r}.json", (tmp_path / f"r{r}.json").read_bytes(), "application/json")

@@ -11,15 +11,12 @@ all-reduce, and in the last the gradients' 100 us all-reduce (``record_param_com
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from trace_events import BACKWARD, comm, op, stepped, summaries
 
-from scalesim import traces
 from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
 from scalesim.remedies import DDP_NO_SYNC_TITLE
 
-BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
 K = 4  # micro-steps a step
 FORWARD_US, BACKWARD_US, LOSS_US, GRADIENTS_US = 200.0, 100.0, 10.0, 100.0
 MICRO_US = FORWARD_US + BACKWARD_US + LOSS_US + GRADIENTS_US
@@ -27,46 +24,21 @@ GRADIENT_ELEMENTS = 1000
 STEPS = 3
 
 
-def op(name, ts_us, dur_us, cat="cpu_op", **args):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts_us,
-            "dur": dur_us, "args": args}
-
-
-def all_reduce(ts_us, dur_us, elements, sized):
-    return op("record_param_comms", ts_us, dur_us, **{
-        "Collective name": "allreduce", **({"In msg nelems": elements} if sized else {})})
-
-
 def ddp_job(sized: bool, no_sync: bool = True) -> list[dict]:
     """``STEPS`` profiler steps of ``K`` micro-steps: the loss all-reduced in each, the
     gradients in the last only (``no_sync``) or in each; message sizes recorded (``sized``) or
     not."""
-    events = []
-    for n in range(STEPS):
-        t = n * K * MICRO_US
-        events.append(op(f"ProfilerStep#{n + 1}", t, K * MICRO_US, cat="user_annotation"))
-        for m in range(K):
-            a = t + m * MICRO_US
-            events += [op("DistributedDataParallel.forward", a, FORWARD_US,
-                          cat="user_annotation"),
-                       op("aten::mm", a, FORWARD_US),
-                       op(BACKWARD, a + FORWARD_US, BACKWARD_US),
-                       all_reduce(a + FORWARD_US + BACKWARD_US, LOSS_US, 1, sized)]
-            if m == K - 1 or not no_sync:
-                events.append(all_reduce(a + FORWARD_US + BACKWARD_US + LOSS_US, GRADIENTS_US,
-                                         GRADIENT_ELEMENTS, sized))
-    return events
 
+    def micro_step(m, a):
+        events = [op("DistributedDataParallel.forward", a, FORWARD_US, cat="user_annotation"),
+                  op("aten::mm", a, FORWARD_US), op(BACKWARD, a + FORWARD_US, BACKWARD_US),
+                  comm("allreduce", a + FORWARD_US + BACKWARD_US, 1, sized, dur_us=LOSS_US)]
+        if m == K - 1 or not no_sync:
+            events.append(comm("allreduce", a + FORWARD_US + BACKWARD_US + LOSS_US,
+                               GRADIENT_ELEMENTS, sized, dur_us=GRADIENTS_US))
+        return events
 
-def summaries(tmp_path, events):
-    out = []
-    for rank in range(2):
-        path = tmp_path / f"r{rank}.json"
-        path.write_text(json.dumps({"distributedInfo": {"backend": "gloo", "rank": rank,
-                                                        "world_size": 2},
-                                    "traceEvents": events}))
-        out.append(traces.summarise(path))
-    return out
+    return stepped(K, MICRO_US, micro_step, STEPS)
 
 
 def diagnosed(tmp_path, events, grad_sync=None):

@@ -9,32 +9,19 @@ all-gather or a reduce-scatter 1, an all-reduce 2: ``zero_exchange.sent_units``'
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from trace_events import BACKWARD, comm, op, stepped, summaries
 
-from scalesim import traces
 from scalesim.fit_runs import FRAMEWORKS, GRAD_SYNCS, STRATEGIES
 from scalesim.model.zero_exchange import sent_units
 from scalesim.trace_collectives import traced_exchange
 
-BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
 FETCH = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 MICRO_US = 400.0
 UNITS = 2
 ELEMENTS = 1000  # a unit's parameters
 RANKS = 2
 GATHER, SCATTER, ALL_REDUCE = "_allgather_base", "_reduce_scatter_base", "allreduce"
-
-
-def op(name, ts_us, dur_us, cat="cpu_op", **args):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts_us,
-            "dur": dur_us, "args": args}
-
-
-def comm(collective, ts_us, elements, sized):
-    args = {"Collective name": collective, **({"In msg nelems": elements} if sized else {})}
-    return op("record_param_comms", ts_us, 5.0, **args)
 
 
 def _forward(framework, a):
@@ -70,43 +57,30 @@ def job(framework, k, no_sync, sized=True, steps=3):
       the default; no_sync raises), the gathers after the last;
     - ds3 (stage 3): gathers before forward and backward, a reduce-scatter in every backward.
     """
-    events = []
-    for n in range(steps):
-        t = n * k * MICRO_US
-        events.append(op(f"ProfilerStep#{n + 1}", t, k * MICRO_US, cat="user_annotation"))
-        for m in range(k):
-            a = t + m * MICRO_US
-            last = m == k - 1
-            syncs = last or not no_sync
-            events += _forward(framework, a)
-            events += [op("aten::mm", a + 60.0, 30.0), op(BACKWARD, a + 150.0, 50.0)]
-            for u in range(UNITS):
-                gathers = {"fsdp1-full": (True, True), "fsdp1-grad-op": (m == 0 or not no_sync,
-                                                                         False),
-                           "fsdp2": (True, u != 0), "fsdp2-keep": (True, False),
-                           "ds3": (True, True)}.get(framework, (False, False))
-                for at, gathered in zip((20.0, 160.0), gathers, strict=True):
-                    if gathered:
-                        events.append(comm(GATHER, a + at + 10.0 * u, ELEMENTS // RANKS, sized))
-                reduction = {"ddp": ALL_REDUCE if syncs else None,
-                             "ds1": ALL_REDUCE if last else None, "ds2": ALL_REDUCE,
-                             "ds3": SCATTER}.get(framework, SCATTER if syncs else None)
-                if reduction:
-                    events.append(comm(reduction, a + 210.0 + 10.0 * u, ELEMENTS, sized))
-                if framework in ("ds1", "ds2") and last:
-                    events.append(comm(GATHER, a + 300.0 + 10.0 * u, ELEMENTS // RANKS, sized))
-    return events
 
+    def micro_step(m, a):
+        last = m == k - 1
+        syncs = last or not no_sync
+        events = _forward(framework, a)
+        events += [op("aten::mm", a + 60.0, 30.0), op(BACKWARD, a + 150.0, 50.0)]
+        for u in range(UNITS):
+            gathers = {"fsdp1-full": (True, True), "fsdp1-grad-op": (m == 0 or not no_sync,
+                                                                     False),
+                       "fsdp2": (True, u != 0), "fsdp2-keep": (True, False),
+                       "ds3": (True, True)}.get(framework, (False, False))
+            for at, gathered in zip((20.0, 160.0), gathers, strict=True):
+                if gathered:
+                    events.append(comm(GATHER, a + at + 10.0 * u, ELEMENTS // RANKS, sized))
+            reduction = {"ddp": ALL_REDUCE if syncs else None,
+                         "ds1": ALL_REDUCE if last else None, "ds2": ALL_REDUCE,
+                         "ds3": SCATTER}.get(framework, SCATTER if syncs else None)
+            if reduction:
+                events.append(comm(reduction, a + 210.0 + 10.0 * u, ELEMENTS, sized))
+            if framework in ("ds1", "ds2") and last:
+                events.append(comm(GATHER, a + 300.0 + 10.0 * u, ELEMENTS // RANKS, sized))
+        return events
 
-def summaries(tmp_path, events):
-    out = []
-    for rank in range(RANKS):
-        path = tmp_path / f"r{rank}.json"
-        path.write_text(json.dumps({"distributedInfo": {"backend": "gloo", "rank": rank,
-                                                        "world_size": RANKS},
-                                    "traceEvents": events}))
-        out.append(traces.summarise(path))
-    return out
+    return stepped(k, MICRO_US, micro_step, steps)
 
 
 def priced_units(exchange, k):

@@ -8,55 +8,32 @@ all-reduce (``record_param_comms``) after it, nothing overlapping."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
+from trace_events import BACKWARD, comm, op, stepped, summaries
 
-from scalesim import traces
 from scalesim.model.stragglers import DEVICE_SPEED_CV
 from scalesim.remedies import DDP_NO_SYNC_TITLE, DDP_REDUCING_ACCUMULATION, EXCHANGE_REMEDIES
 from scalesim.trace_diagnosis import ONE_PROCESS_NOTE, UNSEEN_EXCHANGE_REASON, diagnose_traces
 
-BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
 FORWARD_US, BACKWARD_US, ALL_REDUCE_US = 200.0, 100.0, 100.0
 MICRO_US = FORWARD_US + BACKWARD_US + ALL_REDUCE_US
-
-
-def op(name, ts_us, dur_us, cat="cpu_op", **args):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts_us,
-            "dur": dur_us, "args": args}
 
 
 def ddp_job(k: int, reducing: int, steps: int = 3) -> list[dict]:
     """``steps`` profiler steps of ``k`` micro-steps, the last ``reducing`` of which all-reduce
     after their backward (k: every micro-step, no no_sync; 1: no_sync on the first k - 1; 0:
     no collective at all)."""
-    events = []
-    for n in range(steps):
-        t = n * k * MICRO_US
-        events.append(op(f"ProfilerStep#{n + 1}", t, k * MICRO_US, cat="user_annotation"))
-        for m in range(k):
-            a = t + m * MICRO_US
-            events.append(op("DistributedDataParallel.forward", a, FORWARD_US,
-                             cat="user_annotation"))
-            events.append(op("aten::mm", a, FORWARD_US))
-            events.append(op(BACKWARD, a + FORWARD_US, BACKWARD_US))
-            if m >= k - reducing:
-                events.append(op("record_param_comms", a + FORWARD_US + BACKWARD_US,
-                                 ALL_REDUCE_US, **{"Collective name": "allreduce"}))
-    return events
 
+    def micro_step(m, a):
+        events = [op("DistributedDataParallel.forward", a, FORWARD_US, cat="user_annotation"),
+                  op("aten::mm", a, FORWARD_US), op(BACKWARD, a + FORWARD_US, BACKWARD_US)]
+        if m >= k - reducing:
+            events.append(comm("allreduce", a + FORWARD_US + BACKWARD_US, dur_us=ALL_REDUCE_US))
+        return events
 
-def summaries(tmp_path, events, world: int, traced: int | None = None):
-    out = []
-    for rank in range(world if traced is None else traced):
-        path = tmp_path / f"r{rank}.json"
-        path.write_text(json.dumps({"distributedInfo": {"backend": "gloo", "rank": rank,
-                                                        "world_size": world},
-                                    "traceEvents": events}))
-        out.append(traces.summarise(path))
-    return out
+    return stepped(k, MICRO_US, micro_step, steps)
 
 
 def test_one_process_says_why_no_remedy_is_predicted_and_what_answers_it(tmp_path):
@@ -118,8 +95,7 @@ def test_other_communication_without_the_exchanges_collectives_says_which(tmp_pa
     """A broadcast in each step but no all-reduce, all-gather or reduce-scatter: the exchange
     is still unseen."""
     events = ddp_job(1, 0)
-    events += [op("record_param_comms", e["ts"] + FORWARD_US + BACKWARD_US, 10.0,
-                  **{"Collective name": "broadcast"})
+    events += [comm("broadcast", e["ts"] + FORWARD_US + BACKWARD_US, dur_us=10.0)
                for e in events if e["name"].startswith("ProfilerStep")]
     report = diagnose_traces(summaries(tmp_path, events, world=2), "r*.json")
     assert any(n.startswith("no collective of the data-parallel exchange on any of the 2 "

@@ -10,23 +10,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from trace_events import BACKWARD, comm, op, stepped, summaries
 
-from scalesim import traces
 from scalesim.trace_collectives import micro_step_syncs, traced_exchange
 
 FORWARD = "FSDP::root_pre_forward"
-BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
 UNITS = 2
 MICRO_US = 250.0
-
-
-def op(name, ts_us, dur_us, cat="cpu_op", **args):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts_us,
-            "dur": dur_us, "args": args}
-
-
-def comm(collective, ts_us):
-    return op("record_param_comms", ts_us, 5.0, **{"Collective name": collective})
 
 
 def zero_trace(stage, k, no_sync, steps=3):
@@ -34,37 +24,23 @@ def zero_trace(stage, k, no_sync, steps=3):
     in it), a backward (stage 3 gathers them again) and, in every micro-step or under
     ``no_sync`` the last only, a reduce-scatter of each unit; stage 1 gathers them once a
     step, after the last backward (the updated parameters)."""
-    events = []
-    for n in range(steps):
-        t = n * k * MICRO_US
-        events.append(op(f"ProfilerStep#{n + 1}", t, k * MICRO_US, cat="user_annotation"))
-        for m in range(k):
-            a = t + m * MICRO_US
-            events.append(op(FORWARD, a + 10.0, 5.0, cat="user_annotation"))
-            events.append(op("aten::mm", a + 60.0, 30.0))
-            events.append(op(BACKWARD, a + 100.0, 50.0))
-            for u in range(UNITS):
-                if stage >= 2:
-                    events.append(comm("_allgather_base", a + 20.0 + 10.0 * u))
-                if stage == 3:
-                    events.append(comm("_allgather_base", a + 110.0 + 10.0 * u))
-                last = m == k - 1
-                if last or not no_sync:
-                    events.append(comm("_reduce_scatter_base", a + 180.0 + 10.0 * u))
-                if stage == 1 and last:
-                    events.append(comm("_allgather_base", a + 220.0 + 10.0 * u))
-    return events
 
+    def micro_step(m, a):
+        events = [op(FORWARD, a + 10.0, 5.0, cat="user_annotation"), op("aten::mm", a + 60.0, 30.0),
+                  op(BACKWARD, a + 100.0, 50.0)]
+        for u in range(UNITS):
+            if stage >= 2:
+                events.append(comm("_allgather_base", a + 20.0 + 10.0 * u))
+            if stage == 3:
+                events.append(comm("_allgather_base", a + 110.0 + 10.0 * u))
+            last = m == k - 1
+            if last or not no_sync:
+                events.append(comm("_reduce_scatter_base", a + 180.0 + 10.0 * u))
+            if stage == 1 and last:
+                events.append(comm("_allgather_base", a + 220.0 + 10.0 * u))
+        return events
 
-def summaries(tmp_path, events):
-    out = []
-    for rank in (0, 1):
-        path = tmp_path / f"r{rank}.json"
-        path.write_text(json.dumps({"distributedInfo": {"backend": "gloo", "rank": rank,
-                                                        "world_size": 2},
-                                    "traceEvents": events}))
-        out.append(traces.summarise(path))
-    return out
+    return stepped(k, MICRO_US, micro_step, steps)
 
 
 @pytest.mark.parametrize("stage, k, no_sync, strategy, grad_sync, per_micro_step", [
@@ -283,3 +259,19 @@ def test_deepspeed_given_on_traces_that_reduce_once_a_step_says_what_was_read(tm
             "faster than the traces show; if the job accumulated unsharded gradients (FSDP "
             "no_sync, a framework of its own), give --zero-framework fsdp") in " ".join(ds.notes)
     assert "its gradient sync is the traces'" not in " ".join(ds.notes)
+
+
+def test_the_shared_trace_builder_lays_steps_out_by_hand():
+    """``trace_events.stepped``, the step skeleton of the four hand-made-trace test files: 2
+    steps of 2 micro-steps of 100 us, a 1 us op at each micro-step's start; ``comm`` records a
+    message size only where one is given and sized."""
+    events = stepped(2, 100.0, lambda m, a: [op(f"mm{m}", a, 1.0)], steps=2)
+    assert [(e["name"], e["ts"], e["dur"]) for e in events] == [
+        ("ProfilerStep#1", 0.0, 200.0), ("mm0", 0.0, 1.0), ("mm1", 100.0, 1.0),
+        ("ProfilerStep#2", 200.0, 200.0), ("mm0", 200.0, 1.0), ("mm1", 300.0, 1.0)]
+    assert events[0]["cat"] == "user_annotation" and events[1]["cat"] == "cpu_op"
+    assert comm("allreduce", 7.0, 1000, True)["args"] == {"Collective name": "allreduce",
+                                                         "In msg nelems": 1000}
+    assert comm("allreduce", 7.0, 1000, False)["args"] == {"Collective name": "allreduce"}
+    assert comm("_allgather_base", 7.0)["args"] == {"Collective name": "_allgather_base"}
+    assert comm("broadcast", 7.0, dur_us=10.0)["dur"] == 10.0

@@ -1,0 +1,56 @@
+"""Hand-made Kineto trace events for the diagnose tests that build a job's traces by hand
+(test_trace_sharding_readings, test_trace_unseen_exchange, test_trace_zero_accumulation,
+test_trace_metric_collectives): a CPU op, a collective's ``record_param_comms``, the skeleton of
+profiler steps of k micro-steps, and the ranks' summaries of the same events."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from scalesim import traces
+
+BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
+
+
+def op(name, ts_us, dur_us, cat="cpu_op", **args):
+    """One complete event ("X") on thread 1 of process 1."""
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts_us,
+            "dur": dur_us, "args": args}
+
+
+def comm(collective, ts_us, elements=None, sized=True, dur_us=5.0):
+    """A ``record_param_comms`` of ``collective`` ('allreduce', '_allgather_base', ...) of
+    ``dur_us``, its size (``In msg nelems``) recorded where ``elements`` is given and ``sized``
+    (gloo's traces with record_shapes; without, none)."""
+    args = {"Collective name": collective,
+            **({"In msg nelems": elements} if sized and elements is not None else {})}
+    return op("record_param_comms", ts_us, dur_us, **args)
+
+
+def stepped(k: int, micro_us: float, micro_step: Callable[[int, float], list[dict]],
+            steps: int = 3) -> list[dict]:
+    """``steps`` profiler steps (``ProfilerStep#n`` annotations) of ``k`` micro-steps of
+    ``micro_us`` each, back to back; ``micro_step(m, start_us)`` gives the events of micro-step
+    ``m`` (0 to k - 1) of a step, starting at ``start_us``."""
+    events = []
+    for n in range(steps):
+        t = n * k * micro_us
+        events.append(op(f"ProfilerStep#{n + 1}", t, k * micro_us, cat="user_annotation"))
+        for m in range(k):
+            events += micro_step(m, t + m * micro_us)
+    return events
+
+
+def summaries(tmp_path, events, world: int = 2, traced: int | None = None):
+    """``traces.summarise`` of the same ``events`` as the traces of ranks 0.. of a gloo job of
+    ``world`` ranks, written to ``tmp_path``/r<rank>.json: all of them, or the first
+    ``traced``."""
+    out = []
+    for rank in range(world if traced is None else traced):
+        path = tmp_path / f"r{rank}.json"
+        path.write_text(json.dumps({"distributedInfo": {"backend": "gloo", "rank": rank,
+                                                        "world_size": world},
+                                    "traceEvents": events}))
+        out.append(traces.summarise(path))
+    return out
