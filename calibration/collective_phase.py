@@ -37,13 +37,12 @@ from scalesim.calibration.link_fit import (  # noqa: F401 - re-exported: the fit
 )
 from scalesim.calibration.options import parse_inter_link  # noqa: F401 - used below, tested here
 from scalesim.calibration.results import CollectiveResult
-from scalesim.calibration.size_extension import size_text
 from scalesim.calibration.timing import Clock
 
 from scalesim import presets
 from scalesim.bounds import clip
 from scalesim.errors import ScalesimError
-from scalesim.figures import latency_us, link_GBps
+from scalesim.figures import bytes_text, latency_us, link_GBps
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
 from scalesim.sources.nccl_tests import point_from_time
 
@@ -171,8 +170,8 @@ def measure_level(ctx: DistContext, level: str, group, ranks: int, args,
     if extended <= swept_to:
         return slowest, None
     ops = sorted({p.op for p in slowest if p.size_bytes > swept_to})
-    return slowest, (f"{', '.join(ops)} timed up to {size_text(extended)}: up to "
-                     f"--max-size-mib ({size_text(swept_to)}) the times did not grow "
+    return slowest, (f"{', '.join(ops)} timed up to {bytes_text(extended)}: up to "
+                     f"--max-size-mib ({bytes_text(swept_to)}) the times did not grow "
                      "enough with size to fit a bandwidth (size_extension.decide)")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalesim.figures import GIB_BYTES, duration_text
+from scalesim.figures import GIB_BYTES, bytes_text, duration_text
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint
 
@@ -65,13 +65,6 @@ def size_term_share(op: str, rows: list[CollectivePoint]) -> float | None:
     return size_term / (float(steps[0]) * alpha + size_term)
 
 
-def size_text(size_bytes: float) -> str:
-    """A message size in bytes as text: '4 KiB', '512 KiB', '2 MiB'."""
-    if size_bytes < 2**20:
-        return f"{size_bytes / 2**10:g} KiB"
-    return f"{size_bytes / 2**20:g} MiB"
-
-
 def decide(level: str, points: list[CollectivePoint], coll_time_s: float, rounds: int,
            budget_s: float, cap_bytes: int = EXTEND_CAP_BYTES) -> SizeDecision:
     """The next step for one level's ``points`` (the slowest group's, every op so far).
@@ -101,14 +94,14 @@ def decide(level: str, points: list[CollectivePoint], coll_time_s: float, rounds
     if not failed:
         return SizeDecision()
     sizes = sorted({p.size_bytes for p in points if p.op == failed[0]})
-    why = (f"{size_text(next_bytes)} is above the {size_text(cap_bytes)} cap" if next_bytes > cap_bytes
-           else f"timing {', '.join(short)} at {size_text(next_bytes)} would take about "
+    why = (f"{bytes_text(next_bytes)} is above the {bytes_text(cap_bytes)} cap" if next_bytes > cap_bytes
+           else f"timing {', '.join(short)} at {bytes_text(next_bytes)} would take about "
                 f"{duration_text(cost_s)}, more than the {duration_text(max(budget_s, 0))} left "
                 "of the level's "
                 f"--coll-time-s {coll_time_s:g} per size")
     return SizeDecision(refusal=(
         f"{level}: {', '.join(failed)} times do not grow with message size over "
-        f"{size_text(sizes[0])}-{size_text(sizes[-1])} ({len(sizes)} sizes; larger ones not "
+        f"{bytes_text(sizes[0])}-{bytes_text(sizes[-1])} ({len(sizes)} sizes; larger ones not "
         f"tried: {why}), so no bandwidth fits: noise on a busy machine hides the size term; "
         f"give --max-size-mib {2 * sizes[-1] / 2**20:g} or more (or a larger --coll-time-s), "
         "or calibrate on a quieter machine"))

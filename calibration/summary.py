@@ -6,17 +6,10 @@ from scalesim.calibration.results import CollectiveResult, PhaseRecord
 
 from scalesim.attention_kernel import ATTENTION_KERNELS, planner_kernel_of
 from scalesim.device_nouns import GPU_NOUNS, Nouns
-from scalesim.figures import latency_us, link_GBps
+from scalesim.figures import bytes_text, latency_us, link_GBps
 from scalesim.model import collectives as coll
 from scalesim.model.compute import micro_step_s
 from scalesim.schemas import BLOCK_NOT_USABLE, LAUNCH_BOUND
-
-
-def _size(nbytes: float) -> str:
-    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:g} {unit}"
-    return f"{nbytes:g} B"
 
 
 def compute_lines(record: PhaseRecord, words: Nouns = GPU_NOUNS) -> list[str]:
@@ -92,7 +85,7 @@ def collective_lines(record: PhaseRecord, words: Nouns = GPU_NOUNS) -> list[str]
                     t = coll.ring_reduce_scatter_s(p.size_bytes, p.ranks, fit["latency_s"], fit["busbw_GBps"])
                 t_fit = f"{float(t) * 1e6:>11.1f}"
             lines.append(
-                f"  {p.op:<15} {_size(p.size_bytes):>10} {p.ranks:>5} "
+                f"  {p.op:<15} {bytes_text(p.size_bytes):>10} {p.ranks:>5} "
                 f"{p.time_s * 1e6:>11.1f} {p.algbw_GBps:>8.3f} {p.busbw_GBps:>8.3f} "
                 f"{t_fit}"
             )
@@ -167,7 +160,7 @@ def model_parallel_lines(mp) -> list[str]:
             f"  {'message':<15} {'for':<3} {'ranks':>5} {'size':>10} {'time us':>10} {'link model us':>13}"
         )
         lines += [
-            f"  {m.op:<15} {m.purpose:<3} {m.ranks:>5} {_size(m.size_bytes):>10} "
+            f"  {m.op:<15} {m.purpose:<3} {m.ranks:>5} {bytes_text(m.size_bytes):>10} "
             f"{m.time_s * 1e6:>10.1f} {m.model_s * 1e6:>13.1f}"
             for m in mp.messages
         ]

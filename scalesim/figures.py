@@ -139,6 +139,15 @@ def gib(n_bytes: float) -> str:
     return f"{n_bytes / GIB_BYTES:,.1f} GiB"
 
 
+def bytes_text(size_bytes: float) -> str:
+    """A message or buffer size in the largest binary unit it reaches: 8 -> '8 B', 1536 ->
+    '1.5 KiB', 1048576 -> '1 MiB', 2**30 -> '1 GiB' (nccl-tests' sizes, calibration's sweeps)."""
+    for unit, scale in (("GiB", GIB_BYTES), ("MiB", 2**20), ("KiB", 2**10)):
+        if size_bytes >= scale:
+            return f"{size_bytes / scale:g} {unit}"
+    return f"{size_bytes:g} B"
+
+
 DAYS_PER_YEAR = 365.25  # a Julian year: duration_text's years
 
 

@@ -13,6 +13,7 @@ from scalesim.calibration.size_extension import (
     timing_cost_s,
 )
 
+from scalesim.figures import bytes_text
 from scalesim.sources.nccl_tests import point_from_time
 
 KIB, MIB = 1024, 2**20
@@ -89,6 +90,19 @@ def test_refused_at_the_size_cap():
     noisy = points("all_reduce", SWEEP, BUSY)
     decision = decide(LEVEL, noisy, COLL_S, 3, BUDGET_S, cap_bytes=2 * MIB)
     assert decision.refusal is not None and "4 MiB is above the 2 MiB cap" in decision.refusal
+
+
+def test_the_default_one_gib_cap_is_said_in_gib():
+    """Sizes are written by one function (``figures.bytes_text``, nccl-tests' and calibration's
+    alike): a sweep that reached 512 MiB (its last 1 GiB timed, flat) is refused at the default
+    cap as '2 GiB is above the 1 GiB cap' (calibration's own size_text said '2048 MiB is above
+    the 1024 MiB cap')."""
+    sizes = [KIB * 4**k for k in range(6)] + [512 * MIB, 1024 * MIB]
+    decision = decide(LEVEL, points("all_reduce", sizes, BUSY + [1.6e-3]), COLL_S, 3, 100.0)
+    assert decision.refusal is not None and "2 GiB is above the 1 GiB cap" in decision.refusal
+    assert "over 1 KiB-1 GiB (8 sizes" in decision.refusal
+    assert [bytes_text(n) for n in (8, 1536, MIB, 2**30, 3 * 2**30)] == [
+        "8 B", "1.5 KiB", "1 MiB", "1 GiB", "3 GiB"]
 
 
 def test_a_one_size_sweep_gets_a_few_doublings_of_budget():

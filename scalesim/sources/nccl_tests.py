@@ -38,7 +38,7 @@ import numpy as np
 
 from scalesim.bounds import check_number
 from scalesim.errors import ScalesimError, check_distinct_files, excerpt, printable
-from scalesim.figures import latency_us, link_GBps
+from scalesim.figures import bytes_text, latency_us, link_GBps
 from scalesim.jsonio import read_text
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
@@ -555,23 +555,15 @@ def switch_words(run: NcclTestsRun) -> str:
     top = rows[j:]
     likely = ("likely the tree, which sends S per server where the ring sends 2(p-1)/p S "
               "(docs/model.md §2)" if run.nodes == 2 else "the ring or the tree")
-    words = (f"from {_bytes_text(top[0].size_bytes)} up ({len(top)} size"
+    words = (f"from {bytes_text(top[0].size_bytes)} up ({len(top)} size"
              f"{'s' * (len(top) > 1)}) its busbw ({min(p.busbw_GBps for p in top):.3g}-"
              f"{max(p.busbw_GBps for p in top):.3g} GB/s) is above the {most:.3g} GB/s one "
-             f"algorithm's t = a + c*S allows after {_bytes_text(rows[j - 3].size_bytes)}-"
-             f"{_bytes_text(rows[j - 1].size_bytes)} (times within {TIME_SPREAD:.0%}): NCCL "
+             f"algorithm's t = a + c*S allows after {bytes_text(rows[j - 3].size_bytes)}-"
+             f"{bytes_text(rows[j - 1].size_bytes)} (times within {TIME_SPREAD:.0%}): NCCL "
              f"switched algorithm or protocol there, {likely}")
     if max(LARGE_BYTES, rows[-1].size_bytes * TOP_SHARE) >= top[0].size_bytes:
         words += ", and the beta refitted at the top of the sweep comes from those sizes"
     return words
-
-
-def _bytes_text(size_bytes: float) -> str:
-    """8 -> '8 B', 1048576 -> '1 MiB', 2**30 -> '1 GiB'."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if size_bytes >= scale:
-            return f"{size_bytes / scale:g} {unit}"
-    return f"{size_bytes:g} B"
 
 
 def _one_algorithm(values: set[str], op: str, source: str) -> str | None:
