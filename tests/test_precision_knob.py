@@ -94,6 +94,7 @@ def test_a_device_without_an_fp8_peak_is_said_in_one_wording_everywhere():
     quotes off ('no fp8 peak is known for A100-SXM4 80GB (...)')."""
     from scalesim.app.plan import build_scenario
     from scalesim.app.state import decode_query
+
     from scalesim.plan import fp8_peak_ratio
     from scalesim.remedies import fp8_reason
 
