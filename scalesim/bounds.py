@@ -416,6 +416,9 @@ KNOBS: tuple[Knob, ...] = (
     # GPUs of each instance shape a cloud rents (a list: scalesim.billing); from the hardware
     # in the app
     Knob("instance_sizes", "--instance-sizes", None, "devices_per_node"),
+    # no scenario field: the transformer workload at that sequence length
+    # (profiles.workload_at_sequence; sweep axis seq_len)
+    Knob("seq_len", "--seq-len", None, "seq_len"),
 )
 # The model split of a scenario (``Scenario.layout``): field of ``ScenarioLayout``, CLI flag,
 # share-link key (link version 3 and later; the recompute style version 4), quantity or choices;

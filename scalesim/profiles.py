@@ -605,13 +605,7 @@ def resolve_profile(
         base = with_hardware(base, load_hardware(hardware),
                              f"hardware replaced by '{hardware}'; {compute_kept_words(base)}")
     if workload is None and seq_len is not None:  # its own model at another sequence
-        from scalesim.layout_predict import with_measured_shape
-
-        own = with_measured_shape(base).workload
-        wl, note = _at_sequence(own, seq_len, own.name, base.name)
-        base, match = profile_with_workload(base, wl, None, device)
-        if note:
-            base = base.model_copy(update={"notes": [*base.notes, note]})
+        base, match = profile_at_sequence(base, seq_len, device)
         if match == "other":
             return base
     if workload is not None:
@@ -624,6 +618,29 @@ def resolve_profile(
     if hardware is not None:
         _require_same_device(base, device, profile, hardware)
     return base
+
+
+def profile_at_sequence(base: Profile, seq_len: int,
+                        calibrated_device: str | None = None) -> tuple[Profile, MatchKind]:
+    """(``base`` predicting its own model at ``seq_len`` tokens per sequence, the match
+    ``workload_compute`` decided): the model its workload names, or the transformer its
+    measured curve timed (``layout_predict.with_measured_shape``), through
+    ``workload_at_sequence`` (its note added) and ``profile_with_workload`` (a measured curve
+    scaled to the sequence, else the shape's estimate); ``calibrated_device``: the device the
+    curve timed where ``base`` holds another's hardware. What ``--profile P --seq-len S``
+    predicts (``resolve_profile``), the app's sequence control on an uploaded profile and a
+    library sweep's ``seq_len`` axis (``sweep.plan_sweep``). ScalesimError, one line, for a
+    parameter count."""
+    from scalesim.layout_predict import with_measured_shape
+
+    base = require_model(base, Profile, "base")
+    own = with_measured_shape(base).workload
+    wl, note = workload_at_sequence(own, seq_len, own.name, base.name)
+    at, match = profile_with_workload(base, wl, None, calibrated_device or
+                                      base.hardware.device_name)
+    if note:
+        at = at.model_copy(update={"notes": [*at.notes, note]})
+    return at, match
 
 
 def _at_sequence(workload: Workload, seq_len: int | None, name: str,

@@ -14,7 +14,7 @@ counted, never rounded silently; so are a transformer's layouts that break a lay
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -46,7 +46,8 @@ from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
         "grad_sync", "attention_kernel", "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps",
         "inter_busbw_GBps", "straggler_cv", "tp", "pp", "tp_overlap", "shard_group", "precision",
-        "p2p_overlap", "virtual_stages", "recompute", "schedule", "sequence_parallel", "cp")
+        "p2p_overlap", "virtual_stages", "recompute", "schedule", "sequence_parallel", "cp",
+        "seq_len")
 # Axes of true/false values (the CLI's on/off)
 SWITCH_AXES = ("overlap", "tp_overlap", "p2p_overlap", "sequence_parallel")
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
@@ -56,11 +57,12 @@ NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync":
               "recompute": RECOMPUTE,
               "schedule": SCHEDULES}
 WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp",
-              "shard_group", "virtual_stages", "cp")
+              "shard_group", "virtual_stages", "cp", "seq_len")
 # ``ScenarioLayout`` fields a row takes as its scenario's layout: the rows of each combination of
 # their values are evaluated as predict evaluates that scenario (``_evaluate_variants_at``)
 SCENARIO_LAYOUT_AXES = ("virtual_stages", "recompute", "schedule", "sequence_parallel")
 ROW = "_row"  # a row's place in the grid while variants are evaluated apart
+SEQUENCE_ROW = "_row_seq"  # its place while the sequence lengths are (``_evaluate_sequences_at``)
 # A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp / cp
 # (SPLIT_AXES), the attention kernel and the precision need a transformer shape (a parameter
 # count has no attention core and no matmuls to run in fp8). The shard group (hybrid
@@ -107,6 +109,9 @@ class SweepPlan:
     combinations: int  # product of the axis lengths
     rows: int  # combinations kept (strong-scaling ones that do not split are dropped); on a
     # transformer sweep an upper bound: its layout rules are checked as it runs (SweepResult)
+    # axis seq_len: the profile of each value (the workload at that sequence, its compute as
+    # predict --seq-len decides it); ``profile`` is the first value's
+    sequences: dict[int, Profile] | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -157,8 +162,12 @@ def _axis_array(name: str, values) -> np.ndarray:
     return array.astype(np.int64) if name in WHOLE_AXES else array.astype(float)
 
 
-def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepPlan:
-    """Check every axis value and count the rows, before anything is evaluated."""
+def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
+               at_sequence: Callable[[int], Profile] | None = None) -> SweepPlan:
+    """Check every axis value and count the rows, before anything is evaluated. Axis
+    ``seq_len``: the profile of each value from ``at_sequence`` (the CLI's: ``resolve_profile``
+    of its --profile, --hardware and --workload at that value, as predict --seq-len resolves
+    it), by default ``profiles.profile_at_sequence`` of ``profile``'s own model."""
     profile = require_model(profile, Profile, "profile")
     base = require_model(base, Scenario, "base")
     if not isinstance(axes, dict):
@@ -184,11 +193,16 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
 
     arrays = {name: _axis_array(name, values) for name, values in {"devices": base.devices,
                                                                    **axes}.items()}
-    for kernel in np.unique(arrays.get("attention_kernel", [])):  # before the shape: a
-        # measured curve ran its own kernel
-        check_attention_kernel(profile, str(kernel), "sweep axis attention_kernel value")
-    for precision in np.unique(arrays.get("precision", [])):  # measured timings: their own
-        check_precision(profile, str(precision), "sweep axis precision value")
+    sequences = _sequence_profiles(profile, base, arrays, at_sequence)
+    for one in sequences.values() if sequences else [profile]:
+        for kernel in np.unique(arrays.get("attention_kernel", [])):  # before the shape: a
+            # measured curve ran its own kernel
+            check_attention_kernel(one, str(kernel), "sweep axis attention_kernel value")
+        for precision in np.unique(arrays.get("precision", [])):  # measured timings: their own
+            check_precision(one, str(precision), "sweep axis precision value")
+    if sequences:
+        sequences = {seq: split_profile(one, base, axes) for seq, one in sequences.items()}
+        profile = next(iter(sequences.values()))
     profile = split_profile(profile, base, axes)  # a measured model split as the shape it timed
     split = uses_layouts(profile, base)
     if not split and (given := [n for n in SPLIT_AXES if n in axes]):
@@ -271,7 +285,36 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
                                 "over devices x accumulation into micro-batches of at most "
                                 f"{micro_batch_max():,} samples (the bounds table's); change "
                                 "--global-batch, --devices or --accumulation")
-    return SweepPlan(profile, base, arrays, combinations, rows)
+    return SweepPlan(profile, base, arrays, combinations, rows, sequences)
+
+
+def _sequence_profiles(profile: Profile, base: Scenario, arrays: dict[str, np.ndarray],
+                       at_sequence: Callable[[int], Profile] | None) -> dict[int, Profile] | None:
+    """The profile of each value of axis seq_len (``plan_sweep``'s ``at_sequence``, else
+    ``profiles.profile_at_sequence``), None without the axis. Refused in one line: a
+    parameter count (no sequence to change), and a value that 2 x cp splits for no cp the sweep
+    runs (the scenario's, or every one swept; load-balanced context parallelism), as predict
+    --seq-len refuses it; a swept cp that splits some values and not others drops those rows
+    as a broken layout."""
+    if "seq_len" not in arrays:
+        return None
+    from scalesim.layout_predict import layout_of, splittable_shape
+    from scalesim.profiles import profile_at_sequence
+
+    if splittable_shape(profile) is None:
+        raise ScalesimError("sweep axis seq_len needs a transformer workload (a parameter count "
+                            f"has no sequence length): profile '{profile.name}' gives none; give "
+                            "--workload with a 'transformer' shape (e.g. llama3-8b) or drop "
+                            "--seq-len-values")
+    cps = [int(cp) for cp in arrays.get("cp", [layout_of(base).cp])]
+    for seq in (int(v) for v in arrays["seq_len"]):
+        if all(cp > 1 and seq % (2 * cp) for cp in cps):
+            cp = "cp " + ", ".join(map(str, cps)) if len(cps) > 1 else f"cp {cps[0]}"
+            raise ScalesimError(f"sweep axis seq_len value {seq}: seq_len {seq} is not divisible "
+                                f"by 2 x {cp} (load-balanced context parallelism); give "
+                                "sequence lengths that 2 x cp divides")
+    resolve = at_sequence or (lambda seq: profile_at_sequence(profile, seq)[0])
+    return {int(seq): resolve(int(seq)) for seq in arrays["seq_len"]}
 
 
 def _grid_at(plan: SweepPlan, flat: np.ndarray) -> dict[str, np.ndarray]:
@@ -332,8 +375,15 @@ def _batch_axes(plan: SweepPlan, grid: dict[str, np.ndarray]):
 def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
     """The model at the combinations numbered ``flat``; strong-scaling ones that do not split
     are dropped and counted."""
-    profile, base = plan.profile, plan.base
     grid = _grid_at(plan, np.asarray(flat, dtype=np.int64))
+    if "seq_len" in grid:
+        return _evaluate_sequences_at(plan, grid)
+    return _evaluate_grid(plan, grid)
+
+
+def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
+    """``evaluate_at`` of the combinations ``grid`` holds, on ``plan.profile``."""
+    profile, base = plan.profile, plan.base
     if profile.workload.transformer is not None:
         return _evaluate_variants_at(plan, grid)
     p = grid["devices"]
@@ -449,6 +499,38 @@ def _swept_shard_group_problems(base, grid: dict[str, np.ndarray], p, dp, zero, 
     return why, example
 
 
+def _evaluate_sequences_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
+    """``_evaluate_grid`` where the grid sweeps ``seq_len``: the rows of each value evaluated
+    on its own profile (``SweepPlan.sequences``: the workload at that sequence, its compute as
+    predict --seq-len decides it), and put back in grid order."""
+    return _evaluate_groups(grid, ["seq_len"], SEQUENCE_ROW, lambda values, part: _evaluate_grid(
+        replace(plan, profile=plan.sequences[int(values["seq_len"])]), part))
+
+
+def _evaluate_groups(grid: dict[str, np.ndarray], names: list[str], row_key: str,
+                     evaluate) -> SweepResult:
+    """The rows of each combination of the values of axes ``names`` evaluated apart
+    (``evaluate(those values, its rows of the grid)``), their columns put back in grid order
+    (``row_key``: each row's place meanwhile, a column of its own, so groups nest)."""
+    variant = np.zeros(grid["devices"].shape, dtype=np.int64)
+    for name in names:
+        values, at = np.unique(grid[name], return_inverse=True)
+        variant = variant * len(values) + np.ravel(at)
+    parts = []
+    for code in np.unique(variant):
+        rows = np.flatnonzero(variant == code)
+        first = {name: grid[name][rows[0]].item() for name in names}
+        parts.append(evaluate(first, {row_key: rows,
+                                      **{name: col[rows] for name, col in grid.items()}}))
+    order = np.argsort(np.concatenate([part.columns[row_key] for part in parts]), kind="stable")
+    columns = {name: np.concatenate([part.columns[name] for part in parts])[order]
+               for name in parts[0].columns if name != row_key}
+    return SweepResult(columns=columns, dropped=sum(part.dropped for part in parts),
+                       dropped_layout=sum(part.dropped_layout for part in parts),
+                       layout_example=next((part.layout_example for part in parts
+                                            if part.layout_example), ""))
+
+
 def _evaluate_variants_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
     """``_evaluate_layouts_at`` where the grid sweeps ``SCENARIO_LAYOUT_AXES`` (virtual stages,
     recompute, schedule, sequence parallelism): the rows of each combination of their values
@@ -459,24 +541,10 @@ def _evaluate_variants_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> Sweep
         return _evaluate_layouts_at(plan, grid)
     from scalesim.layout_predict import layout_of
 
-    variant = np.zeros(grid["devices"].shape, dtype=np.int64)
-    for name in names:
-        values, at = np.unique(grid[name], return_inverse=True)
-        variant = variant * len(values) + np.ravel(at)
-    split, parts = layout_of(plan.base), []
-    for code in np.unique(variant):
-        rows = np.flatnonzero(variant == code)
-        first = {name: grid[name][rows[0]].item() for name in names}
-        base = plan.base.model_copy(update={"layout": split.model_copy(update=first)})
-        parts.append(_evaluate_layouts_at(replace(plan, base=base), {
-            ROW: rows, **{name: col[rows] for name, col in grid.items()}}))
-    order = np.argsort(np.concatenate([part.columns[ROW] for part in parts]), kind="stable")
-    columns = {name: np.concatenate([part.columns[name] for part in parts])[order]
-               for name in parts[0].columns if name != ROW}
-    return SweepResult(columns=columns, dropped=sum(part.dropped for part in parts),
-                       dropped_layout=sum(part.dropped_layout for part in parts),
-                       layout_example=next((part.layout_example for part in parts
-                                            if part.layout_example), ""))
+    split = layout_of(plan.base)
+    return _evaluate_groups(grid, names, ROW, lambda values, part: _evaluate_layouts_at(
+        replace(plan, base=plan.base.model_copy(update={"layout": split.model_copy(
+            update=values)})), part))
 
 
 def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:

@@ -31,6 +31,7 @@ EXAMPLE = """examples:
   scalesim sweep --workload llama3-8b --devices 16,32 --strategy zero3 --shard-group-values 8,16,32
   scalesim sweep --workload llama3-8b --devices 8 --pp 4 --accumulation 8 --virtual-stages-values 1,2,4
   scalesim sweep --workload llama3-8b --devices 8 --tp 2 --recompute-values none,selective,full
+  scalesim sweep --workload llama3-8b --devices 16 --global-batch 32 --seq-len-values 4096-32768 --cp 2
 
 Notes predict would print of the scenario go to stderr; stdout holds only the rows.
 
@@ -58,6 +59,9 @@ def _values(axis: str):
 
 # flag -> (sweep axis, parser)
 VALUE_FLAGS = {
+    # the transformer workload at each sequence length (a profile per value, as predict
+    # --seq-len resolves it: ``sweep.plan_sweep``'s at_sequence)
+    "seq_len_values": ("seq_len", _values("seq_len")),
     "batch_values": ("micro_batch", _values("micro_batch")),
     "global_batch_values": ("global_batch", _values("global_batch")),
     "accumulation_values": ("accumulation", _values("accumulation")),
@@ -459,7 +463,8 @@ def sweep_notes(plan) -> list[str]:
             f"{', '.join(given)} ignored: a sweep row has no time to train or cost "
             "column (predict, decide and goal price a run)"
         )
-    return out + list(profile.notes)
+    own = [n for one in (plan.sequences or {0: profile}).values() for n in one.notes]
+    return out + list(dict.fromkeys(own))  # each value's notes (its --seq-len words), once
 
 
 def run(args: argparse.Namespace) -> int:
@@ -482,7 +487,8 @@ def run(args: argparse.Namespace) -> int:
         raise ScalesimError("--batch-values sweeps weak scaling; drop --global-batch")
     if "global_batch" in axes and scenario.micro_batch is not None:
         raise ScalesimError("--global-batch-values sweeps strong scaling; drop --batch")
-    plan = plan_sweep(profile, scenario, axes)
+    plan = plan_sweep(profile, scenario, axes, at_sequence=lambda seq: profile_from_args(
+        argparse.Namespace(**{**vars(args), "seq_len": seq})))  # as predict --seq-len reads it
     check_size(plan)
     bubbles = BubbleRows()
     if args.out is not None:  # '' too: refused by name, not taken for stdout

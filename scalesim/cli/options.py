@@ -67,7 +67,8 @@ SEQ_LEN_HELP = ("tokens per sequence: the transformer workload (or the profile's
 def add_seq_len_argument(group, help: str = SEQ_LEN_HELP) -> None:
     """--seq-len (``profiles.workload_at_sequence``; plan's own flag too): its bounds from the
     bounds table (quantity ``seq_len``)."""
-    group.add_argument("--seq-len", type=flag_type("seq_len"), metavar="TOKENS", help=help)
+    knob = KNOB_BY_FIELD["seq_len"]
+    group.add_argument(knob.flag, type=flag_type(knob.quantity), metavar="TOKENS", help=help)
 
 
 def _knob(group, field: str, **kwargs) -> None:
@@ -442,8 +443,10 @@ def layout_from_args(args: argparse.Namespace, base: dict | None) -> dict | None
 
 
 # argparse dest -> scenario field, for every knob whose flag gives its value (a switch, as
-# --no-overlap, is read by its own line of ``scenario_from_args``)
-_FLAG_TO_FIELD = {_dest(k.flag): k.field for k in KNOBS if k.flag and not k.switch}
+# --no-overlap, is read by its own line of ``scenario_from_args``; --seq-len changes the
+# workload, ``profile_from_args``)
+_FLAG_TO_FIELD = {_dest(k.flag): k.field for k in KNOBS
+                  if k.flag and not k.switch and k.field in Scenario.model_fields}
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
