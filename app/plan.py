@@ -656,12 +656,39 @@ def with_chosen_intra(profile: Profile, state: AppState) -> Profile:
         "intra_node": presets.intra_link(state.intra)})})
 
 
+def sequence_profile(profile: Profile, state: AppState) -> tuple[Profile, list[str]]:
+    """(``profile`` at the state's sequence length, the notes that say so): the Layout
+    expander's ``seq`` (None: the workload's own, ``profile`` as it is) as ``predict --seq-len``
+    resolves it (``profiles.resolve_profile``: the presets' workload at that sequence, its
+    compute the shape's estimate; an uploaded profile's own model, its measured curve scaled,
+    ``profiles.profile_at_sequence``), the notes its resolution adds. A parameter count has no
+    sequence: left out with a note, as a layout is (the control is shown for a transformer only;
+    a link may carry it). ScalesimError, one line, where it cannot be resolved."""
+    if state.seq is None:
+        return profile, []
+    if splittable_shape(profile) is None:
+        whose = (f"profile '{profile.name}' does not record the transformer it timed"
+                 if profile.compute.measured else
+                 f"workload '{profile.workload.name}' is a parameter count only")
+        return profile, [f"{FIELD_LABELS['seq']} {state.seq:,} left out: {whose} (pick a "
+                         "transformer workload such as llama3-8b to change its sequence)"]
+    from scalesim.profiles import profile_at_sequence, resolve_profile
+
+    if state.src == "preset":
+        at = resolve_profile(None, state.hw, state.wl, state.seq)
+    else:
+        at, _ = profile_at_sequence(profile, state.seq)
+    return at, [n for n in at.notes if n not in profile.notes]
+
+
 def make_plan(profile: Profile, state: AppState) -> Plan:
-    """Everything the planner page shows for ``state`` on ``profile`` (a calibrated profile's
-    model split, where the layout controls ask it, as the transformer it timed:
-    ``layout_predict.split_profile``)."""
+    """Everything the planner page shows for ``state`` on ``profile`` (at the state's sequence
+    length, ``sequence_profile``; a calibrated profile's model split, where the layout controls
+    ask it, as the transformer it timed: ``layout_predict.split_profile``)."""
+    profile, sequence_notes = sequence_profile(profile, state)
     profile = with_chosen_intra(profile, state)
     scenario, notes = build_scenario(state, profile)
+    notes = [*sequence_notes, *notes]
     profile = split_profile(profile, scenario)
     rows = predict(profile, scenario)
     knee = _knee(rows)

@@ -26,6 +26,7 @@ from scalesim.attention_kernel import (
 )
 from scalesim.billing import billing_words
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
+from scalesim.cli.options import SEQ_LEN_HELP
 from scalesim.decision import DOES_NOT_FIT, card_rows
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
@@ -401,11 +402,15 @@ def _layout_section(c: _Controls) -> None:
         return
     timed = ("The model this profile timed: " if profile.workload.transformer is None else "")
     box.caption(f"{timed}{shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, "
-                f"sequence {shape.seq_len}. {devices} = dp x tp x pp; ZeRO over dp is the strategy "
+                f"sequence {shape.seq_len} (its own; the sequence length below changes it). "
+                f"{devices} = dp x tp x pp; ZeRO over dp is the strategy "
                 "above; the micro-batch is per model replica. The Layouts tab ranks every layout."
                 + (" A split computes on the measured curve, with the measured optimizer step "
                    f"scaled to the parameters each {words.device} updates (docs/model.md §22)."
                    if timed else ""))
+    # the transformer at another sequence length, as predict --seq-len (plan.sequence_profile)
+    c(box.number_input, "seq", f"Sequence length (tokens; empty: the model's own, "
+      f"{shape.seq_len:,})", step=1, help=SEQ_LEN_HELP)
     tp = c(box.number_input, "tp", c.label("tp"), step=1)
     pp = c(box.number_input, "pp", "Pipeline stages (pp)", step=1)
     c(box.number_input, "cp", "Context-parallel degree (cp: ranks that split each sequence)",

@@ -36,7 +36,8 @@ from scalesim.schemas import GradSync, Profile, ZeroFramework
 
 from .control_labels import in_words
 
-LINK_VERSION = 15  # v15: + the context-parallel degree (cp; v1 to v14 open with cp 1);
+LINK_VERSION = 16  # v16: + the sequence length (seq; v1 to v15 open at the workload's own);
+# v15: + the context-parallel degree (cp; v1 to v14 open with cp 1);
 # v14: + the interleaved schedule's pipeline sends blocking (p2p off;
 # v1 to v13 open with them overlapped, Megatron-Core's overlap_p2p_comm);
 # v13: ak fused-vendor asked (V13_VALUES; the default became the kernel the
@@ -56,7 +57,7 @@ LINK_VERSION = 15  # v15: + the context-parallel degree (cp; v1 to v14 open with
 # reduced every micro-step, v3 with the whole-forward style, v2 (only what differs from the
 # defaults, presets by name) and v1 data parallel
 READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14",
-                 "15")
+                 "15", "16")
 # v3 and later (rs: v4, tpo: v7, sg: v9, p2p: v14, cp: v15): the layout knobs' link keys
 # (``bounds.LAYOUT_KNOBS``, in their order)
 LAYOUT_FIELDS = tuple(k.url_key for k in LAYOUT_KNOBS)
@@ -73,6 +74,7 @@ V12_REMEDIES = ("fp8",)  # the scenario B choice v12 added
 V13_VALUES = {"ak": (VENDOR_KERNEL,)}  # asked, not the default any more (v13)
 V14_FIELDS = ("p2p",)  # what v14 added
 V15_FIELDS = ("cp",)  # what v15 added
+V16_FIELDS = ("seq",)  # what v16 added
 # a share link ends with its preset fingerprint (ph) or profile (prof), then its date (at):
 # a cut one loses those first
 CUT_SHORT = "the link may have been cut short when copied (its end is missing)"
@@ -182,6 +184,9 @@ class AppState(BaseModel):
     p2p: bool = True
     # the context-parallel degree (ScenarioLayout.cp, v15): ranks that split each sequence
     cp: int = url_field("cp", 1, "context-parallel degree")
+    # the transformer at this sequence length (v16; profiles.workload_at_sequence, predict
+    # --seq-len); None: the workload's own
+    seq: int | None = url_field("seq", None, "tokens per sequence; None: the workload's own")
 
     _price_floor = field_validator("price")(nonzero_floor("price_per_device_hour"))
 
@@ -224,7 +229,7 @@ FIELD_LABELS = {
     "sp": "Sequence parallelism",
     "gs": "Gradient sync", "ak": "Attention kernel", "pr": "Matmul precision",
     "tpo": "Tensor-parallel overlap", "p2p": "Pipeline send overlap",
-    "cp": "Context parallelism",
+    "cp": "Context parallelism", "seq": "Sequence length",
     "sg": "Shard group (HSDP)", "zfw": "ZeRO framework",
 }
 
@@ -522,7 +527,7 @@ V2_DEFAULTS: dict[str, Any] = {
     "gbit": 400.0, "ebw": None, "elat": None, "cbs": None, "emin": None, "train": None,
     "price": None, "focus": None, "b": "best", "tab": "curve", "dl": None, "bud": None,
 }
-# The defaults of the controls v3 to v15 added, frozen at the version that added each (ak: ''
+# The defaults of the controls v3 to v16 added, frozen at the version that added each (ak: ''
 # from v13, where a v6-v12 link's fused-vendor, then the default, opens as ''). A link leaves a
 # control out at its frozen default (``encode_query``) and is read back with the same one
 # (``decode_query``), not with AppState's: a later change of an AppState default then changes
@@ -530,7 +535,7 @@ V2_DEFAULTS: dict[str, Any] = {
 LATER_DEFAULTS: dict[str, Any] = {
     "tp": 1, "pp": 1, "sched": "auto", "vs": 1, "rec": "auto", "sp": False,  # v3
     "rs": "whole-forward", "gs": "every-micro-step", "ak": "", "tpo": False,  # v4-v7
-    "sg": None, "zfw": "fsdp", "pr": "bf16", "p2p": True, "cp": 1,  # v9-v15
+    "sg": None, "zfw": "fsdp", "pr": "bf16", "p2p": True, "cp": 1, "seq": None,  # v9-v16
 }
 LINK_DEFAULTS: dict[str, Any] = {**V2_DEFAULTS, **LATER_DEFAULTS}  # every control's
 
@@ -542,7 +547,8 @@ def _meant(state: AppState) -> AppState:
 
 
 def link_version(state: AppState) -> int:
-    """15 when the state splits each sequence (v15 added cp); 14 when the state's interleaved
+    """16 when the state sets a sequence length (v16 added seq); 15 when the state splits each
+    sequence (v15 added cp); 14 when the state's interleaved
     pipeline sends block (v14 added p2p); 13 when the state
     asks the fused vendor attention kernel (v13: before, the default);
     12 when scenario B is what v12 added ('run the weight matmuls in fp8'); 11 when the
@@ -558,6 +564,8 @@ def link_version(state: AppState) -> int:
     Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
     can show it the same."""
     state = _meant(state)
+    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V16_FIELDS):
+        return 16
     if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V15_FIELDS):
         return 15
     if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V14_FIELDS):
@@ -857,6 +865,12 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no context "
                             "parallelism (cp 1)")
+    if int(version) < 16:  # before the sequence length: the workload's own
+        old = [name for name in V16_FIELDS if name in flat and flat.pop(name) not in (
+            "", _to_text(LINK_DEFAULTS[name]))]
+        if old:
+            messages.append(f"ignored {', '.join(old)}: a v{version} link has no sequence "
+                            "length choice (the workload's own)")
     for since, remedies in ((7, V7_REMEDIES), (12, V12_REMEDIES)):  # scenario B's later choices
         if int(version) < since and flat.get("b") in remedies:
             messages.append(f"ignored b={flat.pop('b')}: a v{version} link has no such scenario "

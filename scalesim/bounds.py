@@ -417,8 +417,8 @@ KNOBS: tuple[Knob, ...] = (
     # in the app
     Knob("instance_sizes", "--instance-sizes", None, "devices_per_node"),
     # no scenario field: the transformer workload at that sequence length
-    # (profiles.workload_at_sequence; sweep axis seq_len)
-    Knob("seq_len", "--seq-len", None, "seq_len"),
+    # (profiles.workload_at_sequence; sweep axis seq_len); link key from version 16
+    Knob("seq_len", "--seq-len", "seq", "seq_len"),
 )
 # The model split of a scenario (``Scenario.layout``): field of ``ScenarioLayout``, CLI flag,
 # share-link key (link version 3 and later; the recompute style version 4), quantity or choices;

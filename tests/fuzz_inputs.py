@@ -766,7 +766,8 @@ def _base_links() -> list[dict[str, str]]:
     ZeRO-1 with a hybrid sharding shard group), v10 (ZeRO-2 under DeepSpeed, accumulating), v11
     (the split in fp8), v12 (its scenario B 'run the weight matmuls in fp8'), v13 (the split
     asking the fused vendor attention kernel), v14 (the interleaved split with its pipeline
-    sends blocking), v1 (a v2 link
+    sends blocking), v15 (the split with context parallelism), v16 (the split at 16,384 tokens),
+    v1 (a v2 link
     labelled v1, with model-split fields a v1 link cannot have)."""
     from scalesim.app.state import AppState, default_state, encode_query, preset_profile
 
@@ -790,11 +791,13 @@ def _base_links() -> list[dict[str, str]]:
     vendor = split.model_copy(update={"ak": "fused-vendor"})
     blocking = split.model_copy(update={"p2p": False})
     ring = split.model_copy(update={"cp": 2})
+    longer = split.model_copy(update={"seq": 16384})
     links = [dict(encode_query(s, preset_profile(s)))
              for s in (base, split, custom, stop, overlap, grad, kernel, b_overlap, b_kernel,
-                       op_sac, hybrid, deepspeed, fp8, b_fp8, vendor, blocking, ring)]
+                       op_sac, hybrid, deepspeed, fp8, b_fp8, vendor, blocking, ring, longer)]
     assert [link["v"] for link in links] == ["2", "3", "2", "4", "7", "5", "6", "7", "7", "8",
-                                             "9", "10", "11", "12", "13", "14", "15"]
+                                             "9", "10", "11", "12", "13", "14", "15",
+                                             "16"]
     links.append({**links[0], "v": "1", "tp": "4", "sp": "true"})
     return links
 

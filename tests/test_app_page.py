@@ -88,8 +88,8 @@ def test_tampered_link_warns_falls_back_and_never_crashes():
 
 
 def test_link_from_another_version_shows_the_defaults():
-    at = open_app({"v": "16", "mb": "16"})
-    assert "v1 to v15 links" in at.warning[0].value
+    at = open_app({"v": "17", "mb": "16"})
+    assert "v1 to v16 links" in at.warning[0].value
     assert at.session_state["app_state"].mb == default_state().mb
 
 
@@ -198,7 +198,7 @@ def _bound_links():
     """Two links with every numeric control at its lowest / highest allowed value."""
     import annotated_types as at_
 
-    low, high = {"v": "15"}, {"v": "15"}  # v15: every control (the context-parallel degree since v15)
+    low, high = {"v": "16"}, {"v": "16"}  # v16: every control (the sequence length since v16)
     for name, field in AppState.model_fields.items():
         for m in field.metadata:
             if isinstance(m, at_.Ge | at_.Gt):
