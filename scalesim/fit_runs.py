@@ -1152,9 +1152,10 @@ def fitted_profile(
         batch = {"micro_batch": max(int(round(runs.micro_batch[-1])), 1)}
     scenario = Scenario(
         devices=[last.devices],
-        # on servers of --gpus-per-node (``Runs.server_devices``) the largest run used g_last of
-        # each: its NIC share and intra-server links are the model's of a partial server
-        devices_per_node=g_last if runs.server_devices else g,
+        # the largest run as it ran: g_last of each server of g (``Runs.devices_per_node``: the
+        # most a run put in one, or --gpus-per-node), its NIC share and intra-server links the
+        # model's of a partial server where g_last < g (8 on 1 server, then 16 on 4: 4 of 8)
+        devices_per_node=g_last,
         **fit.exchange.names(),
         accumulation=last.accumulation,
         overlap=v["overlap"] >= 0.5,

@@ -1042,23 +1042,34 @@ def _runs_shard_group(runs, measured, exchange, extrapolate_to: list[int] | None
 
 
 def _server_devices_note(runs, fit, words: Nouns) -> str:
-    """What the fit knows of servers of ``Runs.server_devices`` (--gpus-per-node) that the runs
-    used fewer devices of: the inter-server link is what the devices they used reached (a whole
-    server's NICs unmeasured: taken as it is), and where no run put two in one server, the
-    intra-server link is held, not measured; '' where the runs filled their servers."""
-    n, used = runs.server_devices, runs.used_per_node
-    if n is None or n <= used:
+    """What the fit knows of servers of ``Runs.devices_per_node`` that the runs used fewer
+    devices of: given by --gpus-per-node (``Runs.server_devices``), or where a run filled more
+    of one than the runs across servers did (8 on 1 server, then 16 on 4): the inter-server
+    link is what the devices they used reached (a whole server's NICs unmeasured: taken as it
+    is), and where no run put two in one server, the intra-server link is held, not measured;
+    '' where the runs filled their servers."""
+    n, used, flagged = runs.devices_per_node, runs.used_per_node, runs.server_devices
+    across = runs.devices[runs.nodes > 1] // runs.nodes[runs.nodes > 1]
+    across_used = int(across.max()) if across.size else n
+    if (flagged is None or n <= used) and across_used >= n:
         return ""
     inter = (f"the {link_GBps(fit.busbw_GBps('inter'))} busbw" if fit.params_known
              else "the gradient transfer time")
+    last = runs.rows[-1]
     said = (f"--gpus-per-node {n}: the runs used at most {used} of each {words.server}'s "
             f"{n} {words.gpus}; the fitted {words.server} holds {n}, a named network reaches "
             f"the NICs of the {words.gpus} a run used (predict.inter_nic_share), and the "
-            f"extrapolation fills whole {words.servers} of {n}")
-    if fit.multi_node_measured:
-        said += (f"; its {words.link('inter_node')} is {inter} the runs reached with {used} "
-                 f"{words.noun(used, 'gpu')} a {words.server}, taken as it is for whole "
-                 f"{words.servers} (their other NICs are not measured)")
+            f"extrapolation fills whole {words.servers} of {n}"
+            if flagged is not None and n > used else
+            f"the runs across {words.servers} used at most {across_used} of each "
+            f"{words.server}'s {n} {words.gpus} (a run put {n} in one): the fitted scenario is "
+            f"the largest run as it ran, {last.devices} on "
+            f"{words.count(last.nodes, 'server')}, and the extrapolation fills whole "
+            f"{words.servers} of {n}")
+    if fit.multi_node_measured and across_used < n:
+        said += (f"; its {words.link('inter_node')} is {inter} the runs reached with "
+                 f"{across_used} {words.noun(across_used, 'gpu')} a {words.server}, taken as it "
+                 f"is for whole {words.servers} (their other NICs are not measured)")
     if "intra_transfer_s" not in fit.fitted:
         said += (f"; no run put two {words.gpus} in one {words.server}, so its "
                  f"{words.link('intra_node')} is held, not measured, and the extrapolation "
