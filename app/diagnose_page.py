@@ -72,8 +72,9 @@ SMI_HELP = ("recorded during the run with `nvidia-smi --query-gpu=timestamp,inde
             "with its clocks, heat and throttling (the same as `scalesim diagnose --smi`)")
 FORMAT_HELP = """One row per run: `devices`, `nodes` and `samples_per_s` or `step_time_s`; optional
 `per_device_batch`, `global_batch`, `accumulation`, `data_wait_s`, `comm_s` (exposed),
-`steps_to_target`, `rank_step_times_s` (`;`-separated) and, for a job that splits its model,
-`tp`, `pp`, `cp` (the same in every row: the runs are fitted over model replicas). Example:
+`steps_to_target`, `rank_step_times_s` (`;`-separated), `gpus_per_node` (the GPUs one server
+holds where the runs used fewer of each; the same in every row) and, for a job that splits its
+model, `tp`, `pp`, `cp` (the same in every row: the runs are fitted over model replicas). Example:
 
 ```
 devices,nodes,samples_per_s,per_device_batch

@@ -6,7 +6,9 @@ on the input), ``comm_s`` (communication per step *not hidden* by compute), ``ra
 (each rank's step time, ``;``-separated in CSV, a list in JSON) and ``steps_to_target``
 (optimizer steps the run needed to reach a fixed quality target, for large-batch effects) and
 ``device`` (what ran them: ``CPU: <model>``, as ``scalesim calibrate`` names a CPU calibration's
-device, or ``cpu``, makes the report say processes and hosts; ``device_nouns``).
+device, or ``cpu``, makes the report say processes and hosts; ``device_nouns``) and
+``gpus_per_node`` (the devices one of the runs' servers holds, where they used fewer of each:
+``diagnose --gpus-per-node``'s value, the same in every row; ``on_servers_of``).
 
 Runs of a job that splits its model give ``tp``, ``pp`` and ``cp`` (tensor, pipeline and context
 parallel degrees, 1 when absent), the same in every row: a model replica is ``tp * pp * cp``
@@ -64,7 +66,7 @@ from scalesim.layout import Schedule
 REQUIRED = ("devices", "nodes")
 COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch", "global_batch",
            "accumulation", "data_wait_s", "comm_s", "rank_step_times_s", "steps_to_target",
-           "device", "tp", "pp", "cp", "schedule", "virtual_stages")
+           "device", "tp", "pp", "cp", "schedule", "virtual_stages", "gpus_per_node")
 MODEL_SPLIT = ("tp", "pp", "cp")  # the degrees that split the model: a replica is their product
 # a runs file's schedule names (lower case, letters and digits) that name a layout schedule
 SCHEDULE_ALIASES = {"interleaved1f1b": "interleaved", "zbh1": "zb"}
@@ -105,6 +107,8 @@ class RunRow(BaseModel):
     # its model chunks per rank: they set the bubble a replica pays (``pipeline_bubble``)
     schedule: Schedule | None = None
     virtual_stages: int = bounded("virtual_stages", 1)
+    # the devices one of the runs' servers holds (--gpus-per-node; None: not given)
+    gpus_per_node: int | None = bounded("devices_per_node", None)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -156,6 +160,11 @@ class RunRow(BaseModel):
             raise ValueError(f"{self.nodes} nodes for {self.devices} devices")
         if self.devices % self.nodes:
             raise ValueError(f"{self.devices} devices do not split evenly over {self.nodes} nodes")
+        if self.gpus_per_node is not None and self.devices // self.nodes > self.gpus_per_node:
+            per = self.devices // self.nodes
+            raise ValueError(f"gpus_per_node {self.gpus_per_node}, but its "
+                             f"{count(self.devices, 'device')} on {count(self.nodes, 'node')} "
+                             f"put {per} in each; give at least {per}")
         if self.pp == 1 and (self.schedule not in (None, "none") or self.virtual_stages != 1):
             raise ValueError("schedule and virtual_stages describe a pipeline: they need pp > 1")
         if self.pp > 1 and self.schedule == "none":
@@ -244,8 +253,9 @@ class Runs:
     # (lcm(replica devices, devices a server) / replica devices: tp 2 x pp 2 on servers of 8,
     # 2); 1 for runs of devices
     replicas_per_rented_server: int = 1
-    # set by ``on_servers_of``: the devices one of the runs' servers holds (``--gpus-per-node``),
-    # where the runs used fewer of each; None: a server is the most any run put in one node
+    # set by ``on_servers_of``: the devices one of the runs' servers holds (``--gpus-per-node``
+    # or the runs file's ``gpus_per_node``), where the runs used fewer of each; None: a server
+    # is the most any run put in one node
     server_devices: int | None = None
 
     @property
@@ -378,24 +388,30 @@ def replica_runs(runs: Runs) -> Runs:
                 replicas_per_rented_server=math.lcm(m, runs.devices_per_node) // m)
 
 
-def on_servers_of(runs: Runs, server_devices: int) -> Runs:
-    """``runs`` on servers of ``server_devices`` devices each (``--gpus-per-node``): each run
-    used ``devices / nodes`` of them, so the fitted profile's server holds ``server_devices``
-    and the run's NIC share is the model's of a partial server (``predict.inter_nic_share``).
-    ScalesimError (one line) where a run put more devices in one node, or the runs split the
-    model (their replicas' servers are placed from the runs' own nodes, ``replica_runs``)."""
+def on_servers_of(runs: Runs, server_devices: int, setting: str = "--gpus-per-node") -> Runs:
+    """``runs`` on servers of ``server_devices`` devices each (``--gpus-per-node``, or the runs
+    file's ``gpus_per_node``: ``setting`` names where it was given): each run used ``devices /
+    nodes`` of them, so the fitted profile's server holds ``server_devices`` and the run's NIC
+    share is the model's of a partial server (``predict.inter_nic_share``). ScalesimError (one
+    line) where a run put more devices in one node, the runs split the model (their replicas'
+    servers are placed from the runs' own nodes, ``replica_runs``), or the runs file already
+    gives another value (``Runs.server_devices``: both named)."""
     from scalesim.bounds import check_number
 
-    check_number("devices_per_node", server_devices, "--gpus-per-node")
+    check_number("devices_per_node", server_devices, setting)
+    said = f"{setting} {server_devices}"
+    if runs.server_devices is not None and runs.server_devices != server_devices:
+        raise ScalesimError(f"{said}, but {runs.source} gives gpus_per_node "
+                            f"{runs.server_devices}; give one, or the same in both")
     words = nouns_for(runs.device_name)
     most = runs.used_per_node
     if server_devices < most:
         row = next(r for r in runs.rows if r.devices // r.nodes == most)
-        raise ScalesimError(f"--gpus-per-node {server_devices}: the run on "
+        raise ScalesimError(f"{said}: the run on "
                             f"{words.count(row.devices)} put {most} in each of its "
                             f"{words.count(row.nodes, 'server')}; give at least {most}")
     if runs.replica_devices > 1:
-        raise ScalesimError(f"--gpus-per-node {server_devices}: not for runs that split the "
+        raise ScalesimError(f"{said}: not for runs that split the "
                             f"model ({_split_words(tuple(runs.model_split.values()))}): their "
                             "replicas are placed on the servers the runs name; drop it")
     return replace(runs, server_devices=int(server_devices))
@@ -578,6 +594,7 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
     if other is not None:
         raise ScalesimError(f"{source}: run {named[0][0]} ran on '{excerpt(named[0][1])}', run "
                             f"{other[0]} on '{excerpt(other[1])}'; one device per runs file")
+    server = _one_server_size(rows, source)
     split = [tuple(getattr(r, n) for n in MODEL_SPLIT) for r in rows]
     if any(s != split[0] for s in split):
         i = next(i for i, s in enumerate(split) if s != split[0])
@@ -634,7 +651,25 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
     if len(groups) < len(rows):
         notes.append(f"{len(rows)} rows aggregated into {len(groups)} runs: the median of every "
                      "measured column per (devices, nodes, batch, accumulation)")
-    return Runs(groups, source, tuple(notes))
+    runs = Runs(groups, source, tuple(notes))
+    return runs if server is None else on_servers_of(runs, server, f"{source}: gpus_per_node")
+
+
+def _one_server_size(rows: list[RunRow], source: str) -> int | None:
+    """The runs file's ``gpus_per_node``, one value in every row (as ``device``, one per file),
+    or None where no row gives it; ScalesimError (one line) where a row leaves it out or gives
+    another."""
+    given = [r.gpus_per_node for r in rows]
+    if all(g is None for g in given):
+        return None
+    if None in given:
+        raise ScalesimError(f"{source}: run {given.index(None) + 1} has no gpus_per_node; give "
+                            "it in every row or in none (the devices one server holds)")
+    other = next((i for i, g in enumerate(given) if g != given[0]), None)
+    if other is not None:
+        raise ScalesimError(f"{source}: run 1 gives gpus_per_node {given[0]}, run {other + 1} "
+                            f"{given[other]}; one server size per runs file")
+    return given[0]
 
 
 def _split_words(split: tuple[int, ...]) -> str:

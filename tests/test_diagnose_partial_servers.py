@@ -155,3 +155,60 @@ def test_without_the_flag_the_fitted_scenario_is_the_largest_run_as_it_ran():
         (32, 4), (64, 8), (128, 16)]
     note = next(n for n in report.notes if n.startswith("the runs across servers used at most 4"))
     assert "16 on 4 servers" in note and "with 4 GPUs a server, taken as it is" in note
+
+
+def _csv_with_column(servers_of: int = 8) -> str:
+    """``_csv``'s runs with the runs file's own ``gpus_per_node`` in every row."""
+    lines = _csv().splitlines()
+    return "\n".join([lines[0] + ",gpus_per_node"]
+                     + [f"{line},{servers_of}" for line in lines[1:]]) + "\n"
+
+
+def test_a_gpus_per_node_column_is_the_flag(tmp_path, capsys):
+    """The runs file's ``gpus_per_node`` (one value, as ``device``) diagnoses the runs as
+    ``--gpus-per-node`` does: the same report, and the flag beside it must agree."""
+    flagged = _report(gpus_per_node=8)
+    column = diagnose_runs(parse_runs_text(_csv_with_column(), "runs.csv"), params=PARAMS)
+    assert column.notes == flagged.notes
+    assert column.details["extrapolation"] == flagged.details["extrapolation"]
+    assert column.details["fitted_profile"] == flagged.details["fitted_profile"]
+    assert [(r.key, r.gain) for r in column.remedies] == [(r.key, r.gain)
+                                                           for r in flagged.remedies]
+    assert _network(column).gain == pytest.approx(_network(flagged).gain, rel=0.0)
+    path = tmp_path / "runs.csv"
+    path.write_text(_csv_with_column())
+    argv = ["diagnose", str(path), "--params", "336e6", "--json"]
+    code, same, err = run_cli(capsys, [*argv, "--gpus-per-node", "8"])
+    assert code == 0, err
+    code, alone, err = run_cli(capsys, argv)
+    assert code == 0, err
+    assert json.loads(alone) == json.loads(same)
+    assert [(e["devices"], e["nodes"]) for e in json.loads(alone)["details"]["extrapolation"]] \
+        == [(16, 2), (32, 4), (64, 8)]
+    code, out, err = run_cli(capsys, [*argv, "--gpus-per-node", "4"])
+    assert code == 2 and out == ""
+    assert err.strip().endswith(f"--gpus-per-node 4, but {path} gives gpus_per_node 8; give "
+                                "one, or the same in both")
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("devices,nodes,step_time_s,gpus_per_node\n1,1,0.1,8\n2,2,0.12,\n",
+     "runs.csv: run 2 has no gpus_per_node; give it in every row or in none"),
+    ("devices,nodes,step_time_s,gpus_per_node\n1,1,0.1,8\n2,2,0.12,4\n",
+     "runs.csv: run 1 gives gpus_per_node 8, run 2 4; one server size per runs file"),
+    ("devices,nodes,step_time_s,gpus_per_node\n4,1,0.1,2\n8,2,0.12,2\n",  # 4 in one server
+     "runs.csv: run 1: gpus_per_node 2, but its 4 devices on 1 node put 4 in each; give at "
+     "least 4"),
+    ("devices,nodes,step_time_s,gpus_per_node\n1,1,0.1,0\n2,2,0.12,0\n",
+     "runs.csv: run 1: field 'gpus_per_node': 0 given; allowed: 1 <= x <= 1,024"),
+    ("devices,nodes,step_time_s,gpus_per_node,tp\n8,1,0.1,8,8\n16,2,0.12,8,8\n",
+     "runs.csv: gpus_per_node 8: not for runs that split the model (tp 8 x pp 1 x cp 1)"),
+])
+def test_a_gpus_per_node_column_is_refused_in_one_line(tmp_path, capsys, monkeypatch, text,
+                                                        message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs.csv").write_text(text)
+    code, out, err = run_cli(capsys, ["diagnose", "runs.csv"])
+    assert code == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

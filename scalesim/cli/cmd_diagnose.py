@@ -46,8 +46,9 @@ EXAMPLE = """examples:
 
 runs file: one row per run with devices, nodes and samples_per_s or step_time_s; optional
 per_device_batch, global_batch, accumulation, data_wait_s, comm_s (exposed), steps_to_target,
-rank_step_times_s (';'-separated) and, for a job that splits its model, tp, pp, cp (the same in
-every row). See docs/diagnose.md."""
+rank_step_times_s (';'-separated), gpus_per_node (the devices one server holds, as
+--gpus-per-node; the same in every row) and, for a job that splits its model, tp, pp, cp (the
+same in every row). See docs/diagnose.md."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
