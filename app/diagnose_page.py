@@ -24,7 +24,7 @@ import streamlit as st
 from scalesim import presets
 from scalesim.bounds import bound, parse_list
 from scalesim.device_nouns import Nouns
-from scalesim.diagnose_request import DEFAULT_WIRE_BYTES
+from scalesim.diagnose_request import DEFAULT_WIRE_BYTES, GPUS_PER_NODE_HELP
 from scalesim.diagnosis import Report, shown_gain
 from scalesim.diagnosis_text import (
     by_verdict,
@@ -119,13 +119,14 @@ def runs_report(text: str, name: str, params: float | None, critical: float | No
                 smi: tuple[str, str] | None = None, workload_text: str | None = None,
                 strategy: str | None = None, zero_framework: str | None = None,
                 grad_sync: str | None = None, shard_group: int | None = None,
-                p2p_overlap: bool = True) -> Report:
+                p2p_overlap: bool = True, gpus_per_node: int | None = None) -> Report:
     """``scalesim diagnose`` of the runs file ``text`` (named ``name``) with its options
     (``DiagnoseOptions``: parameters, bytes per gradient element on the wire, critical batch in
     samples, device counts, the runs' transformer preset and GPU, the framework's recompute style,
     TP overlap and pipeline-send overlap; an uploaded workload JSON: its name and
     ``workload_text``; how the runs exchanged: ZeRO strategy, framework, gradient sync, hybrid
-    shard group) and the nvidia-smi log ``smi`` (name, CSV text) attached."""
+    shard group; the devices a server of the runs holds, None: the most a run put in one) and
+    the nvidia-smi log ``smi`` (name, CSV text) attached."""
     from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
     from scalesim.runs import parse_runs_text
 
@@ -133,7 +134,8 @@ def runs_report(text: str, name: str, params: float | None, critical: float | No
         params=params, wire_bytes=wire_bytes, critical_batch=critical, extrapolate=extrapolate,
         workload=workload, gpu=gpu, recompute_style=recompute_style, tp_overlap=tp_overlap,
         workload_text=workload_text, strategy=strategy, zero_framework=zero_framework,
-        grad_sync=grad_sync, shard_group=shard_group, p2p_overlap=p2p_overlap)
+        grad_sync=grad_sync, shard_group=shard_group, p2p_overlap=p2p_overlap,
+        gpus_per_node=gpus_per_node)
     log = _smi_report(smi)
     return diagnose_request(options, runs=parse_runs_text(text, name), smi=log)
 
@@ -509,7 +511,7 @@ def _runs_options() -> dict:
     wire = c3.selectbox("Bytes per gradient element on the wire", list(WIRE_BYTES_LABELS),
                         format_func=WIRE_BYTES_LABELS.get, key="dg_wire",
                         help="the gradients' precision as all-reduced (--wire-bytes)")
-    c1, c2 = st.columns(2)
+    c1, c2, c3 = st.columns(3)
     extrapolate = c1.text_input("Extrapolate to (devices)", key="dg_extrapolate",
                                 placeholder="e.g. 64,128 (empty: 2x, 4x, 8x the largest run)",
                                 help="device counts, comma-separated, or a doubling range 64-512")
@@ -520,8 +522,13 @@ def _runs_options() -> dict:
                             help="a transformer preset (scalesim presets) or a workload JSON with "
                             "a 'transformer' shape: the remedies are then predicted by the layout "
                             "model and include splitting the model (--workload)")
+    # the servers' size where the runs used fewer of each (--gpus-per-node; 0: not given)
+    server = c3.number_input("GPUs per server (0 = the most a run put in one)", min_value=0,
+                             max_value=int(bound("devices_per_node").high), value=0, step=1,
+                             key="dg_gpus_per_node", help=GPUS_PER_NODE_HELP)
     options = {"params": params or None, "critical": critical or None, "wire_bytes": wire,
-               "extrapolate": extrapolate.strip(), **_exchange_options()}
+               "extrapolate": extrapolate.strip(), "gpus_per_node": int(server) or None,
+               **_exchange_options()}
     if workload == UPLOAD_WORKLOAD:
         upload = c2.file_uploader("Workload JSON", type=["json"], key="dg_workload_file",
                                   help="a workload (scalesim schema workload) with its "

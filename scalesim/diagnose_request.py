@@ -18,6 +18,12 @@ from dataclasses import dataclass
 from scalesim.errors import ScalesimError
 
 DEFAULT_WIRE_BYTES = 4.0  # bytes per gradient element on the wire: fp32 DDP gradients
+# what --gpus-per-node means to a runs file's diagnosis (the CLI's help and the app's control)
+GPUS_PER_NODE_HELP = ("GPUs (or CPU processes) each of the runs' servers holds, where the runs "
+                      "used fewer of each (1 GPU on each of 4 servers): the fit reads their NIC "
+                      "share as predict does, and remedies and extrapolations predict on "
+                      "servers of this many (default: the most a run put in one server; a runs "
+                      "file's gpus_per_node column says it too)")
 # how the job exchanged: for a runs file, and for traces (which read it off their collectives)
 EXCHANGE_FLAGS = ("--strategy", "--zero-framework", "--grad-sync", "--shard-group")
 

@@ -212,3 +212,44 @@ def test_a_gpus_per_node_column_is_refused_in_one_line(tmp_path, capsys, monkeyp
     code, out, err = run_cli(capsys, ["diagnose", "runs.csv"])
     assert code == 2 and out == ""
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def _diagnose_page():
+    from scalesim.app.diagnose_page import render
+
+    render()
+
+
+def test_the_diagnose_page_takes_gpus_per_node_as_the_cli(capsys, tmp_path, monkeypatch):
+    """The Diagnose page's "GPUs per server" control (0: not given) is ``--gpus-per-node``: at
+    8, the page's report is the CLI's with ``--gpus-per-node 8``, HDR at the GPU's NIC share.
+    Before: ``DiagnoseOptions`` carried it, but the page had no control to set it."""
+    from app_harness import TIMEOUT_S, run_clean
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.chdir(tmp_path)  # the CLI names the runs 'runs.csv', as the page the upload
+    text = _csv()
+    (tmp_path / "runs.csv").write_text(text)
+    at = run_clean(AppTest.from_function(_diagnose_page, default_timeout=TIMEOUT_S))
+    at.file_uploader(key="dg_runs").set_value(("runs.csv", text.encode(), "text/csv"))
+    at.number_input(key="dg_params").set_value(PARAMS)
+    assert at.number_input(key="dg_gpus_per_node").value == 0
+    at.number_input(key="dg_gpus_per_node").set_value(8)
+    run_clean(at)
+    assert not at.error
+    page = next(c.value for c in at.code if c.value.startswith("Diagnosis of"))
+    code, out, err = run_cli(capsys, ["diagnose", "runs.csv", "--params", "336e6",
+                                      "--gpus-per-node", "8"])
+    assert code == 0, err
+    assert page == out.rstrip("\n")
+    assert "(3.31 -> 24 GB/s busbw for the job's 1 of 8 GPUs per server" in page
+    # below a run's devices / nodes: the CLI's one line, as an error on the page
+    at.number_input(key="dg_gpus_per_node").set_value(1)
+    run_clean(at)
+    assert not at.error  # 1 GPU a server: the runs' own, allowed
+    (tmp_path / "two.csv").write_text("devices,nodes,step_time_s\n2,1,0.1\n4,2,0.12\n")
+    at.file_uploader(key="dg_runs").set_value(("two.csv", b"devices,nodes,step_time_s\n"
+                                               b"2,1,0.1\n4,2,0.12\n", "text/csv"))
+    run_clean(at)
+    assert [e.value for e in at.error] == [
+        "--gpus-per-node 1: the run on 2 devices put 2 in each of its 1 server; give at least 2"]

@@ -64,6 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         add_zero_framework_argument,
         parse_int_list,
     )
+    from scalesim.diagnose_request import GPUS_PER_NODE_HELP
 
     p.add_argument("runs", nargs="?", metavar="RUNS.csv|RUNS.json", type=file_path,
                    help="measured runs")
@@ -87,11 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "workload JSON with a 'transformer' shape; remedies are then predicted by the "
                    "layout model and include splitting the model (needs --gpu; --model is its older "
                    "name)")
-    add_gpus_per_node_argument(p, help="GPUs (or CPU processes) each of the runs' servers "
-                               "holds, where the runs used fewer of each (1 GPU on each of 4 "
-                               "servers): the fit reads their NIC share as predict does, and "
-                               "remedies and extrapolations predict on servers of this many "
-                               "(default: the most a run put in one server)")
+    add_gpus_per_node_argument(p, help=GPUS_PER_NODE_HELP)
     p.add_argument("--gpu", metavar="NAME", help="the runs' GPU as the presets name it (e.g. "
                    "'H100 SXM', 'A100 80GB'): its datasheet peak, memory bandwidth and memory, "
                    "for --workload")
