@@ -225,6 +225,8 @@ def _runs_tables(report: Report) -> list[str]:
     out.append("extrapolation (95% band):")
     for e in report.details["extrapolation"]:
         flag = "" if e["constrained"] else f"  ({words.link('inter_node')} not measured: wide guess)"
+        if e.get("assumed"):  # a report written before it had none
+            flag += f"  ({e['assumed']})"
         many = (f"{e['replicas']:>6} {words.noun(e['replicas'])} "
                 f"({device_words.count(e['devices'])})" if split
                 else f"{e['devices']:>6} {words.noun(e['devices'])}")

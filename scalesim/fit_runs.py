@@ -801,6 +801,9 @@ class Extrapolated:
     high: float
     efficiency: float  # against the first measured run, as in runs.scaling
     constrained: bool  # False where the inter-server link was never measured
+    # what the row rests on that no run measured ('' where nothing): the intra-server link
+    # where no run put two devices in one server (``intra_assumed``)
+    assumed: str = ""
 
 
 def unfilled_servers(devices, g: int):
@@ -853,14 +856,24 @@ def default_extrapolation_devices(runs: Runs) -> list[int]:
     return sorted(set(counts))
 
 
-def _values_rows(fit: FitResult, x: np.ndarray, inter_ratio) -> dict:
-    """Parameter dict with one row per parameter vector in ``x`` (shape (n, 1) arrays)."""
+def _values_rows(fit: FitResult, x: np.ndarray, inter_ratio, intra_ratio=None) -> dict:
+    """Parameter dict with one row per parameter vector in ``x`` (shape (n, 1) arrays); where
+    the intra-server link was never measured (``intra_assumed``) and ``intra_ratio`` is given,
+    its transfer is the inter-server one over that ratio (the fit's held value otherwise)."""
     vals = {k: np.full((x.shape[0], 1), v) for k, v in fit.values.items()}
     for j, name in enumerate(fit.fitted):
         vals[name] = np.exp(x[:, j : j + 1]) if name in _LOG else x[:, j : j + 1]
     if "inter_transfer_s" not in fit.fitted:
         vals["inter_transfer_s"] = vals["intra_transfer_s"] * inter_ratio
+    elif intra_ratio is not None and intra_assumed(fit):
+        vals["intra_transfer_s"] = vals["inter_transfer_s"] / intra_ratio
     return vals
+
+
+def intra_assumed(fit: FitResult) -> bool:
+    """Whether the intra-server link is assumed, not measured: no run put two devices in one
+    server (so it is not fitted) while runs crossed servers (the inter-server one is)."""
+    return "intra_transfer_s" not in fit.fitted and "inter_transfer_s" in fit.fitted
 
 
 def _chi2_on_runs(fit: FitResult, runs: Runs, x: np.ndarray) -> np.ndarray:
@@ -957,6 +970,11 @@ def extrapolate(
     prediction and, where the fit holds a parameter the runs do not show, the prediction at each
     end of the range they allow it (``held_ends``). Where the inter-server link was
     never measured its transfer time is drawn log-uniformly between 1x and 20x the intra-server one.
+    Where the intra-server link was never measured (``intra_assumed``: runs on one device of
+    each server), a row with two or more devices a server rests on it: its band is widened to
+    hold the prediction with the intra-server transfer at either end of the same range, 1x to
+    1/20 of the inter-server one (the draws' own, each end with the fit's other parameters), and
+    the row says so (``Extrapolated.assumed``); the centre stays the fit's, with the held value.
     """
     devices = devices or default_extrapolation_devices(runs)
     layout = extrapolation_layout(runs, devices, fit.devices_per_node)
@@ -979,6 +997,19 @@ def extrapolate(
     if len(ends):  # the band holds each end of a held parameter's range (``held_ends``)
         at_ends = log_x(ends, float(np.sqrt(lo_r * hi_r)))
         low, high = np.minimum(low, np.nanmin(at_ends, axis=0)), np.maximum(high, np.nanmax(at_ends, axis=0))
+    assumed = np.zeros(layout.devices.shape, dtype=bool)
+    said = ""
+    if intra_assumed(fit):  # the rows of two or more a server: intra anywhere in the range
+        assumed = layout.devices_per_node > 1
+        words = nouns_for(runs.device_name)
+        said = (f"{words.link('intra_node')} assumed: no run put two {words.gpus} in one "
+                f"{words.server}")
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            at_ends = np.log(blended(_values_rows(fit, np.repeat(fit.x[None, :], 2, axis=0), 1.0,
+                                                  np.array([[lo_r], [hi_r]])),
+                                     layout, fit.gradient_bytes, fit.exchange).samples_per_s)
+        low = np.where(assumed, np.minimum(low, np.nanmin(at_ends, axis=0)), low)
+        high = np.where(assumed, np.maximum(high, np.nanmax(at_ends, axis=0)), high)
     out = []
     for i, p in enumerate(layout.devices):
         x = float(np.exp(centre[i]))
@@ -991,6 +1022,7 @@ def extrapolate(
                 float(np.exp(high[i])),
                 x / (base * int(p)),
                 not bool(unconstrained[i]),
+                said if assumed[i] else "",
             )
         )
     return out

@@ -1072,8 +1072,9 @@ def _server_devices_note(runs, fit, words: Nouns) -> str:
                  f"is for whole {words.servers} (their other NICs are not measured)")
     if "intra_transfer_s" not in fit.fitted:
         said += (f"; no run put two {words.gpus} in one {words.server}, so its "
-                 f"{words.link('intra_node')} is held, not measured, and the extrapolation "
-                 "rests on it")
+                 f"{words.link('intra_node')} is held, not measured: the extrapolation's rows "
+                 f"of two or more a {words.server} say so, their band holding it anywhere from "
+                 f"the {words.link('inter_node')}'s busbw to 20x it")
     return said
 
 

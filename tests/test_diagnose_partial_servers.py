@@ -17,6 +17,7 @@ import diagnose_cases as cases
 import pytest
 from cli_harness import run_cli
 
+from scalesim.diagnosis_text import render_text
 from scalesim.network_upgrades import UPGRADES_BY_KEY
 from scalesim.predict import predict
 from scalesim.runs import parse_runs_text
@@ -253,3 +254,44 @@ def test_the_diagnose_page_takes_gpus_per_node_as_the_cli(capsys, tmp_path, monk
     run_clean(at)
     assert [e.value for e in at.error] == [
         "--gpus-per-node 1: the run on 2 devices put 2 in each of its 1 server; give at least 2"]
+
+
+def test_extrapolated_rows_on_an_assumed_intra_server_link_say_so_and_hold_it_in_the_band():
+    """With --gpus-per-node 8, runs on 1 GPU of each server never measure the intra-server
+    link (held at its start value, 12.7 GB/s here); the extrapolation's rows of 8 a server rest
+    on it. Each says so, and its band holds the prediction with that link anywhere from the
+    inter-server link's busbw (3.31 GB/s) to 20x it. Before: no flag, and 16 GPUs on 2 servers
+    read 1,198 samples/s [1,007 .. 1,271] where the fitted profile with the intra link at
+    3.31 GB/s predicts 654."""
+    report = _report(gpus_per_node=8)
+    rows = report.details["extrapolation"]
+    assert [e["assumed"] for e in rows] == [
+        "intra-server link assumed: no run put two GPUs in one server"] * 3
+    profile, scenario = _fitted(report)
+    inter = profile.hardware.inter_node.busbw_GBps
+
+    def at_intra(busbw_GBps):  # predict on the fitted profile, whole servers of 8
+        hw = profile.hardware.model_copy(update={"intra_node": profile.hardware.intra_node
+                                                 .model_copy(update={"busbw_GBps": busbw_GBps})})
+        return [r.samples_per_s for r in predict(
+            profile.model_copy(update={"hardware": hw}),
+            scenario.model_copy(update={"devices": [16, 32, 64], "devices_per_node": 8}))]
+
+    held = at_intra(profile.hardware.intra_node.busbw_GBps)
+    # the fit's overlap share (0.998) is rounded to on in the scenario: within 0.1 %
+    for e, centre, slow, fast in zip(rows, held, at_intra(inter), at_intra(20.0 * inter),
+                                     strict=True):
+        assert e["samples_per_s"] == pytest.approx(centre, rel=1e-3)  # the centre: held link
+        assert e["low"] <= min(slow, fast) * (1 + 1e-3)
+        assert e["high"] >= max(slow, fast) * (1 - 1e-3)
+    assert at_intra(inter)[0] < 0.6 * held[0]  # 16 on 2: the intra link matters there
+    assert rows[0]["low"] < 0.6 * rows[0]["samples_per_s"]
+    # the text table says it beside each row
+    text = render_text(report)
+    assert text.count("(intra-server link assumed: no run put two GPUs in one server)") == 3
+
+
+def test_runs_that_measured_the_intra_server_link_flag_no_row():
+    csv = "devices,nodes,step_time_s\n1,1,0.1\n8,1,0.11\n16,2,0.13\n"
+    report = diagnose_runs(parse_runs_text(csv, "runs.csv"))
+    assert [e["assumed"] for e in report.details["extrapolation"]] == ["", "", ""]
