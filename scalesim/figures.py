@@ -196,13 +196,19 @@ def busbw_words(whole_GBps, reached_GBps=None, part: str = "", was: str = "") ->
     (whole server 48 -> 192)'. The whole figure alone ('6.8 -> 48 GB/s busbw') where the job
     reaches it all: ``reached_GBps`` None, no ``part`` (whole servers), or the same printed
     figures. ``part``: '1 of 8 GPUs per server' (``predict.server_part_words``); ``was`` follows
-    the first figure ('(a preset, not measured)'). The one wording of decide's network option,
-    goal's networks and least network, the remedies' titles and the app's cards."""
+    the first figure ('(a preset, not measured)'). ``whole_GBps`` None: no whole server's figure
+    is known (a link fitted to what the job's devices reached, no NIC count), so the job's alone:
+    '12.4 -> 24.8 GB/s busbw for the job's 1 of 8 GPUs per server'. The one wording of decide's
+    network option, goal's networks and least network, the remedies' titles and the app's
+    cards."""
     def chain(values, tag: str) -> str:
         values = values if isinstance(values, tuple) else (values,)
         return " -> ".join(sig3(v) + (f" {tag}" if tag and i == 0 else "")
                            for i, v in enumerate(values))
 
+    if whole_GBps is None:
+        return f"{chain(reached_GBps, was)} GB/s busbw" + (f" for the job's {part}" if part
+                                                           else "")
     whole = chain(whole_GBps, "")
     if reached_GBps is None or not part or chain(reached_GBps, "") == whole:
         return f"{chain(whole_GBps, was)} GB/s busbw"

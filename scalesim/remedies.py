@@ -61,6 +61,7 @@ from scalesim.predict import (
 )
 from scalesim.presets import flash2_slower_than_vendor, peak_tflops_of
 from scalesim.schemas import (
+    Hardware,
     LinkCalibration,
     LoaderCurve,
     LoaderPoint,
@@ -204,7 +205,7 @@ def not_measured_link(profile: Profile, scenario: Scenario, level: str) -> bool:
     return link is not None and link.not_measured_because != PRESET_LINKS
 
 
-def link_change_words(before_GBps: float | None, after_GBps: float, preset: bool = False,
+def link_change_words(before_GBps: float | None, after_GBps: float | None, preset: bool = False,
                       reached: tuple[float, float] | None = None, part: str = "") -> str:
     """'12 -> 192 GB/s busbw'; with ``preset`` (the figure a calibration kept from a preset,
     not measured: ``not_measured_link``) '6.8 (a preset, not measured) -> 192 GB/s busbw'; with
@@ -212,13 +213,26 @@ def link_change_words(before_GBps: float | None, after_GBps: float, preset: bool
     ``predict.server_part_words``) '12 -> 24 GB/s busbw for the job's 1 of 8 GPUs per server
     (whole server 48 -> 192)' (``figures.busbw_words``). ``before_GBps`` None: today's whole
     server is not known (a link fitted to what the job's devices reached, no NIC count):
-    '3.31 -> 24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server 192)'."""
-    whole = (after_GBps,) if before_GBps is None else (before_GBps, after_GBps)
-    return busbw_words(whole if len(whole) > 1 else whole[0], reached, part,
-                       "(a preset, not measured)" if preset else "")
+    '3.31 -> 24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server 192)'; both None
+    (twice such a link): the job's alone, '12.4 -> 24.8 GB/s busbw for the job's 1 of 8 GPUs
+    per server'."""
+    whole = (None if after_GBps is None else after_GBps if before_GBps is None
+             else (before_GBps, after_GBps))
+    return busbw_words(whole, reached, part, "(a preset, not measured)" if preset else "")
 
 
-def _busbw_words(before_GBps: float | None, after_GBps: float, relative: bool,
+def whole_inter_GBps(hw: Hardware, scenario: Scenario) -> float | None:
+    """Today's inter-server busbw of a whole server, GB/s, as the link words name it (the
+    scenario's override, else the hardware's); None where it is not known: a link without a NIC
+    count (fitted to what the runs' devices reached) on part of each server
+    (``predict.server_part_words``), whose figure is what the job's devices reach, not a whole
+    server's (``link_change_words``)."""
+    if server_part_words(hw, scenario) and hw.inter_node.nics_per_node is None:
+        return None
+    return scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
+
+
+def _busbw_words(before_GBps: float | None, after_GBps: float | None, relative: bool,
                  preset: bool = False, reached: tuple[float, float] | None = None,
                  part: str = "") -> str:
     """A link remedy's change: '(12 -> 192 GB/s busbw)' (``link_change_words``, with what the
@@ -346,28 +360,31 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         # (``network_upgrades.network_scenario``); twice today's network keeps today's latency
         named = network_scenario(profile, scenario, _FAST_INTER)
         fast = named.link.busbw_GBps
-        faster = 2 * inter if words.cpu else max(fast, 2 * inter)
+        doubled = scenario.model_copy(update={"inter_busbw_GBps": 2 * inter})
+        # the faster for the job: what its devices reach of each, their share of the NICs
+        # (``inter_busbw_GBps_of``: one GPU of 8 reaches 24 of HDR's 192 GB/s, and all of a
+        # fitted link's, which is what the runs' devices reached), the whole servers' on a tie
+        is_named = not words.cpu and (named.reached_GBps, fast) >= (
+            float(inter_busbw_GBps_of(hw, doubled)), 2 * inter)
+        faster = fast if is_named else 2 * inter
         name = (CPU_FASTER_NETWORK if words.cpu else FAST_INTER_NAME
-                if faster == fast else "2x the network")
-        is_named = name == FAST_INTER_NAME
+                if is_named else "2x the network")
         spans = (f"each {words.server}'s; its {words.devices}' stages span {servers} "
-                 f"{words.servers}, whose NICs add up" if servers > 1 and faster == fast else "")
+                 f"{words.servers}, whose NICs add up" if servers > 1 and is_named else "")
         # an upgrade of more NICs than the server has says so (``nics_needed_words``)
         caveat = "; ".join(w for w in (named.nics_needed if is_named else "", spans) if w)
-        fast_scn = (named.scenario if is_named
-                    else scenario.model_copy(update={"inter_busbw_GBps": faster}))
+        fast_scn = named.scenario if is_named else doubled
         fast_profile = named.profile if is_named else profile
-        # what the job's devices reach of each, its share of the NICs (``inter_busbw_GBps_of``)
         reached = (float(inter_busbw_GBps_of(hw, scenario)),
                    float(inter_busbw_GBps_of(fast_profile.hardware, fast_scn)))
-        part = server_part_words(hw, scenario)
-        # a link without a NIC count (fitted to what the runs' devices reached) gives the job's
-        # figure, not a whole server's: today's whole server is not known
-        whole_now = None if part and hw.inter_node.nics_per_node is None else inter
+        # today's whole server not known (a link fitted to what the job's devices reached):
+        # nor is twice it
+        whole_now = whole_inter_GBps(hw, scenario)
+        whole_after = faster if is_named or whole_now is not None else None
         out.append(Candidate("interconnect", f"Faster inter-{words.server} network: {name} "
-                             + _busbw_words(whole_now, faster, relative_links,
+                             + _busbw_words(whole_now, whole_after, relative_links,
                                             not_measured_link(profile, scenario, "inter_node"),
-                                            reached, part),
+                                            reached, server_part_words(hw, scenario)),
                              fast_scn, fast_profile, "", caveat,
                              named.upgrade if is_named else None))
     else:
