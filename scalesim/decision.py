@@ -84,6 +84,7 @@ from scalesim.remedies import (
     not_measured_link,
     rank_remedies,
     unmeasured_link_in_use,
+    whole_inter_GBps,
 )
 from scalesim.schemas import Profile, Scenario
 
@@ -827,9 +828,10 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
         out.append(fewer.option)
     if now.nodes > 1 and (ups := network_scenarios(profile, scenario)):
         net = ups[0]  # the card's (``card_upgrade``)
-        inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
         p = _one(net.profile, net.scenario, now.devices)
-        words = link_change_words(inter, net.link.busbw_GBps,
+        # today's whole server not known on a fitted link of part of each server
+        words = link_change_words(whole_inter_GBps(profile.hardware, scenario),
+                                  net.link.busbw_GBps,
                                   not_measured_link(profile, scenario, "inter_node"),
                                   (float(inter_busbw_GBps_of(profile.hardware, scenario)),
                                    net.reached_GBps),

@@ -7,7 +7,9 @@ GPU of 8 reaches one, 192 / 8 = 24 GB/s. Runs on 1 GPU of each of 1-8 servers wi
 Ethernet NIC (made by the model, fitted as a link of 12.44 GB/s without a NIC count: what the
 runs' GPU reached) doubled reach 2 x 12.44 = 24.88 GB/s > 24: twice the network is the faster
 for the job, though HDR's whole server (192) is above twice today's (24.88). Before, the remedy
-named HDR at 24 GB/s (+68.7 %); now it is '2x the network' (+79.8 %).
+named HDR at 24 GB/s (+68.7 %); now it is '2x the network' (+79.8 %). Decide's network option on
+that fitted profile said '(whole server 12.4 -> 192)', a whole server's figure the fitted link
+does not know; it now says '(whole server 192)', as the remedy's title does.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 import diagnose_cases as cases
 import pytest
 
+from scalesim.decision import decide
 from scalesim.network_upgrades import UPGRADES_BY_KEY
 from scalesim.predict import inter_busbw_GBps_of, predict
 from scalesim.presets import get_hardware, get_workload
@@ -86,6 +89,19 @@ def test_whole_servers_of_the_same_runs_keep_the_named_network():
     remedy = _network(_diagnosed().remedies)
     assert remedy.title == ("Faster inter-server network: 8 x 200 Gb/s HDR InfiniBand "
                             "(12.4 -> 192 GB/s busbw)")
+
+
+def test_decide_on_the_fitted_profile_names_the_whole_server_it_knows(partial):
+    """Decide's network option (the named upgrade, as every command runs it) on the fitted
+    profile of part of each server: today's 12.4 is what the GPU reached, not a whole server's."""
+    profile, scenario = _fitted(partial)
+    card = decide(profile, scenario, 8)
+    (row,) = [o for o in card.options if o.key == "network"]
+    assert row.title == ("Network: 8 x 200 Gb/s HDR InfiniBand (as in a DGX A100), 12.4 -> 24 "
+                         f"GB/s busbw for the job's {JOB} (whole server 192)")
+    # decide's remedies (rank_remedies) on the same scenario pick twice the network, as diagnose
+    _, ranked = rank_remedies(profile, scenario, 8)
+    assert _network(ranked).title == _network(partial.remedies).title
 
 
 def test_a_tie_in_what_the_job_reaches_goes_to_the_larger_whole_server():
