@@ -440,6 +440,17 @@ def inter_busbw_GBps_of(hw: Hardware, scenario: Scenario) -> float:
                                                                                        scenario)
 
 
+def intra_busbw_GBps_of(hw: Hardware, scenario: Scenario, gpus: int) -> float:
+    """Intra-server ring busbw that ``gpus`` GPUs of one server reach, GB/s: the whole-server
+    figure (the scenario's override, else the hardware's) times its share for that many
+    (``subset_links``: a ring over fewer GPUs of a DGX-1's mesh has fewer NVLinks; NVSwitch and
+    PCIe keep every GPU's, docs/model.md §18)."""
+    from scalesim.model.subset_links import subset_busbw_GBps
+
+    return float(subset_busbw_GBps(_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps),
+                                   gpus, hw.intra_node.subset_shares))
+
+
 def server_part_words(hw: Hardware, scenario: Scenario) -> str:
     """'1 of 8 GPUs per server' (processes per host for a CPU calibration) where the job uses
     fewer devices of each server than it holds, so reaches fewer of its NICs
@@ -465,7 +476,6 @@ def server_use_words(hw: Hardware, scenario: Scenario,
     if used is None or used == hw.devices_per_node:
         return None
     from scalesim.billing import billing_words, job_sizes
-    from scalesim.model.subset_links import subset_busbw_GBps
 
     words = nouns_for(hw.device_name)  # 'processes per host' for a CPU calibration
     if used > hw.devices_per_node:
@@ -474,8 +484,7 @@ def server_use_words(hw: Hardware, scenario: Scenario,
                 f"({link_GBps(_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps))} "
                 f"busbw) taken for all {used}")
 
-    intra = float(subset_busbw_GBps(_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps),
-                                    used, hw.intra_node.subset_shares))
+    intra = intra_busbw_GBps_of(hw, scenario, used)
     sizes = job_sizes(scenario.instance_sizes, hw.instance_sizes, hw.devices_per_node)
     return (f"{server_part_words(hw, scenario)}: intra {sig3(intra)}, inter "
             f"{link_GBps(inter_busbw_GBps_of(hw, scenario))} busbw (the links and NICs they "

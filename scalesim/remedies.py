@@ -55,6 +55,7 @@ from scalesim.predict import (
     hybrid_sharded,
     input_pipeline_modelled,
     inter_busbw_GBps_of,
+    intra_busbw_GBps_of,
     micro_batch_max,
     predict,
     server_part_words,
@@ -390,10 +391,17 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps
         one = f"one {words.device} does not communicate" if now.devices < 2 else ""
+        doubled = scenario.model_copy(update={"intra_busbw_GBps": 2 * intra})
+        # the ring over the job's devices of the server reaches what they hold of its links
+        # (``intra_busbw_GBps_of``: 4 of a DGX-1V's 8 GPUs, 4 of its 6 NVLinks each, 80 of 120)
+        used = min(scenario.devices_per_node or hw.devices_per_node, now.devices)
+        reached = (intra_busbw_GBps_of(hw, scenario, used), intra_busbw_GBps_of(hw, doubled, used))
+        part = server_part_words(hw, scenario.model_copy(update={"devices_per_node": used}))
         out.append(Candidate("interconnect", f"Faster intra-{words.server} links "
                              + _busbw_words(intra, 2 * intra, relative_links,
-                                            not_measured_link(profile, scenario, "intra_node")),
-                             scenario.model_copy(update={"intra_busbw_GBps": 2 * intra}), profile,
+                                            not_measured_link(profile, scenario, "intra_node"),
+                                            reached, part),
+                             doubled, profile,
                              one or (CPU_NOT_APPLICABLE["intra_link"] if words.cpu else ""), ""))
     if not now.fits:
         fit_scn, fit_reason = _fitting_split(profile, scenario, now)

@@ -173,3 +173,26 @@ def test_the_header_says_what_fewer_gpus_get(capsys):
     assert "intra 120 GB/s (2 GPUs 20, 4 GPUs 80), inter 48 GB/s" in capsys.readouterr().out
     assert main(["predict", "--hardware", "dgx-a100", "--devices", "2"]) == 0
     assert "intra 230 GB/s, inter" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("devices", "words"), [
+    (2, "20 -> 40 GB/s busbw for the job's 2 of 8 GPUs per server (whole server 120 -> 240)"),
+    (4, "80 -> 160 GB/s busbw for the job's 4 of 8 GPUs per server (whole server 120 -> 240)"),
+    (8, "120 -> 240 GB/s busbw"),
+])
+def test_the_intra_link_remedy_says_what_the_jobs_ring_reaches(devices, words):
+    """Session 41: the faster intra-server link remedy doubles the whole server's 120 GB/s; a
+    ring over 2 GPUs of the DGX-1V holds one NVLink of 6 (1/6: 20 -> 40), over 4 a quad's 4 of
+    6 (80 -> 160). Before, its title said '(120 -> 240 GB/s busbw)' at every count. The 4 GPUs'
+    all-reduce of 1e6 B (250k fp32 parameters, overlap off) after the remedy: 2 x 3 x 2 us +
+    1.5 x 1e6 B / 160 GB/s = 21.375 us (30.75 us today, test_predict_dgx1_v100_at_2_4_8_gpus)."""
+    from scalesim.remedies import rank_remedies
+
+    wl = get_workload("bert-large").model_copy(update={"params": 250e3,
+                                                        "wire_bytes_per_param": 4.0})
+    profile = profile_from_presets(get_hardware("dgx1-v100"), wl)
+    _, ranked = rank_remedies(profile, Scenario(devices=[devices], overlap=False), devices)
+    row = next(r for r in ranked if r.key == "interconnect")
+    assert row.title == f"Faster intra-server links ({words})"
+    if devices == 4:
+        assert row.prediction.exposed_comm_s == pytest.approx(21.375e-6, rel=1e-4)
