@@ -23,7 +23,12 @@ from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, check_values
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
-from scalesim.layout import SCHEDULES
+from scalesim.layout import (
+    P2P_OVERLAP_NEEDS_INTERLEAVED,
+    SCHEDULES,
+    SEQUENCE_PARALLEL_NEEDS_TP,
+    TP_OVERLAP_NEEDS_TP,
+)
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
@@ -50,6 +55,11 @@ AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "z
         "seq_len")
 # Axes of true/false values (the CLI's on/off)
 SWITCH_AXES = ("overlap", "tp_overlap", "p2p_overlap", "sequence_parallel")
+# predict's rule each row breaks whose swept switch means nothing for its layout (sequence
+# parallelism or the tensor-parallel overlap at tp 1, blocking sends where none interleave):
+# such rows are dropped (``_unused_swept_values``, in its order)
+UNUSED_SWITCH_RULES = (SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP,
+                       P2P_OVERLAP_NEEDS_INTERLEAVED)
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
               "algorithm": ALGORITHMS,
               "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)},
@@ -230,11 +240,6 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
                                 f"profile '{profile.name}' gives none; give --workload with a "
                                 f"'transformer' shape (e.g. llama3-8b) or drop {flag}")
     if split:  # a schedule applies where pp > 1; with no such row it would change nothing
-        from scalesim.layout import (
-            P2P_OVERLAP_NEEDS_INTERLEAVED,
-            SEQUENCE_PARALLEL_NEEDS_TP,
-            TP_OVERLAP_NEEDS_TP,
-        )
         from scalesim.layout_predict import layout_of
 
         asked = layout_of(base)
@@ -554,7 +559,6 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     are dropped and counted."""
     from scalesim import layout_predict as lp
     from scalesim.layout import (
-        SEQUENCE_PARALLEL_NEEDS_TP,
         ZERO_STRATEGIES,
         deepspeed_pipeline_error,
         deepspeed_refuses_pipeline,
@@ -584,13 +588,15 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                                g_max, cp)
     example = _layout_example(profile, split, name, g_max, layout_ok, p, tp, pp, dp, micro, k,
                               cp)
-    piped, sequence = (layout_ok & m for m in _unused_swept_values(grid, split, tp, pp))
-    unused = piped | sequence
+    piped, *switched = (layout_ok & m for m in _unused_swept_values(grid, split, tp, pp))
+    unused = np.logical_or.reduce([piped, *switched])
     if unused.any():  # a swept value the row's layout does not run: predict refuses it
         i = int(np.flatnonzero(unused)[0])
         why = (lp.first_problem(profile, dp[i], tp[i], pp[i], 0, micro[i],
                                 dp[i] * micro[i] * k[i], split, split.schedule or "none", g_max,
-                                cp[i]) if piped[i] else SEQUENCE_PARALLEL_NEEDS_TP)
+                                cp[i]) if piped[i] else next(
+                   rule for rule, rows in zip(UNUSED_SWITCH_RULES, switched, strict=True)
+                   if rows[i]))
         example = example or (f"{_split_words(tp[i], pp[i], cp[i])} on "
                               f"{nouns_for(profile.hardware.device_name).count(int(p[i]))}: {why}")
         layout_ok &= ~unused
@@ -657,18 +663,28 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
 
 
 def _unused_swept_values(grid: dict[str, np.ndarray], split, tp,
-                         pp) -> tuple[np.ndarray, np.ndarray]:
-    """(pipeline, sequence): True where a row's swept layout value (``SCENARIO_LAYOUT_AXES``;
-    ``split`` holds the row's, ``_evaluate_variants_at``) means nothing for its layout: virtual
-    stages above 1 or a schedule other than none at pp 1 (no pipeline), sequence parallelism
-    at tp 1 (no tensor-parallel group). Such a row is the row without the value under another label, and
-    predict refuses its scenario (``layout.layout_problems``, ``SEQUENCE_PARALLEL_NEEDS_TP``):
-    dropped as a broken layout. A one-value flag (``--virtual-stages 2`` beside ``--pp-values
-    1,4``) is the pipelined rows' setting and is not a row of its own."""
+                         pp) -> tuple[np.ndarray, ...]:
+    """(pipeline, sequence, tp overlap, send overlap): True where a row's swept layout value
+    (``SCENARIO_LAYOUT_AXES``, whose values ``split`` holds, ``_evaluate_variants_at``; the
+    switches ``tp_overlap`` and ``p2p_overlap``, a column of the grid) means nothing for its
+    layout: virtual stages above 1 or a schedule other than none at pp 1 (no pipeline),
+    sequence parallelism or the tensor-parallel overlap on at tp 1 (no tensor-parallel group),
+    the sends' overlap off on a row that does not interleave (the other schedules' sends block
+    either way). Such a row is the row without the value under another label, and predict
+    refuses its scenario (``layout.layout_problems``, ``UNUSED_SWITCH_RULES``): dropped as a
+    broken layout, so the grid holds the scenarios predict accepts. A one-value flag
+    (``--virtual-stages 2`` beside ``--pp-values 1,4``) is the pipelined rows' setting and is
+    not a row of its own."""
+    tp, pp = np.asarray(tp), np.asarray(pp)
     pipeline = (("virtual_stages" in grid and split.virtual_stages > 1)
                 or ("schedule" in grid and split.schedule not in (None, "none")))
     sequence = "sequence_parallel" in grid and split.sequence_parallel
-    return (np.asarray(pp) == 1) & pipeline, (np.asarray(tp) == 1) & sequence
+    # a row pipelines with the split's schedule (its default for pp > 1 where none is given)
+    interleaved = (pp > 1) & split.model_copy(update={"pp": 2}).interleaved
+    tp_overlap = grid.get("tp_overlap", np.zeros(tp.shape, dtype=bool))
+    blocking = ~grid.get("p2p_overlap", np.ones(pp.shape, dtype=bool))
+    return ((pp == 1) & pipeline, (tp == 1) & sequence, (tp == 1) & tp_overlap,
+            blocking & ~interleaved)
 
 
 def _split_words(tp, pp, cp) -> str:

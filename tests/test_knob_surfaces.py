@@ -12,6 +12,7 @@ import diagnose_cases as cases
 import pytest
 from cli_harness import kept_diagnoses, run_cli
 
+from scalesim.errors import ScalesimError
 from scalesim.layout import P2P_OVERLAP_NEEDS_INTERLEAVED
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
@@ -29,15 +30,23 @@ def test_the_send_overlap_is_a_sweep_axis_with_the_rows_predict_gives():
     One send t = 2 us + 8192 x 4096 x 2 B / 370 GB/s = 183.4 us; blocking charges the m v = 16
     steady chunks' 32 sends whole, overlapped only the contention share c (0.159), so the off
     row's step is the on row's + 32 t (1 - c) = 4.935 ms, its exposed communication too, and
-    every other column equal. The pp 1 rows do not pipeline: on and off are one row. Each row
-    equals predict's of its scenario. Before: 'axes: cannot sweep ['p2p_overlap']'."""
+    every other column equal. The pp 1 rows do not pipeline: off there is the on row under
+    another label, which predict refuses (``P2P_OVERLAP_NEEDS_INTERLEAVED``), so it is dropped
+    as a broken layout with that rule (it was kept, a duplicate of the on row, before session
+    41's review), as sweep drops virtual stages at pp 1. Each row equals predict's of its
+    scenario. Before: 'axes: cannot sweep ['p2p_overlap']'."""
     profile = resolve_profile(None, "dgx-h100", "llama3-8b")
     base = Scenario(devices=[4], micro_batch=1, accumulation=8,
                     layout=ScenarioLayout(virtual_stages=2))
-    cols = sweep(profile, base, {"pp": [1, 4], "p2p_overlap": [True, False]}).columns
+    res = sweep(profile, base, {"pp": [1, 4], "p2p_overlap": [True, False]})
+    cols = res.columns
     rows = {(int(pp), bool(on)): i for i, (pp, on) in
             enumerate(zip(cols["pp"], cols["p2p_overlap"], strict=True))}
-    assert len(rows) == 4
+    assert sorted(rows) == [(1, True), (4, False), (4, True)]
+    assert res.dropped == res.dropped_layout == 1
+    assert res.layout_example == f"tp 1 x pp 1 on 4 devices: {P2P_OVERLAP_NEEDS_INTERLEAVED}"
+    with pytest.raises(ScalesimError, match="p2p_overlap off needs the interleaved schedule"):
+        predict(profile, base.model_copy(update={"layout": ScenarioLayout(p2p_overlap=False)}))
     c = profile.hardware.comm_compute_contention
     t = 2e-6 + 8192 * 4096 * 2 / 370e9
     on, off = rows[4, True], rows[4, False]
@@ -45,10 +54,8 @@ def test_the_send_overlap_is_a_sweep_axis_with_the_rows_predict_gives():
         assert cols[name][off] - cols[name][on] == pytest.approx(32 * t * (1 - c), rel=1e-9)
     for name in ("compute_s", "bubble_s", "straggler_s", "memory_bytes"):
         assert cols[name][off] == cols[name][on], name
-    assert cols["step_time_s"][rows[1, True]] == cols["step_time_s"][rows[1, False]]
     for (pp, overlap), i in rows.items():
-        split = ScenarioLayout(pp=pp, virtual_stages=2 if pp > 1 else 1,
-                               p2p_overlap=overlap or pp == 1)
+        split = ScenarioLayout(pp=pp, virtual_stages=2 if pp > 1 else 1, p2p_overlap=overlap)
         want = predict(profile, base.model_copy(update={"layout": split}))[0].step_time_s
         assert cols["step_time_s"][i] == pytest.approx(want, rel=1e-12), (pp, overlap)
 
@@ -130,7 +137,6 @@ def test_runs_that_split_the_model_refuse_blocking_sends():
     """Runs that split the model are fitted as replicas: their sends are part of a replica's
     fitted compute, and no split layout is tried, so --p2p-overlap off changes nothing there:
     one line, as --tp-overlap (tests/test_diagnose_model_split.py's tp 8 runs)."""
-    from scalesim.errors import ScalesimError
     from scalesim.runs import parse_runs_text
     from scalesim.runs_diagnosis import diagnose_runs
     from scalesim.runs_model import runs_model

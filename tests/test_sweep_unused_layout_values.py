@@ -2,7 +2,9 @@
 a schedule other than none at pp 1, sequence parallelism at tp 1) is dropped as a broken
 layout, with predict's rule in the dropped note: predict refuses that scenario, and plan never
 ranks it. Before, each was written as a row: the row without the value under another label
-(and, for a schedule at pp 1, with GPipe's memory of a pipeline that does not exist)."""
+(and, for a schedule at pp 1, with GPipe's memory of a pipeline that does not exist). The two
+switch axes alike (session 41's review): the tensor-parallel overlap on at tp 1, the pipeline
+sends' overlap off on a row that does not interleave."""
 
 from __future__ import annotations
 
@@ -10,7 +12,11 @@ import pytest
 from cli_harness import run_cli
 
 from scalesim.errors import ScalesimError
-from scalesim.layout import SEQUENCE_PARALLEL_NEEDS_TP
+from scalesim.layout import (
+    P2P_OVERLAP_NEEDS_INTERLEAVED,
+    SEQUENCE_PARALLEL_NEEDS_TP,
+    TP_OVERLAP_NEEDS_TP,
+)
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
 from scalesim.schemas import Scenario, ScenarioLayout
@@ -36,22 +42,31 @@ def profile():
      "tp 1 x pp 1 on 8 devices: schedule 1f1b needs pp > 1; use schedule none with pp 1"),
     ({"tp": [1, 2], "sequence_parallel": [True, False]}, [(1, False), (2, True), (2, False)], 1,
      f"tp 1 x pp 1 on 8 devices: {SEQUENCE_PARALLEL_NEEDS_TP}"),
+    # the switches: tp 1 with the overlap on, blocking sends at one chunk a stage (1F1B)
+    ({"tp": [1, 2], "tp_overlap": [True, False]}, [(1, False), (2, True), (2, False)], 1,
+     f"tp 1 x pp 1 on 8 devices: {TP_OVERLAP_NEEDS_TP}"),
+    ({"virtual_stages": [1, 2], "p2p_overlap": [True, False]}, [(1, True), (2, True), (2, False)],
+     1, f"tp 1 x pp 2 on 8 devices: {P2P_OVERLAP_NEEDS_INTERLEAVED}"),
 ])
 def test_a_swept_value_the_layout_does_not_run_is_dropped_as_predict_refuses_it(
         profile, axes, kept, dropped, rule):
     """Of the 4 (or 6) combinations, those with the value where it means nothing are dropped
     and counted as broken layouts, the first named with predict's words; every row kept is
-    predict's of its scenario, and predict refuses each dropped one."""
+    predict's of its scenario, and predict refuses each dropped one. The sends' overlap is
+    swept on pp 2 (a pipeline whose rows interleave at 2 virtual stages)."""
     (a, values_a), (b, values_b) = axes.items()
-    res = sweep(profile, BASE, axes)
+    base = BASE.model_copy(update={"layout": ScenarioLayout(pp=2)}) if "p2p_overlap" in axes \
+        else BASE
+    split = base.layout or ScenarioLayout()
+    res = sweep(profile, base, axes)
     c = res.columns
     got = [(x.item(), y.item()) for x, y in zip(c[a], c[b], strict=True)]
     assert got == kept
     assert (res.dropped, res.dropped_layout) == (dropped, dropped)
     assert res.layout_example == rule
     for (x, y), step, memory in zip(got, c["step_time_s"], c["memory_bytes"], strict=True):
-        want = predict(profile, BASE.model_copy(update={"layout": ScenarioLayout(
-            **{a: x, b: y})}))[0]
+        want = predict(profile, base.model_copy(update={"layout": split.model_copy(
+            update={a: x, b: y})}))[0]
         assert step == pytest.approx(want.step_time_s, rel=1e-12)
         assert memory == pytest.approx(want.memory_bytes, rel=1e-12)
     for x in values_a:
@@ -59,8 +74,8 @@ def test_a_swept_value_the_layout_does_not_run_is_dropped_as_predict_refuses_it(
             if (x, y) in kept:
                 continue
             with pytest.raises(ScalesimError):
-                predict(profile, BASE.model_copy(update={"layout": ScenarioLayout(
-                    **{a: x, b: y})}))
+                predict(profile, base.model_copy(update={"layout": split.model_copy(
+                    update={a: x, b: y})}))
 
 
 def test_the_cli_says_the_drop_in_its_note(capsys):

@@ -151,22 +151,32 @@ def test_sweep_decide_and_goal_take_it(capsys):
 
 def test_the_overlap_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
     """``--tp-overlap-values off,on`` beside ``--tp-values 1,8``: every row is predict's for
-    that layout and overlap; the tp 1 rows are equal (nothing to overlap), the tp 8 rows differ
-    by the tensor-parallel time hidden. Refused, in one line, for a parameter count and where
-    no row has tp > 1."""
+    that layout and overlap; the tp 8 rows differ by the tensor-parallel time hidden. The tp 1
+    row with the overlap on has nothing to overlap: the off row under another label, which
+    predict refuses (``TP_OVERLAP_NEEDS_TP``), so it is dropped as a broken layout with that
+    rule (it was kept, a duplicate, before session 41's review), as sweep drops sequence
+    parallelism at tp 1. Refused, in one line, for a parameter count and where no row has
+    tp > 1."""
     from scalesim.sweep import sweep
 
     profile = resolve_profile(None, "dgx-h100", "llama3-8b")
     base = Scenario(devices=[8], micro_batch=1,
                     layout=ScenarioLayout(sequence_parallel=True))
-    cols = sweep(profile, base, {"tp": [1, 8], "tp_overlap": [False, True]}).columns
+    res = sweep(profile, base, {"tp": [1, 8], "tp_overlap": [False, True]})
+    cols = res.columns
     rows = {(int(t), bool(o)): s for t, o, s in
             zip(cols["tp"], cols["tp_overlap"], cols["step_time_s"], strict=True)}
+    assert sorted(rows) == [(1, False), (8, False), (8, True)]
+    assert res.dropped == res.dropped_layout == 1
+    assert res.layout_example == f"tp 1 x pp 1 on 8 devices: {TP_OVERLAP_NEEDS_TP}"
+    with pytest.raises(ScalesimError, match="tp_overlap needs tp > 1"):
+        predict(profile, Scenario(devices=[8], micro_batch=1,
+                                  layout=ScenarioLayout(tp_overlap=True)))
     for (tp, overlap), step in rows.items():
-        split = ScenarioLayout(tp=tp, sequence_parallel=tp > 1, tp_overlap=overlap and tp > 1)
+        split = ScenarioLayout(tp=tp, sequence_parallel=tp > 1, tp_overlap=overlap)
         want = predict(profile, base.model_copy(update={"layout": split}))[0].step_time_s
         assert step == pytest.approx(want, rel=1e-12), (tp, overlap)
-    assert rows[1, False] == rows[1, True] and rows[8, True] < rows[8, False]
+    assert rows[8, True] < rows[8, False]
     for argv, words in ((["--devices", "8"], "sweep axis tp_overlap needs a transformer"),
                         (["--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
                           "8"], TP_OVERLAP_NEEDS_TP)):
