@@ -142,10 +142,14 @@ def test_ctrl_c_keeps_reading_torchruns_output_until_it_exits(tmp_path):
         started["proc"] = proc
         return proc
 
+    sink = io.BytesIO()
+
     def interrupt():  # Ctrl-C reaches the whole foreground group: the child and this process
-        while "proc" not in started:
+        # once the child's handler is in place and run_filtered reads it: its 'ready' line in
+        # the sink (was a fixed 1 s after the start, which a child slower to start on a busy
+        # machine would lose: SIGINT's default kills it, exit 1, not the handler's 130)
+        while b"ready" not in sink.getvalue():
             time.sleep(0.05)
-        time.sleep(1.0)
         started["proc"].send_signal(signal.SIGINT)
         os.kill(os.getpid(), signal.SIGINT)
 
@@ -156,7 +160,6 @@ def test_ctrl_c_keeps_reading_torchruns_output_until_it_exits(tmp_path):
 
     threading.Thread(target=interrupt, daemon=True).start()
     threading.Thread(target=guard, daemon=True).start()
-    sink = io.BytesIO()
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         run_filtered([sys.executable, str(child)], dict(os.environ), sink, popen=popen)
@@ -169,6 +172,7 @@ def test_a_gpu_shortage_is_an_agreed_error_every_rank_says(monkeypatch):
     says it (on the H200 rank 1 failed first and torchrun stopped rank 0 before it spoke, when
     rank 0 alone was to say it); the launcher shows the repeats once."""
     import pytest
+
     from scalesim.calibration import dist as cdist
 
     monkeypatch.setattr(cdist.torch.cuda, "is_available", lambda: True)
