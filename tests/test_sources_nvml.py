@@ -33,7 +33,12 @@ def test_sampler_reads_each_field_and_the_analysis_names_the_hot_device(monkeypa
     for cuda_index in (0, 1):
         sampler, why = nvml_sampler.start_sampler(cuda_index, period_s=0.01)
         assert sampler is not None and why == "device health sampled with NVML"
-        time.sleep(0.1)
+        # until the thread has sampled 3 times (was a fixed 0.1 s, 10 periods: a busy machine
+        # that left the thread off the cores that long would have failed it); a sampler that
+        # never repeats still fails, at the bound
+        deadline = time.monotonic() + 30
+        while len(sampler.samples) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
         samples = sampler.stop()
         assert len(samples) >= 3
         per_rank.append(samples)
