@@ -172,7 +172,6 @@ def test_a_gpu_shortage_is_an_agreed_error_every_rank_says(monkeypatch):
     says it (on the H200 rank 1 failed first and torchrun stopped rank 0 before it spoke, when
     rank 0 alone was to say it); the launcher shows the repeats once."""
     import pytest
-
     from scalesim.calibration import dist as cdist
 
     monkeypatch.setattr(cdist.torch.cuda, "is_available", lambda: True)
