@@ -171,14 +171,15 @@ def test_add_server_grows_to_the_fewest_servers_todays_split_divides():
 
 
 def test_add_server_in_todays_layout_is_not_judged_against_a_worse_layout():
-    """One A100 filling its server: today's DDP fits at 8 devices, the planner's ZeRO-1 there
-    finishes sooner, so the option runs it and says so; DDP at 8 is the note's slower one."""
+    """One A100 filling its server: today's DDP fits at 8 devices, the planner's ZeRO-2 there
+    (ZeRO-1 before bert-large declared its 24 layers, session 41) finishes sooner, so the option
+    runs it and says so; DDP at 8 is the note's slower one."""
     profile = default_profile()
     card = decide(profile, Scenario(devices=[1], train_samples=TRAIN), 1)
     (o,) = [o for o in card.options if o.key == "add_server"]
-    assert o.title == ("Fill the server (1 -> 8 devices), the planner's layout: ddp -> zero1, "
+    assert o.title == ("Fill the server (1 -> 8 devices), the planner's layout: ddp -> zero2, "
                        "global batch 8x")
-    assert o.changes == {"devices": [8], "strategy": "zero1"}
+    assert o.changes == {"devices": [8], "strategy": "zero2"}
     ddp = predict(profile, Scenario(devices=[8], train_samples=TRAIN))[0]
     assert ddp.fits and o.samples_per_s > ddp.samples_per_s
     (rival,) = [n for n in card.notes if n.startswith("not shown: ")]
