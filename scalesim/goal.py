@@ -490,10 +490,16 @@ def _network_need(profile: Profile, base: Scenario, axes: dict, goal: training_t
     at today's billing, the devices' money alone (its own billing and price: its row); where
     none does, the plan that comes closest on an unlimited one (``UNLIMITED_BUSBW_GBps``, 0 s a
     hop) and its compute's share of its time, s (what bounds it), else None and None."""
+    graded: dict[tuple, tuple] = {}  # by the network's (busbw, latency): the search's last
+    # test (unlimited, 0 s a hop) is the closest plan's grid where nothing reaches the goal
+
     def meets(scenario: Scenario) -> tuple:
-        run, t, m = _graded(profile, scenario, axes, goal, reference, None)
-        ok = _runs(run.columns, t, m)
-        return run.columns, t, m, ok, ok & (t <= deadline_s) & (m <= budget_usd)
+        key = (scenario.inter_busbw_GBps, scenario.inter_latency_s)
+        if key not in graded:
+            run, t, m = _graded(profile, scenario, axes, goal, reference, None)
+            ok = _runs(run.columns, t, m)
+            graded[key] = (run.columns, t, m, ok, ok & (t <= deadline_s) & (m <= budget_usd))
+        return graded[key]
 
     need = network_need(profile, base, lambda s: bool(meets(s)[4].any()), networks)
     if need.reaches != "none":
