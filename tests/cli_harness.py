@@ -29,3 +29,14 @@ def kept_diagnoses(monkeypatch) -> list:
 
     monkeypatch.setattr(runs_diagnosis, "diagnose_runs", diagnose_and_keep)
     return made
+
+
+def fitted_of(report):
+    """(profile, scenario) a runs diagnosis fitted, read back from its details as its --json
+    writes them (a round trip through JSON, as a user's file would be)."""
+    import json
+
+    from scalesim.schemas import Profile, Scenario
+
+    profile = Profile.model_validate(json.loads(json.dumps(report.details["fitted_profile"])))
+    return profile, Scenario.model_validate(report.details["fitted_scenario"])

@@ -15,14 +15,14 @@ import json
 
 import diagnose_cases as cases
 import pytest
-from cli_harness import run_cli
+from cli_harness import fitted_of, run_cli
 
 from scalesim.diagnosis_text import render_text
 from scalesim.network_upgrades import UPGRADES_BY_KEY
 from scalesim.predict import predict
 from scalesim.runs import parse_runs_text
 from scalesim.runs_diagnosis import diagnose_runs
-from scalesim.schemas import Profile, Scenario
+from scalesim.schemas import Scenario
 
 PARAMS = 336e6  # BERT-large's gradient elements
 HDR_GBPS = 192.0  # 8 x 200 Gb/s x 0.96 (presets.inter_link), a whole server's busbw
@@ -42,11 +42,6 @@ def _report(**kwargs):
     return diagnose_runs(parse_runs_text(_csv(), "runs.csv"), params=PARAMS, **kwargs)
 
 
-def _fitted(report):
-    profile = Profile.model_validate(json.loads(json.dumps(report.details["fitted_profile"])))
-    return profile, Scenario.model_validate(report.details["fitted_scenario"])
-
-
 def _network(report):
     return next(r for r in report.remedies if r.key == "interconnect")
 
@@ -54,7 +49,7 @@ def _network(report):
 def test_without_the_flag_a_note_says_how_the_runs_used_their_servers():
     report = _report()
     assert any(n.startswith(NOTE) for n in report.notes)
-    profile, scenario = _fitted(report)
+    profile, scenario = fitted_of(report)
     assert profile.hardware.devices_per_node == 1  # today's reading, kept
     assert [e["nodes"] for e in report.details["extrapolation"]] == [16, 32, 64]
 
@@ -64,7 +59,7 @@ def test_with_gpus_per_node_the_faster_network_runs_at_the_jobs_nic_share():
     assert not any(n.startswith(NOTE) for n in report.notes)
     assert any(n.startswith("--gpus-per-node 8: the runs used at most 1 of each server's 8 GPUs")
                for n in report.notes)
-    profile, scenario = _fitted(report)
+    profile, scenario = fitted_of(report)
     assert profile.hardware.devices_per_node == 8
     assert scenario.devices == [8] and scenario.devices_per_node == 1  # 1 of 8 on 8 servers
     remedy = _network(report)
@@ -144,7 +139,7 @@ def test_without_the_flag_the_fitted_scenario_is_the_largest_run_as_it_ran():
             + cases._rows(profile, Scenario(devices=[16], devices_per_node=4, micro_batch=32)))
     assert [(r["devices"], r["nodes"]) for r in rows] == [(1, 1), (8, 1), (16, 4)]
     report = diagnose_runs(parse_runs_text(cases.to_csv(rows), "runs.csv"), params=PARAMS)
-    fitted, scenario = _fitted(report)
+    fitted, scenario = fitted_of(report)
     assert fitted.hardware.devices_per_node == 8 and scenario.devices_per_node == 4
     today = predict(fitted, scenario)[0]
     assert today.nodes == 4  # was 2
@@ -267,7 +262,7 @@ def test_extrapolated_rows_on_an_assumed_intra_server_link_say_so_and_hold_it_in
     rows = report.details["extrapolation"]
     assert [e["assumed"] for e in rows] == [
         "intra-server link assumed: no run put two GPUs in one server"] * 3
-    profile, scenario = _fitted(report)
+    profile, scenario = fitted_of(report)
     inter = profile.hardware.inter_node.busbw_GBps
 
     def at_intra(busbw_GBps):  # predict on the fitted profile, whole servers of 8

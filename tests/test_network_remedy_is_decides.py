@@ -5,10 +5,9 @@ Ethernet read +163 % in diagnose and +176 % in decide for the same upgrade."""
 
 from __future__ import annotations
 
-import json
-
 import diagnose_cases as cases
 import pytest
+from cli_harness import fitted_of
 
 from scalesim import presets
 from scalesim.decision import decide
@@ -18,7 +17,7 @@ from scalesim.profiles import profile_from_presets
 from scalesim.remedies import rank_remedies
 from scalesim.runs import parse_runs_text
 from scalesim.runs_diagnosis import diagnose_runs
-from scalesim.schemas import Profile, Scenario
+from scalesim.schemas import Scenario
 
 
 def _interconnect(profile, scenario, devices):
@@ -47,8 +46,7 @@ def test_diagnose_and_decide_give_one_gain_for_the_network_of_the_fitted_scenari
     rows = cases.inter_server()
     report = diagnose_runs(parse_runs_text(cases.to_csv(rows), "runs.csv"), params=336e6)
     remedy = next(r for r in report.remedies if r.key == "interconnect")
-    profile = Profile.model_validate(json.loads(json.dumps(report.details["fitted_profile"])))
-    scenario = Scenario.model_validate(report.details["fitted_scenario"])
+    profile, scenario = fitted_of(report)
     network = next(o for o in decide(profile, scenario, 32).options if o.key == "network")
     assert "HDR InfiniBand" in network.title
     assert remedy.gain == pytest.approx(network.throughput_gain, rel=1e-9)

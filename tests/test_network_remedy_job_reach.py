@@ -14,10 +14,9 @@ does not know; it now says '(whole server 192)', as the remedy's title does.
 
 from __future__ import annotations
 
-import json
-
 import diagnose_cases as cases
 import pytest
+from cli_harness import fitted_of
 
 from scalesim.decision import decide
 from scalesim.network_upgrades import UPGRADES_BY_KEY
@@ -27,7 +26,7 @@ from scalesim.profiles import profile_from_presets
 from scalesim.remedies import rank_remedies
 from scalesim.runs import parse_runs_text
 from scalesim.runs_diagnosis import diagnose_runs
-from scalesim.schemas import Profile, Scenario
+from scalesim.schemas import Scenario
 
 PARAMS = 336e6  # BERT-large's gradient elements
 HDR_GBPS = 8 * 200 / 8 * 0.96  # 8 NICs x 200 Gb/s / 8 bits x 0.96 efficiency: 192 GB/s
@@ -46,11 +45,6 @@ def _diagnosed(**kwargs):
     return diagnose_runs(parse_runs_text(_runs_csv(), "runs.csv"), params=PARAMS, **kwargs)
 
 
-def _fitted(report):
-    profile = Profile.model_validate(json.loads(json.dumps(report.details["fitted_profile"])))
-    return profile, Scenario.model_validate(report.details["fitted_scenario"])
-
-
 def _network(remedies):
     return next(r for r in remedies if r.key == "interconnect")
 
@@ -61,7 +55,7 @@ def partial():
 
 
 def test_one_gpu_of_eight_on_a_fitted_link_gets_twice_the_network(partial):
-    profile, scenario = _fitted(partial)
+    profile, scenario = fitted_of(partial)
     fitted = profile.hardware.inter_node.busbw_GBps
     assert profile.hardware.inter_node.nics_per_node is None  # what the runs' GPU reached
     assert fitted == pytest.approx(12.44, abs=0.005)
@@ -94,7 +88,7 @@ def test_whole_servers_of_the_same_runs_keep_the_named_network():
 def test_decide_on_the_fitted_profile_names_the_whole_server_it_knows(partial):
     """Decide's network option (the named upgrade, as every command runs it) on the fitted
     profile of part of each server: today's 12.4 is what the GPU reached, not a whole server's."""
-    profile, scenario = _fitted(partial)
+    profile, scenario = fitted_of(partial)
     card = decide(profile, scenario, 8)
     (row,) = [o for o in card.options if o.key == "network"]
     assert row.title == ("Network: 8 x 200 Gb/s HDR InfiniBand (as in a DGX A100), 12.4 -> 24 "
