@@ -14,8 +14,8 @@ and one micro-batch taking t_f + t_b on a stage:
 
 Activations held at once, in micro-batches of one stage's layers, on the first stage: GPipe m;
 1F1B and ZB-H1 min(p, m); interleaved p (1 + (p - 1)/(p v)) (Korthikanti et al. 2022 §4.2.3);
-no pipeline 1; on the last stage 1 but GPipe's m (``microbatches_in_flight``). Point-to-point
-sends: ``p2p_s``. docs/model.md §15.
+no pipeline 1; on the last stage 1, GPipe's m, interleaved ((v - 1) p + 1) / v
+(``microbatches_in_flight``). Point-to-point sends: ``p2p_s``. docs/model.md §15.
 """
 
 from __future__ import annotations
