@@ -4,10 +4,12 @@ other than what the model computes (session 42's audit)."""
 
 import pytest
 from test_collective_waits import GPT, HW
+from test_layout_knobs import _layer_and_logits_s
 
-from scalesim.layout import INTERLEAVED
+from scalesim.layout import INTERLEAVED, ONE_F_ONE_B
 from scalesim.model import transformer as tf
 from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
+from scalesim.model.tensor_parallel import tp_comm_end_stages_s, tp_comm_per_layer_s
 
 
 def _inputs(**changes):
@@ -30,3 +32,51 @@ def test_the_interleaved_last_stage_holds_its_warm_up_chunks_in_flight():
     assert float(evaluate_layouts(x).activation_bytes) == pytest.approx(last, rel=1e-12)
     # what the doc said (one micro-batch in flight on the last stage) is one layer, 2.65 GB, less
     assert last - (2 * act + 4 * 4 * 2048 * 256000) == pytest.approx(act, rel=1e-12)
+
+
+def test_the_bubble_is_idle_times_an_average_stage_with_its_tensor_parallel_time():
+    """§15: bubble = idle · t_average_stage, t_average_stage = (L (t_layer + t_tp + t_cp) +
+    t_logits + t_emb + t_out) / p. GPT 1.7B at tp 2 × pp 4, 1F1B, m = 8: idle p - 1 = 3; the
+    layer and logits compute from the unsplit model (tp 2), the collectives by §2's ring on the
+    server's 230 GB/s, 2 µs."""
+    layer, logits = _layer_and_logits_s()
+    tp_layer = float(tp_comm_per_layer_s(4, 2048, 2304, 2, 1, 0, False, 2e-6, 230.0))
+    emb, out = (float(t) for t in tp_comm_end_stages_s(4, 2048, 2304, 2, 1, False, 2e-6, 230.0))
+    # one all-reduce of b s h 2 bytes over 2 ranks: 2 α + S / B (2 (n - 1)/n = 1)
+    assert emb == pytest.approx(2 * 2e-6 + 4 * 2048 * 2304 * 2 / 230e9, rel=1e-12)
+    average = (24 * (layer + tp_layer) + logits + emb + out) / 4
+    r = evaluate_layouts(_inputs(tp=2, pp=4, schedule=ONE_F_ONE_B, global_batch=32))
+    assert float(r.bubble_s) == pytest.approx(3 * average, rel=1e-9)
+    # the compute alone (the doc's words read without the tp time) is 4.6 % short
+    assert 3 * (24 * layer + logits) / 4 == pytest.approx(0.954 * float(r.bubble_s), rel=1e-3)
+
+
+def test_the_slowest_compute_and_tensor_parallel_time_are_taken_apart():
+    """§15's assumption: compute and tensor-parallel time are each their slowest stage's, so
+    where the last stage (logits) leads the compute and a middle one (more layers) the
+    collectives, the step charges both. GPT 1.7B's layer at tp 8, 32 layers over p 12 (1, 3 × 10,
+    1), V 256,000, m = 4: the over-charge is 2.9 % of the step."""
+    m, layers, pp = 4, 32, 12
+    x = _inputs(tp=8, pp=pp, schedule=ONE_F_ONE_B, global_batch=4 * m).replace(
+        layers=layers, vocab=256000)
+    r = evaluate_layouts(x)
+    tp_layer = float(tp_comm_per_layer_s(4, 2048, 2304, 8, 1, 0, False, 2e-6, 230.0))
+    emb, out = (float(t) for t in tp_comm_end_stages_s(4, 2048, 2304, 8, 1, False, 2e-6, 230.0))
+    tp_stages = [1 * tp_layer + emb, 3 * tp_layer, 1 * tp_layer + out]
+    assert max(tp_stages) == 3 * tp_layer
+    assert float(r.tp_comm_s) == pytest.approx(m * max(tp_stages), rel=1e-12)
+
+    # one layer's and the logits' compute per micro-batch at tp 8, from the unsplit model
+    def per_micro_batch(n_layers):
+        unsplit = _inputs(tp=8, global_batch=4 * m).replace(layers=n_layers, vocab=256000)
+        return float(evaluate_layouts(unsplit).compute_s
+                     - evaluate_layouts(unsplit.replace(global_batch=4)).compute_s) / (m - 1)
+
+    layer = per_micro_batch(layers) - per_micro_batch(layers - 1)
+    logits = per_micro_batch(layers) - layers * layer
+    slowest = float(r.compute_s - evaluate_layouts(x.replace(global_batch=4)).compute_s) / (m - 1)
+    compute = [1 * layer, 3 * layer, 1 * layer + logits]
+    assert max(compute) == pytest.approx(slowest) and compute[2] > compute[1]
+    over = max(compute) + max(tp_stages) - max(c + t for c, t in zip(compute, tp_stages,
+                                                                    strict=True))
+    assert m * over / float(r.step_time_s) == pytest.approx(0.0294, abs=5e-4)
