@@ -2,6 +2,7 @@
 as the doc writes them, on round numbers: each pins a line of the doc that had said something
 other than what the model computes (session 42's audit)."""
 
+import numpy as np
 import pytest
 from test_collective_waits import GPT, HW
 from test_layout_knobs import _layer_and_logits_s
@@ -80,3 +81,34 @@ def test_the_slowest_compute_and_tensor_parallel_time_are_taken_apart():
     over = max(compute) + max(tp_stages) - max(c + t for c, t in zip(compute, tp_stages,
                                                                     strict=True))
     assert m * over / float(r.step_time_s) == pytest.approx(0.0294, abs=5e-4)
+
+
+def test_a_slow_device_under_a_barrier_every_micro_batch_waits_with_that_micro_batchs_jitter():
+    """§16 at tp 1: where the exchange is a barrier in every micro-batch (ZeRO-2 and ZeRO-3
+    with FSDP's default sync), the wait is m · wait(p, σ_mb, d/m) with σ_mb = hypot(cv_d ·
+    compute / m, cv_j · t_mb), not σ/m of the once-per-step σ = hypot(cv_d · compute, cv_j · t_mb
+    · √m). GPT 1.7B on 8 data-parallel ranks, m = 4, cv_j 0.05, cv_d 0.0132, rank 5 1.2× slower."""
+    from test_layout_knobs import _per_micro_batch_s
+
+    from scalesim.model.stragglers import straggler_wait_s
+
+    m = 4
+    for zero in (2, 3):
+        t_mb = _per_micro_batch_s(dp=8, tp=1, zero=zero)
+        x = _inputs(dp=8, zero=zero, global_batch=128, jitter_cv=0.05, device_cv=0.0132,
+                    slow_rank=5, slow_factor=1.2)
+        r = evaluate_layouts(x)
+        compute, d = float(r.compute_s), 0.2 * m * t_mb
+        sigma_mb = float(np.hypot(0.0132 * compute / m, 0.05 * t_mb))
+        assert float(r.straggler_s) == pytest.approx(
+            m * float(straggler_wait_s(8, sigma_mb, d / m)), rel=1e-9)
+        sigma_step = float(np.hypot(0.0132 * compute, 0.05 * t_mb * np.sqrt(m)))
+        said = m * float(straggler_wait_s(8, sigma_step / m, d / m))  # what the doc wrote
+        assert float(r.straggler_s) > said * (1 + 1e-4)
+    # under FSDP's no_sync ZeRO-2 waits once per step: the once-per-step σ, d whole
+    t_mb = _per_micro_batch_s(dp=8, tp=1, zero=2)
+    once = evaluate_layouts(_inputs(dp=8, zero=2, global_batch=128, jitter_cv=0.05,
+                                    device_cv=0.0132, slow_rank=5, slow_factor=1.2, grad_sync=1))
+    sigma = float(np.hypot(0.0132 * float(once.compute_s), 0.05 * t_mb * np.sqrt(m)))
+    assert float(once.straggler_s) == pytest.approx(
+        float(straggler_wait_s(8, sigma, 0.2 * m * t_mb)), rel=1e-9)
