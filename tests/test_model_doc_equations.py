@@ -112,3 +112,18 @@ def test_a_slow_device_under_a_barrier_every_micro_batch_waits_with_that_micro_b
     sigma = float(np.hypot(0.0132 * float(once.compute_s), 0.05 * t_mb * np.sqrt(m)))
     assert float(once.straggler_s) == pytest.approx(
         float(straggler_wait_s(8, sigma, 0.2 * m * t_mb)), rel=1e-9)
+
+
+def test_a_ring_attention_hop_carries_one_replicated_kv_head_where_kv_is_below_tp():
+    """§14: a context-parallel hop is 2 b (s/c) (max(kv, t) h/a) / t 16-bit elements: with 2 kv
+    heads at tp 8 each rank passes one head of K and V (§12), not a quarter of one. GPT 1.7B's
+    widths, tp 8 × cp 2 on two 8-GPU servers (the ring crosses them: one GPU's NIC share,
+    192/8 GB/s, 6 µs), m = 2, every hop exposed (contention 1): 3 (c - 1) hops a layer."""
+    h, a, kv, t, c, b, s = 2304, 24, 2, 8, 2, 4, 2048
+    gqa = dict(kv_heads=kv, params=tf.parameter_count(24, h, a, kv, 4 * h, False, s, 51200))
+    x = _inputs(tp=t, cp=c, micro_batch=b, global_batch=2 * b, comm_contention=1.0).replace(**gqa)
+    hop_bytes = 2 * b * (s / c) * (max(kv, t) * h / a) / t * 2
+    assert hop_bytes == 2 * b * (s / c) * (h / a) * 2  # one head of K and of V
+    hop = 6e-6 + hop_bytes / (192e9 / 8)
+    assert float(evaluate_layouts(x).cp_comm_s) == pytest.approx(2 * 24 * 3 * (c - 1) * hop,
+                                                                 rel=1e-12)
