@@ -63,6 +63,9 @@ MAX_FRONT = 40  # Pareto points returned (spread evenly along the front when the
 # servers do here: far below the model's median error (3.0 %, docs/model.md section 20), and the
 # largest allowed --max-devices (2**20) stays about a second (1,800 counts, not 131,072 servers).
 WHOLE_SERVERS = 256
+# How goal judges each named network "enough" (``network_need``'s ``upgrades_basis``): on the
+# bill of its row in "faster networks", not on today's billing as the least bandwidth is
+UPGRADES_BASIS = ("each judged on its own row's bill: its instances, and its price where public")
 
 
 def searched_accumulations(k0: int) -> list[int]:
@@ -441,8 +444,12 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     need = unlimited = compute_s = None
     if idx.size and not is_cpu_device(profile.hardware.device_name) and grid[-1] > g:
         # (every count on one server: no inter-server network to size, the note above says so)
+        # each named network is enough where its own row meets the goal (its plans on two or
+        # more servers, billed in its instances, its price where public): what its user pays
+        row_meets = {net.upgrade.key: bool(((on == i) & across & within).any())
+                     for i, net in enumerate(nets) if net is not None}
         need, unlimited, compute_s = _network_need(profile, base, axes, goal, reference,
-                                                   deadline_s, budget_usd, faster)
+                                                   deadline_s, budget_usd, faster, row_meets)
     answer = best or closest
     if answer is not None and (note := training_time.partial_batch_note(
             goal, answer.global_batch, reference)):
@@ -482,14 +489,15 @@ def _goal_plan(c: dict, i: int, time_s: np.ndarray, cost: np.ndarray, meets: boo
 
 def _network_need(profile: Profile, base: Scenario, axes: dict, goal: training_time.Goal,
                   reference: int, deadline_s: float, budget_usd: float,
-                  networks: list[NetworkScenario],
+                  networks: list[NetworkScenario], row_meets: dict[str, bool],
                   ) -> tuple[NetworkNeed, GoalPlan | None, float | None]:
     """The least inter-server network on today's servers with which a plan of ``axes`` meets
     the goal, its money the devices' alone (a bandwidth has no price: ``network_need``), and
-    each of ``networks`` by what it gives the job and whether a plan meets the goal on its link
-    at today's billing, the devices' money alone (its own billing and price: its row); where
-    none does, the plan that comes closest on an unlimited one (``UNLIMITED_BUSBW_GBps``, 0 s a
-    hop) and its compute's share of its time, s (what bounds it), else None and None."""
+    each of ``networks`` by what it gives the job and whether its own row meets the goal
+    (``row_meets`` by upgrade key: its plans billed in its instances, with its price where
+    public, as the user pays; so the sentence and the row agree); where none does, the plan
+    that comes closest on an unlimited one (``UNLIMITED_BUSBW_GBps``, 0 s a hop) and its
+    compute's share of its time, s (what bounds it), else None and None."""
     graded: dict[tuple, tuple] = {}  # by the network's (busbw, latency): the search's last
     # test (unlimited, 0 s a hop) is the closest plan's grid where nothing reaches the goal
 
@@ -501,7 +509,9 @@ def _network_need(profile: Profile, base: Scenario, axes: dict, goal: training_t
             graded[key] = (run.columns, t, m, ok, ok & (t <= deadline_s) & (m <= budget_usd))
         return graded[key]
 
-    need = network_need(profile, base, lambda s: bool(meets(s)[4].any()), networks)
+    need = network_need(profile, base, lambda s: bool(meets(s)[4].any()), networks,
+                        enough=lambda net: row_meets[net.upgrade.key],
+                        upgrades_basis=UPGRADES_BASIS)
     if need.reaches != "none":
         return need, None, None
     c, t, m, ok, within = meets(base.model_copy(update={

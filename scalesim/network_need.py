@@ -21,8 +21,11 @@ A job on fewer GPUs of each server than it holds reaches only its share of today
 (``predict.inter_nic_share``), and a named upgrade its share of its own NICs: the need is said
 as the busbw the job's devices must reach (``NetworkNeed.reached_GBps``) and the whole server's
 on today's NICs, and each named upgrade by what it gives the job; whether it is enough is the
-goal's own test on the upgrade's run (its reached busbw and latency: all the model reads of an
-inter-server link), so the verdict agrees with decide and predict run on it.
+caller's test on the upgrade's run (``enough``): decide's, a step test with no money in it, on its
+reached busbw and latency (all the model reads of an inter-server link), so the verdict agrees
+with predict run on it; goal's, the upgrade's own row (its instances and its price where public:
+what its user pays), so the sentence and the row that prices the upgrade never disagree
+(``upgrades_basis`` says which).
 """
 
 from __future__ import annotations
@@ -73,6 +76,9 @@ class NetworkNeed:
     # the named faster networks (``network_upgrades.network_scenarios``), each with what it
     # gives the job and whether that reaches the goal (``UpgradeReach``)
     upgrades: tuple[UpgradeReach, ...] = ()
+    # how the upgrades' "enough" was judged, in words after "of the named networks" ('': on
+    # the busbw and latency the job gets of each, as the need itself)
+    upgrades_basis: str = ""
 
     @property
     def reached_GBps(self) -> float | None:
@@ -132,7 +138,8 @@ class NetworkNeed:
         rows = [f"{u.name} gives {busbw_words(u.busbw_GBps, u.reached_GBps, self.server_part)} "
                 f"at {latency_us(u.latency_s)} a hop: {'enough' if u.enough else 'not enough'}"
                 for u in self.upgrades]
-        return "; of the named networks, " + "; ".join(rows)
+        basis = f" ({self.upgrades_basis})" if self.upgrades_basis else ""
+        return f"; of the named networks{basis}, " + "; ".join(rows)
 
 
 def least_passing(passes: Callable[[float], bool], low: float, high: float,
@@ -163,11 +170,15 @@ def largest_passing(passes: Callable[[float], bool], high: float, tol: float) ->
 
 
 def network_need(profile: Profile, scenario: Scenario, passes: Callable[[Scenario], bool],
-                 networks: Sequence[NetworkScenario] = ()) -> NetworkNeed:
+                 networks: Sequence[NetworkScenario] = (),
+                 enough: Callable[[NetworkScenario], bool] | None = None,
+                 upgrades_basis: str = "") -> NetworkNeed:
     """The least inter-server network with which ``scenario`` reaches a goal (``passes`` of the
     scenario at a network's ``inter_busbw_GBps`` and ``inter_latency_s``; monotone in each), and
     each of ``networks`` (``network_upgrades.network_scenarios``) by what it gives the job and
-    whether ``passes`` holds on its run: see the module docstring."""
+    whether it reaches the goal: ``enough`` of it where given (the caller's own verdict on the
+    upgrade as its user pays for it, said as ``upgrades_basis``), else ``passes`` on its run
+    (its reached busbw and latency): see the module docstring."""
     hw = profile.hardware
     inter = hw.inter_node
     busbw = scenario.inter_busbw_GBps or inter.busbw_GBps
@@ -187,15 +198,20 @@ def network_need(profile: Profile, scenario: Scenario, passes: Callable[[Scenari
         reaches = "latency"
         most = largest_passing(lambda s: at(UNLIMITED_BUSBW_GBps, s), latency, latency * REL_TOL)
     share = inter_nic_share(hw, scenario)
-    # the model reads of a link only the busbw the job reaches and its latency: the upgrade's
-    # run is today's profile at the whole figure that reaches as much on today's NICs
+
+    def on_run(net: NetworkScenario) -> bool:
+        # the model reads of a link only the busbw the job reaches and its latency: the
+        # upgrade's run is today's profile at the whole figure that reaches as much on today's NICs
+        return at(net.reached_GBps / share, float(net.link.latency_s))
+
     upgrades = tuple(UpgradeReach(
         name=net.upgrade.name, busbw_GBps=float(net.link.busbw_GBps),
         reached_GBps=net.reached_GBps, latency_s=float(net.link.latency_s),
-        enough=at(net.reached_GBps / share, float(net.link.latency_s)))
+        enough=(enough or on_run)(net))
         for net in networks) if reaches != "none" else ()
     return NetworkNeed(reaches=reaches, busbw_GBps=least, latency_s=most,
                        today_busbw_GBps=float(busbw), today_latency_s=float(latency),
                        nics_per_node=inter.nics_per_node,
                        servers_per_node=hw.nic_servers_per_node, nic_share=share,
-                       server_part=server_part_words(hw, scenario), upgrades=upgrades)
+                       server_part=server_part_words(hw, scenario), upgrades=upgrades,
+                       upgrades_basis=upgrades_basis if upgrades else "")
