@@ -206,6 +206,20 @@ def idle_devices(ctx: DistContext) -> int:
     return max(torch.cuda.device_count() - ctx.local_world, 0)
 
 
+def idle_gpus_words(ranks_per_node: int, idle: int) -> str:
+    """What an all-ranks ring over ``ranks_per_node`` ranks of each server measured where
+    ``idle`` more GPUs of it ran none: the busbw of the NICs near the ranks' GPUs, the
+    profile's servers of ``ranks_per_node`` (``Hardware.devices_per_node``). Not scaled to the
+    whole server by the per-NIC rule (docs/model.md §2): the run records neither the server's
+    NIC count nor which NICs NCCL used."""
+    return (f"; {idle} more GPUs of each server ran no rank: this is what {ranks_per_node} GPUs "
+            f"a server reach over the NICs near them (the profile's servers are of "
+            f"{ranks_per_node}); the NICs near the idle ones are not measured, and the run "
+            "records neither the server's NIC count nor which NICs NCCL used, so no whole "
+            "server's figure is derived from it: start one process per GPU (--nproc-per-node) "
+            "to measure it")
+
+
 def measured_level(ctx, level: str, points, fits, intra_fits: dict | None = None,
                    extended: str | None = None) -> tuple[LinkLevel, LinkCalibration]:
     op = level_op(fits)
@@ -230,7 +244,9 @@ def measured_level(ctx, level: str, points, fits, intra_fits: dict | None = None
                                                                  ctx.nodes)
         if method == "all_ranks":
             source += all_ranks_words(per_node, ctx.nodes, latency, fit["latency_s"], intra_fit,
-                                      lower_bound)
+                                      lower_bound, whole=idle_devices(ctx) == 0)
+            if idle_devices(ctx) > 0:
+                source += idle_gpus_words(per_node, idle_devices(ctx))
         elif idle_devices(ctx) > 0:
             lower_bound = True
             source += (f"; one rank per server while {idle_devices(ctx)} more GPUs of it were "

@@ -189,10 +189,12 @@ def tree_words(ranks_per_node: int, nodes: int, latency_s: float, busbw_GBps: fl
 
 
 def all_ranks_words(ranks_per_node: int, nodes: int, latency_s: float, ring_latency_s: float,
-                    intra: dict[str, float], lower_bound: bool) -> str:
+                    intra: dict[str, float], lower_bound: bool, whole: bool = True) -> str:
     """How ``derive_inter_level`` read an all-ranks ring (``method`` 'all_ranks'), for the inter
     level's source: the ring's busbw is min(intra, inter) and its alpha per step becomes
-    ``latency_s`` per server-boundary hop given the intra hops' ``intra['latency_s']``."""
+    ``latency_s`` per server-boundary hop given the intra hops' ``intra['latency_s']``.
+    ``whole``: the ranks were all of each server's GPUs (False: some ran none, and the figure
+    is what the ranks' GPUs reach, not the whole server's)."""
     hop = (f"alpha {latency_us(latency_s)} per server-boundary hop, from the ring's "
            f"{latency_us(ring_latency_s)} per step with the intra hops at "
            f"{latency_us(intra['latency_s'])}")
@@ -205,4 +207,5 @@ def all_ranks_words(ranks_per_node: int, nodes: int, latency_s: float, ring_late
                f"({link_GBps(intra['busbw_GBps'])}): the servers' inside may have limited the "
                "ring, so the inter busbw is at least this (lower bound)" if lower_bound else
                f"; below the intra busbw ({link_GBps(intra['busbw_GBps'])}): the network "
-               "limited the ring, so this is the inter level, whole server"))
+               "limited the ring, so this is the inter level, "
+               + ("whole server" if whole else f"of {ranks_per_node} GPUs a server")))

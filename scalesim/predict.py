@@ -470,8 +470,10 @@ def server_use_words(hw: Hardware, scenario: Scenario,
     ``inter_busbw_GBps_of``, GB/s; billing as ``billing.billing_words``); None on whole
     servers. More GPUs than the server holds (a calibration of one GPU per server planned at
     2) are said too: the rows put them all on the one server's links, which the hardware line
-    above would not show. ``setting`` names where the count was set (the CLI's flag; the app
-    names its control)."""
+    above would not show, the inter-server figure with them: a server of the hardware's count
+    over its NICs (a calibration's, what its ranks a server reached), taken unchanged, since
+    the NICs more GPUs would reach are not known (docs/model.md §2). ``setting`` names where
+    the count was set (the CLI's flag; the app names its control)."""
     used = scenario.devices_per_node
     if used is None or used == hw.devices_per_node:
         return None
@@ -482,7 +484,10 @@ def server_use_words(hw: Hardware, scenario: Scenario,
         return (f"{used} {words.gpus} per {words.server} ({setting}), more than the "
                 f"{hw.devices_per_node} of {hw.name}: its {words.link('intra_node')} "
                 f"({link_GBps(_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps))} "
-                f"busbw) taken for all {used}")
+                f"busbw) taken for all {used}, and its {words.link('inter_node')} "
+                f"({link_GBps(_pick(scenario.inter_busbw_GBps, hw.inter_node.busbw_GBps))} "
+                f"busbw, what a {words.server} of {hw.devices_per_node} reaches over its NICs) "
+                f"unchanged: the NICs {used} would reach are not known")
 
     intra = intra_busbw_GBps_of(hw, scenario, used)
     sizes = job_sizes(scenario.instance_sizes, hw.instance_sizes, hw.devices_per_node)
