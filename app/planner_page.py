@@ -30,7 +30,7 @@ from scalesim.cli.options import SEQ_LEN_HELP
 from scalesim.decision import DOES_NOT_FIT, card_rows
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import GIB_BYTES, amount, signed_percent
+from scalesim.figures import GIB_BYTES, MIB_BYTES, amount, signed_percent
 from scalesim.goal import seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import (
@@ -183,7 +183,7 @@ def _on_upload() -> None:
         return
     try:
         raw = upload.getvalue()
-        if len(raw) > MAX_UPLOAD_MB * 1024 * 1024:
+        if len(raw) > MAX_UPLOAD_MB * MIB_BYTES:
             raise ScalesimError(f"{upload.name}: larger than {MAX_UPLOAD_MB} MB")
         data = parse_json_text(decode_text(raw, upload.name), upload.name)
         profile = checked_profile(data, upload.name)

@@ -42,7 +42,7 @@ from scalesim.calibration.timing import Clock
 from scalesim import presets
 from scalesim.bounds import clip
 from scalesim.errors import ScalesimError
-from scalesim.figures import bytes_text, latency_us, link_GBps
+from scalesim.figures import MIB_BYTES, bytes_text, latency_us, link_GBps
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
 from scalesim.sources.nccl_tests import point_from_time
 
@@ -53,7 +53,7 @@ ROUNDS = 3  # timed loops per message size; the median one is kept
 
 def message_sizes(min_kib: float, max_mib: float, factor: int) -> list[int]:
     """Sizes in bytes from ``min_kib`` KiB by ``factor`` up to and including ``max_mib`` MiB."""
-    lo, hi = int(min_kib * 1024), int(max_mib * 1024 * 1024)
+    lo, hi = int(min_kib * 1024), int(max_mib * MIB_BYTES)
     if lo < ELEMENT_BYTES:
         raise ScalesimError(f"--min-size-kib {min_kib:g} is below one {ELEMENT_BYTES}-byte "
                             "element; use 0.004 or more (1 KiB is the usual start)")
@@ -225,8 +225,8 @@ def measured_level(ctx, level: str, points, fits, intra_fits: dict | None = None
     op = level_op(fits)
     fit = fits[op]
     sizes = [p.size_bytes for p in points if p.op == op]
-    span = f"{min(sizes) / 1024:g} KiB-{max(sizes) / 2**20:g} MiB"
-    large = (f"beta from messages >= {fit['large_from_bytes'] / 2**20:g} MiB "
+    span = f"{min(sizes) / 1024:g} KiB-{max(sizes) / MIB_BYTES:g} MiB"
+    large = (f"beta from messages >= {fit['large_from_bytes'] / MIB_BYTES:g} MiB "
              f"(all sizes: {link_GBps(fit['busbw_all_sizes_GBps'])})"
              if fit["large_from_bytes"] else "beta from all sizes")
     algorithm = f"{ctx.backend} {ctx.coll_algorithm}".strip()

@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from scalesim.errors import ScalesimError
-from scalesim.figures import latency_us, link_GBps
+from scalesim.figures import MIB_BYTES, latency_us, link_GBps
 from scalesim.model import collectives as coll
 from scalesim.model.fit_error import relative_rmse
 from scalesim.schemas import CollectivePoint, MessagePoint
 
-LARGE_BYTES = 1024 * 1024  # beta is refitted only on messages from this size up
+LARGE_BYTES = MIB_BYTES  # beta is refitted only on messages from this size up
 TOP_SHARE = 0.75  # ... and of at least this share of the largest message
 # An all-ranks ring within this share of the intra-node busbw may have been limited by the
 # intra level (measurement spread of a few percent): its inter figure is then a lower bound.

@@ -13,7 +13,7 @@ import sys
 
 from scalesim.bounds import flag_list_type, flag_type, parse_number
 from scalesim.errors import ScalesimError, name_problem, one_line
-from scalesim.figures import count
+from scalesim.figures import MIB_BYTES, count
 from scalesim.model.collectives import FITTED_OPS
 from scalesim.model.stragglers import SLOW_DEVICE_FACTOR
 
@@ -280,7 +280,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--max-size-mib",
-        type=flag_type("message_bytes", 1 / 2**20, "MiB"),
+        type=flag_type("message_bytes", 1 / MIB_BYTES, "MiB"),
         help="largest message, MiB (default 256 on GPU, 32 on CPU; where the times do not "
         "grow with size up to it, larger ones are timed, docs/calibration.md)",
     )

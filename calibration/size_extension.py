@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalesim.figures import GIB_BYTES, bytes_text, duration_text
+from scalesim.figures import GIB_BYTES, MIB_BYTES, bytes_text, duration_text
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint
 
@@ -103,5 +103,5 @@ def decide(level: str, points: list[CollectivePoint], coll_time_s: float, rounds
         f"{level}: {', '.join(failed)} times do not grow with message size over "
         f"{bytes_text(sizes[0])}-{bytes_text(sizes[-1])} ({len(sizes)} sizes; larger ones not "
         f"tried: {why}), so no bandwidth fits: noise on a busy machine hides the size term; "
-        f"give --max-size-mib {2 * sizes[-1] / 2**20:g} or more (or a larger --coll-time-s), "
+        f"give --max-size-mib {2 * sizes[-1] / MIB_BYTES:g} or more (or a larger --coll-time-s), "
         "or calibrate on a quieter machine"))

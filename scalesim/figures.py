@@ -131,6 +131,7 @@ def rate(samples_per_s: float, unit: str) -> str:
 
 
 GIB_BYTES = 2**30  # bytes in one GiB: the one definition (memory in prose, tables, presets)
+MIB_BYTES = 2**20  # bytes in one MiB: the one definition (DDP buckets, message sizes, uploads)
 
 
 def gib(n_bytes: float) -> str:
@@ -142,7 +143,7 @@ def gib(n_bytes: float) -> str:
 def bytes_text(size_bytes: float) -> str:
     """A message or buffer size in the largest binary unit it reaches: 8 -> '8 B', 1536 ->
     '1.5 KiB', 1048576 -> '1 MiB', 2**30 -> '1 GiB' (nccl-tests' sizes, calibration's sweeps)."""
-    for unit, scale in (("GiB", GIB_BYTES), ("MiB", 2**20), ("KiB", 2**10)):
+    for unit, scale in (("GiB", GIB_BYTES), ("MiB", MIB_BYTES), ("KiB", 2**10)):
         if size_bytes >= scale:
             return f"{size_bytes / scale:g} {unit}"
     return f"{size_bytes:g} B"

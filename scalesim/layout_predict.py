@@ -35,6 +35,7 @@ from scalesim.attention_kernel import ATTENTION_KERNELS, VENDOR_KERNEL, planner_
 from scalesim.billing import job_sizes
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
+from scalesim.figures import MIB_BYTES
 from scalesim.layout import (
     SCHEDULES,
     ZERO_STRATEGIES,
@@ -60,7 +61,6 @@ from scalesim.model.layout_step import (
     evaluate_layouts,
     evaluate_together,
 )
-from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.plan import Setting, measured_p2p, rank_layouts, setting_inputs
@@ -364,7 +364,8 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
         wire_bytes_per_param=wl.wire_bytes_per_param,
         framework=FRAMEWORKS[scenario.zero_framework], grad_sync=GRAD_SYNCS[scenario.grad_sync],
         algorithm=ALGORITHMS[scenario.algorithm],
-        bucket_bytes=scenario.bucket_mib * MIB, first_bucket_bytes=scenario.first_bucket_mib * MIB)
+        bucket_bytes=scenario.bucket_mib * MIB_BYTES,
+        first_bucket_bytes=scenario.first_bucket_mib * MIB_BYTES)
 
 
 def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak_flops: float,

@@ -29,7 +29,7 @@ from scalesim.billing import billed_devices
 from scalesim.bounds import bound, check_number, clip, list_text
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import count, gib, latency_us, link_GBps
+from scalesim.figures import MIB_BYTES, count, gib, latency_us, link_GBps
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     SCHEDULES,
@@ -42,7 +42,7 @@ from scalesim.layout import (
 )
 from scalesim.model import collectives as coll
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
-from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, MIB
+from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, FSDP, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.pipeline_stages import stage_fields
@@ -788,7 +788,7 @@ def plan(
     attention_kernel: str = VENDOR_KERNEL,
     algorithm: str = "auto",
     p2p_overlap: bool = True,
-    bucket_mib: float = DDP_BUCKET_BYTES / MIB,
+    bucket_mib: float = DDP_BUCKET_BYTES / MIB_BYTES,
     loader_samples_per_s: float = np.inf,
     param_bytes_per_param: float = Setting.param_bytes_per_param,
     grad_bytes_per_param: float = Setting.grad_bytes_per_param,
@@ -872,7 +872,7 @@ def plan(
         grad_sync=GRAD_SYNCS[grad_sync],
         attention_kernel=attention_kernel,
         algorithm=coll.ALGORITHMS[algorithm],
-        bucket_bytes=bucket_mib * MIB,
+        bucket_bytes=bucket_mib * MIB_BYTES,
         loader_samples_per_s=float(loader_samples_per_s),
         param_bytes_per_param=param_bytes_per_param,
         grad_bytes_per_param=grad_bytes_per_param,

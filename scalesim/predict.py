@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
-from scalesim.figures import count_list, link_GBps, sig3
+from scalesim.figures import MIB_BYTES, count_list, link_GBps, sig3
 from scalesim.layout import (
     P2P_OVERLAP_NEEDS_INTERLEAVED,
     SCHEDULES,
@@ -26,7 +26,6 @@ from scalesim.layout import (
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_factor, colocation_slope
 from scalesim.model.memory import STRATEGIES
-from scalesim.model.overlap import MIB
 from scalesim.model.pipeline import loader_supply_per_device
 from scalesim.model.quality import samples_to_quality
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
@@ -359,8 +358,8 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         blocks=wl.layers or 0,
         algorithm=coll.ALGORITHMS[scenario.algorithm],
         overlap=scenario.overlap,
-        bucket_bytes=scenario.bucket_mib * MIB,
-        first_bucket_bytes=scenario.first_bucket_mib * MIB,
+        bucket_bytes=scenario.bucket_mib * MIB_BYTES,
+        first_bucket_bytes=scenario.first_bucket_mib * MIB_BYTES,
         loader_samples_per_s=supply,
         loader_alone_samples_per_s=supply_alone,
         jitter_cv=cv,

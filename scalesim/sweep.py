@@ -23,6 +23,7 @@ from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, check_values
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
+from scalesim.figures import MIB_BYTES
 from scalesim.layout import (
     P2P_OVERLAP_NEEDS_INTERLEAVED,
     SCHEDULES,
@@ -31,7 +32,6 @@ from scalesim.layout import (
 )
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
-from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import evaluate_scaling
 from scalesim.model.transformer import RECOMPUTE
@@ -344,7 +344,7 @@ def input_changes(grid: dict[str, np.ndarray], inter_share: float = 1.0) -> dict
     if "overlap" in grid:
         changes["overlap"] = grid["overlap"]
     if "bucket_mib" in grid:
-        changes["bucket_bytes"] = grid["bucket_mib"] * MIB
+        changes["bucket_bytes"] = grid["bucket_mib"] * MIB_BYTES
     if "intra_busbw_GBps" in grid:
         changes["intra_busbw_GBps"] = grid["intra_busbw_GBps"]
     if "inter_busbw_GBps" in grid:

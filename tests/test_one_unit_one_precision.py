@@ -111,3 +111,38 @@ def test_a_gib_is_defined_once_and_imported():
              and path.name != "figures.py"
              for m in literal.finditer(path.read_text())]
     assert found == []
+
+
+def test_a_mib_is_defined_once_and_imported():
+    """``figures.MIB_BYTES`` is the one MiB, beside the GiB: the model's overlap had its own
+    ``MIB = 1024 * 1024`` (imported by plan, predict, sweep and layout_predict), the step's DDP
+    bucket defaults, the app's upload limit, calibration's sweep sizes, beta threshold and
+    ``--message-size`` flag, and the nccl-tests / calibrate-from notes wrote ``1024 * 1024`` or
+    ``/ 2**20`` (14 lines); none is left in the package, the app or calibration."""
+    import re
+    from pathlib import Path
+
+    from scalesim.calibration.link_fit import LARGE_BYTES
+    from scalesim.figures import MIB_BYTES, bytes_text
+    from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
+    from scalesim.model.step import StepInputs
+
+    assert MIB_BYTES == 1_048_576 and bytes_text(MIB_BYTES) == "1 MiB"
+    assert (DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, LARGE_BYTES) == (26_214_400, 1_048_576, 1_048_576)
+    defaults = StepInputs.__dataclass_fields__
+    assert defaults["bucket_bytes"].default == DDP_BUCKET_BYTES
+    assert defaults["first_bucket_bytes"].default == DDP_FIRST_BUCKET_BYTES
+    def code(text: str) -> str:  # comments left out: remedies' "micro-batch / 2**20" is halvings
+        return "\n".join(line.split("#")[0] for line in text.splitlines())
+
+    root = Path(__file__).resolve().parents[1]
+    literal = re.compile(r"1024\s*\*\s*1024|1024\s*\*\*\s*2|\b1_?048_?576\b"
+                         r"|[/*]\s*(2\s*\*\*\s*20|1\s*<<\s*20)\b|^MIB\w* = ", re.M)
+    found = [f"{path.relative_to(root)}: {m.group(0)}"
+             for folder in ("scalesim", "app", "calibration")
+             for path in sorted((root / folder).rglob("*.py"))
+             if not path.relative_to(root).as_posix().startswith(("scalesim/app/",
+                                                                  "scalesim/calibration/"))
+             and path.name != "figures.py"
+             for m in literal.finditer(code(path.read_text()))]
+    assert found == []

@@ -21,11 +21,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-MIB = 1024 * 1024
+from scalesim.figures import MIB_BYTES
+
 # torch DDP defaults (PyTorch 2.13 torch/nn/parallel/distributed.py:31 _DEFAULT_BUCKET_CAP_MB = 25;
 # :109 the first bucket, dist._DEFAULT_FIRST_BUCKET_BYTES = 1,048,576)
-DDP_BUCKET_BYTES = 25 * MIB  # bucket_cap_mb default
-DDP_FIRST_BUCKET_BYTES = 1 * MIB  # first bucket
+DDP_BUCKET_BYTES = 25 * MIB_BYTES  # bucket_cap_mb default
+DDP_FIRST_BUCKET_BYTES = 1 * MIB_BYTES  # first bucket
 
 # Compute kernels that run while NCCL collectives run take longer (the collectives hold SMs and
 # memory bandwidth): 18.9% on average (max 40%) over GPT and LLaMA training on 4x A100, H100,

@@ -29,6 +29,7 @@ import numpy as np
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_factor, micro_step_s
 from scalesim.model.memory import DDP, ZERO1, memory_per_device_bytes
+from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.pipeline import data_stall_s
 from scalesim.model.shard_groups import group_coeffs, replica_all_reduce, shard_sizes
 from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP, block_count
@@ -82,8 +83,8 @@ class StepInputs:
     blocks: object = 0  # FSDP-wrapped blocks (unit = Psi*w/blocks); 0: estimated from params
     algorithm: object = coll.AUTO  # 0 auto (NCCL ring, tree or NVLS), 1 ring, 2 tree, 3 hierarchical
     overlap: object = True  # overlap collectives with backward (and ZeRO-3 prefetch)
-    bucket_bytes: object = 25 * 1024 * 1024  # DDP gradient bucket, bytes
-    first_bucket_bytes: object = 1024 * 1024  # DDP first bucket, bytes
+    bucket_bytes: object = DDP_BUCKET_BYTES  # DDP gradient bucket, bytes
+    first_bucket_bytes: object = DDP_FIRST_BUCKET_BYTES  # DDP first bucket, bytes
     loader_samples_per_s: object = np.inf  # supply of one device's loader in this layout
     # supply of the loader of one device alone in its server (the one-device baseline of
     # speed-up and efficiency); NaN: the same as loader_samples_per_s

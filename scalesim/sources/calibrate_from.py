@@ -25,7 +25,7 @@ from scalesim import presets
 from scalesim.attention_kernel import most_named_family
 from scalesim.billing import sizes_within
 from scalesim.errors import ScalesimError, cut_at_word
-from scalesim.figures import count, latency_us, link_GBps, sig3
+from scalesim.figures import MIB_BYTES, count, latency_us, link_GBps, sig3
 from scalesim.jsonio import write_model
 from scalesim.model.compute import fit_compute_curve
 from scalesim.model.stragglers import (
@@ -363,9 +363,9 @@ def describe_run(run: BatchRun) -> list[str]:
     for op, c in run.comm().items():
         size = ""
         if c.bytes is not None:
-            size = (f", {c.bytes / 2**20:.4g} MiB per step in "
+            size = (f", {c.bytes / MIB_BYTES:.4g} MiB per step in "
                     f"{len(c.sizes)} distinct message size(s) "
-                    f"{'/'.join(f'{s / 2**20:.4g}' for s in c.sizes[:4])} MiB")
+                    f"{'/'.join(f'{s / MIB_BYTES:.4g}' for s in c.sizes[:4])} MiB")
         out.append(f"  {op}: {c.count:g} calls, {c.time_s * 1e3:.3g} ms per step{size}")
     if not run.comm():
         out.append("  no communication in the steps (one process, or no NCCL/gloo events)")

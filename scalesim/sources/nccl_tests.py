@@ -38,7 +38,7 @@ import numpy as np
 
 from scalesim.bounds import check_number
 from scalesim.errors import ScalesimError, check_distinct_files, excerpt, printable
-from scalesim.figures import bytes_text, latency_us, link_GBps
+from scalesim.figures import MIB_BYTES, bytes_text, latency_us, link_GBps
 from scalesim.jsonio import read_text
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
@@ -730,8 +730,8 @@ def fit_runs(runs: Iterable[NcclTestsRun]) -> dict[str, LevelFit]:
         files = ", ".join(Path(r.path).name for r in level_runs)
         ranks = sorted({p.ranks for p in rows})
         span = (f"{min(p.size_bytes for p in rows):.0f} B-"
-                f"{max(p.size_bytes for p in rows) / 2**20:g} MiB")
-        large = (f"beta from messages >= {fit['large_from_bytes'] / 2**20:g} MiB (all sizes: "
+                f"{max(p.size_bytes for p in rows) / MIB_BYTES:g} MiB")
+        large = (f"beta from messages >= {fit['large_from_bytes'] / MIB_BYTES:g} MiB (all sizes: "
                  f"{fit['busbw_all_sizes_GBps']:.3g} GB/s)" if fit["large_from_bytes"]
                  else "beta from all sizes")
         column = "in-place" if op == "all_reduce" else "out-of-place"
