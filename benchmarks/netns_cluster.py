@@ -85,16 +85,6 @@ def namespaces_unavailable_reason() -> str | None:
     return None
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def list_namespaces(prefix: str = PREFIX) -> list[str]:
     """Names of the network namespaces this harness creates (``prefix-*``) that exist now."""
     out = _run(["ip", "netns", "list"], check=False)
@@ -119,17 +109,19 @@ def cleanup_stale() -> list[str]:
 
     Returns what was removed. Namespaces of a live run (its pid still exists) are left alone.
     """
+    from scalesim.calibration.state import pid_alive
+
     removed = []
     for ns in list_namespaces():
         m = _NAME_RE.match(ns)
-        if m and not _pid_alive(int(m.group(1))):
+        if m and not pid_alive(int(m.group(1))):
             _delete_namespace(ns)
             removed.append(ns)
     for line in _run(["ip", "-o", "link", "show"], check=False).splitlines():
         parts = line.split(":")
         name = parts[1].strip().split("@")[0] if len(parts) > 1 else ""
         m = _VETH_RE.match(name)
-        if m and not _pid_alive(int(m.group(1))):
+        if m and not pid_alive(int(m.group(1))):
             _run(["ip", "link", "del", name], check=False)
             removed.append(name)
     return removed

@@ -46,6 +46,7 @@ from scalesim.calibration.options import (
     omp_threads,
     ranks_on_cpu,
 )
+from scalesim.calibration.state import pid_alive
 
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import atomic_write_text
@@ -362,7 +363,7 @@ class RankMonitor:
             if rec.get("status") != "running":
                 continue
             same_ns = rec.get("host") == self.host and rec.get("pidns") == self.pidns
-            if same_ns and not _alive(int(rec["pid"])):
+            if same_ns and not pid_alive(int(rec["pid"])):
                 return f"rank {r} (pid {rec['pid']}, host {rec['host']}) died during phase '{rec['phase']}'"
             if now - float(rec.get("time_unix", now)) > self.silent_s:
                 return (
@@ -414,16 +415,6 @@ class RankMonitor:
                 "--resume keeps the phases already finished)"
             )
         return f"rank {self.ctx.rank} stopped by SIGTERM in phase '{self.phase}'{why}"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def exit_process(code: int) -> None:

@@ -211,6 +211,18 @@ class FolderLock:
         self.release()
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists in this pid namespace (one of another user's
+    counts: ``kill(pid, 0)`` is refused, not answered 'no such process')."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _holder(fd: int) -> str:
     try:
         record = json.loads(os.pread(fd, 4096, 0).decode() or "{}")

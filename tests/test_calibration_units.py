@@ -17,7 +17,7 @@ from scalesim.calibration.dist import DistContext, RankMonitor
 from scalesim.calibration.jitter_phase import summarize
 from scalesim.calibration.loader_phase import worker_counts
 from scalesim.calibration.results import NoiseResult, PhaseRecord
-from scalesim.calibration.state import load_matching, save
+from scalesim.calibration.state import load_matching, pid_alive, save
 
 from scalesim import presets
 from scalesim.errors import ScalesimError
@@ -175,6 +175,15 @@ def test_watchdog_names_a_dead_rank_and_a_silent_one(tmp_path):
     _status(monitor, 2, time_unix=time.time() - 30, status="done")
     _status(monitor, 1, run_id="an-older-run", pid=gone.pid)
     assert monitor.problem() is None
+
+
+def test_pid_alive_is_the_one_liveness_check_of_the_watchdog_and_the_netns_harness():
+    """``state.pid_alive`` serves the rank watchdog (``dist.RankMonitor``) and the emulated
+    cluster's ``cleanup_stale`` (each had its own copy): this process lives, a reaped child does
+    not, and pid 1 counts as alive even where signalling it is refused."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    assert pid_alive(os.getpid()) and pid_alive(1) and not pid_alive(gone.pid)
 
 
 def _points(op, sizes, ranks, latency_s, busbw_GBps, slow_top=1.0):
