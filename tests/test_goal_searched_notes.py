@@ -45,3 +45,22 @@ def test_a_flag_that_changes_no_plan_is_still_said_ignored(capsys):
     assert code == 0, err
     assert any(n.startswith("--tp-overlap ignored: overlap is off")
                for n in json.loads(out)["notes"])
+
+
+@pytest.mark.parametrize("command", [
+    ["decide", "--devices", "1,2,4,8,16", "--focus", "16"],
+    ["goal", "--train-samples", "2e9", "--deadline", "3d", "--budget", "50000", "--max-devices", "64"],
+])
+def test_decide_and_goal_print_the_notes_said_before_their_own_one_way(capsys, command):
+    """decide and goal print their answer through one ``cmd_predict.print_answer``: the notes
+    ``notes_before`` says (here a slow device outside the counts) come first, the same in the
+    JSON's ``notes`` and the text's 'note:' lines, and the answer's own notes follow."""
+    flags = [*command, "--slow-device", "100", "--slow-factor", "1.5"]
+    code, out, err = run_cli(capsys, [*flags, "--json"])
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert notes[0].startswith("device 100 is not among the ") and len(notes) >= 2
+    code, text, err = run_cli(capsys, flags)
+    assert code == 0, err
+    said = [line.removeprefix("note: ") for line in text.splitlines() if line.startswith("note: ")]
+    assert said == notes

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 from scalesim.cli.options import (
     add_profile_arguments,
@@ -13,7 +12,6 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.errors import ScalesimError
-from scalesim.jsonio import to_json_text
 
 NAME = "decide"
 HELP = "what to do at a device count: options with cost, throughput, time and money, and a pick"
@@ -60,7 +58,7 @@ def render_card(card) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scalesim.cli.cmd_predict import notes_before
+    from scalesim.cli.cmd_predict import notes_before, print_answer
     from scalesim.decision import decide
     from scalesim.knee import focus_devices
     from scalesim.predict import predict
@@ -74,10 +72,4 @@ def run(args: argparse.Namespace) -> int:
     focus = focus_devices(rows, args.focus)
     card = decide(profile, scenario, focus)
     said = notes_before(profile, scenario, [focus], "the decision ('As is')")
-    if said:
-        card = dataclasses.replace(card, notes=[*said, *card.notes])
-    if args.json:
-        print(to_json_text(card.to_dict(), what="the decision card"))
-    else:
-        print(render_card(card))
-    return 0
+    return print_answer(card, said, args.json, render_card, "the decision card")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import re
 
@@ -17,7 +16,6 @@ from scalesim.cli.options import (
 from scalesim.device_nouns import nouns_for
 from scalesim.errors import excerpt
 from scalesim.figures import DAYS_PER_YEAR
-from scalesim.jsonio import to_json_text
 from scalesim.money import usd_type
 
 NAME = "goal"
@@ -185,7 +183,7 @@ def check_goal_inputs(profile, scenario) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scalesim.cli.cmd_predict import notes_before
+    from scalesim.cli.cmd_predict import notes_before, print_answer
     from scalesim.errors import ScalesimError
     from scalesim.goal import searched_scenarios, seek
 
@@ -204,10 +202,4 @@ def run(args: argparse.Namespace) -> int:
     said = [n for n in of_each[0] if all(n in notes for notes in of_each[1:])]
     if note := deadline_note(args.deadline, getattr(args, "deadline_bare", None)):
         said.insert(0, note)
-    if said:
-        answer = dataclasses.replace(answer, notes=[*said, *answer.notes])
-    if args.json:
-        print(to_json_text(answer.to_dict(), what="the goal's answer"))
-    else:
-        print(render(answer))
-    return 0
+    return print_answer(answer, said, args.json, render, "the goal's answer")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from scalesim.cli.options import (
     add_profile_arguments,
@@ -415,6 +416,16 @@ def notes_before(profile, scenario, counts, of: str) -> list[str]:
                                 nouns_for(profile.hardware.device_name)):
         said.append(note)
     return said
+
+
+def print_answer(answer, said: list[str], as_json: bool, render, what: str) -> int:
+    """Print decide's card or goal's answer (a dataclass with ``notes``, ``to_dict``) with
+    ``said`` (``notes_before``) before its own notes: JSON with --json (``what`` names it in an
+    error), else ``render``'s text; returns 0, the command's exit status."""
+    if said:
+        answer = dataclasses.replace(answer, notes=[*said, *answer.notes])
+    print(to_json_text(answer.to_dict(), what=what) if as_json else render(answer))
+    return 0
 
 
 def unmeasured_link_notes(profile, inter: bool, intra: bool) -> list[str]:
