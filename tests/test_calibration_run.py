@@ -69,6 +69,16 @@ def run(cmd: list[str], cwd: Path, timeout: float = 240) -> subprocess.Completed
     )
 
 
+def _long_compute_run(out: Path, *flags: str) -> subprocess.Popen:
+    """A 2-rank compute-phase calibration writing ``out`` (4 batch sizes x 400 repeats: long
+    enough to kill or stop rank 1 in it), started in ``out``'s folder with ``flags`` added;
+    stdout and stderr together, as text."""
+    return subprocess.Popen(
+        torchrun("scalesim.calibration", "--no-progress", *flags, "--batches", "8,16,32,64",
+                 "--repeats", "400", "--phases", "compute", "--out", str(out)),
+        cwd=out.parent, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
 def _pid_of_rank_1_in_compute(out: Path, proc: subprocess.Popen) -> int:
     """Wait (up to 120 s) for rank 1's heartbeat file to say it is in the compute phase."""
     status = Path(f"{out}.state") / "ranks" / "rank-1.json"
@@ -423,25 +433,7 @@ def test_user_model_and_dataset_factories_and_a_slow_rank(tmp_path):
 
 def test_a_killed_rank_stops_the_run_and_is_named(tmp_path):
     out = tmp_path / "killed.json"
-    proc = subprocess.Popen(
-        torchrun(
-            "scalesim.calibration",
-            "--no-progress",
-            "--batches",
-            "8,16,32,64",
-            "--repeats",
-            "400",
-            "--phases",
-            "compute",
-            "--out",
-            str(out),
-        ),
-        cwd=tmp_path,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = _long_compute_run(out)
     victim = _pid_of_rank_1_in_compute(out, proc)
     time.sleep(1.0)
     os.kill(victim, signal.SIGKILL)
@@ -595,27 +587,7 @@ def test_a_factory_that_raises_under_torchrun(tmp_path):
 
 def test_a_hung_rank_stops_the_run_within_the_timeout(tmp_path):
     out = tmp_path / "hung.json"
-    proc = subprocess.Popen(
-        torchrun(
-            "scalesim.calibration",
-            "--no-progress",
-            "--timeout",
-            "5",
-            "--batches",
-            "8,16,32,64",
-            "--repeats",
-            "400",
-            "--phases",
-            "compute",
-            "--out",
-            str(out),
-        ),
-        cwd=tmp_path,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = _long_compute_run(out, "--timeout", "5")
     victim = _pid_of_rank_1_in_compute(out, proc)
     os.kill(victim, signal.SIGSTOP)
     stopped_at = time.monotonic()
