@@ -6,6 +6,8 @@ question and notes, the app's subheader, error box, story and A/B, and plan's 'w
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 from app_harness import open_app
 from cli_harness import run_cli
@@ -87,13 +89,27 @@ def test_plans_why_writes_a_need_over_a_thousand_gib_with_its_separator():
     assert _why({}, row, "throughput") == "does not fit: 1,398.9 GiB > 80.0 GiB per device"
 
 
+def _spelled_out(pattern: str, comments: bool = True) -> list[str]:
+    """'file: match' for each match of ``pattern`` (a unit's literal spelling) in the package,
+    the app and calibration (``figures.py``, where the units are defined, left out; with
+    ``comments`` False, what follows a '#' too)."""
+    root = Path(__file__).resolve().parents[1]
+    literal = re.compile(pattern, re.M)
+    return [f"{path.relative_to(root)}: {m.group(0)}"
+            for folder in ("scalesim", "app", "calibration")
+            for path in sorted((root / folder).rglob("*.py"))
+            if not path.relative_to(root).as_posix().startswith(("scalesim/app/",
+                                                                 "scalesim/calibration/"))
+            and path.name != "figures.py"
+            for text in [path.read_text()]
+            for m in literal.finditer(text if comments else "\n".join(
+                line.split("#")[0] for line in text.splitlines()))]
+
+
 def test_a_gib_is_defined_once_and_imported():
     """``figures.GIB_BYTES`` is the one GiB: presets (device memory) and the layout model (the
     framework's 2 GiB) had their own ``GIB = 1024**3``, 18 lines divided by a literal 2**30 or
     1024**3; none is left in the package, the app or calibration."""
-    import re
-    from pathlib import Path
-
     from scalesim.figures import GIB_BYTES
     from scalesim.model.layout_step import FRAMEWORK_BYTES
     from scalesim.presets import device_memory_of
@@ -101,16 +117,7 @@ def test_a_gib_is_defined_once_and_imported():
     assert GIB_BYTES == 1_073_741_824
     assert FRAMEWORK_BYTES == 2_147_483_648.0
     assert device_memory_of("NVIDIA H100 80GB HBM3")[0] == 85_899_345_920
-    root = Path(__file__).resolve().parents[1]
-    literal = re.compile(r"[/*]\s*(2\s*\*\*\s*30|1024\s*\*\*\s*3)\b|^GIB\w* = ", re.M)
-    found = [f"{path.relative_to(root)}: {m.group(0)}"
-             for folder in ("scalesim", "app", "calibration")
-             for path in sorted((root / folder).rglob("*.py"))
-             if not path.relative_to(root).as_posix().startswith(("scalesim/app/",
-                                                                  "scalesim/calibration/"))
-             and path.name != "figures.py"
-             for m in literal.finditer(path.read_text())]
-    assert found == []
+    assert _spelled_out(r"[/*]\s*(2\s*\*\*\s*30|1024\s*\*\*\s*3)\b|^GIB\w* = ") == []
 
 
 def test_a_mib_is_defined_once_and_imported():
@@ -119,9 +126,6 @@ def test_a_mib_is_defined_once_and_imported():
     bucket defaults, the app's upload limit, calibration's sweep sizes, beta threshold and
     ``--message-size`` flag, and the nccl-tests / calibrate-from notes wrote ``1024 * 1024`` or
     ``/ 2**20`` (14 lines); none is left in the package, the app or calibration."""
-    import re
-    from pathlib import Path
-
     from scalesim.calibration.link_fit import LARGE_BYTES
     from scalesim.figures import MIB_BYTES, bytes_text
     from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
@@ -132,17 +136,6 @@ def test_a_mib_is_defined_once_and_imported():
     defaults = StepInputs.__dataclass_fields__
     assert defaults["bucket_bytes"].default == DDP_BUCKET_BYTES
     assert defaults["first_bucket_bytes"].default == DDP_FIRST_BUCKET_BYTES
-    def code(text: str) -> str:  # comments left out: remedies' "micro-batch / 2**20" is halvings
-        return "\n".join(line.split("#")[0] for line in text.splitlines())
-
-    root = Path(__file__).resolve().parents[1]
-    literal = re.compile(r"1024\s*\*\s*1024|1024\s*\*\*\s*2|\b1_?048_?576\b"
-                         r"|[/*]\s*(2\s*\*\*\s*20|1\s*<<\s*20)\b|^MIB\w* = ", re.M)
-    found = [f"{path.relative_to(root)}: {m.group(0)}"
-             for folder in ("scalesim", "app", "calibration")
-             for path in sorted((root / folder).rglob("*.py"))
-             if not path.relative_to(root).as_posix().startswith(("scalesim/app/",
-                                                                  "scalesim/calibration/"))
-             and path.name != "figures.py"
-             for m in literal.finditer(code(path.read_text()))]
-    assert found == []
+    assert _spelled_out(r"1024\s*\*\s*1024|1024\s*\*\*\s*2|\b1_?048_?576\b"
+                        r"|[/*]\s*(2\s*\*\*\s*20|1\s*<<\s*20)\b|^MIB\w* = ",
+                        comments=False) == []  # remedies' "micro-batch / 2**20" is halvings
