@@ -177,12 +177,17 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     is_slow_device = persistent and cr["slowest_factor"] >= SLOW_DEVICE_FACTOR
     findings.append(finding("slow_device" if is_slow_device else "stragglers", share["straggler"],
                             strag_lines, words))
-    findings.append(finding("idle", share["idle"], [
+    idle_lines = [
         f"{words.device} idle {milliseconds(parts['idle'])} per step "
         f"({whole_percent(share['idle'])}): neither computing, communicating nor loading data "
         + ("(host overhead between operators: Python, the framework)" if words.cpu else
            "(launch or host overhead)"),
-    ]))
+    ]
+    if aside_idle := min(cr["set_aside_exposed_s"], parts["idle"]):
+        idle_lines.append(f"of it {milliseconds(aside_idle)} waiting in collectives set aside as no "
+                          "gradient traffic (a metric's or the loss's, see the notes): not the "
+                          "exchange's; reduce them less often, or without waiting on them")
+    findings.append(finding("idle", share["idle"], idle_lines))
     findings.sort(key=lambda f: -f.share)
     if findings[0].share < 1.0 - GOOD_EFFICIENCY:
         findings.insert(0, finding("none", 0.0, [

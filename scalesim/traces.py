@@ -40,7 +40,10 @@ interval sets: ``compute = |(C u D) n W| - |D n W|``; ``comm = |M n W|``;
 ``overlap = |(C u D) n M n W|`` (communication hidden behind compute or a data wait);
 ``exposed = comm - overlap``; ``data_wait = |D n W|``; ``idle = |W| - |(C u D u M) n W|``; so
 ``compute + exposed + data_wait + idle = |W|``. With A the attention kernels' intervals,
-``attention = |A n W|``, a part of compute.
+``attention = |A n W|``, a part of compute. M leaves out S, the collectives set aside as no
+gradient traffic (``no_gradient``: a metric's or the loss's all-reduce):
+``set_aside = |S n W|``, ``set_aside_exposed = |(C u D u M u S) n W| - |(C u D u M) n W|``,
+the part of idle they took.
 """
 
 from __future__ import annotations
@@ -179,6 +182,8 @@ REDUCTION_KINDS = ("all-reduce", "reduce-scatter")
 # Set aside from the exchange's readings (strategy, gradient sync, DDP's reductions a step):
 # ``TraceSummary.set_aside``, the tallies' "aside" (``new_record``)
 METRIC_ELEMENTS_SHARE = 0.01
+# the kinds the rule sets aside: the reductions (``no_gradient``)
+SET_ASIDE_KINDS = REDUCTION_KINDS
 
 
 def metric_sized(elements, largest: float):
@@ -186,6 +191,14 @@ def metric_sized(elements, largest: float):
     set aside) is no gradient traffic beside the trace's ``largest`` reduction (elements):
     under ``METRIC_ELEMENTS_SHARE`` of it."""
     return np.asarray(elements, dtype=float) < METRIC_ELEMENTS_SHARE * largest
+
+
+def no_gradient(kind, elements, largest: float):
+    """Whether collectives of ``kind`` (a ``COLLECTIVE_KINDS`` value, or an array of them; None
+    or another: no rule) of ``elements`` each (NaN: no size recorded) are set aside as no
+    gradient traffic (``metric_sized``): the rule's kinds are ``SET_ASIDE_KINDS``."""
+    kinds = np.asarray(kind, dtype=object)
+    return np.isin(kinds, SET_ASIDE_KINDS) & metric_sized(elements, largest)
 
 
 def collective_kind(name: str) -> str | None:
@@ -448,6 +461,11 @@ class StepBreakdown:
     # host (``HOST_COLLECTIVE_FAMILIES``; ``micro_steps_with``): a reduction in each micro-step,
     # or in one (no_sync); {} where micro-steps are not counted or the host posts none
     micro_steps_with: dict[str, int] = field(default_factory=dict)
+    # the collectives set aside as no gradient traffic (``no_gradient``: a metric's, the
+    # loss's), left out of comm_s and the exchange's time: their time in the step, and the part
+    # under no compute, data wait or other communication (a part of idle_s)
+    set_aside_s: float = 0.0
+    set_aside_exposed_s: float = 0.0
 
 
 @dataclass
@@ -518,6 +536,51 @@ class _Intervals:
 
     def __len__(self) -> int:
         return len(self.start)
+
+
+class _Collectives(_Intervals):
+    """Collectives' intervals (s) with each one's kind (``collective_kind``), its elements
+    (``input_elements``; NaN: none recorded) and thread: once the trace is read, those of no
+    gradient traffic (``no_gradient``) are split off the exchange's time (``split``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.kinds: list[str | None] = []
+        self.elements, self.tids = array("d"), array("q")
+
+    def add_call(self, t0: float, dur: float, collective: str, elements, tid: int) -> None:
+        self.add(t0, dur)
+        self.kinds.append(collective_kind(collective))
+        self.elements.append(math.nan if elements is None else float(elements))
+        self.tids.append(tid)
+
+    def aside(self, largest: float) -> np.ndarray:
+        """Mask of the calls set aside: those ``no_gradient`` at ``largest`` (elements), and
+        those of no recorded size of the same kind on the same thread that overlap one (the
+        host ops nested around a sized one: ``c10d::allreduce_`` around its
+        ``record_param_comms``)."""
+        n = len(self.start)
+        if n == 0:
+            return np.zeros(0, bool)
+        kinds, elements = np.asarray(self.kinds, dtype=object), np.frombuffer(self.elements)
+        start, end = np.frombuffer(self.start), np.frombuffer(self.end)
+        tids = np.frombuffer(self.tids, dtype=np.int64)
+        sized_aside = no_gradient(kinds, elements, largest)
+        out = sized_aside.copy()
+        unsized = np.isnan(elements)
+        for kind, tid in {(kinds[i], tids[i]) for i in np.flatnonzero(sized_aside)}:
+            mine = sized_aside & (kinds == kind) & (tids == tid)
+            s, e = merge(start[mine], end[mine])
+            them = np.flatnonzero(unsized & (kinds == kind) & (tids == tid))
+            j = np.searchsorted(s, end[them], "left") - 1  # the last set-aside one before its end
+            out[them[(j >= 0) & (e[np.maximum(j, 0)] > start[them])]] = True
+        return out
+
+    def split(self, largest: float) -> tuple[tuple, tuple]:
+        """(merged intervals of the calls kept, of those set aside: ``aside``)."""
+        aside = self.aside(largest)
+        start, end = np.frombuffer(self.start), np.frombuffer(self.end)
+        return merge(start[~aside], end[~aside]), merge(start[aside], end[aside])
 
 
 def thread_id(ev: dict) -> int:
@@ -731,12 +794,14 @@ class _GroupComm:
     may follow the events) is read."""
 
     def __init__(self):
-        self.intervals: dict[tuple, _Intervals] = {}
+        self.intervals: dict[tuple, _Collectives] = {}
         self.collectives: dict[tuple, dict] = {}
 
-    def see(self, collective: str, args, t0: float, d: float) -> tuple[dict, object] | None:
-        """One NCCL kernel, ``collective`` its name as ``_collective_name`` keys it: the tally
-        it went into and its size (``see_record``), None where it names no group."""
+    def see(self, collective: str, args, t0: float, d: float,
+            tid: int = 0) -> tuple[dict, object] | None:
+        """One NCCL kernel, ``collective`` its name as ``_collective_name`` keys it, on stream
+        ``tid``: the tally it went into and its size (``see_record``), None where it names no
+        group."""
         if not isinstance(args, dict):
             return None
         pg, desc = args.get("Process Group Name"), args.get("Process Group Description")
@@ -745,15 +810,18 @@ class _GroupComm:
             return None  # a kernel of a torch that writes no group: no roles
         key = (str(pg)[:60] if pg is not None else "", desc[:60] if isinstance(desc, str) else "",
                size)
-        self.intervals.setdefault(key, _Intervals()).add(t0, d)
         c = self.collectives.setdefault(key, {}).setdefault(collective, new_record())
-        return c, see_record(c, d, args)
+        elements = see_record(c, d, args)
+        self.intervals.setdefault(key, _Collectives()).add_call(t0, d, collective, elements, tid)
+        return c, elements
 
-    def roles(self, process_groups: list[dict], world: int | None) -> dict[str, tuple]:
+    def roles(self, process_groups: list[dict], world: int | None,
+              largest: float = 0.0) -> dict[str, tuple]:
         """role -> (merged intervals, {"size", "descs", "collectives", "by_desc"}); a kernel's
         description is its own, else its group's in pg_config (matched by name); ``by_desc``:
         each description's {"size", "collectives"} (a role's groups apart: HSDP's shard and
-        replicate groups are both data parallel)."""
+        replicate groups are both data parallel). The intervals leave out the kernels set
+        aside as no gradient traffic against ``largest`` (elements, ``_Collectives.split``)."""
         desc_of = {g["name"]: g["desc"] for g in process_groups}
         merged: dict[str, list] = {}
         for key, iv in self.intervals.items():
@@ -762,8 +830,9 @@ class _GroupComm:
             role = group_role(desc, size, world) or UNNAMED_ROLE
             entry = merged.setdefault(role, [[], [], {"size": None, "descs": [], "collectives": {},
                                                       "by_desc": {}}])
-            entry[0].append(np.frombuffer(iv.start))
-            entry[1].append(np.frombuffer(iv.end))
+            (kept_s, kept_e), _ = iv.split(largest)
+            entry[0].append(kept_s)
+            entry[1].append(kept_e)
             info = entry[2]
             info["size"] = max(info["size"] or 0, size or 0) or None
             label = desc or (f"group {pg}" if pg else "")
@@ -941,7 +1010,8 @@ def summarise(
     cpu_steps, gpu_steps = [], []
     compute_cpu, compute_gpu, data, attention = (_Intervals() for _ in range(4))
     # communication, its point-to-point part and the rest (their union is all of it)
-    p2p_cpu, p2p_gpu, other_cpu, other_gpu = (_Intervals() for _ in range(4))
+    p2p_cpu, p2p_gpu = _Intervals(), _Intervals()
+    other_cpu, other_gpu = _Collectives(), _Collectives()  # sized, to set aside a metric's
     receive_starts = [array("d") for _ in RECEIVE_FAMILIES]
     forwards: dict[int, set[int]] = {}  # a schedule's stage -> micro-batches it ran forward
     gpipe = {"Forward": set(), "Backward": set()}  # GPipe's micro-batches, forward and backward
@@ -1006,10 +1076,13 @@ def summarise(
         elif cat == "kernel":
             if "nccl" in name.lower():
                 collective = _collective_name(name, {})
-                (p2p_gpu if point_to_point(collective) else other_gpu).add(t0, d)
-                sizes.see(coll[collective], collective,
-                          see_record(coll[collective], d, ev.get("args")), d)
-                if grouped := by_group.see(collective, ev.get("args"), t0, d):
+                n = see_record(coll[collective], d, ev.get("args"))
+                if point_to_point(collective):
+                    p2p_gpu.add(t0, d)
+                else:
+                    other_gpu.add_call(t0, d, collective, n, thread_id(ev))
+                sizes.see(coll[collective], collective, n, d)
+                if grouped := by_group.see(collective, ev.get("args"), t0, d, thread_id(ev)):
                     sizes.see(grouped[0], collective, grouped[1], d)
             else:
                 compute_gpu.add(t0, d)
@@ -1026,7 +1099,12 @@ def summarise(
         elif name.startswith(CPU_COMM_PREFIXES):
             args = ev.get("args")
             collective = _collective_name(name, args if isinstance(args, dict) else {})
-            (p2p_cpu if point_to_point(collective) else other_cpu).add(t0, d)
+            if point_to_point(collective):
+                p2p_cpu.add(t0, d)
+            else:
+                other_cpu.add_call(t0, d, collective,
+                                   input_elements(args) if isinstance(args, dict) else None,
+                                   thread_id(ev))
             if cat != "gpu_user_annotation":
                 word = collective.split(" ", 1)[0]
                 for family, starts in zip(RECEIVE_FAMILIES, receive_starts, strict=True):
@@ -1094,11 +1172,20 @@ def summarise(
             f"{Path(source).name}: no distributedInfo.rank; taken as rank {index} from the order of the files"
         )
     gpu = len(compute_gpu) + len(p2p_gpu) + len(other_gpu) > 0
+    # the reductions of no gradient (a metric's, the loss's: ``metric_sized``) against the
+    # largest the trace records, set aside in their tallies (before the groups copy them) and
+    # from the exchange's time (``aside``: their intervals)
+    largest = max([sizes.largest, *(float(np.nanmax(a)) for (_, kind), v in posted_sizes.items()
+                                     if kind in REDUCTION_KINDS
+                                     for a in [np.frombuffer(v)] if np.isfinite(a).any())])
+    sizes.set_aside(largest)
     if gpu:
-        compute, p2p, other_comm = compute_gpu.merged(), p2p_gpu.merged(), other_gpu.merged()
+        compute, p2p = compute_gpu.merged(), p2p_gpu.merged()
+        other_comm, aside = other_gpu.split(largest)
         windows = device_windows(cpu_steps, gpu_steps, launches)
     else:
-        compute, p2p, other_comm = compute_cpu.merged(), p2p_cpu.merged(), other_cpu.merged()
+        compute, p2p = compute_cpu.merged(), p2p_cpu.merged()
+        other_comm, aside = other_cpu.split(largest)
         windows = cpu_steps
     comm = union(p2p, other_comm)
     d_set, a_set = data.merged(), attention.merged()
@@ -1110,13 +1197,7 @@ def summarise(
     counted = next((np.sort(np.frombuffer(s)) for s in receive_starts if len(s)), None)
     host_window = {num: (w0, w1) for num, w0, w1 in cpu_steps}
     process_groups = _pg_config(meta)
-    # the reductions of no gradient (a metric's, the loss's: ``metric_sized``) against the
-    # largest the trace records, set aside in their tallies (before the groups copy them)
-    largest = max([sizes.largest, *(float(np.nanmax(a)) for (_, kind), v in posted_sizes.items()
-                                     if kind in REDUCTION_KINDS
-                                     for a in [np.frombuffer(v)] if np.isfinite(a).any())])
-    sizes.set_aside(largest)
-    roles = by_group.roles(process_groups, world_size) if gpu else {}
+    roles = by_group.roles(process_groups, world_size, largest) if gpu else {}
     role_steps: dict[str, list[tuple[float, float, float]]] = {r: [] for r in roles}
     with_compute = {role: union(cd, merged) for role, (merged, _) in roles.items()}
     # what else covers a role's collectives: compute, a data wait or another group's
@@ -1140,6 +1221,8 @@ def summarise(
         mw = length_in(comm, w0, w1)
         cdmw = length_in(cdm, w0, w1)
         overlap = max(cdw + mw - cdmw, 0.0)  # |(C u D) n M|: hidden behind other work
+        sw = length_in(aside, w0, w1)  # the collectives set aside: |S n W|, and S under nothing
+        alone = max(length_in(union(cdm, aside), w0, w1) - cdmw, 0.0)
         ow = length_in(other_comm, w0, w1)  # the collectives that are not point to point
         group_comm = {}
         for role, (merged, _) in roles.items():  # each role's collectives, and what hid them
@@ -1169,6 +1252,8 @@ def summarise(
                 _count_in(micro_starts, *host_window.get(num, (w0, w1))),
                 micro_steps_with=_micro_steps_with(micro_starts, posts,
                                                    *host_window.get(num, (w0, w1))),
+                set_aside_s=sw,
+                set_aside_exposed_s=alone,
             )
         )
     micro_steps = most_steps_count([st.micro_steps for st in steps])
@@ -1339,10 +1424,12 @@ def missing_ranks_note(summaries: list[TraceSummary]) -> str | None:
 def cross_rank(summaries: list[TraceSummary]) -> dict:
     """Compare ranks step by step: who is slowest, how long the others wait for it.
 
-    A rank's own time in a step is the step minus its exposed communication (what it spends
-    computing, loading data or idle before it can sync). The slowest rank has the most; the wait
-    of the others is their exposed communication beyond the slowest rank's (which is the
-    communication itself, ``intrinsic``).
+    A rank's own time in a step is the step minus its exposed communication, the collectives
+    set aside as no gradient traffic included (``StepBreakdown.set_aside_exposed_s``: what it
+    spends computing, loading data or idle before it can sync). The slowest rank has the most;
+    the wait of the others is their exposed communication beyond the slowest rank's (which is
+    the communication itself: the exchange's ``intrinsic``, the set-aside collectives'
+    ``set_aside_exposed_s``, a part of idle).
     """
     common = set.intersection(*(set(s.step for s in x.steps) for x in summaries))
     by_rank = [{s.step: s for s in x.steps} for x in summaries]
@@ -1352,7 +1439,8 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
     }
     total_comm = sum(s.comm_s for x in summaries for s in x.steps)
     total_overlap = sum(s.overlap_s for x in summaries for s in x.steps)
-    own = np.array([[x.median("step_s") - x.median("exposed_comm_s")] for x in summaries])[:, 0]
+    own = np.array([[x.median("step_s") - x.median("exposed_comm_s")
+                     - x.median("set_aside_exposed_s")] for x in summaries])[:, 0]
     result = dict(med)
     # Idle common to every rank (the slowest rank's own idle is the straggler, not overhead).
     result["idle_s"] = float(np.min([x.median("idle_s") for x in summaries]))
@@ -1367,16 +1455,21 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
             slowest_counts={},
             steps_compared=0,
             intrinsic_exposed_comm_s=float(np.median([x.median("exposed_comm_s") for x in summaries])),
+            set_aside_exposed_s=float(np.median([x.median("set_aside_exposed_s")
+                                                 for x in summaries])),
         )
         return result
-    slowest, waits, intrinsic, factors = [], [], [], []
+    slowest, waits, intrinsic, aside, factors = [], [], [], [], []
     for n in sorted(common):
         st = [r[n] for r in by_rank]
-        own_n = np.array([s.step_s - s.exposed_comm_s for s in st])
-        exposed = np.array([s.exposed_comm_s for s in st])
+        # waiting on peers: in the exchange's collectives or in those set aside (a loss
+        # all-reduced before backward waits for the slowest rank's forward)
+        exposed = np.array([s.exposed_comm_s + s.set_aside_exposed_s for s in st])
+        own_n = np.array([s.step_s for s in st]) - exposed
         i = int(np.argmax(own_n))
         slowest.append(i)
-        intrinsic.append(float(exposed[i]))
+        intrinsic.append(st[i].exposed_comm_s)
+        aside.append(st[i].set_aside_exposed_s)
         others = np.delete(np.arange(len(st)), i)
         waits.append(float(np.median(exposed[others] - exposed[i])))
         factors.append(float(own_n[i] / max(np.median(own_n[others]), 1e-12)))
@@ -1389,5 +1482,6 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         steps_compared=len(slowest),
         slowest_factor=float(np.median(factors)),
         intrinsic_exposed_comm_s=float(np.median(intrinsic)),
+        set_aside_exposed_s=float(np.median(aside)),
     )
     return result

@@ -94,16 +94,35 @@ def test_without_sizes_the_reading_says_what_it_could_not_separate(tmp_path):
     assert not any("set aside" in n for n in report.notes)
 
 
+def one_exchange_job() -> list[dict]:
+    """``ddp_job``'s steps with no loss all-reduce, the last micro-step's gradient all-reduce
+    carrying its time too (``GRADIENTS_US + K * LOSS_US``): the same step, compute and exposed
+    exchange, one all-reduce a step."""
+    events = []
+    for n in range(STEPS):
+        t = n * K * MICRO_US
+        events.append(op(f"ProfilerStep#{n + 1}", t, K * MICRO_US, cat="user_annotation"))
+        for m in range(K):
+            a = t + m * (FORWARD_US + BACKWARD_US)
+            events += [op("DistributedDataParallel.forward", a, FORWARD_US,
+                          cat="user_annotation"),
+                       op("aten::mm", a, FORWARD_US), op(BACKWARD, a + FORWARD_US, BACKWARD_US)]
+        events.append(comm("allreduce", t + K * (FORWARD_US + BACKWARD_US), GRADIENT_ELEMENTS,
+                           dur_us=GRADIENTS_US + K * LOSS_US))
+    return events
+
+
 def test_grad_sync_once_per_step_overrides_a_ddp_reading(tmp_path):
     """--grad-sync once-per-step on the sizeless trace (before: '--grad-sync once-per-step
     changes nothing here: strategy ddp reduces gradients once per step anyway', the 4
     reductions priced) prices it once a step: the override said, no DDP-reductions note, no
-    no_sync remedy, and every remedy's gain that of the same job read off its sizes (its
-    timeline is the same, the loss's all-reduces in the exchange's time in both)."""
+    no_sync remedy, and every remedy's gain that of one exchange a step carrying all the
+    traced all-reduces' time (``one_exchange_job``: no size sets the loss's aside, so its time
+    is the exchange's; session 42: the sized trace counts it as idle instead)."""
     for folder in ("told", "sized"):
         (tmp_path / folder).mkdir()
     told = diagnosed(tmp_path / "told", ddp_job(sized=False), "once-per-step")
-    sized = diagnosed(tmp_path / "sized", ddp_job(sized=True))
+    sized = diagnosed(tmp_path / "sized", one_exchange_job())
     said = " ".join(told.notes)
     assert ("--grad-sync once-per-step is used, overriding what the traces show (all-reduces "
             "in 4 of the 4 micro-steps a step, read as DDP reducing its gradients in each): the "

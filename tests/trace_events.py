@@ -1,7 +1,8 @@
 """Hand-made Kineto trace events for the diagnose tests that build a job's traces by hand
 (test_trace_sharding_readings, test_trace_unseen_exchange, test_trace_zero_accumulation,
-test_trace_metric_collectives): a CPU op, a collective's ``record_param_comms``, the skeleton of
-profiler steps of k micro-steps, and the ranks' summaries of the same events."""
+test_trace_metric_collectives, test_trace_set_aside_time): a CPU op, a collective's
+``record_param_comms``, the skeleton of profiler steps of k micro-steps, and the ranks'
+summaries of the same events (or each rank's own)."""
 
 from __future__ import annotations
 
@@ -43,14 +44,15 @@ def stepped(k: int, micro_us: float, micro_step: Callable[[int, float], list[dic
 
 
 def summaries(tmp_path, events, world: int = 2, traced: int | None = None):
-    """``traces.summarise`` of the same ``events`` as the traces of ranks 0.. of a gloo job of
-    ``world`` ranks, written to ``tmp_path``/r<rank>.json: all of them, or the first
-    ``traced``."""
+    """``traces.summarise`` of the same ``events`` (or ``events(rank)``, each rank's own) as
+    the traces of ranks 0.. of a gloo job of ``world`` ranks, written to
+    ``tmp_path``/r<rank>.json: all of them, or the first ``traced``."""
     out = []
     for rank in range(world if traced is None else traced):
         path = tmp_path / f"r{rank}.json"
         path.write_text(json.dumps({"distributedInfo": {"backend": "gloo", "rank": rank,
                                                         "world_size": world},
-                                    "traceEvents": events}))
+                                    "traceEvents": events(rank) if callable(events)
+                                    else events}))
         out.append(traces.summarise(path))
     return out

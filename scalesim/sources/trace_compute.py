@@ -277,7 +277,8 @@ def read_rank(path: str | os.PathLike[str], index: int = 0) -> RankTrace:
         else:
             o = length_in(optimizer, w0, w1)
         b = length_in(backward, w0, w1)
-        own = st.step_s - st.exposed_comm_s - st.data_wait_s - o
+        # the collectives set aside as no gradient traffic (a metric's) are communication too
+        own = st.step_s - st.exposed_comm_s - st.set_aside_exposed_s - st.data_wait_s - o
         opt.append(o)
         bwd.append(b)
         fb.append(max(own, 0.0) / micro_steps)
