@@ -362,11 +362,12 @@ def ddp_reductions(summaries, degrees: dict, exchange,
 
 
 def set_aside_note(summaries) -> str:
-    """A note where the traces' reductions include some set aside as no gradient traffic
-    (``TraceSummary.set_aside``: under ``METRIC_ELEMENTS_SHARE`` of their rank's largest
-    reduction), saying how many, by what rule, from which readings, and their time left out of
-    the exchange's (``StepBreakdown.set_aside_s``; the part under nothing else idle,
-    ``set_aside_exposed_s``: medians over steps, then ranks); '' where none was."""
+    """A note where the traces' collectives include some set aside as no gradient traffic
+    (``TraceSummary.set_aside``: ``traces.no_gradient``, under ``METRIC_ELEMENTS_SHARE`` of
+    their rank's largest reduction, an all-gather by the elements it gathers), saying how
+    many, by what rule, from which readings, and their time left out of the exchange's
+    (``StepBreakdown.set_aside_s``; the part under nothing else idle, ``set_aside_exposed_s``:
+    medians over steps, then ranks); '' where none was."""
     aside = {}
     for s in summaries:
         for kind, n in s.set_aside.items():
@@ -380,10 +381,15 @@ def set_aside_note(summaries) -> str:
                            f"{on})" for kind, n in aside.items())
     took = float(np.median([s.median("set_aside_s") for s in summaries]))
     alone = float(np.median([s.median("set_aside_exposed_s") for s in summaries]))
+    gathers = "all-gather" in aside
     return (f"{counted} set aside as no gradient traffic: each under "
             f"{whole_percent(METRIC_ELEMENTS_SHARE)} of the elements of its rank's largest reduction "
-            f"({largest:,.0f} elements), a metric or the loss reduced for logging "
-            "(dist.all_reduce(loss)); the exchange's readings (its strategy, gradient sync and "
+            f"({largest:,.0f} elements)"
+            + (", an all-gather by the elements it gathers (its input x the ranks)" if gathers
+               else "")
+            + ", a metric or the loss reduced for logging (dist.all_reduce(loss)"
+            + (", dist.all_gather of a metric" if gathers else "")
+            + "); the exchange's readings (its strategy, gradient sync and "
             f"DDP's reductions a step) leave them out, and so does its time: their "
             f"{milliseconds(took)} a step (median) is not counted as exchange, the "
             f"{milliseconds(alone)} of it under no compute, data wait or other communication "

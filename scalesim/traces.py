@@ -112,13 +112,14 @@ IN_PROCESS_LOADER = "_SingleProcessDataLoaderIter"  # num_workers=0: loads in th
 CPU_COMM_PREFIXES = ("gloo:", "nccl:", "c10d::", "record_param_comms")
 
 
-def first_input_elements(args: dict) -> int | None:
-    """Elements of an op's first input from its ``Input Dims`` (traces recorded with
-    ``record_shapes=True``; a tensor list's first tensor), None where absent or not a shape."""
+def first_input_elements(args: dict, argument: int = 0) -> int | None:
+    """Elements of an op's first input (``argument``: the argument's place) from its ``Input
+    Dims`` (traces recorded with ``record_shapes=True``; a tensor list's first tensor), None
+    where absent or not a shape."""
     dims = args.get("Input Dims")
-    if not isinstance(dims, list) or not dims:
+    if not isinstance(dims, list) or len(dims) <= argument:
         return None
-    first = dims[0]
+    first = dims[argument]
     while isinstance(first, list) and first and isinstance(first[0], list):
         first = first[0]
     if not isinstance(first, list) or not all(
@@ -127,17 +128,26 @@ def first_input_elements(args: dict) -> int | None:
     return math.prod(first)  # a whole number, however large
 
 
-def input_elements(args: dict) -> int | float | None:
+def input_elements(args: dict, argument: int = 0) -> int | float | None:
     """Elements each rank puts into a collective: an NCCL kernel's or ``record_param_comms``'
     ``In msg nelems`` (an all-gather's shard, a reduce-scatter's or all-reduce's whole buffer),
-    else a gloo op's first input (``first_input_elements``); None where the trace has neither,
-    or a count no message has (negative, not finite, 2^63 or more)."""
+    else a gloo op's first input (``first_input_elements``; ``argument``: the input's place,
+    ``host_input_argument``); None where the trace has neither, or a count no message has
+    (negative, not finite, 2^63 or more)."""
     n = args.get("In msg nelems")
     if type(n) not in _PLAIN_NUMBERS:
-        n = first_input_elements(args)
+        n = first_input_elements(args, argument)
     if n is None or (isinstance(n, float) and not math.isfinite(n)):
         return None
     return n if 0 <= n < MAX_ELEMENTS else None
+
+
+def host_input_argument(name: str, collective: str) -> int:
+    """The place of a host op's input among its ``Input Dims``: 1 for a ``c10d::`` all-gather
+    (``c10d::allgather_(Tensor[][] outputs, Tensor[] inputs, ...)``, ``_allgather_base_(Tensor
+    output, Tensor input, ...)``: its first, the outputs, a list of lists recorded as ``[]``
+    that read as 1 element), else 0."""
+    return int(name.startswith("c10d::") and collective_kind(collective) == "all-gather")
 
 
 def backward_op(name: str, cat) -> bool:
@@ -179,11 +189,13 @@ REDUCTION_KINDS = ("all-reduce", "reduce-scatter")
 # 1 element) or another control tensor. DDP's gradient buckets are 25 MiB (``bucket_cap_mb``),
 # its first 1 MiB (4 % of one; its last holds what is left and may be smaller, but a micro-step
 # that posts it posts the others too); an FSDP or DeepSpeed unit reduces a block's parameters.
-# Set aside from the exchange's readings (strategy, gradient sync, DDP's reductions a step):
-# ``TraceSummary.set_aside``, the tallies' "aside" (``new_record``)
+# Set aside from the exchange's readings (strategy, gradient sync, DDP's reductions a step)
+# and its time: ``TraceSummary.set_aside``, the tallies' "aside" (``new_record``),
+# ``StepBreakdown.set_aside_s``; an all-gather by the elements it gathers (``no_gradient``)
 METRIC_ELEMENTS_SHARE = 0.01
-# the kinds the rule sets aside: the reductions (``no_gradient``)
-SET_ASIDE_KINDS = REDUCTION_KINDS
+# the kinds the rule sets aside (``no_gradient``): the reductions, and the all-gathers by the
+# elements they gather (a metric all-gathered each step, ``dist.all_gather`` of an accuracy)
+SET_ASIDE_KINDS = (*REDUCTION_KINDS, "all-gather")
 
 
 def metric_sized(elements, largest: float):
@@ -193,12 +205,18 @@ def metric_sized(elements, largest: float):
     return np.asarray(elements, dtype=float) < METRIC_ELEMENTS_SHARE * largest
 
 
-def no_gradient(kind, elements, largest: float):
+def no_gradient(kind, elements, ranks, largest: float):
     """Whether collectives of ``kind`` (a ``COLLECTIVE_KINDS`` value, or an array of them; None
-    or another: no rule) of ``elements`` each (NaN: no size recorded) are set aside as no
-    gradient traffic (``metric_sized``): the rule's kinds are ``SET_ASIDE_KINDS``."""
+    or another: no rule) of ``elements`` each rank puts in (NaN: no size recorded) over
+    ``ranks`` (NaN: not known) are set aside as no gradient traffic: what each carries,
+    a reduction's buffer (its input) or an all-gather's gathered tensor (its input x the ranks;
+    none where they are not known: a shard is a small part of its unit on many ranks), under
+    ``METRIC_ELEMENTS_SHARE`` of the ``largest`` reduction (``metric_sized``); the rule's kinds
+    are ``SET_ASIDE_KINDS``."""
     kinds = np.asarray(kind, dtype=object)
-    return np.isin(kinds, SET_ASIDE_KINDS) & metric_sized(elements, largest)
+    elements = np.asarray(elements, dtype=float)
+    carried = np.where(kinds == "all-gather", elements * np.asarray(ranks, dtype=float), elements)
+    return np.isin(kinds, SET_ASIDE_KINDS) & metric_sized(carried, largest)
 
 
 def collective_kind(name: str) -> str | None:
@@ -540,22 +558,26 @@ class _Intervals:
 
 class _Collectives(_Intervals):
     """Collectives' intervals (s) with each one's kind (``collective_kind``), its elements
-    (``input_elements``; NaN: none recorded) and thread: once the trace is read, those of no
-    gradient traffic (``no_gradient``) are split off the exchange's time (``split``)."""
+    (``input_elements``; NaN: none recorded), its group's ranks (``call_ranks``) and thread:
+    once the trace is read, those of no gradient traffic (``no_gradient``) are split off the
+    exchange's time (``split``)."""
 
     def __init__(self):
         super().__init__()
         self.kinds: list[str | None] = []
-        self.elements, self.tids = array("d"), array("q")
+        self.elements, self.ranks, self.tids = array("d"), array("d"), array("q")
 
-    def add_call(self, t0: float, dur: float, collective: str, elements, tid: int) -> None:
+    def add_call(self, t0: float, dur: float, collective: str, elements, tid: int,
+                 ranks: int | None = None) -> None:
         self.add(t0, dur)
         self.kinds.append(collective_kind(collective))
         self.elements.append(math.nan if elements is None else float(elements))
+        self.ranks.append(math.nan if ranks is None else float(ranks))
         self.tids.append(tid)
 
-    def aside(self, largest: float) -> np.ndarray:
-        """Mask of the calls set aside: those ``no_gradient`` at ``largest`` (elements), and
+    def aside(self, largest: float, world: int | None = None) -> np.ndarray:
+        """Mask of the calls set aside: those ``no_gradient`` at ``largest`` (elements; a call
+        of no group size over the ``world``), and
         those of no recorded size of the same kind on the same thread that overlap one (the
         host ops nested around a sized one: ``c10d::allreduce_`` around its
         ``record_param_comms``)."""
@@ -565,7 +587,9 @@ class _Collectives(_Intervals):
         kinds, elements = np.asarray(self.kinds, dtype=object), np.frombuffer(self.elements)
         start, end = np.frombuffer(self.start), np.frombuffer(self.end)
         tids = np.frombuffer(self.tids, dtype=np.int64)
-        sized_aside = no_gradient(kinds, elements, largest)
+        ranks = np.frombuffer(self.ranks)
+        sized_aside = no_gradient(kinds, elements, np.where(np.isnan(ranks), world or np.nan,
+                                                             ranks), largest)
         out = sized_aside.copy()
         unsized = np.isnan(elements)
         for kind, tid in {(kinds[i], tids[i]) for i in np.flatnonzero(sized_aside)}:
@@ -576,9 +600,9 @@ class _Collectives(_Intervals):
             out[them[(j >= 0) & (e[np.maximum(j, 0)] > start[them])]] = True
         return out
 
-    def split(self, largest: float) -> tuple[tuple, tuple]:
+    def split(self, largest: float, world: int | None = None) -> tuple[tuple, tuple]:
         """(merged intervals of the calls kept, of those set aside: ``aside``)."""
-        aside = self.aside(largest)
+        aside = self.aside(largest, world)
         start, end = np.frombuffer(self.start), np.frombuffer(self.end)
         return merge(start[~aside], end[~aside]), merge(start[aside], end[aside])
 
@@ -763,26 +787,37 @@ def gradient_record(record: dict) -> dict:
     return out
 
 
-class _ReductionSizes:
-    """One trace's sized reductions (``REDUCTION_KINDS``): each call's tally, elements and
-    seconds, so that once the trace is read those under ``METRIC_ELEMENTS_SHARE`` of the largest
-    (``metric_sized``) are set aside in their tallies (``new_record``'s "aside")."""
+def call_ranks(args) -> int | None:
+    """The ranks a collective runs over, as its event's ``Group size`` says (NCCL kernels,
+    ``record_param_comms``); None where it says none (gloo's ops: the trace's world size)."""
+    return whole_or_none(args.get("Group size")) if isinstance(args, dict) else None
+
+
+class _CollectiveSizes:
+    """One trace's sized collectives of ``SET_ASIDE_KINDS``: each call's tally, kind, elements,
+    ranks and seconds, so that once the trace is read those of no gradient traffic
+    (``no_gradient`` against the largest reduction, ``largest``) are set aside in their tallies
+    (``new_record``'s "aside")."""
 
     def __init__(self):
-        self.calls: list[tuple[dict, float, float]] = []
-        self.largest = 0.0  # elements
+        self.calls: list[tuple[dict, str, float, int | None, float]] = []
+        self.largest = 0.0  # elements of the largest reduction (``REDUCTION_KINDS``)
 
-    def see(self, record: dict, collective: str, elements, dur_s: float) -> None:
-        if elements is None or collective_kind(collective) not in REDUCTION_KINDS:
+    def see(self, record: dict, collective: str, elements, dur_s: float,
+            ranks: int | None = None) -> None:
+        kind = collective_kind(collective)
+        if elements is None or kind not in SET_ASIDE_KINDS:
             return
-        self.calls.append((record, float(elements), dur_s))
-        self.largest = max(self.largest, float(elements))
+        self.calls.append((record, kind, float(elements), ranks, dur_s))
+        if kind in REDUCTION_KINDS:
+            self.largest = max(self.largest, float(elements))
 
-    def set_aside(self, largest: float) -> None:
-        """Each call under ``METRIC_ELEMENTS_SHARE`` of ``largest`` (elements) into its tally's
-        "aside"."""
-        for record, n, d in self.calls:
-            if metric_sized(n, largest):
+    def set_aside(self, largest: float, world: int | None) -> None:
+        """Each call ``no_gradient`` at ``largest`` (elements; one of no group size over the
+        ``world``) into its tally's "aside"."""
+        for record, kind, n, ranks, d in self.calls:
+            over = ranks or world
+            if no_gradient(kind, n, math.nan if over is None else over, largest):
                 record["aside"] += 1
                 record["aside_s"] += d
                 record["aside_elements"] += n
@@ -812,7 +847,8 @@ class _GroupComm:
                size)
         c = self.collectives.setdefault(key, {}).setdefault(collective, new_record())
         elements = see_record(c, d, args)
-        self.intervals.setdefault(key, _Collectives()).add_call(t0, d, collective, elements, tid)
+        self.intervals.setdefault(key, _Collectives()).add_call(t0, d, collective, elements, tid,
+                                                                size)
         return c, elements
 
     def roles(self, process_groups: list[dict], world: int | None,
@@ -830,7 +866,7 @@ class _GroupComm:
             role = group_role(desc, size, world) or UNNAMED_ROLE
             entry = merged.setdefault(role, [[], [], {"size": None, "descs": [], "collectives": {},
                                                       "by_desc": {}}])
-            (kept_s, kept_e), _ = iv.split(largest)
+            (kept_s, kept_e), _ = iv.split(largest, world)
             entry[0].append(kept_s)
             entry[1].append(kept_e)
             info = entry[2]
@@ -1021,7 +1057,8 @@ def summarise(
     backward_starts = array("d")  # backward ops' starts: which of those events trained
     posted = defaultdict(lambda: array("d"))  # (host family, collective kind) -> starts
     posted_sizes = defaultdict(lambda: array("d"))  # ... -> their elements (NaN: not recorded)
-    sizes = _ReductionSizes()  # the sized reductions, to set aside those of no gradient
+    posted_ranks = defaultdict(lambda: array("d"))  # ... -> their groups' ranks (NaN: unknown)
+    sizes = _CollectiveSizes()  # the sized collectives, to set aside those of no gradient
     forward_names: Counter = Counter()  # MICRO_STEP_FORWARDS seen, by name
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
@@ -1076,14 +1113,15 @@ def summarise(
         elif cat == "kernel":
             if "nccl" in name.lower():
                 collective = _collective_name(name, {})
-                n = see_record(coll[collective], d, ev.get("args"))
+                args = ev.get("args")
+                n, ranks = see_record(coll[collective], d, args), call_ranks(args)
                 if point_to_point(collective):
                     p2p_gpu.add(t0, d)
                 else:
-                    other_gpu.add_call(t0, d, collective, n, thread_id(ev))
-                sizes.see(coll[collective], collective, n, d)
-                if grouped := by_group.see(collective, ev.get("args"), t0, d, thread_id(ev)):
-                    sizes.see(grouped[0], collective, grouped[1], d)
+                    other_gpu.add_call(t0, d, collective, n, thread_id(ev), ranks)
+                sizes.see(coll[collective], collective, n, d, ranks)
+                if grouped := by_group.see(collective, args, t0, d, thread_id(ev)):
+                    sizes.see(grouped[0], collective, grouped[1], d, ranks)
             else:
                 compute_gpu.add(t0, d)
                 family = attention_family(name)
@@ -1099,12 +1137,13 @@ def summarise(
         elif name.startswith(CPU_COMM_PREFIXES):
             args = ev.get("args")
             collective = _collective_name(name, args if isinstance(args, dict) else {})
+            n = (input_elements(args, host_input_argument(name, collective))
+                 if isinstance(args, dict) else None)
+            ranks = call_ranks(args)
             if point_to_point(collective):
                 p2p_cpu.add(t0, d)
             else:
-                other_cpu.add_call(t0, d, collective,
-                                   input_elements(args) if isinstance(args, dict) else None,
-                                   thread_id(ev))
+                other_cpu.add_call(t0, d, collective, n, thread_id(ev), ranks)
             if cat != "gpu_user_annotation":
                 word = collective.split(" ", 1)[0]
                 for family, starts in zip(RECEIVE_FAMILIES, receive_starts, strict=True):
@@ -1114,10 +1153,11 @@ def summarise(
                 kind = collective_kind(collective)
                 if posting is not None and kind is not None:
                     posted[posting, kind].append(t0)
-                    n = input_elements(args) if isinstance(args, dict) else None
                     posted_sizes[posting, kind].append(math.nan if n is None else float(n))
+                    posted_ranks[posting, kind].append(math.nan if ranks is None else ranks)
             if not name.startswith("c10d::"):
-                sizes.see(coll[collective], collective, see_record(coll[collective], d, args), d)
+                sizes.see(coll[collective], collective, see_record(coll[collective], d, args), d,
+                          ranks)
         elif cat == "cpu_op":
             compute_cpu.add(t0, d)
     if not cpu_steps and not gpu_steps:
@@ -1178,14 +1218,14 @@ def summarise(
     largest = max([sizes.largest, *(float(np.nanmax(a)) for (_, kind), v in posted_sizes.items()
                                      if kind in REDUCTION_KINDS
                                      for a in [np.frombuffer(v)] if np.isfinite(a).any())])
-    sizes.set_aside(largest)
+    sizes.set_aside(largest, world_size)
     if gpu:
         compute, p2p = compute_gpu.merged(), p2p_gpu.merged()
-        other_comm, aside = other_gpu.split(largest)
+        other_comm, aside = other_gpu.split(largest, world_size)
         windows = device_windows(cpu_steps, gpu_steps, launches)
     else:
         compute, p2p = compute_cpu.merged(), p2p_cpu.merged()
-        other_comm, aside = other_cpu.split(largest)
+        other_comm, aside = other_cpu.split(largest, world_size)
         windows = cpu_steps
     comm = union(p2p, other_comm)
     d_set, a_set = data.merged(), attention.merged()
@@ -1212,7 +1252,8 @@ def summarise(
                                   ("", None))
     if micro_starts is not None:
         micro_starts = with_backward(micro_starts, np.sort(np.frombuffer(backward_starts)))
-    posts, set_aside, unsized = _gradient_posts(posted, posted_sizes, largest)
+    posts, set_aside, unsized = _gradient_posts(posted, posted_sizes, posted_ranks, largest,
+                                                world_size)
     steps = []
     for num, w0, w1 in sorted(windows):
         span = w1 - w0
@@ -1298,12 +1339,14 @@ def summarise(
     )
 
 
-def _gradient_posts(posted: dict, posted_sizes: dict, largest: float):
+def _gradient_posts(posted: dict, posted_sizes: dict, posted_ranks: dict, largest: float,
+                    world: int | None):
     """(posts, set aside, unsized): each collective kind's host posts (s, sorted), of the first
-    family that posts it (``HOST_COLLECTIVE_FAMILIES``), but the reductions under
-    ``METRIC_ELEMENTS_SHARE`` of the ``largest`` (elements; ``metric_sized``); kind -> how many
-    were set aside; how many reductions recorded no size (which cannot be told apart).
-    ``posted``, ``posted_sizes``: (family, kind) -> starts (s), elements (NaN: not recorded)."""
+    family that posts it (``HOST_COLLECTIVE_FAMILIES``), but those of no gradient traffic
+    (``no_gradient`` against the ``largest`` reduction, elements; a post of no group size over
+    the ``world``); kind -> how many were set aside; how many reductions recorded no size
+    (which cannot be told apart). ``posted``, ``posted_sizes``, ``posted_ranks``: (family,
+    kind) -> starts (s), elements, ranks (NaN: not recorded)."""
     posts, set_aside, unsized = {}, {}, 0
     for kind in COLLECTIVE_KINDS.values():
         family = next((f for f in HOST_COLLECTIVE_FAMILIES if len(posted.get((f, kind), ()))),
@@ -1312,12 +1355,13 @@ def _gradient_posts(posted: dict, posted_sizes: dict, largest: float):
             continue
         starts, elements = np.frombuffer(posted[family, kind]), np.frombuffer(
             posted_sizes[family, kind])
-        reduces = kind in REDUCTION_KINDS
-        aside = metric_sized(elements, largest) if reduces else np.zeros(starts.size, bool)
+        ranks = np.frombuffer(posted_ranks[family, kind])
+        aside = no_gradient(kind, elements, np.where(np.isnan(ranks), world or np.nan, ranks),
+                            largest)
         posts[kind] = np.sort(starts[~aside])
         if aside.any():
             set_aside[kind] = int(aside.sum())
-        unsized += int(np.isnan(elements).sum()) if reduces else 0
+        unsized += int(np.isnan(elements).sum()) if kind in REDUCTION_KINDS else 0
     return posts, set_aside, unsized
 
 

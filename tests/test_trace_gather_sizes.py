@@ -70,10 +70,17 @@ def test_the_collectives_record_the_elements_put_in(tmp_path):
 def test_sizes_decide_whether_the_gathers_are_the_parameters(tmp_path, gather_elements, strategy):
     """The counts pass (1 gather a reduction, 40 % of the time): before session 39 all three
     read as ZeRO-2; the elements gathered (each rank's input x 2 ranks) against those reduced
-    decide."""
-    exchange, note = traced_exchange(summaries_of(tmp_path, gather_elements))
+    decide. A 1-element gather (2 gathered, under 1 % of the 263,169-element all-reduce) is
+    set aside before the reading (session 42, ``traces.no_gradient``), so no gather is left to
+    say anything of."""
+    summaries = summaries_of(tmp_path, gather_elements)
+    exchange, note = traced_exchange(summaries)
     assert exchange.strategy == strategy
-    if strategy == "ddp":
+    aside = {"all-gather": 4} if 2 * gather_elements < 0.01 * PARAMS else {}
+    assert [s.set_aside for s in summaries] == [aside] * 2
+    if aside:
+        assert note == ""
+    elif strategy == "ddp":
         gathered = 2 * 4 * 2 * gather_elements  # ranks' traces x steps x group ranks x input
         assert (f"their sizes say {gathered:,} elements all-gathered for {2 * 4 * PARAMS:,} "
                 "all-reduced") in note and "read as DDP" in note
