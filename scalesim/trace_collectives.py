@@ -352,13 +352,18 @@ def ddp_reductions(summaries, degrees: dict, exchange,
     exchanges as DDP (``exchange``: its ``fit_runs.RunsExchange``), no group splits the model
     (``degrees``: a tensor-parallel group's all-reduces run in every micro-step) and s >= 2:
     DDP without ``no_sync`` reduces its gradients in each micro-step, 2s units a step where
-    the model's DDP sends 2; else (k, 1), and where the user says the job reduced once a step
-    (``grad_sync`` 'once-per-step', ``--grad-sync``: the all-reduces the traces cannot tell
-    from a metric's)."""
+    the model's DDP sends 2; else (k, 1). The user's word (``grad_sync``, ``--grad-sync``)
+    wins whatever the traces show: 'once-per-step' (k, 1) (the all-reduces the traces cannot
+    tell from a metric's), 'every-micro-step' (k, k) where k >= 2 (a reduction the traces set
+    aside or did not record)."""
     if exchange.strategy != "ddp" or splits_the_model(degrees):
         return 1, 1
     k, syncing = micro_step_syncs(summaries, "all-reduce")
-    return (k, syncing) if syncing >= 2 and grad_sync != "once-per-step" else (k, 1)
+    if grad_sync == "once-per-step":
+        return k, 1
+    if grad_sync == "every-micro-step" and k >= 2:
+        return k, k
+    return (k, syncing) if syncing >= 2 else (k, 1)
 
 
 def set_aside_note(summaries) -> str:

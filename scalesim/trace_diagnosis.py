@@ -276,7 +276,9 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         notes.append(exchange_note)
     if micro_note:
         notes.append(micro_note)
-    if reduced := ddp_reductions_note(k_read, reductions):
+    # what the traces show, where the user's --grad-sync did not override it (its own note)
+    if reductions == ddp_reductions(summaries, degrees, exchange)[1] and (
+            reduced := ddp_reductions_note(k_read, reductions)):
         notes.append(reduced)
     if aside := set_aside_note(summaries):
         notes.append(aside)
@@ -761,6 +763,21 @@ def _given_grad_sync(summaries, exchange, grad_sync: str, traced: str, degrees: 
                           "read as DDP reducing its gradients in each): the exchange is priced "
                           "as DDP's once a step (under no_sync), one exchange carrying all the "
                           "traced all-reduces' time, and no no_sync remedy is offered")
+    told_k, told = ddp_reductions(summaries, degrees, exchange, grad_sync)
+    if grad_sync == "every-micro-step" and told >= 2:
+        if told == reductions:
+            return exchange, (f"--grad-sync every-micro-step changes nothing here: the traces "
+                              f"show DDP reducing its gradients in each of the {told_k} "
+                              "micro-steps a step already")
+        return exchange, (f"--grad-sync every-micro-step is used, overriding what the traces "
+                          f"show (gradient all-reduces in {reductions} of the {read_k} "
+                          f"micro-steps a step, read as DDP reducing "
+                          + ("them once a step under no_sync" if reductions == 1 else
+                             f"in {reductions} of them")
+                          + f"): the exchange is priced as DDP's reducing in each of the "
+                          f"{told_k} micro-steps, the traced all-reduces' time carried by "
+                          f"{told_k} all-reduces a step (its link read {told_k}x slower than "
+                          "the traces' one exchange), and the no_sync remedy is offered")
     if why := grad_sync_unused(exchange.strategy, k, grad_sync):
         return (replace(exchange, grad_sync="every-micro-step"),
                 f"--grad-sync {grad_sync} changes nothing here: {why}")

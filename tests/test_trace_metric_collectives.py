@@ -24,10 +24,10 @@ GRADIENT_ELEMENTS = 1000
 STEPS = 3
 
 
-def ddp_job(sized: bool, no_sync: bool = True) -> list[dict]:
+def ddp_job(sized: bool, no_sync: bool = True, gradients_us: float = GRADIENTS_US) -> list[dict]:
     """``STEPS`` profiler steps of ``K`` micro-steps: the loss all-reduced in each, the
-    gradients in the last only (``no_sync``) or in each; message sizes recorded (``sized``) or
-    not."""
+    gradients (``gradients_us`` each, in micro-steps of ``MICRO_US``) in the last only
+    (``no_sync``) or in each; message sizes recorded (``sized``) or not."""
 
     def micro_step(m, a):
         events = [op("DistributedDataParallel.forward", a, FORWARD_US, cat="user_annotation"),
@@ -35,7 +35,7 @@ def ddp_job(sized: bool, no_sync: bool = True) -> list[dict]:
                   comm("allreduce", a + FORWARD_US + BACKWARD_US, 1, sized, dur_us=LOSS_US)]
         if m == K - 1 or not no_sync:
             events.append(comm("allreduce", a + FORWARD_US + BACKWARD_US + LOSS_US,
-                               GRADIENT_ELEMENTS, sized, dur_us=GRADIENTS_US))
+                               GRADIENT_ELEMENTS, sized, dur_us=gradients_us))
         return events
 
     return stepped(K, MICRO_US, micro_step, STEPS)
@@ -151,3 +151,44 @@ def test_ddp_without_no_sync_still_reads_as_reducing_in_each_micro_step(tmp_path
     assert reducing_note(report).startswith("the traces show all-reduces in 4 of the 4 "
                                             "micro-steps a step")
     assert DDP_NO_SYNC_TITLE.format(s=4) in [r.title for r in report.remedies]
+
+
+def test_grad_sync_every_micro_step_overrides_a_ddp_reading_once_a_step(tmp_path):
+    """Session 42: --grad-sync every-micro-step on DDP read as reducing once a step (no_sync,
+    sizes: 1 of 4) said 'changes nothing here: strategy ddp reduces gradients once per step
+    anyway' and priced one exchange (no no_sync remedy, accumulation +4.8 %). The user's word
+    wins, as once-per-step's does: priced as DDP reducing in each of the 4 micro-steps, the
+    override said (what the traces showed, what was given), the no_sync remedy offered and
+    accumulation held back; every gain that of the same job reducing a quarter of the
+    gradients' time in each micro-step (read so off its own traces: the same step, compute,
+    exchange and idle)."""
+    for folder in ("told", "each"):
+        (tmp_path / folder).mkdir()
+    told = diagnosed(tmp_path / "told", ddp_job(sized=True), "every-micro-step")
+    each = diagnosed(tmp_path / "each", ddp_job(sized=True, no_sync=False,
+                                                gradients_us=GRADIENTS_US / K))
+    said = " ".join(told.notes)
+    assert ("--grad-sync every-micro-step is used, overriding what the traces show (gradient "
+            "all-reduces in 1 of the 4 micro-steps a step, read as DDP reducing them once a "
+            "step under no_sync): the exchange is priced as DDP's reducing in each of the 4 "
+            "micro-steps") in said
+    assert "changes nothing here" not in said
+    assert reducing_note(told) is None  # the traces do not show it: the override says it
+    assert reducing_note(each).startswith("the traces show all-reduces in 4 of the 4")
+    assert DDP_NO_SYNC_TITLE.format(s=4) in [r.title for r in told.remedies]
+    assert not {r.key: r for r in told.remedies}["accumulation"].applicable
+    assert gains(told) == pytest.approx(gains(each), rel=1e-9)
+    assert told.first_remedy.key == each.first_remedy.key
+
+
+def test_grad_sync_every_micro_step_changes_nothing_where_the_traces_show_it(tmp_path):
+    """DDP already read as reducing in each micro-step: the flag changes nothing, and says why
+    in the traces' words (before: 'strategy ddp reduces gradients once per step anyway')."""
+    (tmp_path / "told").mkdir()
+    (tmp_path / "read").mkdir()
+    told = diagnosed(tmp_path / "told", ddp_job(sized=True, no_sync=False), "every-micro-step")
+    read = diagnosed(tmp_path / "read", ddp_job(sized=True, no_sync=False))
+    assert ("--grad-sync every-micro-step changes nothing here: the traces show DDP reducing "
+            "its gradients in each of the 4 micro-steps a step already") in " ".join(told.notes)
+    assert reducing_note(told) == reducing_note(read)
+    assert gains(told) == pytest.approx(gains(read), rel=1e-12)

@@ -49,7 +49,9 @@ GRAD_SYNC_HELP = (
 # GRAD_SYNC_HELP where a traced job's is asked for (diagnose --trace, the app's Diagnose page)
 TRACED_GRAD_SYNC_HELP = (
     "; on traces (diagnose --trace) the default is what they show: once-per-step where one "
-    "micro-step of two or more a step posts the reduction, else every-micro-step")
+    "micro-step of two or more a step posts the reduction, else every-micro-step; on a job "
+    "read as DDP under accumulation either value is your word on its all-reduces, whatever "
+    "the traces show (every-micro-step: without no_sync, once-per-step: under it)")
 
 
 
