@@ -24,7 +24,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from scalesim import presets
 from scalesim.attention_kernel import VENDOR_KERNEL, AttentionKernel
-from scalesim.bounds import KNOB_BY_URL_KEY, LAYOUT_KNOBS, bound, bounded, nonzero_floor, url_field
+from scalesim.bounds import (
+    KNOB_BY_URL_KEY,
+    LAYOUT_KNOBS,
+    MODEL_SPLIT,
+    MODEL_SPLIT_SINCE,
+    bound,
+    bounded,
+    nonzero_floor,
+    url_field,
+)
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, cut_at_word
 from scalesim.figures import count_list, exact, number
@@ -36,45 +45,47 @@ from scalesim.schemas import GradSync, Profile, ZeroFramework
 
 from .control_labels import in_words
 
-LINK_VERSION = 16  # v16: + the sequence length (seq; v1 to v15 open at the workload's own);
-# v15: + the context-parallel degree (cp; v1 to v14 open with cp 1);
-# v14: + the interleaved schedule's pipeline sends blocking (p2p off;
-# v1 to v13 open with them overlapped, Megatron-Core's overlap_p2p_comm);
-# v13: ak fused-vendor asked (V13_VALUES; the default became the kernel the
-# profile's timings ran, '': v6 to v12 links' fused-vendor was that default and opens as it);
-# v12: + scenario B "run the weight matmuls in fp8" (b: V12_REMEDIES);
-# v11: + the matmul precision (pr: bf16 or fp8; v1 to v10 open in bf16);
-# v10: + the ZeRO framework (zfw: fsdp or deepspeed); v9: + the hybrid
-# sharding shard group (sg); v8: + the recompute style
-# op-sac (rs: V8_VALUES); v7: + the tensor-parallel overlap (tpo) and scenarios B "use a Hopper
-# attention kernel" and "overlap tensor-parallel communication" (b: V7_REMEDIES); v6: + the
-# attention kernel (ak); v1 to v8 open with ZeRO sharded over all of dp, v1 to v9 with ZeRO
-# run as FSDP / Megatron-Core;
-# v5: + the gradient sync under accumulation (gs, FSDP no_sync); v4: + the recompute style
-# (rs); v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer presets; each
-# written only when used (``link_version``); v1 to v6 open with the tensor-parallel
-# collectives exposed, v1 to v5 with the vendor attention kernel, v1 to v4 with gradients
-# reduced every micro-step, v3 with the whole-forward style, v2 (only what differs from the
-# defaults, presets by name) and v1 data parallel
-READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14",
-                 "15", "16")
+# The share link's versions. Each link key arrived in the version its knob table row says
+# (``bounds.Knob.link_since``, docs/bounds.md's 'link since' column), and a link older than that
+# opens as the row's ``link_before`` says, the key ignored with a message (``decode_query``); a
+# v1 or v2 link ignores every layout key (data parallel). Values and scenario B choices that
+# arrived later are listed here (V8_VALUES, V13_VALUES, B_SINCE). A link is written at the least
+# version that can show it (``link_version``): v2 (only what differs from the defaults, presets
+# by name) unless it uses what a later one added; v1 links (every control) still open.
+LINK_KEY_ROWS = KNOB_BY_URL_KEY  # each link key's knob table row, in the table's order
+V8_VALUES = {"rs": ("op-sac",)}  # the values v8 added to fields of earlier versions
+OP_SAC_BEFORE = "per-op (op-sac) recompute style"  # what a link before v8 has instead
+# asked, not the default any more (v13: v6 to v12 links' fused-vendor was that default, and
+# opens as it, '')
+V13_VALUES = {"ak": (VENDOR_KERNEL,)}
+# the scenario B choices added after v2, at the version that added each (split_model: v3, read
+# by every version; the others: a link older than theirs opens with the best remedy)
+B_SINCE = {"split_model": 3, "attention_kernel": 7, "tp_overlap": 7, "fp8": 12}
+VALUES_SINCE = {8: V8_VALUES, 13: V13_VALUES}
+LINK_VERSION = max(*(k.link_since for k in LINK_KEY_ROWS.values()), *B_SINCE.values(),
+                   *VALUES_SINCE)  # the newest: the last of these to arrive
+READ_VERSIONS = tuple(str(v) for v in range(1, LINK_VERSION + 1))
+
+
+def keys_added_in(version: int) -> tuple[str, ...]:
+    """The link keys link version ``version`` added (their rows' ``link_since``), in the knob
+    table's order."""
+    return tuple(key for key, knob in LINK_KEY_ROWS.items() if knob.link_since == version)
+
+
+def b_added_in(version: int) -> tuple[str, ...]:
+    """The scenario B choices link version ``version`` added (``B_SINCE``)."""
+    return tuple(b for b, since in B_SINCE.items() if since == version)
+
+
+def values_added_in(version: int) -> dict[str, tuple[str, ...]]:
+    """The values link version ``version`` added to keys of earlier versions."""
+    return VALUES_SINCE.get(version, {})
+
+
 # v3 and later (rs: v4, tpo: v7, sg: v9, p2p: v14, cp: v15): the layout knobs' link keys
 # (``bounds.LAYOUT_KNOBS``, in their order)
 LAYOUT_FIELDS = tuple(k.url_key for k in LAYOUT_KNOBS)
-V4_FIELDS = ("rs",)  # what v4 added
-V5_FIELDS = ("gs",)  # what v5 added
-V6_FIELDS = ("ak",)  # what v6 added
-V7_FIELDS = ("tpo",)  # what v7 added
-V7_REMEDIES = ("attention_kernel", "tp_overlap")  # the scenario B choices v7 added
-V8_VALUES = {"rs": ("op-sac",)}  # the values v8 added to fields of earlier versions
-V9_FIELDS = ("sg",)  # what v9 added
-V10_FIELDS = ("zfw",)  # what v10 added
-V11_FIELDS = ("pr",)  # what v11 added
-V12_REMEDIES = ("fp8",)  # the scenario B choice v12 added
-V13_VALUES = {"ak": (VENDOR_KERNEL,)}  # asked, not the default any more (v13)
-V14_FIELDS = ("p2p",)  # what v14 added
-V15_FIELDS = ("cp",)  # what v15 added
-V16_FIELDS = ("seq",)  # what v16 added
 # a share link ends with its preset fingerprint (ph) or profile (prof), then its date (at):
 # a cut one loses those first
 CUT_SHORT = "the link may have been cut short when copied (its end is missing)"
@@ -547,53 +558,22 @@ def _meant(state: AppState) -> AppState:
 
 
 def link_version(state: AppState) -> int:
-    """16 when the state sets a sequence length (v16 added seq); 15 when the state splits each
-    sequence (v15 added cp); 14 when the state's interleaved
-    pipeline sends block (v14 added p2p); 13 when the state
-    asks the fused vendor attention kernel (v13: before, the default);
-    12 when scenario B is what v12 added ('run the weight matmuls in fp8'); 11 when the
-    state uses what v11 added (fp8); 10 when it uses what v10 added (DeepSpeed as
-    the ZeRO framework); 9 when it uses
-    what v9 added (a hybrid sharding shard group); 8 when the state
-    uses a value v8 added (the op-sac recompute style); 7 when the state
-    uses what v7 added (the tensor-parallel overlap on, or scenario B 'use a
-    Hopper attention kernel' or 'overlap tensor-parallel communication'); 6 when it uses what v6
-    added (an attention kernel other than the vendor one); 5 when it uses what v5 added
-    (gradients reduced once per step); 4 when it uses what v4 added (the early-stop recompute
-    style); 3 when it uses what v3 added (a model split, a transformer workload preset, the
-    Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
-    can show it the same."""
+    """The least link version that shows ``state``: the newest whose added keys
+    (``keys_added_in``: set away from their frozen defaults), values (``values_added_in``: op-sac
+    v8, the fused vendor kernel asked v13) or scenario B choices (``b_added_in``) it uses; else
+    3 when it uses what v3 added (a model split, a transformer workload preset, the Layouts tab,
+    scenario B 'split the model'); else 2, so a link opens in every scalesim that can show it
+    the same."""
     state = _meant(state)
-    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V16_FIELDS):
-        return 16
-    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V15_FIELDS):
-        return 15
-    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V14_FIELDS):
-        return 14
-    if any(getattr(state, n) in values for n, values in V13_VALUES.items()):
-        return 13
-    if state.b in V12_REMEDIES:
-        return 12
-    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V11_FIELDS):
-        return 11
-    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V10_FIELDS):
-        return 10
-    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V9_FIELDS):
-        return 9
-    if any(getattr(state, n) in values for n, values in V8_VALUES.items()):
-        return 8
-    if (any(getattr(state, n) != LINK_DEFAULTS[n] for n in V7_FIELDS)
-            or state.b in V7_REMEDIES):
-        return 7
-    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V6_FIELDS):
-        return 6
-    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V5_FIELDS):
-        return 5
-    if any(getattr(state, n) != LINK_DEFAULTS[n] for n in V4_FIELDS):
-        return 4
+    for version in range(LINK_VERSION, MODEL_SPLIT_SINCE, -1):
+        if (any(getattr(state, n) != LINK_DEFAULTS[n] for n in keys_added_in(version))
+                or any(getattr(state, n) in values
+                       for n, values in values_added_in(version).items())
+                or state.b in b_added_in(version)):
+            return version
     v3 = (any(getattr(state, n) != LINK_DEFAULTS[n] for n in LAYOUT_FIELDS)
           or state.wl not in presets.WORKLOADS or state.tab == "layouts"
-          or state.b == "split_model")
+          or state.b in b_added_in(MODEL_SPLIT_SINCE))
     return 3 if v3 else 2
 
 
@@ -796,85 +776,7 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         what = ", ".join(held[:-1]) + " and " + held[-1] if len(held) > 1 else held[0]
         messages.append(f"the link holds nothing but {what}: {CUT_SHORT}; showing the defaults")
         return default_state(), preset_profile(AppState()), messages
-    if version in ("1", "2"):  # before the model split: those links are data parallel
-        old = [name for name in LAYOUT_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(LINK_DEFAULTS[name]))]
-        if old:
-            messages.append(f"ignored {', '.join(old)}: a v{version} link has no model split "
-                            "(data parallel)")
-    elif version == "3":  # before the recompute style: full recompute reran the whole forward
-        old = [name for name in V4_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(LINK_DEFAULTS[name]))]
-        if old:
-            messages.append(f"ignored {', '.join(old)}: a v3 link has no recompute style (full "
-                            "recompute reruns the whole forward)")
-    if int(version) < 5:  # before the gradient sync: sharded gradients reduced every micro-step
-        old = [name for name in V5_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(LINK_DEFAULTS[name]))]
-        if old:
-            messages.append(f"ignored {', '.join(old)}: a v{version} link has no gradient sync "
-                            "choice (ZeRO-2/3 reduce every micro-step)")
-    if int(version) < 13 and flat.get("ak") == VENDOR_KERNEL:  # it meant the default then
-        flat.pop("ak")
-    if int(version) < 6:  # before the attention kernel: the vendor kernel
-        old = [name for name in V6_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(LINK_DEFAULTS[name]))]
-        if old:
-            messages.append(f"ignored {', '.join(old)}: a v{version} link has no attention "
-                            f"kernel choice (the {VENDOR_KERNEL} kernel)")
-    if int(version) < 7:  # before the tensor-parallel overlap: its collectives exposed
-        old = [name for name in V7_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(LINK_DEFAULTS[name]))]
-        if old:
-            messages.append(f"ignored {', '.join(old)}: a v{version} link has no tensor-parallel "
-                            "overlap choice (the tensor-parallel collectives exposed)")
-    if int(version) < 8:  # before op-sac: the style's values were whole-forward and early-stop
-        old = [name for name, values in V8_VALUES.items() if flat.get(name) in values]
-        for name in old:
-            flat.pop(name)
-        if old:
-            messages.append(f"ignored {', '.join(old)}: a v{version} link has no per-op "
-                            "(op-sac) recompute style")
-    if int(version) in range(3, 9):  # before the shard group: ZeRO sharded over all of dp
-        old = [name for name in V9_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(LINK_DEFAULTS[name]))]
-        if old:
-            messages.append(f"ignored {', '.join(old)}: a v{version} link has no shard group "
-                            "(ZeRO shards over all of dp)")
-    if int(version) < 10:  # before the ZeRO framework: ZeRO ran as FSDP / Megatron-Core
-        old = [name for name in V10_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(LINK_DEFAULTS[name]))]
-        if old:
-            messages.append(f"ignored {', '.join(old)}: a v{version} link has no ZeRO framework "
-                            "choice (ZeRO runs as FSDP / Megatron-Core)")
-    if int(version) < 11:  # before the precision: 16-bit matmuls
-        old = [name for name in V11_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(LINK_DEFAULTS[name]))]
-        if old:
-            messages.append(f"ignored {', '.join(old)}: a v{version} link has no precision "
-                            f"choice ({DEFAULT_PRECISION} matmuls)")
-    if int(version) < 14:  # before the pipeline send overlap: the interleaved sends overlapped
-        old = [name for name in V14_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(LINK_DEFAULTS[name]))]
-        if old:
-            messages.append(f"ignored {', '.join(old)}: a v{version} link has no pipeline send "
-                            "overlap choice (the interleaved schedule's sends overlapped)")
-    if int(version) < 15:  # before context parallelism: every sequence on one rank (cp 1)
-        old = [name for name in V15_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(LINK_DEFAULTS[name]))]
-        if old:
-            messages.append(f"ignored {', '.join(old)}: a v{version} link has no context "
-                            "parallelism (cp 1)")
-    if int(version) < 16:  # before the sequence length: the workload's own
-        old = [name for name in V16_FIELDS if name in flat and flat.pop(name) not in (
-            "", _to_text(LINK_DEFAULTS[name]))]
-        if old:
-            messages.append(f"ignored {', '.join(old)}: a v{version} link has no sequence "
-                            "length choice (the workload's own)")
-    for since, remedies in ((7, V7_REMEDIES), (12, V12_REMEDIES)):  # scenario B's later choices
-        if int(version) < since and flat.get("b") in remedies:
-            messages.append(f"ignored b={flat.pop('b')}: a v{version} link has no such scenario "
-                            "B (it opens with the best remedy)")
+    messages.extend(_ignore_later_keys(flat, int(version)))
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
     cut = (cut_before_fingerprint(flat) if (date is not None or check is not None)
@@ -941,6 +843,36 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     messages.extend(integrity_notes(check, altered, fingerprint is not None or blob is not None,
                                     messages))
     return state, profile, messages
+
+
+def _ignore_later_keys(flat: dict[str, str], version: int) -> list[str]:
+    """Drop from ``flat`` (a link of ``version``) each key, value and scenario B choice a later
+    version added, in the order they arrived; one message per version for those that were set
+    away from their defaults ('ignored gs: a v4 link has no gradient sync choice (...)')."""
+    said = []
+    if version < MODEL_SPLIT_SINCE:  # before the model split: every layout key, data parallel
+        old = [n for n in LAYOUT_FIELDS if n in flat and flat.pop(n) not in (
+            "", _to_text(LINK_DEFAULTS[n]))]
+        if old:
+            said.append(f"ignored {', '.join(old)}: a v{version} link has no {MODEL_SPLIT}")
+    if version < 13 and flat.get("ak") == VENDOR_KERNEL:  # it meant the default then
+        flat.pop("ak")
+    for since in range(version + 1, LINK_VERSION + 1):
+        keys = keys_added_in(since)
+        old = [n for n in keys if n in flat and flat.pop(n) not in (
+            "", _to_text(LINK_DEFAULTS[n]))]
+        if old:
+            said.append(f"ignored {', '.join(old)}: a v{version} link has no "
+                        f"{LINK_KEY_ROWS[old[0]].link_before}")
+        if since == 8 and (old := [n for n, vs in V8_VALUES.items() if flat.get(n) in vs]):
+            for n in old:
+                flat.pop(n)
+            said.append(f"ignored {', '.join(old)}: a v{version} link has no {OP_SAC_BEFORE}")
+    # a scenario B choice a later version added (split_model: every version has opened it)
+    if B_SINCE.get(flat.get("b", ""), 0) > max(version, MODEL_SPLIT_SINCE):
+        said.append(f"ignored b={flat.pop('b')}: a v{version} link has no such scenario B "
+                    "(it opens with the best remedy)")
+    return said
 
 
 def _hex_problem(what: str, key: str, value: str) -> str | None:

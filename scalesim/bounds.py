@@ -24,14 +24,14 @@ from typing import Any, get_args
 import numpy as np
 from pydantic import Field
 
-from scalesim.attention_kernel import ATTENTION_KERNELS
+from scalesim.attention_kernel import ATTENTION_KERNELS, VENDOR_KERNEL
 from scalesim.errors import ScalesimError, excerpt, flag_error
 from scalesim.figures import DAYS_PER_YEAR, exact, number
 from scalesim.layout import P2P_OVERLAP_WORDS, RECOMPUTE_STYLES, SCHEDULES, Recompute
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
-from scalesim.precision import PRECISIONS
+from scalesim.precision import DEFAULT_PRECISION, PRECISIONS
 
 DEVICES_MAX = 2**20  # 1,048,576 devices
 # Goal seeking's default largest device count (scalesim.goal.seek, scalesim goal --max-devices;
@@ -358,7 +358,9 @@ QUANTITIES: dict[str, Bound] = {
 class Knob:
     """A what-if knob: its scenario field, CLI flag, share-link key and quantity (a number), or
     the names it may take (``choices``, quantity None), or on/off (``switch``: a bool field, its
-    flag a switch, its link value 1 or 0)."""
+    flag a switch, its link value 1 or 0). A link key arrived in share-link version
+    ``link_since``; a link older than that opens as ``link_before`` says (the words of 'a v3
+    link has no ...'; app.state reads both)."""
 
     field: str
     flag: str | None
@@ -368,6 +370,8 @@ class Knob:
     url_unit: str | None = None
     choices: tuple[str, ...] = ()
     switch: bool = False
+    link_since: int = 1  # the share-link version the url key arrived in (1: the first links)
+    link_before: str = ""  # what a link older than link_since has instead, in words
 
     @property
     def bound(self) -> Bound:
@@ -385,14 +389,18 @@ KNOBS: tuple[Knob, ...] = (
     Knob("accumulation", "--accumulation", "acc", "accumulation"),
     # data parallelism: DDP or a ZeRO stage (diagnose's flag too: how the runs exchanged)
     Knob("strategy", "--strategy", "strat", None, choices=tuple(STRATEGIES)),
-    # how ZeRO runs (docs/model.md §4); link key from version 10
-    Knob("zero_framework", "--zero-framework", "zfw", None, choices=tuple(FRAMEWORKS)),
-    # when ZeRO-2/3 reduce under accumulation (FSDP no_sync); link key from version 5
-    Knob("grad_sync", "--grad-sync", "gs", None, choices=tuple(GRAD_SYNCS)),
-    # the framework's fused attention kernel (docs/model.md §13); link key from version 6
-    Knob("attention_kernel", "--attention-kernel", "ak", None, choices=ATTENTION_KERNELS),
-    # the layers' matmul precision (docs/model.md §13, fp8); link key from version 11
-    Knob("precision", "--precision", "pr", None, choices=PRECISIONS),
+    # how ZeRO runs (docs/model.md §4)
+    Knob("zero_framework", "--zero-framework", "zfw", None, choices=tuple(FRAMEWORKS),
+         link_since=10, link_before="ZeRO framework choice (ZeRO runs as FSDP / Megatron-Core)"),
+    # when ZeRO-2/3 reduce under accumulation (FSDP no_sync)
+    Knob("grad_sync", "--grad-sync", "gs", None, choices=tuple(GRAD_SYNCS),
+         link_since=5, link_before="gradient sync choice (ZeRO-2/3 reduce every micro-step)"),
+    # the framework's fused attention kernel (docs/model.md §13)
+    Knob("attention_kernel", "--attention-kernel", "ak", None, choices=ATTENTION_KERNELS,
+         link_since=6, link_before=f"attention kernel choice (the {VENDOR_KERNEL} kernel)"),
+    # the layers' matmul precision (docs/model.md §13, fp8)
+    Knob("precision", "--precision", "pr", None, choices=PRECISIONS,
+         link_since=11, link_before=f"precision choice ({DEFAULT_PRECISION} matmuls)"),
     # the all-reduce algorithm of the data-parallel exchange (docs/model.md §2)
     Knob("algorithm", "--algorithm", "algo", None, choices=tuple(ALGORITHMS)),
     # gradient communication overlapped with backward (docs/model.md §3; the flag turns it off)
@@ -417,33 +425,47 @@ KNOBS: tuple[Knob, ...] = (
     # in the app
     Knob("instance_sizes", "--instance-sizes", None, "devices_per_node"),
     # no scenario field: the transformer workload at that sequence length
-    # (profiles.workload_at_sequence; sweep axis seq_len); link key from version 16
-    Knob("seq_len", "--seq-len", "seq", "seq_len"),
+    # (profiles.workload_at_sequence; sweep axis seq_len)
+    Knob("seq_len", "--seq-len", "seq", "seq_len",
+         link_since=16, link_before="sequence length choice (the workload's own)"),
 )
 # The model split of a scenario (``Scenario.layout``): field of ``ScenarioLayout``, CLI flag,
-# share-link key (link version 3 and later; the recompute style version 4), quantity or choices;
-# in the order the link's layout keys have always been listed (app.state.LAYOUT_FIELDS)
+# share-link key (link version 3 and later: a v1 or v2 link ignores every one as MODEL_SPLIT
+# says), quantity or choices; in the order the link's layout keys have always been listed
+# (app.state.LAYOUT_FIELDS)
+MODEL_SPLIT_SINCE = 3  # the link version the model split arrived in
+MODEL_SPLIT = "model split (data parallel)"  # what a link older than that has instead
 LAYOUT_KNOBS: tuple[Knob, ...] = (
-    Knob("tp", "--tp", "tp", "tp_degree"),
-    Knob("pp", "--pp", "pp", "pp_degree"),
+    Knob("tp", "--tp", "tp", "tp_degree", link_since=MODEL_SPLIT_SINCE, link_before=MODEL_SPLIT),
+    Knob("pp", "--pp", "pp", "pp_degree", link_since=MODEL_SPLIT_SINCE, link_before=MODEL_SPLIT),
     # the pipeline schedule (the link's 'auto': the field's None, 1f1b)
     Knob("schedule", "--schedule", "sched", None,
-         choices=tuple(s for s in SCHEDULES if s != "none")),
-    Knob("virtual_stages", "--virtual-stages", "vs", "virtual_stages"),
+         choices=tuple(s for s in SCHEDULES if s != "none"),
+         link_since=MODEL_SPLIT_SINCE, link_before=MODEL_SPLIT),
+    Knob("virtual_stages", "--virtual-stages", "vs", "virtual_stages",
+         link_since=MODEL_SPLIT_SINCE, link_before=MODEL_SPLIT),
     # activation recompute (the link's 'auto': the field's None, the workload's)
-    Knob("recompute", "--recompute", "rec", None, choices=get_args(Recompute)),
-    Knob("sequence_parallel", "--sequence-parallel", "sp", None, switch=True),
-    Knob("recompute_style", "--recompute-style", "rs", None, choices=RECOMPUTE_STYLES),
-    # the framework overlaps the tensor-parallel collectives; link key from version 7
-    Knob("tp_overlap", "--tp-overlap", "tpo", None, switch=True),
-    # hybrid sharding's shard group (docs/model.md §16); link key from version 9
-    Knob("shard_group", "--shard-group", "sg", "shard_group"),
+    Knob("recompute", "--recompute", "rec", None, choices=get_args(Recompute),
+         link_since=MODEL_SPLIT_SINCE, link_before=MODEL_SPLIT),
+    Knob("sequence_parallel", "--sequence-parallel", "sp", None, switch=True,
+         link_since=MODEL_SPLIT_SINCE, link_before=MODEL_SPLIT),
+    Knob("recompute_style", "--recompute-style", "rs", None, choices=RECOMPUTE_STYLES,
+         link_since=4,
+         link_before="recompute style (full recompute reruns the whole forward)"),
+    # the framework overlaps the tensor-parallel collectives
+    Knob("tp_overlap", "--tp-overlap", "tpo", None, switch=True, link_since=7,
+         link_before="tensor-parallel overlap choice (the tensor-parallel collectives exposed)"),
+    # hybrid sharding's shard group (docs/model.md §16)
+    Knob("shard_group", "--shard-group", "sg", "shard_group", link_since=9,
+         link_before="shard group (ZeRO shards over all of dp)"),
     # the interleaved schedule's sends overlapped (Megatron-Core's overlap_p2p_comm, docs/model.md
-    # §15; the field a bool, the flag its words, the link 1 or 0); link key from version 14
+    # §15; the field a bool, the flag its words, the link 1 or 0)
     Knob("p2p_overlap", "--p2p-overlap", "p2p", None,
-         choices=tuple(P2P_OVERLAP_WORDS.values())),
-    # context parallelism (ring attention, docs/model.md §14); link key from version 15
-    Knob("cp", "--cp", "cp", "cp_degree"),
+         choices=tuple(P2P_OVERLAP_WORDS.values()), link_since=14,
+         link_before="pipeline send overlap choice (the interleaved schedule's sends overlapped)"),
+    # context parallelism (ring attention, docs/model.md §14)
+    Knob("cp", "--cp", "cp", "cp_degree", link_since=15,
+         link_before="context parallelism (cp 1)"),
 )
 KNOB_BY_FIELD = {k.field: k for k in KNOBS}
 KNOB_BY_URL_KEY = {k.url_key: k for k in KNOBS + LAYOUT_KNOBS if k.url_key}
@@ -815,7 +837,8 @@ def markdown_table() -> str:
     for name, b in QUANTITIES.items():
         kind = " (whole)" if b.integer else ""
         lines.append(f"| `{name}`{kind} | {b.text()} | {b.why} |")
-    lines += ["", "| scenario field | CLI flag | link key | quantity |", "|---|---|---|---|"]
+    lines += ["", "| scenario field | CLI flag | link key | quantity | link since |",
+              "|---|---|---|---|---|"]
     for k in KNOBS + LAYOUT_KNOBS:
         key = k.url_key or "-"
         if k.url_unit:
@@ -827,7 +850,8 @@ def markdown_table() -> str:
             if k.switch
             else "one of " + ", ".join(f"`{c}`" for c in k.choices)
         )
-        lines.append(f"| `{k.field}` | {k.flag or '-'} | {key} | {kind} |")
+        since = f"v{k.link_since}" if k.url_key else "-"
+        lines.append(f"| `{k.field}` | {k.flag or '-'} | {key} | {kind} | {since} |")
     lines += ["", "| model | field | allowed |", "|---|---|---|", *_field_rows()]
     return "\n".join(lines)
 
