@@ -96,6 +96,12 @@ SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the r
 # the link's checksum (session 41; no new version: an older scalesim lists it as an unknown field
 # and shows the same what-if): right after the version, so a cut link keeps it and fails it
 CHECK_KEY = "ck"
+# the first link version the app has always written with a checksum (the checksum came before
+# v16 without a version of its own): such a link without one was cut or edited on its way
+CHECKSUM_SINCE = 16
+LOOKS_CUT = "this link looks cut: ask the sender for the whole link"
+NO_CHECKSUM_SINCE = (f"the link has no checksum ('{CHECK_KEY}'), which every v{CHECKSUM_SINCE} or "
+                     f"later link holds right after its version: {LOOKS_CUT}")
 NO_CHECKSUM = (f"the link carries no checksum ('{CHECK_KEY}'; an older scalesim made it): a value "
                "changed or dropped in it cannot be told, so compare the sidebar with the sender's")
 PROFILE_IN_LINK = "the profile in the link"  # how a damaged profile blob's messages start
@@ -841,7 +847,7 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                             "using auto (the knee)")
             state = state.model_copy(update={"focus": None})
     messages.extend(integrity_notes(check, altered, fingerprint is not None or blob is not None,
-                                    messages))
+                                    messages, int(version)))
     return state, profile, messages
 
 
@@ -898,11 +904,15 @@ def _cut_key(flat: Mapping[str, str]) -> str | None:
 
 
 def integrity_notes(check: str | None, altered: bool, made_by_app: bool,
-                    said: list[str]) -> list[str]:
+                    said: list[str], version: int) -> list[str]:
     """What a link's checksum (``CHECK_KEY``) says beyond ``said``, the link's other messages:
     that its values are not the ones it was made with (unless a cut or a damaged profile was
-    said already), or, for a link an older scalesim made (a fingerprint or profile, no
-    checksum), that a change in it cannot be told."""
+    said already); for a link of ``version`` CHECKSUM_SINCE or later without one (every such
+    link was written with it: cut or edited, typed by hand at best), that it looks cut; or, for
+    a link an older scalesim made (a fingerprint or profile, no checksum), that a change in it
+    cannot be told."""
+    if check is None and version >= CHECKSUM_SINCE:
+        return [] if any(CUT_SHORT in m for m in said) else [NO_CHECKSUM_SINCE]
     if altered and not any(CUT_SHORT in m or CASE_CHANGED in m or m.startswith(PROFILE_IN_LINK)
                            for m in said):
         return [f"the link's values do not match its checksum '{CHECK_KEY}={_shown(check)[:12]}': "

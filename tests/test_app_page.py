@@ -7,7 +7,14 @@ import json
 import pytest
 from app_harness import knee_line, open_app, upload_profile
 from scalesim.app.plan import headline, make_plan
-from scalesim.app.state import AppState, decode_query, default_state, preset_profile
+from scalesim.app.state import (
+    AppState,
+    decode_query,
+    default_state,
+    link_checksum,
+    preset_fingerprint,
+    preset_profile,
+)
 from streamlit.testing.v1 import AppTest
 from test_app_state import measured_profile
 
@@ -205,7 +212,11 @@ def _bound_links():
                 low[name] = str(m.ge if isinstance(m, at_.Ge) else m.gt + 1)
             if isinstance(m, at_.Le | at_.Lt):
                 high[name] = str(m.le if isinstance(m, at_.Le) else m.lt - 1)
-    return low, high
+    # ended by the presets' fingerprint and with the checksum every v16 link carries, as the app
+    # writes them (a v16 link without it looks cut: test_link_integrity)
+    ph = preset_fingerprint(preset_profile(AppState()))
+    return tuple({"v": "16", "ck": link_checksum({**x, "ph": ph}), **x, "ph": ph}
+                 for x in (low, high))
 
 
 @pytest.mark.parametrize("which", [0, 1])

@@ -19,7 +19,9 @@ from app_harness import open_app, upload_profile
 from scalesim.app.state import (
     CHECK_KEY,
     CUT_SHORT,
+    LOOKS_CUT,
     NO_CHECKSUM,
+    NO_CHECKSUM_SINCE,
     decode_query,
     default_state,
     encode_query,
@@ -199,3 +201,49 @@ def test_a_link_cut_inside_a_key_says_it_was_cut():
     assert messages == [f"the link ends inside a key ('p', with no value): {CUT_SHORT}"]
     assert (state.tp, state.pp) == (2, 1)
     assert _read("v=2&zz")[2] == ["ignored unknown link fields: zz"]  # no key starts so
+
+
+def _without_checksum(link: str) -> str:
+    return "&".join(kv for kv in link.split("&") if not kv.startswith(f"{CHECK_KEY}="))
+
+
+def test_a_v16_link_without_its_checksum_looks_cut():
+    """Every v16 link the app wrote carries a checksum (it came before v16). Without one, the
+    whole link was said to be made by an older scalesim (NO_CHECKSUM, untrue), and 46 of its
+    113 cuts before the fingerprint opened another what-if in silence (no date, no checksum to
+    fail). Now each says it looks cut and to ask the sender for the whole link."""
+    state = default_state().model_copy(update={"hw": "dgx-h100", "wl": "llama3-8b", "dmax": 64,
+                                               "tp": 2, "cp": 2, "seq": 32768})
+    sent = query_string(encode_query(state, preset_profile(state)))
+    link = _without_checksum(sent)
+    assert link.startswith("v=16&hw=") and link.rsplit("&", 1)[1].startswith("ph=")
+    whole = _read(link)
+    assert whole[:2] == _read(sent)[:2] and whole[2] == [NO_CHECKSUM_SINCE]
+    assert LOOKS_CUT in NO_CHECKSUM_SINCE and "v16 or later" in NO_CHECKSUM_SINCE
+    silent = [link[:end] for end in range(len("v=16&"), len(link))
+              if _read(link[:end])[:2] != whole[:2] and not _read(link[:end])[2]]
+    assert silent == []
+    cut = link[:link.index("&seq=")]  # the sequence length lost: another what-if
+    cut_state, _, messages = _read(cut)
+    assert cut_state.seq is None and messages == [NO_CHECKSUM_SINCE]
+
+
+def test_links_before_v16_without_a_checksum_open_as_before():
+    """A v15 link an older scalesim made (its fingerprint, no checksum) keeps its note, and one
+    typed by hand (neither) opens in silence: no link of those versions must carry one."""
+    state = default_state().model_copy(update={"hw": "dgx-h100", "wl": "llama3-8b", "dmax": 64,
+                                               "tp": 2, "cp": 2})
+    link = _without_checksum(query_string(encode_query(state, preset_profile(state))))
+    assert link.startswith("v=15&") and _read(link)[2] == [NO_CHECKSUM]
+    assert _read(link[:link.index("&ph=")])[2] == []  # cut or typed: cannot be told
+
+
+def test_the_page_says_a_v16_link_without_its_checksum_looks_cut():
+    state = default_state().model_copy(update={"hw": "dgx-h100", "wl": "llama3-8b",
+                                               "seq": 16384})
+    params = {k: v for k, v in encode_query(state, preset_profile(state)).items()
+              if k not in (CHECK_KEY, "ph")}  # cut before its fingerprint, no checksum
+    assert params["v"] == "16"
+    (box,) = [w.value for w in open_app(params).warning]
+    assert box.startswith(f"Share link: {NO_CHECKSUM_SINCE}.")
+    assert "ask the sender for the whole link" in box

@@ -8,8 +8,6 @@ link opens and is written as before)."""
 from __future__ import annotations
 
 import dataclasses
-from urllib.parse import parse_qs
-
 import scalesim.app.state as st
 from scalesim.bounds import KNOBS, LAYOUT_KNOBS
 
@@ -45,5 +43,7 @@ def test_a_key_moved_to_a_new_version_in_the_table_alone_is_written_and_read_so(
     state = st.default_state().model_copy(update={"wl": "llama3-8b", "seq": 8192})
     assert st.link_version(state) == 17
     assert st.encode_query(state, st.preset_profile(state))["v"] == "17"
-    _, _, messages = st.decode_query(parse_qs("v=16&wl=llama3-8b&seq=8192"))
+    old = {"v": "16", "wl": "llama3-8b", "seq": "8192",
+           "ph": st.preset_fingerprint(st.preset_profile(state))}
+    _, _, messages = st.decode_query({**old, "ck": st.link_checksum(old)})
     assert messages == ["ignored seq: a v16 link has no sequence length (a test's words)"]
