@@ -140,3 +140,22 @@ def test_fsdp_under_a_pipeline_holds_whole_gradients_only_with_more_than_one_mic
         assert float(r.weights_bytes) == pytest.approx(2 * stage, rel=1e-12)
         assert float(r.grads_bytes) == pytest.approx(2 * stage * grad_share, rel=1e-12)
         assert float(r.optimizer_bytes) == pytest.approx(12 * stage / 4, rel=1e-12)
+
+
+def test_the_tree_has_no_chain_term_with_one_gpu_per_server():
+    """§2: the tree's time is latency + max(c_g S/B_intra, f_N S/B_inter), c_g = 2 where a server
+    holds two or more ranks, 0 with one (no intra-server chain); f_1 = 0, f_2 = 1, f_{N>2} = 2.
+    One GPU on each of 4 servers, 1 GB, a slow 10 GB/s intra figure the job never uses: 2·2·10 µs
+    + 2 GB / 50 GB/s = 40.04 ms; the doc's old max(2S/B_intra, ...) read 200.04 ms."""
+    from scalesim.model import collectives as coll
+
+    size = 1e9
+    t = float(coll.allreduce_s(size, 1, 4, 1e-6, 10.0, 10e-6, 50.0, coll.TREE))
+    assert t == pytest.approx(2 * 2 * 10e-6 + 2 * size / 50e9, rel=1e-12)
+    assert 2 * 2 * 10e-6 + max(2 * size / 10e9, 2 * size / 50e9) > 4.9 * t  # the old reading
+    # two GPUs a server: the chain's 2 S / B_intra is back and sets the rate
+    t2 = float(coll.allreduce_s(size, 2, 4, 1e-6, 10.0, 10e-6, 50.0, coll.TREE))
+    assert t2 == pytest.approx(2 * 1 * 1e-6 + 2 * 2 * 10e-6 + 2 * size / 10e9, rel=1e-12)
+    # one server (f_1 = 0): the chain alone, 2 (g - 1) α_intra + 2 S / B_intra
+    t1 = float(coll.allreduce_s(size, 4, 1, 1e-6, 10.0, 10e-6, 50.0, coll.TREE))
+    assert t1 == pytest.approx(2 * 3 * 1e-6 + 2 * size / 10e9, rel=1e-12)
