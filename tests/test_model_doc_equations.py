@@ -159,3 +159,22 @@ def test_the_tree_has_no_chain_term_with_one_gpu_per_server():
     # one server (f_1 = 0): the chain alone, 2 (g - 1) α_intra + 2 S / B_intra
     t1 = float(coll.allreduce_s(size, 4, 1, 1e-6, 10.0, 10e-6, 50.0, coll.TREE))
     assert t1 == pytest.approx(2 * 3 * 1e-6 + 2 * size / 10e9, rel=1e-12)
+
+
+def test_nvls_tree_bus_bandwidth_is_two_over_the_trees_f_n_times_the_network():
+    """§2: NVLS-tree's busbw is min(B_NVLS, (2/f_N)·B_inter) with the tree's f_N (bytes a server
+    sends per byte: f_2 = 1, f_{N>2} = 2), converted by the ring's 2(p-1)/p. 8 GPUs a server,
+    NVLS 480 GB/s, 1 GB, inter 192 GB/s at 6 µs: 2 servers at min(480, 384), 4 and 8 at 192."""
+    from scalesim.model import collectives as coll
+
+    size = 1e9
+    for nodes in (2, 3, 4, 8):
+        f_n = float(coll.tree_inter_volume(nodes))
+        p = 8 * nodes
+        busbw = min(480.0, 2.0 / f_n * 192.0)
+        doc = 25e-6 + 2 * np.floor(np.log2(nodes)) * 6e-6 + 2 * (p - 1) / p * size / (busbw * 1e9)
+        t = float(coll.affine_s(coll.nvls_coeffs(8, nodes, 480.0, 6e-6, 192.0), size))
+        assert t == pytest.approx(doc, rel=1e-12)
+    assert float(coll.tree_inter_volume(2)) == 1.0  # so the old f_N·B_inter read 192 at 2
+    two = 25e-6 + 2 * 6e-6 + 2 * 15 / 16 * size / 192e9
+    assert two == pytest.approx(9.803e-3, rel=1e-3)
