@@ -178,3 +178,32 @@ def test_nvls_tree_bus_bandwidth_is_two_over_the_trees_f_n_times_the_network():
     assert float(coll.tree_inter_volume(2)) == 1.0  # so the old f_N·B_inter read 192 at 2
     two = 25e-6 + 2 * 6e-6 + 2 * 15 / 16 * size / 192e9
     assert two == pytest.approx(9.803e-3, rel=1e-3)
+
+
+def test_zero3_backward_exposes_the_largest_of_four_bounds_less_the_backward():
+    """§3: ZeRO-3 (FSDP) exposes, per micro-batch, its forward gathers' prefetch_end - F and, in
+    backward, max(prefetch_end - T_b, timeline_end - T_b, Σ gather + Σ reduce - T_b,
+    gather_first + reduce_last). 4 equal units, forward F = 1 s, backward T_b = 2 s, k = 1; a
+    ring whose time is 1 ms per byte, units of 100 bytes gathered (0.1 s each)."""
+    from scalesim.model.zero_exchange import exchange
+
+    def ring(size):
+        return 1e-3 * np.asarray(size, dtype=float)
+
+    def exposed(reduce_bytes_per_param, per_byte=1.0):
+        e, _total, _units = exchange(3, 0, 400.0 * per_byte, 8, 4, 1, 1.0, 2.0, True, ring, ring,
+                                     2.0, reduce_bytes_per_param=reduce_bytes_per_param)
+        return float(e)
+
+    # forward: max(c + L f, L c + f) - F = max(0.1 + 1, 0.4 + 0.25) - 1 = 0.1 (every case below)
+    # fast link: the first gather and the last reduce-scatter dominate, 0.1 + 0.1
+    assert exposed(2.0) == pytest.approx(0.1 + 0.2, rel=1e-12)
+    # what the doc's old words gave read as ends: max(2.1, 2.1, -1.2, 0.2) = 2.1 s of backward
+    assert 0.1 + max(2.1, 2.1, 0.8 - 2.0, 0.2) > 7 * exposed(2.0)
+    # reduce-scatters 8x the bytes (0.8 s a unit, ready every 0.5 s): their backlog dominates,
+    # ends 1.3, 2.1, 2.9, 3.7 -> 1.7 s; the channel's 0.4 + 3.2 - 2 = 1.6 s is below it
+    assert exposed(16.0) == pytest.approx(0.1 + 1.7, rel=1e-12)
+    # 10x the bytes on both (1 s a unit): the channel carrying both dominates, 4 + 4 - 2 = 6 s;
+    # gathers alone max(1 + 2, 4 + 0.5) - 2 = 2.5, reduce-scatters alone 2.5, first + last 2;
+    # forward max(1 + 1, 4 + 0.25) - 1 = 3.25
+    assert exposed(2.0, per_byte=10.0) == pytest.approx(3.25 + 6.0, rel=1e-12)
