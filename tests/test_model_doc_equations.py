@@ -207,3 +207,18 @@ def test_zero3_backward_exposes_the_largest_of_four_bounds_less_the_backward():
     # gathers alone max(1 + 2, 4 + 0.5) - 2 = 2.5, reduce-scatters alone 2.5, first + last 2;
     # forward max(1 + 1, 4 + 0.25) - 1 = 3.25
     assert exposed(2.0, per_byte=10.0) == pytest.approx(3.25 + 6.0, rel=1e-12)
+
+
+def test_zero_divides_the_optimizer_step_over_dp_times_cp():
+    """§13 / §7: each device updates Ψ_local / s parameters, s = dp·cp (the ZeRO states shard
+    over the data- and context-parallel ranks), not dp. GPT 1.7B, dp 2 × cp 2, ZeRO-1 against
+    ZeRO-0: the memory-bound optimizer of Ψ (2·2 + 2 + 2·12 bytes at 2,039 GB/s) falls to a
+    quarter; nothing else of compute moves."""
+    psi = GPT["params"]
+    whole = psi * 30.0 / 2039e9
+    ddp = evaluate_layouts(_inputs(dp=2, cp=2, global_batch=8))
+    zero1 = evaluate_layouts(_inputs(dp=2, cp=2, zero=1, global_batch=8))
+    assert float(ddp.compute_s - zero1.compute_s) == pytest.approx(whole * (1 - 1 / 4), rel=1e-9)
+    # a shard group of 2 of those 4 ranks (hybrid sharding) updates a half
+    hsdp = evaluate_layouts(_inputs(dp=2, cp=2, zero=1, global_batch=8, shard_group=2))
+    assert float(ddp.compute_s - hsdp.compute_s) == pytest.approx(whole * (1 - 1 / 2), rel=1e-9)
