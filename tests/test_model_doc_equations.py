@@ -1,6 +1,7 @@
-"""docs/model.md's equations of the pipeline (§15), the layout's memory and stragglers (§16)
-as the doc writes them, on round numbers: each pins a line of the doc that had said something
-other than what the model computes (session 42's audit)."""
+"""docs/model.md's equations as the doc writes them, on round numbers: the pipeline (§15), the
+layout's memory and stragglers (§16), and (second pass) the collectives (§2), ZeRO-3's backward
+overlap (§3) and the optimizer's shard divisor (§1, §7, §13). Each pins a line of the doc that
+had said something other than what the model computes (session 42's audits)."""
 
 import numpy as np
 import pytest
