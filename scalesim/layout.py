@@ -263,6 +263,42 @@ def interleaves(schedule: str, pp: int, virtual_stages: int) -> bool:
     return schedule == "interleaved" and pp > 1 and virtual_stages > 1
 
 
+def schedule_needs_pp(schedule: str) -> str:
+    """The rule a pipeline schedule breaks at pp 1 (``layout_problems``, ``unused_settings``)."""
+    return f"schedule {schedule} needs pp > 1; use schedule none with pp 1"
+
+
+def virtual_stages_need_interleaved(virtual_stages: int) -> str:
+    """The rule virtual stages above 1 break without the interleaved schedule (at pp 1: no
+    schedule at all)."""
+    return f"virtual_stages {virtual_stages} needs the interleaved schedule"
+
+
+def unused_settings(tp, pp, schedule: str | None, virtual_stages: int, sequence_parallel,
+                    tp_overlap, p2p_overlap) -> dict[str, tuple[np.ndarray, str]]:
+    """Each ``ScenarioLayout`` setting that means nothing for its layout: field -> (True where
+    it is set so, arrays broadcast one row each; predict's rule refusing it). A schedule other
+    than none, or virtual stages above 1, at pp 1 (no pipeline); sequence parallelism or the
+    tensor-parallel overlap on at tp 1 (no tensor-parallel group); the sends' overlap off where
+    the layout does not interleave (the other schedules' sends block either way). ``schedule``:
+    the given one (None: the default for pp). The one judge of predict (refuses such a
+    scenario), sweep (drops a row whose swept value it is, runs a one-value flag's row without
+    it) and plan (a row's scenario)."""
+    tp, pp = np.asarray(tp), np.asarray(pp)
+    no_pipeline = pp == 1
+    interleaved = ~no_pipeline & (virtual_stages > 1) & (schedule in (None, "interleaved"))
+    return {
+        "schedule": (no_pipeline & (schedule not in (None, "none")),
+                     schedule_needs_pp(str(schedule))),
+        "virtual_stages": (no_pipeline & (virtual_stages > 1),
+                           virtual_stages_need_interleaved(virtual_stages)),
+        "sequence_parallel": ((tp == 1) & sequence_parallel, SEQUENCE_PARALLEL_NEEDS_TP),
+        "tp_overlap": ((tp == 1) & tp_overlap, TP_OVERLAP_NEEDS_TP),
+        "p2p_overlap": (~np.asarray(p2p_overlap, dtype=bool) & ~interleaved,
+                        P2P_OVERLAP_NEEDS_INTERLEAVED),
+    }
+
+
 def early_stop_of(style: str) -> bool:
     """True when a recompute style stops early (``LayoutInputs.recompute_early_stop``; the model
     applies it to full recompute only)."""
@@ -400,7 +436,7 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
                         f"not fill whole {nouns.servers} of {g}")
     problems += unrunnable_split(L.global_batch, L.dp, L.micro_batch)
     if L.pp == 1 and L.schedule != "none":
-        problems.append(f"schedule {L.schedule} needs pp > 1; use schedule none with pp 1")
+        problems.append(schedule_needs_pp(L.schedule))
     if L.pp > 1 and L.schedule == "none":
         problems.append(f"pp {L.pp} needs a pipeline schedule (gpipe, 1f1b, interleaved, zb)")
     if L.schedule == "interleaved":
@@ -410,7 +446,7 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
             problems.append(f"interleaved schedule: {L.accumulation} micro-batches per step are "
                             f"not a multiple of pp {L.pp} (Megatron's rule)")
     elif L.virtual_stages != 1:
-        problems.append(f"virtual_stages {L.virtual_stages} needs the interleaved schedule")
+        problems.append(virtual_stages_need_interleaved(L.virtual_stages))
     if layers is not None and layers < L.pp * L.virtual_stages:
         problems.append(f"{layers} layers cannot fill pp {L.pp} x virtual_stages "
                         f"{L.virtual_stages} model chunks")

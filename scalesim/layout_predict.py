@@ -41,7 +41,6 @@ from scalesim.layout import (
     ZERO_STRATEGIES,
     ParallelLayout,
     early_stop_of,
-    interleaves,
     layout_problems,
     model_split_words,
     op_sac_of,
@@ -50,6 +49,7 @@ from scalesim.layout import (
     shard_group_problem,
     shard_group_refusal,
     split_words,
+    unused_settings,
     valid_mask,
 )
 from scalesim.model.collectives import ALGORITHMS
@@ -773,15 +773,18 @@ def scenario_of_row(scenario: Scenario, row) -> Scenario:
     to overlap, and predict refuses the overlap there: ``layout.TP_OVERLAP_NEEDS_TP``), and its
     blocking pipeline sends (``p2p_overlap`` off) where the row runs the interleaved schedule
     (elsewhere the sends block either way, and predict refuses the setting:
-    ``layout.P2P_OVERLAP_NEEDS_INTERLEAVED``)."""
-    layout = ScenarioLayout(tp=row.tp, pp=row.pp, cp=row.cp,
-                            schedule=row.schedule if row.pp > 1 else None,
+    ``layout.P2P_OVERLAP_NEEDS_INTERLEAVED``); ``layout.unused_settings`` decides both, as for
+    predict and sweep."""
+    schedule = row.schedule if row.pp > 1 else None
+    unused = {field: bool(rows) for field, (rows, _) in unused_settings(
+        row.tp, row.pp, schedule, row.virtual_stages, row.sequence_parallel, row.tp_overlap,
+        row.p2p_overlap).items()}
+    layout = ScenarioLayout(tp=row.tp, pp=row.pp, cp=row.cp, schedule=schedule,
                             virtual_stages=row.virtual_stages, recompute=row.recompute,
                             recompute_style=row.recompute_style,
                             sequence_parallel=row.sequence_parallel,
-                            tp_overlap=row.tp_overlap and row.tp > 1,
-                            p2p_overlap=row.p2p_overlap or not interleaves(
-                                row.schedule, row.pp, row.virtual_stages),
+                            tp_overlap=row.tp_overlap and not unused["tp_overlap"],
+                            p2p_overlap=row.p2p_overlap or unused["p2p_overlap"],
                             shard_group=row.shard_group if row.hybrid else None)
     update = {"layout": layout, "strategy": ZERO_STRATEGIES[row.zero],
               "accumulation": row.accumulation}

@@ -16,12 +16,10 @@ from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import MIB_BYTES, count_list, link_GBps, sig3
 from scalesim.layout import (
-    P2P_OVERLAP_NEEDS_INTERLEAVED,
     SCHEDULES,
-    SEQUENCE_PARALLEL_NEEDS_TP,
-    TP_OVERLAP_NEEDS_TP,
     replica_devices,
     tp_above_server,
+    unused_settings,
 )
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_factor, colocation_slope
@@ -561,12 +559,11 @@ def _split_rows(profile: Profile, scenario: Scenario):
         why = lp.first_problem(profile, dp[i], split.tp, split.pp, 0, b[i], dp[i] * b[i] * k[i],
                                split, schedule, g_max, split.cp)
         raise ScalesimError(f"layout at {nouns.count(int(p[i]))}: {why}")
-    if split.sequence_parallel and split.tp == 1:
-        raise ScalesimError(SEQUENCE_PARALLEL_NEEDS_TP)
-    if split.tp_overlap and split.tp == 1:
-        raise ScalesimError(TP_OVERLAP_NEEDS_TP)
-    if not split.p2p_overlap and not split.interleaved:
-        raise ScalesimError(P2P_OVERLAP_NEEDS_INTERLEAVED)
+    for unused, rule in unused_settings(split.tp, split.pp, split.schedule, split.virtual_stages,
+                                        split.sequence_parallel, split.tp_overlap,
+                                        split.p2p_overlap).values():
+        if unused:  # a setting its layout does not run (the pipeline's: a layout rule above)
+            raise ScalesimError(rule)
     rows = lp.evaluate_rows(profile, scenario, p, b, k, base_b)
     holds = rows.one_device_fits
     if not np.all(holds):  # the baseline's micro-batch, or the model? (one sample per micro-step)

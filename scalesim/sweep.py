@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from scalesim.layout import (
     SCHEDULES,
     SEQUENCE_PARALLEL_NEEDS_TP,
     TP_OVERLAP_NEEDS_TP,
+    unused_settings,
 )
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
@@ -55,11 +56,11 @@ AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "z
         "seq_len")
 # Axes of true/false values (the CLI's on/off)
 SWITCH_AXES = ("overlap", "tp_overlap", "p2p_overlap", "sequence_parallel")
-# predict's rule each row breaks whose swept switch means nothing for its layout (sequence
-# parallelism or the tensor-parallel overlap at tp 1, blocking sends where none interleave):
-# such rows are dropped (``_unused_swept_values``, in its order)
-UNUSED_SWITCH_RULES = (SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP,
-                       P2P_OVERLAP_NEEDS_INTERLEAVED)
+# ``ScenarioLayout`` settings a row's layout may not run (``layout.unused_settings``, in its
+# order): a swept value there drops the row, a one-value flag's row runs without it
+# (``_unused_settings_of_rows``)
+ONE_VALUE_SETTINGS = ("schedule", "virtual_stages", "sequence_parallel", "tp_overlap",
+                      "p2p_overlap")
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
               "algorithm": ALGORITHMS,
               "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)},
@@ -103,6 +104,9 @@ class SweepResult:
     # that breaks a rule)
     dropped_layout: int = 0  # of those, the layouts that break a rule (``scalesim.layout``)
     layout_example: str = ""  # the first such layout and the first rule it breaks, in words
+    # a one-value layout setting (``SweepPlan.ignorable``) -> (rows that run without it, the
+    # first such row in words): its column says what each row runs
+    ignored: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -122,6 +126,9 @@ class SweepPlan:
     # axis seq_len: the profile of each value (the workload at that sequence, its compute as
     # predict --seq-len decides it); ``profile`` is the first value's
     sequences: dict[int, Profile] | None = None
+    # the one-value layout settings (``ONE_VALUE_SETTINGS``, not swept) that some combination's
+    # layout does not run (``_ignorable``): each a column of the value each row runs
+    ignorable: tuple[str, ...] = ()
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -144,7 +151,7 @@ class SweepPlan:
             per_row += 8
         if "shard_group" in self.axes:  # + the group as asked
             per_row += self.axes["shard_group"].itemsize
-        return self.rows * per_row
+        return self.rows * (per_row + 8 * len(self.ignorable))
 
 
 def _axis_array(name: str, values) -> np.ndarray:
@@ -290,7 +297,47 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
                                 "over devices x accumulation into micro-batches of at most "
                                 f"{micro_batch_max():,} samples (the bounds table's); change "
                                 "--global-batch, --devices or --accumulation")
-    return SweepPlan(profile, base, arrays, combinations, rows, sequences)
+    return SweepPlan(profile, base, arrays, combinations, rows, sequences,
+                     _ignorable(arrays, base, g_max) if split else ())
+
+
+def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tuple[str, ...]:
+    """The one-value layout settings (``ONE_VALUE_SETTINGS`` not swept, ``base``'s) that some
+    combination of the grid's tp, pp, schedules and virtual stages does not run
+    (``layout.unused_settings``). One that none runs (a tp that fits a server of ``g_max``
+    devices, the rest dropped) is refused in one line with predict's rule, as predict refuses
+    the scenario."""
+    from scalesim.layout_predict import layout_of
+
+    asked = layout_of(base)
+    fits = [t for t in arrays.get("tp", [asked.tp]) if not g_max % t] or [asked.tp]
+    tp, pp = np.meshgrid(fits, arrays.get("pp", [asked.pp]))
+    some: set[str] = set()
+    every = [name for name in ONE_VALUE_SETTINGS if name not in arrays]
+    for schedule in arrays.get("schedule", [asked.schedule]):
+        for virtual in arrays.get("virtual_stages", [asked.virtual_stages]):
+            unused = unused_settings(tp, pp, None if schedule is None else str(schedule),
+                                     int(virtual), asked.sequence_parallel, asked.tp_overlap,
+                                     asked.p2p_overlap)
+            some |= {name for name, (rows, _) in unused.items() if rows.any()}
+            every = [name for name in every if unused[name][0].all()]
+    if every:  # a one-value setting's words do not depend on the swept schedule or stages
+        name = every[0]
+        raise ScalesimError(f"{unused[name][1]}: {one_value_words(name, getattr(asked, name))} means "
+                            "nothing on every row of the sweep; sweep a layout it applies to, "
+                            "or drop it")
+    return tuple(name for name in ONE_VALUE_SETTINGS if name in some and name not in arrays)
+
+
+def one_value_words(name: str, value) -> str:
+    """'--p2p-overlap off', '--tp-overlap', '--schedule gpipe': the flag that sets layout
+    setting ``name`` to ``value`` (the knob table's, ``bounds.LAYOUT_KNOBS``)."""
+    from scalesim.layout import P2P_OVERLAP_WORDS
+
+    knob = LAYOUT_KNOB_BY_FIELD[name]
+    if knob.switch:
+        return knob.flag
+    return f"{knob.flag} {P2P_OVERLAP_WORDS[value] if name == 'p2p_overlap' else value}"
 
 
 def _sequence_profiles(profile: Profile, base: Scenario, arrays: dict[str, np.ndarray],
@@ -533,7 +580,19 @@ def _evaluate_groups(grid: dict[str, np.ndarray], names: list[str], row_key: str
     return SweepResult(columns=columns, dropped=sum(part.dropped for part in parts),
                        dropped_layout=sum(part.dropped_layout for part in parts),
                        layout_example=next((part.layout_example for part in parts
-                                            if part.layout_example), ""))
+                                            if part.layout_example), ""),
+                       ignored=merge_ignored(parts))
+
+
+def merge_ignored(results) -> dict[str, tuple[int, str]]:
+    """``SweepResult.ignored`` of several results (parts or chunks, in grid order): the rows
+    added up, the first example kept."""
+    merged: dict[str, tuple[int, str]] = {}
+    for result in results:
+        for name, (rows, example) in result.ignored.items():
+            before = merged.get(name, (0, example))
+            merged[name] = (before[0] + rows, before[1])
+    return merged
 
 
 def _evaluate_variants_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
@@ -588,18 +647,15 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                                g_max, cp)
     example = _layout_example(profile, split, name, g_max, layout_ok, p, tp, pp, dp, micro, k,
                               cp)
-    piped, *switched = (layout_ok & m for m in _unused_swept_values(grid, split, tp, pp))
-    unused = np.logical_or.reduce([piped, *switched])
-    if unused.any():  # a swept value the row's layout does not run: predict refuses it
-        i = int(np.flatnonzero(unused)[0])
-        why = (lp.first_problem(profile, dp[i], tp[i], pp[i], 0, micro[i],
-                                dp[i] * micro[i] * k[i], split, split.schedule or "none", g_max,
-                                cp[i]) if piped[i] else next(
-                   rule for rule, rows in zip(UNUSED_SWITCH_RULES, switched, strict=True)
-                   if rows[i]))
-        example = example or (f"{_split_words(tp[i], pp[i], cp[i])} on "
-                              f"{nouns_for(profile.hardware.device_name).count(int(p[i]))}: {why}")
-        layout_ok &= ~unused
+    unused = _unused_settings_of_rows(grid, split, tp, pp)
+    swept = {name: (layout_ok & rows, rule) for name, (rows, rule) in unused.items()
+             if name in grid}
+    dropped_unused = np.logical_or.reduce([rows for rows, _ in swept.values()])
+    if dropped_unused.any():  # a swept value the row's layout does not run: predict refuses it
+        i = int(np.flatnonzero(dropped_unused)[0])
+        why = next(rule for rows, rule in swept.values() if rows[i])
+        example = example or f"{_row_words(profile, p, tp, pp, cp, i)}: {why}"
+        layout_ok &= ~dropped_unused
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else np.full(p.shape, lp.ZERO_OF_STRATEGY[base.strategy]))
     # DeepSpeed refuses ZeRO-2/3 under a pipeline (predict refuses the scenario): dropped
@@ -622,6 +678,11 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
         example = example or first
         layout_ok &= why == ""
     keep = layout_ok & batch_ok
+    ignored = {name: (int((rows & keep).sum()),
+                      _row_words(profile, p, tp, pp, cp, int(np.flatnonzero(rows & keep)[0])))
+               for name, (rows, _) in unused.items() if name in plan.ignorable
+               and (rows & keep).any()}  # a one-value flag's rows that run without it
+    runs = {name: _runs(split, name, unused[name][0][keep]) for name in plan.ignorable}
     grid = {name: col[keep] for name, col in grid.items()}
     p, k, tp, pp, cp, micro, base_micro, zero = (
         a[keep] for a in (p, k, tp, pp, cp, micro, base_micro, zero))
@@ -632,10 +693,10 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
         overrides["attention_efficiency"] = attention_efficiencies(
             profile.hardware.device_name, kernels,
             profile.workload.transformer is None or profile.workload.transformer.flash_attention)
-    if "tp_overlap" in grid:  # the framework's: applies where a row has tp > 1 (§14)
-        overrides["tp_overlap"] = grid["tp_overlap"]
-    if "p2p_overlap" in grid:  # the framework's: applies where a row interleaves (§15)
-        overrides["p2p_overlap"] = grid["p2p_overlap"]
+    for name in ("tp_overlap", "p2p_overlap"):  # the framework's: applies where a row has
+        # tp > 1 (§14), where it interleaves (§15); a one-value flag's as each row runs it
+        if name in grid or name in runs:
+            overrides[name] = grid[name] if name in grid else runs[name]
     if "precision" in grid:  # fp8 rows at the fp8 peak, with their casts (§13, fp8)
         overrides.update(lp.precision_inputs(profile, grid["precision"]))
     rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,
@@ -646,7 +707,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                "data_stall_s": r.stall_s, "straggler_s": r.straggler_s,
                "samples_per_s": r.samples_per_s, "speedup": rows.speedup,
                "efficiency": rows.efficiency, "memory_bytes": r.memory_bytes, "fits": r.fits}
-    columns = dict(grid)
+    columns = {**grid, **runs}  # a one-value flag some rows run without: as each row runs it
     if "shard_group" in grid:  # the group that shards the states, as predict --json says it
         columns["shard_group"] = np.minimum(grid["shard_group"], rows.dp * rows.cp)
     columns.update(nodes=rows.nodes, micro_batch=micro, accumulation=k,
@@ -659,32 +720,39 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     if "shard_group" in grid:
         columns[SHARD_GROUP_ASKED] = grid["shard_group"]
     return SweepResult(columns=columns, dropped=int((~keep).sum()),
-                       dropped_layout=int((~layout_ok).sum()), layout_example=example)
+                       dropped_layout=int((~layout_ok).sum()), layout_example=example,
+                       ignored=ignored)
 
 
-def _unused_swept_values(grid: dict[str, np.ndarray], split, tp,
-                         pp) -> tuple[np.ndarray, ...]:
-    """(pipeline, sequence, tp overlap, send overlap): True where a row's swept layout value
-    (``SCENARIO_LAYOUT_AXES``, whose values ``split`` holds, ``_evaluate_variants_at``; the
-    switches ``tp_overlap`` and ``p2p_overlap``, a column of the grid) means nothing for its
-    layout: virtual stages above 1 or a schedule other than none at pp 1 (no pipeline),
-    sequence parallelism or the tensor-parallel overlap on at tp 1 (no tensor-parallel group),
-    the sends' overlap off on a row that does not interleave (the other schedules' sends block
-    either way). Such a row is the row without the value under another label, and predict
-    refuses its scenario (``layout.layout_problems``, ``UNUSED_SWITCH_RULES``): dropped as a
-    broken layout, so the grid holds the scenarios predict accepts. A one-value flag
-    (``--virtual-stages 2`` beside ``--pp-values 1,4``) is the pipelined rows' setting and is
-    not a row of its own."""
-    tp, pp = np.asarray(tp), np.asarray(pp)
-    pipeline = (("virtual_stages" in grid and split.virtual_stages > 1)
-                or ("schedule" in grid and split.schedule not in (None, "none")))
-    sequence = "sequence_parallel" in grid and split.sequence_parallel
-    # a row pipelines with the split's schedule (its default for pp > 1 where none is given)
-    interleaved = (pp > 1) & split.model_copy(update={"pp": 2}).interleaved
-    tp_overlap = grid.get("tp_overlap", np.zeros(tp.shape, dtype=bool))
-    blocking = ~grid.get("p2p_overlap", np.ones(pp.shape, dtype=bool))
-    return ((pp == 1) & pipeline, (tp == 1) & sequence, (tp == 1) & tp_overlap,
-            blocking & ~interleaved)
+def _unused_settings_of_rows(grid: dict[str, np.ndarray], split, tp,
+                             pp) -> dict[str, tuple[np.ndarray, str]]:
+    """``layout.unused_settings`` of each row: its layout setting (``ONE_VALUE_SETTINGS``) set
+    where it means nothing, with predict's rule. The setting is swept (``SCENARIO_LAYOUT_AXES``,
+    whose values ``split`` holds, ``_evaluate_variants_at``; the switches ``tp_overlap`` and
+    ``p2p_overlap``, a column of the grid) or a one-value flag (``split``'s). A swept value
+    there is the row without it under another label, and predict refuses its scenario: the row
+    is dropped as a broken layout, so the grid holds the scenarios predict accepts. A one-value
+    flag (``--tp-overlap`` beside ``--tp-values 1,8``) is the setting of the rows it means
+    something for: the others run without it, as predict of their scenario without the flag,
+    and are counted (``SweepResult.ignored``)."""
+    return unused_settings(tp, pp, split.schedule, split.virtual_stages,
+                           split.sequence_parallel,
+                           grid.get("tp_overlap", split.tp_overlap),
+                           grid.get("p2p_overlap", split.p2p_overlap))
+
+
+def _runs(split, name: str, unused: np.ndarray) -> np.ndarray:
+    """The value of the one-value layout setting ``name`` (``split``'s) each row runs: its
+    default where ``unused`` (schedule none, 1 virtual stage, the switches off, the sends
+    overlapped), else the flag's."""
+    default = {"schedule": "none", "virtual_stages": 1, "p2p_overlap": True}.get(name, False)
+    return np.where(unused, default, getattr(split, name))
+
+
+def _row_words(profile: Profile, p, tp, pp, cp, i: int) -> str:
+    """'tp 1 x pp 1 on 8 devices' of row ``i``, in the profile's nouns."""
+    return f"{_split_words(tp[i], pp[i], cp[i])} on " + nouns_for(
+        profile.hardware.device_name).count(int(p[i]))
 
 
 def _split_words(tp, pp, cp) -> str:
@@ -773,7 +841,8 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
     return SweepResult(columns=columns, dropped=sum(c.dropped for c in chunks),
                        dropped_layout=sum(c.dropped_layout for c in chunks),
                        layout_example=next((c.layout_example for c in chunks
-                                            if c.layout_example), ""))
+                                            if c.layout_example), ""),
+                       ignored=merge_ignored(chunks))
 
 
 def _codes(values: np.ndarray, table: dict[str, int], what: str) -> np.ndarray:

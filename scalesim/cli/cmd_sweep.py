@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import typing
+from types import SimpleNamespace
 
 from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, bound, flag_list_type, split_list
 from scalesim.cli.options import (
@@ -249,22 +250,25 @@ class BubbleRows:
         return sweep_bubble_note(self.rows, self.count, written, self.first, strong, schedule, words.devices)
 
 
-def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None) -> tuple[int, int, int, str]:
+def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None) -> tuple[int, int, int, str, dict]:
     """Stream every row of ``plan`` to ``handle``; returns the rows written, the combinations
-    dropped, of those the layouts that break a rule, and the first such layout with its rule
-    (``SweepResult.layout_example``, '' for none). A sweep that keeps no row writes
+    dropped, of those the layouts that break a rule, the first such layout with its rule
+    (``SweepResult.layout_example``, '' for none) and the rows that run without a one-value
+    layout flag (``SweepResult.ignored``, ``ignored_notes``). A sweep that keeps no row writes
     nothing and raises, its drops counted by reason: the data-parallel sweep refuses that case
     before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs.
     ``bubbles``: records the rows whose pipeline bubble is large."""
     from scalesim.predict import input_pipeline_modelled
-    from scalesim.sweep import iter_sweep
+    from scalesim.sweep import iter_sweep, merge_ignored
 
     modelled = input_pipeline_modelled(plan.profile)
     written, dropped, dropped_layout, first, example = 0, 0, 0, True, ""
+    ignored: dict = {}
     for chunk in iter_sweep(plan):
         dropped += chunk.dropped
         dropped_layout += chunk.dropped_layout
         example = example or chunk.layout_example
+        ignored = merge_ignored([SimpleNamespace(ignored=ignored), chunk])
         if not chunk.size:
             continue
         if bubbles is not None:
@@ -287,7 +291,27 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None) -> tuple[i
         )
     if fmt == "json":
         handle.write("]\n")
-    return written, dropped, dropped_layout, example
+    return written, dropped, dropped_layout, example, ignored
+
+
+def ignored_notes(plan, ignored: dict, written: int) -> list[str]:
+    """One line per one-value layout flag some rows run without (``SweepResult.ignored``): the
+    flag, how many of the ``written`` rows, the first, predict's rule and the column that says
+    what each row runs; such a row is predict's of its scenario without the flag."""
+    from scalesim.layout import unused_settings
+    from scalesim.layout_predict import layout_of
+    from scalesim.sweep import one_value_words
+
+    split = layout_of(plan.base)
+    rules = unused_settings(1, 1, split.schedule, split.virtual_stages, split.sequence_parallel,
+                            split.tp_overlap, split.p2p_overlap)
+    out = []
+    for name, (rows, example) in ignored.items():
+        which = "every row" if rows == written else f"{rows} of the {written} rows"
+        out.append(f"{one_value_words(name, getattr(split, name))} ignored on {which} (e.g. "
+                   f"{example}): {rules[name][1]}; they run without it, as predict runs their "
+                   f"scenario without the flag, and column {name} says what each row runs")
+    return out
 
 
 def _dropped_reasons(
@@ -495,16 +519,16 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.out)
         _check_disk(args.out, _estimated_bytes(plan, fmt), plan.rows)
         with open_output(args.out) as handle:
-            written, *dropped = _write(handle, plan, fmt, bubbles)
+            written, *dropped, ignored = _write(handle, plan, fmt, bubbles)
     else:
-        written, *dropped = _write(sys.stdout, plan, fmt, bubbles)
+        written, *dropped, ignored = _write(sys.stdout, plan, fmt, bubbles)
     note = dropped_note(*dropped, words=nouns_for(profile.hardware.device_name))
     if args.out is not None:
         print(f"wrote {written} scenarios to {args.out}" + (f" ({note})" if note else ""), file=sys.stderr)
     elif note:
         print(f"note: {note}", file=sys.stderr)
-    for line in sweep_notes(plan):  # stderr: stdout holds only the rows
-        print(f"note: {line}", file=sys.stderr)
+    for line in sweep_notes(plan) + ignored_notes(plan, ignored, written):  # stderr: stdout
+        print(f"note: {line}", file=sys.stderr)  # holds only the rows
     if note := bubbles.note(plan, written):  # predict's note, once, naming the rows
         print(f"note: {note}", file=sys.stderr)
     return 0

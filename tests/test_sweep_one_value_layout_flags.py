@@ -1,0 +1,125 @@
+"""A one-value layout flag beside an axis whose rows it means nothing for (``--tp-overlap`` or
+``--sequence-parallel`` beside ``--tp-values 1,8``, ``--p2p-overlap off`` where a row does not
+interleave, ``--schedule gpipe`` or ``--virtual-stages 2`` beside ``--pp-values 1,2``): each
+row runs the settings its layout uses, says them in a column (the tp 1 row: tp_overlap false)
+and equals predict of that scenario, which refuses the flag on it (``layout.unused_settings``,
+one judge for predict, sweep and plan); the sweep says once which rows ran without which flag,
+with predict's rule; a flag no row runs is refused in one line. Before (session 42): no column,
+no word, and the tp 1 row was a scenario predict refuses ('tp_overlap needs tp > 1')."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_harness import run_cli
+
+from scalesim.errors import ScalesimError
+from scalesim.layout import (
+    P2P_OVERLAP_NEEDS_INTERLEAVED,
+    SEQUENCE_PARALLEL_NEEDS_TP,
+    TP_OVERLAP_NEEDS_TP,
+)
+from scalesim.predict import predict
+from scalesim.profiles import resolve_profile
+from scalesim.schemas import Scenario, ScenarioLayout
+from scalesim.sweep import sweep
+
+# Llama 3 8B on the 8 GPUs of a DGX H100, global batch 64 in 8 micro-steps
+BASE = Scenario(devices=[8], global_batch=64, accumulation=8)
+CLI = ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
+       "--global-batch", "64", "--accumulation", "8"]
+PIPELINE_RULES = {"schedule": "schedule gpipe needs pp > 1; use schedule none with pp 1",
+                  "virtual_stages": "virtual_stages 2 needs the interleaved schedule"}
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return resolve_profile(None, "dgx-h100", "llama3-8b")
+
+
+def _row_scenario(base: Scenario, columns: dict, i: int, names) -> Scenario:
+    """The scenario of row ``i``: ``base`` with the row's layout values of ``names``."""
+    return base.model_copy(update={"layout": base.layout.model_copy(update={
+        name: columns[name][i].item() for name in names})})
+
+
+@pytest.mark.parametrize(("flags", "axis", "runs", "example"), [
+    ({"tp_overlap": True}, {"tp": [1, 8]}, {"tp_overlap": [False, True]},
+     "tp 1 x pp 1 on 8 devices"),
+    ({"sequence_parallel": True}, {"tp": [1, 8]}, {"sequence_parallel": [False, True]},
+     "tp 1 x pp 1 on 8 devices"),
+    ({"schedule": "gpipe"}, {"pp": [1, 2]}, {"schedule": ["none", "gpipe"]},
+     "tp 1 x pp 1 on 8 devices"),
+    ({"virtual_stages": 2, "p2p_overlap": False}, {"pp": [1, 2]},
+     {"virtual_stages": [1, 2], "p2p_overlap": [True, False]}, "tp 1 x pp 1 on 8 devices"),
+    ({"pp": 2, "p2p_overlap": False}, {"virtual_stages": [1, 2]},
+     {"p2p_overlap": [True, False]}, "tp 1 x pp 2 on 8 devices"),
+])
+def test_each_row_runs_the_settings_its_layout_uses_and_is_predicts(profile, flags, axis, runs,
+                                                                    example):
+    """Two rows, the first one whose layout does not use the flag: its column holds the
+    default (the scenario predict accepts), the second the flag's value; each row equals
+    predict of its scenario (step, memory, bubble), predict refuses the first row with the flag
+    (its rule), and the result counts the one row that ran without each flag."""
+    base = BASE.model_copy(update={"layout": ScenarioLayout(**flags)})
+    res = sweep(profile, base, axis)
+    c = res.columns
+    assert res.size == 2 and res.dropped == 0
+    for name, values in runs.items():
+        assert c[name].tolist() == values, name
+    assert res.ignored == {name: (1, example) for name in runs}
+    for i in range(2):
+        want = predict(profile, _row_scenario(base, c, i, [*axis, *runs]))[0]
+        for name in ("step_time_s", "memory_bytes", "bubble_s", "samples_per_s"):
+            assert c[name][i] == pytest.approx(getattr(want, name), rel=1e-12), (i, name)
+    first = _row_scenario(base, c, 0, axis)  # the first row with every flag as given
+    name = next(iter(runs))
+    rule = {"tp_overlap": TP_OVERLAP_NEEDS_TP, "sequence_parallel": SEQUENCE_PARALLEL_NEEDS_TP,
+            "p2p_overlap": P2P_OVERLAP_NEEDS_INTERLEAVED, **PIPELINE_RULES}[name]
+    with pytest.raises(ScalesimError, match=rule.split(" (")[0].replace("(", r"\(")):
+        predict(profile, first)
+
+
+def test_the_cli_row_carries_the_setting_and_the_note_names_the_rows(capsys):
+    """``--tp-values 1,8 --tp-overlap``: the tp 1 row's tp_overlap is false, the tp 8 row's
+    true (JSON), and stderr says once that the flag was ignored on 1 of the 2 rows, with
+    predict's rule."""
+    code, out, err = run_cli(capsys, [*CLI, "--tp-values", "1,8", "--tp-overlap",
+                                      "--format", "json"])
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [(r["tp"], r["tp_overlap"]) for r in rows] == [(1, False), (8, True)]
+    notes = [line for line in err.splitlines() if "--tp-overlap ignored" in line]
+    assert notes == [f"note: --tp-overlap ignored on 1 of the 2 rows (e.g. tp 1 x pp 1 on 8 "
+                     f"devices): {TP_OVERLAP_NEEDS_TP}; they run without it, as predict runs "
+                     "their scenario without the flag, and column tp_overlap says what each "
+                     "row runs"], err
+
+
+def test_the_csv_has_the_column_and_no_note_where_every_row_uses_the_flag(capsys):
+    """``--tp-values 2,8 --tp-overlap``: every row overlaps, so no column and no note (as
+    before)."""
+    code, out, err = run_cli(capsys, [*CLI, "--tp-values", "2,8", "--tp-overlap"])
+    assert code == 0, err
+    assert "tp_overlap" not in out.splitlines()[0] and "ignored" not in err, (out, err)
+    code, out, err = run_cli(capsys, [*CLI, "--pp-values", "1,2", "--schedule", "gpipe"])
+    assert code == 0, err
+    header, *rows = out.splitlines()
+    at = header.split(",").index("schedule")
+    assert [row.split(",")[at] for row in rows] == ["none", "gpipe"]
+    assert "note: --schedule gpipe ignored on 1 of the 2 rows" in err, err
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    # tp 16 does not fit the 8 GPUs of a server: every row kept is tp 1
+    (["--tp-values", "1,16", "--tp-overlap"],
+     f"{TP_OVERLAP_NEEDS_TP}: --tp-overlap means nothing on every row of the sweep"),
+    (["--tp-values", "1,16", "--sequence-parallel"],
+     f"{SEQUENCE_PARALLEL_NEEDS_TP}: --sequence-parallel means nothing on every row"),
+])
+def test_a_flag_no_row_runs_is_refused_in_one_line(capsys, argv, words):
+    """Before: exit 0, one tp 1 row, the flag in no column and no word of it."""
+    code, out, err = run_cli(capsys, [*CLI, *argv])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert words in err, err
