@@ -123,3 +123,53 @@ def test_a_flag_no_row_runs_is_refused_in_one_line(capsys, argv, words):
     code, out, err = run_cli(capsys, [*CLI, *argv])
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert words in err, err
+
+
+@pytest.mark.parametrize(("argv", "note", "wrong"), [
+    # the full row runs early stop (predict's), the selective one does not
+    (["--tp", "2", "--recompute-style", "early-stop", "--recompute-values", "selective,full"],
+     "note: rows at recompute selective: recompute style early-stop ignored: recompute is "
+     "selective, not full", "recompute is none"),
+    (["--tp", "2", "--tp-overlap", "--overlap-values", "on,off"],
+     "note: rows at overlap off: --tp-overlap ignored: overlap is off, so every collective",
+     None),
+    (["--strategy-values", "ddp,zero3", "--zero-framework", "deepspeed"],
+     "note: rows at strategy ddp: --zero-framework deepspeed ignored: strategy ddp shards "
+     "nothing", None),
+])
+def test_a_flag_predict_notes_as_ignored_on_some_rows_is_said_of_those_rows(capsys, argv, note,
+                                                                           wrong):
+    """predict does not refuse these flags where they change nothing; it notes them. Before:
+    the recompute style's note was the base scenario's ('recompute is none', a recompute no
+    row ran, while the full row ran early stop) and the other two said nothing."""
+    code, out, err = run_cli(capsys, [*CLI, *argv])
+    assert code == 0, err
+    assert sum(line.startswith(note) for line in err.splitlines()) == 1, err
+    assert wrong is None or wrong not in err, err
+
+
+def test_the_rows_a_note_is_true_of_are_named_by_the_axes_that_tell_them_apart():
+    from scalesim.cli.cmd_sweep import _rows_words
+
+    swept = {"strategy": ["ddp", "zero3"], "overlap": [True, False]}
+    assert _rows_words(swept, [("ddp", True), ("ddp", False)]) == "strategy ddp"
+    assert _rows_words(swept, [("ddp", False)]) == "strategy ddp with overlap off"
+    assert _rows_words(swept, [("ddp", True), ("zero3", False)]) == (
+        "strategy ddp with overlap on; strategy zero3 with overlap off")
+
+
+def test_the_rows_beside_a_noted_flag_are_predicts(profile):
+    """``--tp 2 --tp-overlap --overlap-values on,off`` and ``--recompute-style early-stop
+    --recompute-values selective,full``: each row equals predict of its scenario with the
+    flag (predict runs it, noting it where it changes nothing)."""
+    for split, axes in (({"tp": 2, "tp_overlap": True}, {"overlap": [True, False]}),
+                        ({"tp": 2, "recompute_style": "early-stop"},
+                         {"recompute": ["selective", "full"]})):
+        base = BASE.model_copy(update={"layout": ScenarioLayout(**split)})
+        c = sweep(profile, base, axes).columns
+        (name, values), = axes.items()
+        for i, value in enumerate(values):
+            scenario = (base.model_copy(update={name: value}) if name == "overlap" else
+                        _row_scenario(base, c, i, [name]))
+            want = predict(profile, scenario)[0]
+            assert c["step_time_s"][i] == pytest.approx(want.step_time_s, rel=1e-12)

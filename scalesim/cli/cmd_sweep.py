@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import typing
@@ -394,9 +395,10 @@ def check_one_value_flags(args: argparse.Namespace) -> None:
         )
 
 
-# fields of the scenario whose values change what predict's notes say of it (``sweep_notes``)
+# fields of the scenario (recompute: of its layout) whose values change what predict's notes
+# say of it (``sweep_notes``)
 _NOTE_AXES = ("strategy", "zero_framework", "grad_sync", "accumulation", "attention_kernel",
-              "precision")
+              "precision", "recompute", "overlap")
 # scenario flags whose numbers only predict's time-to-train and cost columns read: a sweep row
 # has neither (``sweep.OUTPUT_COLUMNS``)
 _UNPRICED = (
@@ -432,16 +434,58 @@ def stage_notes(plan) -> list[str]:
     return uneven_notes(shape.layers, [(pp, v) for pp, v in pipes if pp * v <= shape.layers])
 
 
+def _note_scenario(base: Scenario, values: dict) -> Scenario:
+    """``base`` at one combination of the ``_NOTE_AXES`` values (recompute: its layout's)."""
+    from scalesim.layout_predict import layout_of
+
+    split = {k: v for k, v in values.items() if k in ScenarioLayout.model_fields}
+    rest = {k: v for k, v in values.items() if k not in split}
+    return base.model_copy(update={**rest, **(
+        {"layout": layout_of(base).model_copy(update=split)} if split else {})})
+
+
+def _ignored_flag_notes(profile, scenario) -> list[str]:
+    """predict's notes of the scenario's flags that change no number of it: a recompute style
+    it does not run (``recompute_style_note``) and ``cmd_predict.unused_setting_notes``."""
+    from scalesim.cli.cmd_predict import unused_setting_notes
+    from scalesim.layout_predict import recompute_style_note
+
+    style = recompute_style_note(profile, scenario)
+    return ([style] if style else []) + unused_setting_notes(scenario)
+
+
+def _value_words(name: str, value) -> str:
+    """'overlap off', 'recompute none': one note-axis value as the CLI says it."""
+    return f"{name} {({True: 'on', False: 'off'}[value]) if isinstance(value, bool) else value}"
+
+
+def _rows_words(swept: dict[str, list], given: list[tuple]) -> str:
+    """'recompute none', 'strategy ddp with overlap off': the rows whose swept note-axis values
+    are one of the combinations ``given`` (each a tuple in ``swept``'s order), naming only the
+    axes that tell them apart; each combination in turn, every axis named, where they are not
+    all of the product of those values."""
+    names = list(swept)
+    seen = [[v for v in values if any(g[i] == v for g in given)]
+            for i, values in enumerate(swept.values())]
+    named = [i for i, values in enumerate(swept.values()) if len(seen[i]) < len(values)]
+    if len(given) == len(list(itertools.product(*seen))):  # the product: axis by axis
+        return " with ".join(", ".join(_value_words(names[i], v) for v in seen[i])
+                             for i in named)
+    return "; ".join(" with ".join(_value_words(name, v) for name, v in zip(names, g, strict=True))
+                     for g in given)
+
+
 def sweep_notes(plan) -> list[str]:
     """The notes predict prints of the sweep's base scenario (``cmd_predict.scenario_notes``,
     the attention kernel's, precision's and recompute style's words among them; the slow
     device, the unmeasured links the rows use, the profile's notes), for stderr. A note that
     depends on a swept axis (``_NOTE_AXES``) is kept only where every value of the axes gives
-    it; a link swept by --intra/--inter-busbw-values is not unmeasured. Flags that only price
+    it, but for a flag that changes no number of some rows' scenario (``_ignored_flag_notes``:
+    --recompute-style early-stop beside --recompute-values none,full, --tp-overlap beside
+    --overlap-values on,off), said once with the rows it is true of ('rows at recompute none:
+    ...'); a link swept by --intra/--inter-busbw-values is not unmeasured. Flags that only price
     or time the run are said to be ignored: a sweep row has no such column. Uneven pipeline
     stages: ``stage_notes``."""
-    import itertools
-
     from scalesim.cli.cmd_predict import scenario_notes, unmeasured_link_notes
     from scalesim.predict import (
         STALL_NOT_MODELLED,
@@ -455,11 +499,16 @@ def sweep_notes(plan) -> list[str]:
         k: [v.item() if hasattr(v, "item") else v for v in plan.axes[k]] for k in _NOTE_AXES if k in plan.axes
     }
     kept: list[str] | None = None
+    unused: dict[str, list[tuple]] = {}  # an ignored-flag note -> the combinations that give it
     for values in itertools.product(*swept.values()):
-        scenario = base.model_copy(update=dict(zip(swept, values, strict=True)))
+        scenario = _note_scenario(base, dict(zip(swept, values, strict=True)))
         notes = scenario_notes(profile, scenario)  # the kernel's, precision's, recompute style's
         kept = notes if kept is None else [n for n in kept if n in notes]
+        for note in _ignored_flag_notes(profile, scenario):
+            unused.setdefault(note, []).append(values)
     out = list(kept or [])
+    out += [f"rows at {_rows_words(swept, given)}: {note}" for note, given in unused.items()
+            if note not in out]  # a flag some rows ignore, as predict says of their scenario
     devices = [int(d) for d in plan.axes["devices"]]
     nouns = nouns_for(profile.hardware.device_name)
     if note := slow_device_note(base.slow_device, devices, nouns=nouns):
