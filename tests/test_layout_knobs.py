@@ -13,6 +13,7 @@ from scalesim.layout import GPIPE, INTERLEAVED, NO_PIPELINE, ONE_F_ONE_B, ZERO_B
 from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
 from scalesim.model.pipeline_schedule import slow_stage_delay_s
 from scalesim.model.stragglers import straggler_wait_s
+from scalesim.model.tensor_parallel import tp_comm_end_stages_s
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
 from scalesim.remedies import rank_remedies
@@ -76,7 +77,11 @@ def test_a_slow_device_in_a_pipeline_by_hand():
       delay = 4 x 0.3 x t_last + 1 x 0.3 x t_last / 2;
     - slow rank 0 sits on the first stage (12 layers, no logits): 1.05x slower it stays below
       the last stage's pace, so only the fill and drain grow, 1 x 0.05 x t_first / 2; 1.5x
-      slower it sets the pace: 4 x (1.5 t_first - t_last) + 1 x 0.5 x t_first / 2."""
+      slower it sets the pace, each stage's micro-batch its compute and tensor-parallel time (the
+      12 layers' the same on both; the embedding's collective t_emb on the first, the output
+      layer's and the loss's t_out on the last, §14): 4 x (1.5 t_first + t_emb - t_last -
+      t_out) + 1 x 0.5 x t_first / 2 (session 42: t_out - t_emb, the loss's all-reduces, was
+      left out, the stages' compute compared alone)."""
     layer, logits = _layer_and_logits_s()
     t_first, t_last = 12 * layer, 12 * layer + logits
     assert 1.05 * t_first < t_last < 1.5 * t_first  # the three regimes below are distinct
@@ -89,8 +94,11 @@ def test_a_slow_device_in_a_pipeline_by_hand():
     assert delay(2, 1.3) == pytest.approx(4 * 0.3 * t_last + 0.3 * t_last / 2, rel=1e-9)
     assert delay(3, 1.3) == pytest.approx(delay(2, 1.3), rel=1e-12)  # same stage
     assert delay(0, 1.05) == pytest.approx(0.05 * t_first / 2, rel=1e-9)
-    assert delay(0, 1.5) == pytest.approx(4 * (1.5 * t_first - t_last) + 0.5 * t_first / 2,
-                                          rel=1e-9)
+    t_emb, t_out = (float(t) for t in tp_comm_end_stages_s(4, 2048, 2304, 2, 1, False,
+                                                           ALPHA, HW["intra_busbw_GBps"]))
+    assert t_out > t_emb
+    assert delay(0, 1.5) == pytest.approx(
+        4 * (1.5 * t_first + t_emb - t_last - t_out) + 0.5 * t_first / 2, rel=1e-9)
     # interleaved (v = 2) fills in half the time: (p - 1) / v micro-batch times
     inter = _inputs(pp=2, schedule=INTERLEAVED, virtual_stages=2)
     quiet = float(evaluate_layouts(inter).straggler_s)
@@ -108,6 +116,12 @@ def test_slow_stage_delay_formula():
     assert slow_stage_delay_s(ZERO_BUBBLE, 4, 1, 8, 0.1, 0.1, 1.5) == pytest.approx(
         8 * 0.05 + 3 / 3 * 0.05 / 4)
     assert slow_stage_delay_s(ONE_F_ONE_B, 4, 1, 8, 0.1, 0.1, 1.0) == 0.0
+    # its exposed communication (not slowed) counts against the slowest stage's whole
+    # micro-batch, compute and communication: 8 x (1.2 x 0.1 + 0.02 - 0.13) + 3 x 0.2 x 0.1 / 4
+    assert slow_stage_delay_s(ONE_F_ONE_B, 4, 1, 8, 0.1, 0.13, 1.2, stage_comm_s=0.02) == \
+        pytest.approx(8 * 0.01 + 3 * 0.2 * 0.1 / 4)
+    # no slow device (f = 1): no delay, even where the stage is the slowest one itself
+    assert slow_stage_delay_s(ONE_F_ONE_B, 4, 1, 8, 0.1, 0.12, 1.0, stage_comm_s=0.02) == 0.0
 
 
 def test_a_slow_device_under_zero3_waits_at_every_micro_batch():

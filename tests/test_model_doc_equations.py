@@ -53,35 +53,86 @@ def test_the_bubble_is_idle_times_an_average_stage_with_its_tensor_parallel_time
     assert 3 * (24 * layer + logits) / 4 == pytest.approx(0.954 * float(r.bubble_s), rel=1e-3)
 
 
-def test_the_slowest_compute_and_tensor_parallel_time_are_taken_apart():
-    """§15's assumption: compute and tensor-parallel time are each their slowest stage's, so
-    where the last stage (logits) leads the compute and a middle one (more layers) the
-    collectives, the step charges both. GPT 1.7B's layer at tp 8, 32 layers over p 12 (1, 3 × 10,
-    1), V 256,000, m = 4: the over-charge is 2.9 % of the step."""
-    m, layers, pp = 4, 32, 12
-    x = _inputs(tp=8, pp=pp, schedule=ONE_F_ONE_B, global_batch=4 * m).replace(
-        layers=layers, vocab=256000)
-    r = evaluate_layouts(x)
-    tp_layer = float(tp_comm_per_layer_s(4, 2048, 2304, 8, 1, 0, False, 2e-6, 230.0))
-    emb, out = (float(t) for t in tp_comm_end_stages_s(4, 2048, 2304, 8, 1, False, 2e-6, 230.0))
-    tp_stages = [1 * tp_layer + emb, 3 * tp_layer, 1 * tp_layer + out]
-    assert max(tp_stages) == 3 * tp_layer
-    assert float(r.tp_comm_s) == pytest.approx(m * max(tp_stages), rel=1e-12)
+def _stage_parts(layers, vocab, m=4, **layout):
+    """(one layer's compute, the output layer's and loss's compute, the evaluated split layout)
+    per micro-batch at tp 8 with GPT 1.7B's layer: the compute from the unsplit model's
+    micro-batch at ``layers`` and ``layers - 1`` layers (m = 4 less m = 1, over 3)."""
 
-    # one layer's and the logits' compute per micro-batch at tp 8, from the unsplit model
     def per_micro_batch(n_layers):
-        unsplit = _inputs(tp=8, global_batch=4 * m).replace(layers=n_layers, vocab=256000)
+        unsplit = _inputs(tp=8, global_batch=4 * m).replace(layers=n_layers, vocab=vocab)
         return float(evaluate_layouts(unsplit).compute_s
                      - evaluate_layouts(unsplit.replace(global_batch=4)).compute_s) / (m - 1)
 
     layer = per_micro_batch(layers) - per_micro_batch(layers - 1)
     logits = per_micro_batch(layers) - layers * layer
-    slowest = float(r.compute_s - evaluate_layouts(x.replace(global_batch=4)).compute_s) / (m - 1)
+    x = _inputs(tp=8, schedule=ONE_F_ONE_B, global_batch=4 * m, **layout).replace(
+        layers=layers, vocab=vocab)
+    return layer, logits, x
+
+
+def _stage_term_per_micro_batch(x, m=4):
+    """(compute, tensor-parallel) seconds per micro-batch the step charges its slowest stage:
+    the step's compute and tp terms at m less at m = 1, over m - 1 (the optimizer cancels)."""
+    r, one = evaluate_layouts(x), evaluate_layouts(x.replace(global_batch=4))
+    return (float(r.compute_s - one.compute_s) / (m - 1),
+            float(r.tp_comm_s - one.tp_comm_s) / (m - 1))
+
+
+def test_the_slowest_stage_is_the_one_with_the_longest_compute_and_tp_time_by_hand():
+    """§15: a synchronous pipeline waits for its slowest stage, the stage whose micro-batch,
+    compute + exposed tensor-parallel time, is the longest: max over stages of the sum, not the
+    sum of each term's maximum. GPT 1.7B's layer at tp 8 (b 4, s 2048, h 2304), 5 layers over
+    p 2 (3, 2), V 64,000, m = 4, by hand:
+
+    - a layer 4.016 ms of compute, the output layer and loss 4.837 ms (the unsplit model);
+    - a layer's tp time 4 all-reduces of b s h 2 = 37.7 MB over 8 ranks on the server's
+      230 GB/s, 2 µs (§2's ring: 2 (n - 1) α + 2 (n - 1)/n S / B = 0.3152 ms each): 1.2609 ms;
+      the embedding's one all-reduce t_emb 0.3152 ms, the output layer's and loss's t_out
+      0.4000 ms (§14);
+    - stage 0: 3 × 4.016 + 3 × 1.2609 + 0.3152 = 16.145 ms; stage 1: 2 × 4.016 + 4.837 +
+      2 × 1.2609 + 0.4000 = 15.789 ms; the step charges stage 0's 16.145 ms, its compute
+      12.05 ms and its tp 4.098 ms. The last stage leads the compute (12.88 ms) and the first
+      the tp time, so the maxima taken apart (before session 42) charged 16.97 ms, 5.1 % more
+      of the stage term."""
+    layer, logits, x = _stage_parts(5, 64000, pp=2)
+    assert layer == pytest.approx(4.016e-3, rel=1e-3)
+    assert logits == pytest.approx(4.837e-3, rel=1e-3)
+    ring = 2 * 7 * 2e-6 + 2 * 7 / 8 * 4 * 2048 * 2304 * 2 / 230e9
+    assert ring == pytest.approx(0.3152e-3, rel=1e-3)
+    tp_layer = float(tp_comm_per_layer_s(4, 2048, 2304, 8, 1, 0, False, 2e-6, 230.0))
+    emb, out = (float(t) for t in tp_comm_end_stages_s(4, 2048, 2304, 8, 1, False, 2e-6, 230.0))
+    assert tp_layer == pytest.approx(4 * ring, rel=1e-12) and emb == pytest.approx(ring, rel=1e-12)
+    assert out == pytest.approx(0.4000e-3, rel=1e-3)
+    compute = [3 * layer, 2 * layer + logits]
+    tp = [3 * tp_layer + emb, 2 * tp_layer + out]
+    assert compute[1] > compute[0] and tp[0] > tp[1]  # each term led by another stage
+    assert [c + t for c, t in zip(compute, tp, strict=True)] == pytest.approx(
+        [16.145e-3, 15.789e-3], rel=1e-3)
+    charged_compute, charged_tp = _stage_term_per_micro_batch(x)
+    assert charged_compute == pytest.approx(compute[0], rel=1e-9)
+    assert charged_tp == pytest.approx(tp[0], rel=1e-9)
+    assert max(compute) + max(tp) == pytest.approx(1.051 * (charged_compute + charged_tp), rel=1e-3)
+
+
+def test_the_slowest_stage_with_a_large_vocabulary_is_not_charged_two_stages_maxima():
+    """§15, the audit's case: 32 layers over p 12 (1, 3 × 10, 1), V 256,000, GPT 1.7B's layer
+    at tp 8, m = 4: the last stage (1 layer + the logits) leads the compute, a middle one (3
+    layers) the tp time; the step charges the last stage's sum, which is the longest, where
+    the two maxima taken apart over-charged 2.9 % of the step."""
+    m = 4
+    layer, logits, x = _stage_parts(32, 256000, pp=12)
+    tp_layer = float(tp_comm_per_layer_s(4, 2048, 2304, 8, 1, 0, False, 2e-6, 230.0))
+    emb, out = (float(t) for t in tp_comm_end_stages_s(4, 2048, 2304, 8, 1, False, 2e-6, 230.0))
     compute = [1 * layer, 3 * layer, 1 * layer + logits]
-    assert max(compute) == pytest.approx(slowest) and compute[2] > compute[1]
-    over = max(compute) + max(tp_stages) - max(c + t for c, t in zip(compute, tp_stages,
-                                                                    strict=True))
-    assert m * over / float(r.step_time_s) == pytest.approx(0.0294, abs=5e-4)
+    tp = [1 * tp_layer + emb, 3 * tp_layer, 1 * tp_layer + out]
+    assert max(tp) == tp[1] and max(compute) == compute[2]
+    sums = [c + t for c, t in zip(compute, tp, strict=True)]
+    assert max(sums) == sums[2]
+    charged_compute, charged_tp = _stage_term_per_micro_batch(x)
+    assert (charged_compute, charged_tp) == pytest.approx((compute[2], tp[2]), rel=1e-9)
+    step = float(evaluate_layouts(x).step_time_s)
+    over = max(compute) + max(tp) - max(sums)
+    assert m * over / (step + m * over) == pytest.approx(0.0294, abs=5e-4)  # what was charged
 
 
 def test_a_slow_device_under_a_barrier_every_micro_batch_waits_with_that_micro_batchs_jitter():

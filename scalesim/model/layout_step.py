@@ -4,8 +4,9 @@
 
 - compute: m micro-batches of forward + backward (+ recompute) of the slowest pipeline stage's
   layers (the last stage also computes the logits), matrix multiplies at their per-device
-  shapes (``matmul.gemm_s``), elementwise work memory-bound, plus the optimizer step;
-- tp_comm: the tensor-parallel collectives of those layers (``tensor_parallel``), exposed;
+  shapes (``matmul.gemm_s``), elementwise work memory-bound, plus the optimizer step; the
+  slowest stage is the one whose compute + tp_comm + cp_comm is the longest (``_slowest_stage``);
+- tp_comm: the tensor-parallel collectives of that stage (``tensor_parallel``), exposed;
 - cp_comm: ring-attention sends of context parallelism not hidden behind attention
   (``context_parallel``), on the links ``point_to_point_links`` finds, as the pipeline's;
 - bubble: the schedule's fill and drain (``pipeline_schedule``) of an average stage;
@@ -371,6 +372,31 @@ def point_to_point_links(x: LayoutInputs, size, stride) -> PointToPointLinks:
         inter_GBps=_f(x.inter_busbw_GBps) / _f(x.devices_per_node))
 
 
+def _slowest_stage(pp, layers, stage_layers, layer_s, logits_s, tp_layer_s, tp_first_s,
+                   tp_last_s, cp_layer_s):
+    """(layers, compute s, tensor-parallel s, ring-attention s) per micro-batch of the stage
+    that paces the pipeline: of the first rank, the fullest rank between and the last (their
+    layers ``stage_layers``, ``pipeline_stages.stage_ends``), the one whose sum of the three is
+    the largest (ties: the last, then the first), so the step charges max over stages of
+    (compute + tp + cp), not each term's own maximum (docs/model.md §15). The first stage runs
+    the embedding's collectives ``tp_first_s``, the last the output layer and loss
+    (``logits_s``) and their collectives ``tp_last_s``; without a pipeline one stage runs all."""
+    first, middle, last = stage_layers
+    compute = (first * layer_s, middle * layer_s, last * layer_s + logits_s)
+    tp = (first * tp_layer_s + tp_first_s, middle * tp_layer_s, last * tp_layer_s + tp_last_s)
+    ring = tuple(n * cp_layer_s for n in stage_layers)
+    total_first, total_middle, total_last = (c + t + r for c, t, r in zip(compute, tp, ring,
+                                                                         strict=True))
+    pick_last = (total_last >= total_first) & (total_last >= total_middle)
+    pick_first = ~pick_last & (total_first >= total_middle)
+    alone = (layers, layers * layer_s + logits_s, layers * tp_layer_s + tp_first_s + tp_last_s,
+             layers * cp_layer_s)
+    piped = np.asarray(pp) > 1
+    return tuple(np.where(piped, np.where(pick_last, z, np.where(pick_first, a, mid)), one)
+                 for (a, mid, z), one in zip((stage_layers, compute, tp, ring), alone,
+                                             strict=True))
+
+
 def _straggler_s(x: LayoutInputs, devices, tp, m, per_micro, compute, micro_s, layers_on_stage,
                  slow_delay_s):
     """Expected waits for slower devices (docs/model.md §6, §14, §16), seconds per step.
@@ -493,16 +519,13 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # the split that runs (pipeline_stages.stage_split): the first rank, the fullest between
     # (0 at pp <= 2), the last; the fullest, stage_layers, is the first or a middle one
     first_stage_layers, middle_stage_layers, last_stage_layers = stage_ends(L, pp, v)
-    slowest_compute = np.maximum(stage_layers * layer_s,
-                                 last_stage_layers * layer_s + logits)
-    slowest_compute = np.where(pp > 1, slowest_compute, L * layer_s + logits)
-    # the embedding's collectives on the first stage, the output layer's and the loss's on the
-    # last (both on the only stage without a pipeline)
-    slowest_tp = np.where(pp > 1, np.maximum.reduce([first_stage_layers * tp_layer + tp_first,
-                                                     middle_stage_layers * tp_layer,
-                                                     last_stage_layers * tp_layer + tp_last]),
-                          L * tp_layer + tp_first + tp_last)
-    slowest_cp = np.where(pp > 1, stage_layers, L) * cp_layer
+    # a synchronous pipeline waits for its slowest stage: the one whose micro-batch, compute
+    # with its exposed tensor-parallel and ring-attention time, is the longest (the first with
+    # the embedding's collectives, the fullest between, the last with the output layer, its
+    # loss and their collectives; the only stage without a pipeline holds all)
+    slowest_layers, slowest_compute, slowest_tp, slowest_cp = _slowest_stage(
+        pp, L, (first_stage_layers, middle_stage_layers, last_stage_layers), layer_s, logits,
+        tp_layer, tp_first, tp_last, cp_layer)
     average_mb = (L * (layer_s + tp_layer + cp_layer) + logits + tp_first + tp_last) / _f(pp)
 
     # --- model states of the fullest stage (embedding on the first, output layer on the last)
@@ -596,15 +619,21 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     busy = compute + tp_comm + cp_comm + bubble + p2p + dp_exposed
     # a slow device: its stage (pp outermost, so stage = rank // (t c d)) computes f times slower
     stage_of_slow = np.asarray(x.slow_rank, dtype=np.int64) // strides(tp, cp, dp)[3]
-    slow_stage_s = np.where(pp > 1, np.where(
-        stage_of_slow == pp - 1, last_stage_layers * layer_s + logits,
-        stage_layers_on(L, pp, v, stage_of_slow) * layer_s), slowest_compute)
+    slow_is_last = stage_of_slow == pp - 1
+    slow_layers = stage_layers_on(L, pp, v, stage_of_slow)
+    slow_stage_s = np.where(pp > 1, slow_layers * layer_s + np.where(slow_is_last, logits, 0.0),
+                            slowest_compute)
+    # its exposed communication, not slowed: its layers', and the end stages' collectives
+    slow_stage_comm = np.where(pp > 1, slow_layers * (tp_layer + cp_layer) + np.where(
+        slow_is_last, tp_last, np.where(stage_of_slow <= 0, tp_first, 0.0)),
+        slowest_tp + slowest_cp)
     slow_rank = np.asarray(x.slow_rank)
     slow = np.where((slow_rank >= 0) & (slow_rank < devices), _f(x.slow_factor), 1.0)
-    slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s, slowest_compute, slow,
-                                    w_share)
+    slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s,
+                                    slowest_compute + slowest_tp + slowest_cp, slow, w_share,
+                                    slow_stage_comm)
     straggler = _straggler_s(x, devices, tp, m, per_micro, compute, slowest_compute,
-                             np.where(pp > 1, stage_layers, L), slow_delay)
+                             slowest_layers, slow_delay)
     load_s = gb / (_f(dp) * _f(x.loader_samples_per_s))
     stall = np.maximum(load_s - (busy + straggler), 0.0)
     step = busy + straggler + stall

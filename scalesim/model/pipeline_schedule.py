@@ -124,23 +124,28 @@ def p2p_s(schedule, pp, microbatches, virtual_stages, size_bytes, stages_per_nod
 
 
 def slow_stage_delay_s(schedule, pp, virtual_stages, microbatches, stage_s, slowest_stage_s,
-                       slow_factor, weight_grad_share=ZB_WEIGHT_GRAD_SHARE):
+                       slow_factor, weight_grad_share=ZB_WEIGHT_GRAD_SHARE, stage_comm_s=0.0):
     """Seconds one model replica's step runs late when one of its stages computes
     ``slow_factor`` times slower (a slow device: its tensor group waits for it at every
     collective, so the whole stage runs at its pace).
 
-    ``stage_s``: that stage's compute per micro-batch at normal speed; ``slowest_stage_s``: the
-    pipeline's slowest stage per micro-batch (which sets the steady state). A synchronous
-    pipeline runs its m micro-batches at the pace of its slowest stage, and fills and drains
-    through every stage once (the bubble, ``bubble_microbatches`` times the average stage):
+    ``stage_s``: that stage's compute per micro-batch at normal speed; ``stage_comm_s``: its
+    exposed communication per micro-batch (tensor-parallel, ring attention: not slowed);
+    ``slowest_stage_s``: the pipeline's slowest stage per micro-batch, compute and exposed
+    communication (which sets the steady state). A synchronous pipeline runs its m
+    micro-batches at the pace of its slowest stage, and fills and drains through every stage
+    once (the bubble, ``bubble_microbatches`` times the average stage):
 
-        delay = m * max(f * t_s - t_max, 0) + idle * (f - 1) * t_s / p
+        delay = m * max(f * t_s + c_s - t_max, 0) + idle * (f - 1) * t_s / p
+
+    (none at f = 1: no slow device).
 
     Without a pipeline (p = 1, no idle) that is ``m * (f - 1) * t_s``, docs/model.md §6's
     ``(slow_factor - 1) * k * t_micro``. docs/model.md §16."""
     f = np.maximum(np.asarray(slow_factor, dtype=float), 1.0)
     t_s = np.asarray(stage_s, dtype=float)
-    steady = np.maximum(f * t_s - np.asarray(slowest_stage_s, dtype=float), 0.0)
+    steady = np.where(f > 1.0, np.maximum(f * t_s + np.asarray(stage_comm_s, dtype=float)
+                                          - np.asarray(slowest_stage_s, dtype=float), 0.0), 0.0)
     fill = (bubble_microbatches(schedule, pp, virtual_stages, weight_grad_share) * (f - 1.0)
             * t_s / np.asarray(pp, dtype=float))
     return np.asarray(microbatches, dtype=float) * steady + fill
