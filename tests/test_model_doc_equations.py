@@ -274,3 +274,29 @@ def test_zero_divides_the_optimizer_step_over_dp_times_cp():
     # a shard group of 2 of those 4 ranks (hybrid sharding) updates a half
     hsdp = evaluate_layouts(_inputs(dp=2, cp=2, zero=1, global_batch=8, shard_group=2))
     assert float(ddp.compute_s - hsdp.compute_s) == pytest.approx(whole * (1 - 1 / 2), rel=1e-9)
+
+
+def test_zero3_gathers_at_most_the_layers_a_stage_holds():
+    """§4 / §16: ZeRO-3 holds whole the layer it computes and the one it prefetches, min(2, n)
+    layers of a stage holding n (FSDP: one unit a layer; with one unit there is nothing to
+    prefetch). GPT 1.7B's layer, 4 h² + 2 h f + 4 h = 63,710,208 parameters at 2 bytes, on
+    dp 2: one layer 127,420,416 bytes gathered, as §4's data-parallel rule min(2, L) Ψ w / L
+    at L = 1; two or three layers twice that. Before session 42 the layout path charged two
+    layers at L = 1 (254,840,832 bytes); DeepSpeed ZeRO-3 at pp 2 over 2 layers (a layer a
+    stage) one."""
+    from scalesim.model.memory import ZERO3, gathered_parameter_bytes
+    from scalesim.model.sharding import DEEPSPEED
+
+    layer = 4 * 2304**2 + 2 * 2304 * 9216 + 4 * 2304
+    assert layer == 63_710_208
+    assert float(gathered_parameter_bytes(ZERO3, 2, layer, 2.0, 1)) == 2 * layer
+
+    def gathered(**changes):
+        r = evaluate_layouts(_inputs(dp=2, zero=3, global_batch=8, **changes))
+        plain = evaluate_layouts(_inputs(dp=2, zero=2, global_batch=8, **changes))
+        return float(r.buffer_bytes - plain.buffer_bytes)
+
+    assert gathered(layers=1) == 127_420_416
+    assert gathered(layers=2) == gathered(layers=3) == 2 * 127_420_416
+    assert gathered(layers=2, pp=2, schedule=ONE_F_ONE_B, framework=DEEPSPEED) == 127_420_416
+    assert gathered(layers=4, pp=2, schedule=ONE_F_ONE_B, framework=DEEPSPEED) == 2 * 127_420_416

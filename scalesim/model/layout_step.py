@@ -679,14 +679,23 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     recomputing = np.where(recomputes, np.maximum(working - per_layer, 0.0), 0.0)
     logits_bytes = LOGIT_BYTES * tokens * _f(x.vocab) / _f(tp)
 
+    # ZeRO-3 holds whole the parameters of the unit it computes and of the one it prefetches
+    # (FSDP: one unit a layer; §4's min(2, L) units), so a stage of one layer gathers one;
+    # none unsharded (dp x cp = 1: NO_SHARD)
+    gathers = (zero >= 3) & (shards > 1)
+    layer_bytes = layer_params / _f(tp) * _f(x.param_bytes_per_param)
+
     def stage_memory(params_on_stage, layers_on_stage, in_flight, logits_in_flight):
-        """(weights, gradients, optimizer state, activations) bytes of one stage's device."""
+        """(weights, gradients, optimizer state, activations, gathered ZeRO-3 layers) bytes of
+        one stage's device."""
         local = params_on_stage / _f(tp)
         return (local * _f(x.param_bytes_per_param) * shard_params,
                 local * _f(x.grad_bytes_per_param) * shard_grads,
                 local * _f(x.optimizer_bytes_per_param) * shard_optim,
                 per_layer * layers_on_stage * in_flight + recomputing
-                + logits_bytes * logits_in_flight)
+                + logits_bytes * logits_in_flight,
+                np.where(gathers, np.minimum(ZERO3_GATHERED_UNITS, layers_on_stage) * layer_bytes,
+                         0.0))
 
     first = stage_memory(first_params, first_stage_layers,
                          microbatches_in_flight(x.schedule, pp, m, v),
@@ -702,12 +711,10 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     middle_sum = np.where(pp > 2, sum(middle), -np.inf)
     pick_first = (first_sum >= last_sum) & (first_sum >= middle_sum)
     pick_last = ~pick_first & (last_sum >= middle_sum)
-    weights, grads, optimizer, activations = (
+    weights, grads, optimizer, activations, gathered = (
         np.where(pick_first, a, np.where(pick_last, z, mid))
         for a, mid, z in zip(first, middle, last, strict=True))
-    buffers = _f(x.framework_bytes) + np.where(  # none unsharded (dp x cp = 1: NO_SHARD)
-        (zero >= 3) & (shards > 1),
-        ZERO3_GATHERED_UNITS * layer_params / _f(tp) * _f(x.param_bytes_per_param), 0.0)
+    buffers = _f(x.framework_bytes) + gathered
     memory = weights + grads + optimizer + activations + buffers
     full = np.broadcast_to
     out_shape = np.broadcast(step, memory).shape
