@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 from cli_harness import run_cli
+
 from scalesim.predict import scenario_inputs, server_use_words
 from scalesim.profiles import default_profile
 from scalesim.schemas import CollectivePoint, LinkCalibration, Scenario

@@ -8,7 +8,9 @@ link opens and is written as before)."""
 from __future__ import annotations
 
 import dataclasses
+
 import scalesim.app.state as st
+
 from scalesim.bounds import KNOBS, LAYOUT_KNOBS
 
 # the lists app/state.py held by hand before (LAYOUT_FIELDS less the later layout keys: v3)

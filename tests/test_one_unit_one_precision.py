@@ -127,6 +127,7 @@ def test_a_mib_is_defined_once_and_imported():
     ``--message-size`` flag, and the nccl-tests / calibrate-from notes wrote ``1024 * 1024`` or
     ``/ 2**20`` (14 lines); none is left in the package, the app or calibration."""
     from scalesim.calibration.link_fit import LARGE_BYTES
+
     from scalesim.figures import MIB_BYTES, bytes_text
     from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
     from scalesim.model.step import StepInputs
