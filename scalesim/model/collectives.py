@@ -189,8 +189,9 @@ def nvls_coeffs(devices_per_node, nodes, nvls_busbw_GBps, inter_latency_s, inter
       ``c = 2(g-1)/g / B_nvls``;
     - several (NVLS-tree: NVLS inside each server, a double binary tree of servers across; plain
       NVLS across servers needs CollNet/SHARP): ``a = NVLS_LATENCY_S + 2 floor(log2 N) alpha_inter``
-      and busbw ``min(B_nvls, f_N B_inter)`` with ``f_2 = 2`` (two servers: each sends S, not 2S,
-      the tree's two-node case) and ``f_N = 1`` above, so ``c = 2(p-1)/p / min(...)``.
+      and busbw ``min(B_nvls, (2/f_N) B_inter)`` with the tree's ``f_N`` (``f_2 = 1``: two servers
+      each send S, not 2S, the tree's two-node case; ``f_N = 2`` above), so
+      ``c = 2(p-1)/p / min(...)`` (docs/model.md §2).
 
     ``nvls_busbw_GBps`` NaN (the level has no NVLS) or one device per server (NCCL needs two GPUs
     for NVLS): ``a = inf``, never chosen.
