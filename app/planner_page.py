@@ -945,12 +945,18 @@ def link_problems(messages: list[str]) -> str | None:
         "the sender for a new link."
 
 
+# what the fallback without the Layout expander's controls sets back: the layout and the
+# sequence length (its field is no layout's, but a sequence the model cannot predict at is
+# dropped the same way, keeping the rest of the what-if)
+UNSPLIT_FIELDS = (*LAYOUT_FIELDS, "seq")
+
+
 def _unsplit_words(state: AppState, words: Nouns) -> str:
     """What the fallback without the Layout controls drops from ``state``, in words: 'this
     what-if without its model split (tp 1, pp 1)' where it had one, and the other Layout
     controls it sets back by name ('... with Shard group (HSDP) at its default'), so the box
     never says a split was dropped from a what-if that had none."""
-    changed = [f for f in LAYOUT_FIELDS if getattr(state, f) != AppState.model_fields[f].default]
+    changed = [f for f in UNSPLIT_FIELDS if getattr(state, f) != AppState.model_fields[f].default]
     split = any(f in ("tp", "pp") for f in changed)
     others = [in_words(FIELD_LABELS.get(f, f), words) for f in changed if f not in ("tp", "pp")]
     text = "this what-if" + (" without its model split (tp 1, pp 1)" if split else "")
@@ -970,7 +976,7 @@ def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
     except ScalesimError as exc:
         last = ss.get("last_good")
         unsplit = state.model_copy(update={f: AppState.model_fields[f].default
-                                           for f in LAYOUT_FIELDS})
+                                           for f in UNSPLIT_FIELDS})
         weak = state.model_copy(update={"mode": "weak"})  # strong scaling's batch not split
         fallbacks = [
             *([(last[1], "the last what-if that could be predicted")]

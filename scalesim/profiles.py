@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from scalesim.schemas import (
     Workload,
 )
 
+T = TypeVar("T")  # what a build at another sequence length returns (sequence_built)
 
 def device_peak_tflops(device_name: str, extra: Hardware | None = None) -> float | None:
     """Dense 16-bit peak of ``device_name``, TFLOP/s: a hardware preset's (or ``extra``'s) of
@@ -596,8 +598,9 @@ def resolve_profile(
     if profile is None:
         hw = load_hardware(presets.DEFAULT_HARDWARE if hardware is None else hardware)
         name = presets.DEFAULT_WORKLOAD if workload is None else workload
-        wl, note = _at_sequence(load_workload(name), seq_len, name)
-        made = profile_from_presets(hw, wl)
+        own = load_workload(name)
+        wl, note = _at_sequence(own, seq_len, name)
+        made = sequence_built(lambda w: profile_from_presets(hw, w), own, wl)
         return made.model_copy(update={"notes": [note, *made.notes]}) if note else made
     base = load_profile(profile)
     device = base.hardware.device_name
@@ -609,8 +612,10 @@ def resolve_profile(
         if match == "other":
             return base
     if workload is not None:
-        wl, note = _at_sequence(load_workload(workload), seq_len, workload)
-        base, match = profile_with_workload(base, wl, workload, device)
+        own = load_workload(workload)
+        wl, note = _at_sequence(own, seq_len, workload)
+        base, match = sequence_built(
+            lambda w, b=base: profile_with_workload(b, w, workload, device), own, wl)
         if note:
             base = base.model_copy(update={"notes": [*base.notes, note]})
         if match == "other":  # its compute from its shape on the new hardware's device
@@ -636,11 +641,32 @@ def profile_at_sequence(base: Profile, seq_len: int,
     base = require_model(base, Profile, "base")
     own = with_measured_shape(base).workload
     wl, note = workload_at_sequence(own, seq_len, own.name, base.name)
-    at, match = profile_with_workload(base, wl, None, calibrated_device or
-                                      base.hardware.device_name)
+    device = calibrated_device or base.hardware.device_name
+    at, match = sequence_built(lambda w: profile_with_workload(base, w, None, device), own, wl)
     if note:
         at = at.model_copy(update={"notes": [*at.notes, note]})
     return at, match
+
+
+def sequence_built(build: Callable[[Workload], T], own: Workload, at: Workload) -> T:
+    """``build(at)``, ``at`` being ``own`` at another sequence length (``--seq-len``). Where it
+    fails and ``build(own)`` does not, the sequence is the cause (a compute time past its
+    bounds: llama3-8b's per-sample time on an A100 passes 1e6 s above ~10.5 million tokens):
+    the error says so and how to fix it, not only the derived field that broke."""
+    try:
+        return build(at)
+    except ScalesimError as exc:
+        mine, theirs = own.transformer, at.transformer
+        if mine is None or theirs is None or mine.seq_len == theirs.seq_len:
+            raise
+        try:
+            build(own)
+        except ScalesimError:
+            raise exc from None
+        raise ScalesimError(
+            f"--seq-len {theirs.seq_len:,}: the model cannot be predicted at that sequence "
+            f"length ({exc}); give a sequence length nearer its own, {mine.seq_len:,} tokens"
+        ) from None
 
 
 def _at_sequence(workload: Workload, seq_len: int | None, name: str,
