@@ -229,6 +229,17 @@ def signed_percent(change: float) -> str:
     return "+0.0%" if text == "-0.0%" else text
 
 
+def percents_apart(value: float, bound: float) -> tuple[str, str]:
+    """``value`` and ``bound`` (fractions) as percentages at one decimal, or at as many more (up
+    to four) as tell them apart: a share of 2.76 % under a threshold of 2.82 % reads '2.76%'
+    and '2.82%', never '2.8% of the step (below 2.8%)'."""
+    for decimals in range(1, 5):
+        shown = f"{value:.{decimals}%}", f"{bound:.{decimals}%}"
+        if shown[0] != shown[1]:
+            break
+    return shown
+
+
 def whole_percent(fraction: float) -> str:
     """A fraction as a whole percentage: 0.354 -> '35%'."""
     return f"{100.0 * fraction:.0f}%"

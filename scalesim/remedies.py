@@ -33,7 +33,7 @@ from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import QUANTITIES
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for, replica_of
 from scalesim.errors import ScalesimError
-from scalesim.figures import busbw_words, multiple
+from scalesim.figures import busbw_words, multiple, percents_apart
 from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
 from scalesim.layout_change import layout_title
 from scalesim.model.memory import STRATEGIES, state_shards
@@ -646,9 +646,10 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
                          "its transformer shape to split it", "")
     share = dp_exchange_s(now) / now.step_time_s if now.step_time_s > 0 else 0.0
     if now.fits and share < DP_EXCHANGE_SHARE:
+        shown, least = percents_apart(share, DP_EXCHANGE_SHARE)
         return Candidate("split_model", title, scenario, profile,
-                         f"the model fits and the data-parallel exchange is {share:.1%} of the step "
-                         f"(below {DP_EXCHANGE_SHARE:.1%}): removing it all would gain less than the "
+                         f"the model fits and the data-parallel exchange is {shown} of the step "
+                         f"(below {least}): removing it all would gain less than the "
                          f"model's median error ({MODEL_PARALLEL_MEDIAN_ERROR:.1%}), so no split can pay",
                          "")
     if now.devices < 2:

@@ -1,0 +1,41 @@
+"""The "split the model" remedy's reason where the exchange is just under its threshold
+(session 42's app walk): llama3-8b on dgx-h100 at tp 2, ZeRO-1, 16 devices, whose exposed
+data-parallel exchange is 2.815 % of the step against the threshold ε/(1+ε) = 2.818 %. The A vs
+B tab (scenario B "split the model") and the Remedies table said "the data-parallel exchange is
+2.8% of the step (below 2.8%)": a share that reads as equal to the bound it is below."""
+
+from __future__ import annotations
+
+import pytest
+from app_harness import open_app
+
+from scalesim.figures import percents_apart
+from scalesim.remedies import DP_EXCHANGE_SHARE
+
+NEAR = {"v": "12", "hw": "dgx-h100", "wl": "llama3-8b", "tp": "2", "strat": "zero1",
+        "train": "1000000000", "price": "3"}
+
+
+@pytest.mark.parametrize("value, bound, shown", [
+    (0.0123, 0.0282, ("1.2%", "2.8%")),           # apart at one decimal: as before
+    (0.028154, 0.028183, ("2.815%", "2.818%")),   # equal at one and two decimals
+    (0.0275, 0.0282, ("2.75%", "2.82%")),
+    (0.0281831, 0.0281832, ("2.8183%", "2.8183%")),  # four decimals at most
+])
+def test_percents_are_written_at_the_fewest_decimals_that_tell_them_apart(value, bound, shown):
+    assert percents_apart(value, bound) == shown
+
+
+def test_the_ab_tab_says_a_share_below_its_threshold_in_figures_that_differ():
+    assert f"{DP_EXCHANGE_SHARE:.3%}" == "2.818%"
+    at = open_app({**NEAR, "b": "split_model", "tab": "ab"})
+    reason = next(i.value for i in at.info if i.value.startswith("Scenario B (split the model"))
+    assert "the data-parallel exchange is 2.815% of the step (below 2.818%)" in reason
+    assert "(below 2.8%)" not in reason
+
+
+def test_the_remedies_table_note_says_the_same():
+    at = open_app({**NEAR, "tab": "remedies"})
+    table = at.dataframe[0].value
+    note = table.loc[table["remedy"].str.startswith("Split the model"), "note"].iloc[0]
+    assert "2.815% of the step (below 2.818%)" in note
