@@ -847,12 +847,15 @@ TRANSFORMERS: dict[str, tuple[TransformerShape, float, str]] = {
 
 
 def get_transformer(name: str) -> TransformerShape:
-    """The preset transformer shape ``name`` (see TRANSFORMERS)."""
+    """The preset transformer shape ``name`` (see TRANSFORMERS). A data-parallel workload preset
+    without a shape (resnet50, gpt-7b) is refused as such, not as an unknown name."""
     try:
         return TRANSFORMERS[name][0]
     except KeyError:
-        raise ScalesimError(f"unknown transformer preset '{name}'; choose one of "
-                            f"{', '.join(TRANSFORMERS)}") from None
+        what = (f"workload preset '{name}' is a parameter count with no transformer shape to "
+                "split" if name in WORKLOADS else f"unknown transformer preset '{name}'")
+        raise ScalesimError(f"{what}; choose one of {', '.join(TRANSFORMERS)} or give a workload "
+                            "JSON file with a 'transformer' shape (scalesim schema workload)") from None
 
 
 def transformer_workload(name: str, precision_bytes: float = 2.0) -> Workload:

@@ -1,0 +1,68 @@
+"""A user's walk through the CLI (session 42): errors that must say what is wrong and how to fix
+it, and the fix they name must work.
+
+``plan --workload resnet50`` (a data-parallel preset with no transformer shape) read "unknown
+transformer preset 'resnet50'" although ``scalesim presets`` lists it, and an unknown name in
+``plan``/``diagnose --workload`` did not say, as predict's does, that a workload JSON file with a
+'transformer' shape is the way to plan a model the presets lack (GPT-3 175B)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_harness import run_cli
+
+from scalesim.presets import TRANSFORMERS, WORKLOADS
+
+
+def _one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", [n for n in WORKLOADS if n not in TRANSFORMERS])
+def test_plan_of_a_shapeless_workload_preset_says_it_has_no_shape(capsys, name):
+    code, _, err = run_cli(capsys, ["plan", "--workload", name, "--devices", "8",
+                                    "--global-batch", "64"])
+    line = _one_error_line(err)
+    assert code == 2
+    assert f"workload preset '{name}' is a parameter count with no transformer shape" in line
+    assert "unknown" not in line
+    assert "scalesim schema workload" in line
+
+
+def test_plan_of_an_unknown_model_names_the_workload_file_and_that_file_plans(capsys, tmp_path):
+    """GPT-3 175B is no preset: the error points to a workload JSON with a 'transformer' shape,
+    and such a file (Brown et al. 2020: 96 layers, hidden 12288, 96 heads) plans."""
+    code, _, err = run_cli(capsys, ["plan", "--workload", "gpt-175b", "--devices", "8",
+                                    "--global-batch", "64"])
+    line = _one_error_line(err)
+    assert code == 2
+    assert "unknown transformer preset 'gpt-175b'" in line
+    assert "workload JSON file with a 'transformer' shape (scalesim schema workload)" in line
+
+    from scalesim.profiles import load_workload
+
+    shape = TRANSFORMERS["gpt-145.6b"][0].model_copy(update={"layers": 96})
+    wl = load_workload("gpt-145.6b").model_copy(update={
+        "name": "gpt-175b", "transformer": shape, "params": shape.param_count()})
+    path = tmp_path / "gpt-175b.json"
+    path.write_text(wl.model_dump_json())
+    code, out, err = run_cli(capsys, ["plan", "--workload", str(path), "--hardware", "dgx-a100",
+                                      "--devices", "384", "--global-batch", "1536", "--top", "1",
+                                      "--json"])
+    assert code == 0, err
+    best = json.loads(out)["layouts"][0]
+    assert best["fits"] and best["tp"] * best["pp"] * best["dp"] == 384
+
+
+def test_diagnose_of_a_shapeless_workload_preset_says_it_has_no_shape(capsys, tmp_path):
+    runs = tmp_path / "runs.csv"
+    runs.write_text("devices,nodes,samples_per_s\n1,1,100\n8,1,450\n")
+    code, _, err = run_cli(capsys, ["diagnose", str(runs), "--workload", "gpt-7b",
+                                    "--gpu", "A100 80GB"])
+    line = _one_error_line(err)
+    assert code == 2
+    assert "workload preset 'gpt-7b' is a parameter count with no transformer shape" in line
