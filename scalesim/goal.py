@@ -323,9 +323,17 @@ def no_fit_note(profile: Profile, base: Scenario, max_devices: int) -> str:
     if profile.workload.transformer is None:
         return f"nothing fits in {nouns.memory}: {more}, or use {nouns.devices} with more memory"
     split = layout_of(base)
-    return (f"goal keeps the split as given ({_split_of(split)}) and "
-            f"nothing fits at it: split the model further (--tp, --pp; scalesim plan ranks the "
-            f"layouts that fit), or {more}")
+    recompute = split.recompute_of(profile.workload)
+    if recompute == "full":
+        return (f"goal keeps the split as given ({_split_of(split)}) and "
+                f"nothing fits at it: split the model further (--tp, --pp; scalesim plan ranks "
+                f"the layouts that fit), or {more}")
+    # recompute is kept as given too: full recompute is often what makes a model fit (predict's
+    # hint names it as well, cmd_predict._fit_hints)
+    return (f"goal keeps the split and recompute as given ({_split_of(split)}, recompute "
+            f"{recompute}) and nothing fits at them: recompute the activations (--recompute "
+            f"full), split the model further (--tp, --pp; scalesim plan ranks the layouts that "
+            f"fit), or {more}")
 
 
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,

@@ -66,3 +66,36 @@ def test_diagnose_of_a_shapeless_workload_preset_says_it_has_no_shape(capsys, tm
     line = _one_error_line(err)
     assert code == 2
     assert "workload preset 'gpt-7b' is a parameter count with no transformer shape" in line
+
+
+# --- goal where nothing fits: the note names the knob that makes it fit --------------------------
+
+GOAL_405B = ["goal", "--workload", "llama3-405b", "--hardware", "dgx-h100", "--train-samples",
+             "1e6", "--deadline", "7d", "--budget", "1e6", "--max-devices", "256"]
+
+
+def test_goal_where_nothing_fits_names_full_recompute_and_it_fits_then(capsys):
+    """Llama 3 405B on up to 256 H100s, unsplit and without recompute: no plan fits (its
+    activations of 8,192-token sequences alone overflow 80 GB), and the note named only --tp/--pp
+    and --max-devices, though plan and decide find 405B layouts on 128 GPUs with full recompute,
+    and --tp 2 alone still fits nothing. The note names --recompute full, and with it goal finds
+    a plan."""
+    code, out, err = run_cli(capsys, GOAL_405B)
+    assert code == 0, err
+    assert out.startswith("No plan runs")
+    note = next(line for line in out.splitlines() if line.startswith("note: goal keeps"))
+    assert "(tp 1 x pp 1, recompute none)" in note and "--recompute full" in note
+
+    code, out, err = run_cli(capsys, [*GOAL_405B, "--recompute", "full", "--json"])
+    assert code == 0, err
+    best = json.loads(out)["best"]
+    assert best is not None and best["meets"]
+    assert not any("goal keeps" in n for n in json.loads(out)["notes"])
+
+
+def test_goal_note_leaves_recompute_out_where_it_is_full_already(capsys):
+    code, out, err = run_cli(capsys, [*GOAL_405B, "--recompute", "full", "--max-devices", "8"])
+    assert code == 0, err
+    note = next(line for line in out.splitlines() if line.startswith("note: goal keeps"))
+    assert note.startswith("note: goal keeps the split as given (tp 1 x pp 1)")
+    assert "--recompute" not in note
