@@ -729,6 +729,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     except ScalesimError as exc:  # e.g. a global batch the model cannot split evenly
         first, remedies, factor = None, [], None
         fit.notes.append(f"remedies not predicted: {exc}")
+    remedies = _loader_note_of_runs(remedies, share_of_step["data"],
+                                    [r.devices for r in measured.rows], words)
     if remedies:  # each draw makes the changes the fit's own remedies make (split, batch)
         split_layout = next((r.split_layout for r in remedies if r.split_layout), None)
         factors = (factor,) if factor is not None else SMALLER_BATCH_FACTORS
@@ -830,6 +832,27 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         r.caveat = remedy_caveat(fit, r, bool(runs.nodes[-1] > 1), words) or band_caveat(r)
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=decisive)
+
+
+def _loader_note_of_runs(remedies: list[Remedy], data_share, devices,
+                         words: Nouns) -> list[Remedy]:
+    """``remedies`` with the loader remedy's "no data stall" reason (``remedies.NO_STALL_FOUND``,
+    said of the largest run, where every remedy starts) scoped to that run where the table puts
+    a data stall at a smaller one: '... show no data stall' read beside 'data 19.7%' at 8 of 16.
+    ``data_share``: each run's data stall over its step, ``devices`` its devices (the table's
+    columns); a stall under 1 % of a step, which prints as 0 % or 1 %, is not one to name."""
+    from scalesim.remedies import NO_STALL_FOUND
+
+    stalled = [(int(n), float(s)) for n, s in zip(devices[:-1], data_share[:-1], strict=True)
+               if s >= 0.01]
+    if not stalled:
+        return remedies
+    n, worst = max(stalled, key=lambda p: p[1])
+    note = (f"no data stall at {words.count(int(devices[-1]))}, the largest run, where the "
+            f"remedies start; at {words.count(n)} the input waits {whole_percent(worst)} of the "
+            f"step: it paces the smaller runs, not this one")
+    return [replace(r, note=note) if r.key == "loader" and r.note == NO_STALL_FOUND else r
+            for r in remedies]
 
 
 def _overlap_rounding_note(profile, scenario, fit, decisive: float,

@@ -99,3 +99,48 @@ def test_goal_note_leaves_recompute_out_where_it_is_full_already(capsys):
     note = next(line for line in out.splitlines() if line.startswith("note: goal keeps"))
     assert note.startswith("note: goal keeps the split as given (tp 1 x pp 1)")
     assert "--recompute" not in note
+
+
+# --- diagnose: "no data stall" said of the run it is true of ------------------------------------
+
+WALK_RUNS = ("devices,nodes,samples_per_s,per_device_batch\n1,1,400,32\n2,1,720,32\n"
+             "4,1,1240,32\n8,1,1800,32\n16,2,2100,32\n")
+
+
+def _diagnose_json(capsys, tmp_path, text):
+    runs = tmp_path / "runs.csv"
+    runs.write_text(text)
+    code, out, err = run_cli(capsys, ["diagnose", str(runs), "--params", "336e6",
+                                      "--wire-bytes", "2", "--json"])
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_loader_remedy_does_not_deny_the_stall_its_table_shows(capsys, tmp_path):
+    """1, 2, 4, 8 GPUs in one server at 4.5x on 8, then 16 on two: the fit paces the 8-GPU run
+    by one server's input supply (the table's data column: ~20 % at 8, 0 at 16), and the loader
+    remedy, judged at 16, said 'the measured runs or traces show no data stall'. It now says
+    the stall is absent at the largest run and names the run it paces."""
+    from scalesim.remedies import NO_STALL_FOUND
+
+    report = _diagnose_json(capsys, tmp_path, WALK_RUNS)
+    table = report["table"]
+    at8 = next(r for r in table if r["devices"] == 8)
+    assert at8["data_share"] >= 0.01 and table[-1]["data_share"] < 0.01
+    loader = next(r for r in report["remedies"] if r["key"] == "loader")
+    assert loader["note"] != NO_STALL_FOUND
+    assert loader["note"].startswith("no data stall at 16 devices, the largest run")
+    assert f"at 8 devices the input waits {round(100 * at8['data_share'])}% of the step" in \
+        loader["note"]
+
+
+def test_loader_remedy_keeps_no_stall_found_where_no_run_stalls(capsys, tmp_path):
+    """Runs whose measured data wait is 0 in every run: the reason stays NO_STALL_FOUND."""
+    from scalesim.remedies import NO_STALL_FOUND
+
+    text = ("devices,nodes,samples_per_s,per_device_batch,data_wait_s\n1,1,400,32,0\n"
+            "2,1,780,32,0\n4,1,1500,32,0\n8,1,2900,32,0\n16,2,3000,32,0\n")
+    report = _diagnose_json(capsys, tmp_path, text)
+    assert all(r["data_share"] < 0.01 for r in report["table"])
+    loader = next(r for r in report["remedies"] if r["key"] == "loader")
+    assert loader["note"] == NO_STALL_FOUND
