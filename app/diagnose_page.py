@@ -149,7 +149,7 @@ def traces_report(files: tuple[tuple[str, bytes], ...],
     nvidia-smi log ``smi`` (name, CSV text) attached; ``strategy``, ``zero_framework``,
     ``grad_sync``, ``shard_group``: how the job exchanged (None: read off its collectives)."""
     from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
-    from scalesim.traces import load_traces
+    from scalesim.trace_ranks import load_traces
 
     log = _smi_report(smi)
     with tempfile.TemporaryDirectory() as tmp:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from trace_job import launch  # noqa: E402
 
-from scalesim import traces  # noqa: E402
+from scalesim import trace_ranks  # noqa: E402
 from scalesim.trace_diagnosis import diagnose_traces  # noqa: E402
 
 JOBS = {  # layers per stage, micro-batches a step, samples a step / the uneven job's
@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                 files = launch(Path(tmp) / f"{r}-{i}", "--pp-layers", layers, "--micro-batches",
                                str(micro), "--batch", str(samples * args.batch), "--dim",
                                str(args.dim), "--steps", "6")
-                summaries = traces.load_traces(files)
-                steps[name].append(traces.cross_rank(summaries)["step_s"])  # median of medians
+                summaries = trace_ranks.load_traces(files)
+                steps[name].append(trace_ranks.cross_rank(summaries)["step_s"])  # median of medians
                 report = diagnose_traces(summaries, name)
                 pipeline = report.details["pipeline"]
                 stage_ms[name].append([1e3 * s["compute_s"] for s in pipeline["stages"]])

@@ -218,7 +218,7 @@ def pinned(se: float, absolute: bool = False) -> bool:
 # Traces record no batch size: the trace model runs a nominal micro-batch of 1, and these titles
 # say so instead of quoting its "1 -> 2" ({device}: the devices' noun, ``device_nouns.nouns_for``);
 # the accumulation title where the traces show no micro-step count either
-# (``traces.traced_micro_steps``), else ``TRACED_ACCUMULATION_TITLE`` with the traced count
+# (``trace_ranks.traced_micro_steps``), else ``TRACED_ACCUMULATION_TITLE`` with the traced count
 NOMINAL_BATCH_TITLES = {
     "bigger_batch": "Double the per-{device} batch (the traces do not record its size)",
     "accumulation": "Accumulate gradients over 4x the micro-steps (the traces do not record how "

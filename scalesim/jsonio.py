@@ -215,7 +215,7 @@ _NUMBER_GOES_ON = re.compile(r"(\.|[eE][-+]?)?")  # what a decoded number may st
 
 def ends_mid_json(text: str, exc: json.JSONDecodeError) -> bool:
     """Whether ``exc`` is the decoder running out of text (a file cut short: a copy or download
-    that stopped, a disk that filled; the end of a chunk read so far, ``traces._Stream``) rather
+    that stopped, a disk that filled; the end of a chunk read so far, ``trace_files._Stream``) rather
     than a wrong character: the error is at the end of the text, in a string never closed, or in
     a literal, number or ``\\u`` escape whose start runs to the end of the text (every prefix of
     a valid JSON text that does not decode is one of these)."""
@@ -232,7 +232,7 @@ def may_go_on(text: str, end: int) -> bool:
     """Whether the value decoded from ``text`` up to ``end`` may be a number that more text
     would make longer: nothing follows it, or only the "." or "e", "e-" the decoder stops
     before where no digit follows yet (it reads 12 of "12." and of "12e-" at the end of a
-    chunk read so far, ``traces._Stream``)."""
+    chunk read so far, ``trace_files._Stream``)."""
     return _NUMBER_GOES_ON.fullmatch(text, end) is not None
 
 

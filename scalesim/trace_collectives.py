@@ -22,16 +22,15 @@ from scalesim.process_groups import (
     splits_the_model,
     traced_degrees,
 )
-from scalesim.traces import (
+from scalesim.trace_comm_calls import (
     COLLECTIVE_KINDS,
     METRIC_ELEMENTS_SHARE,
     add_record,
     collective_kind,
     gradient_record,
     new_record,
-    traced_micro_steps,
-    traced_micro_steps_with,
 )
+from scalesim.trace_ranks import traced_micro_steps, traced_micro_steps_with
 
 
 def mixed_ranks_notes(summaries) -> list[str]:
@@ -69,7 +68,7 @@ def traced_device_name(summaries) -> str:
 # ZeRO-2 (SHARD_GRAD_OP) and Megatron-Core's ZeRO-1 gather once per reduction. The threshold
 # between the two ratios:
 ZERO3_GATHERS_PER_SCATTER = 1.5
-# Where the traces give every gather's and reduction's size (``traces.input_elements``: NCCL
+# Where the traces give every gather's and reduction's size (``trace_comm_calls.input_elements``: NCCL
 # kernels' and record_param_comms' In msg nelems; gloo's Input Dims with record_shapes=True), a
 # job shards where the elements its all-gathers gather (each rank's input times the group's
 # ranks) are at least this share of the elements it reduces: ZeRO-2 gathers the parameters once
@@ -118,7 +117,7 @@ def _role_records(summary, roles) -> dict[str, dict]:
 
 
 def collective_kinds(summaries, roles=None) -> dict[str, dict[str, float]]:
-    """Count, seconds and sized elements (``traces.new_record``) of each kind of collective
+    """Count, seconds and sized elements (``trace_comm_calls.new_record``) of each kind of collective
     (``COLLECTIVE_KINDS``) over every traced rank and step, each collective once
     (``_one_record_each``); names of no kind (broadcast, send/recv) are left out. ``roles``:
     only the groups of those roles (``TraceSummary.groups``; None: every collective)."""
@@ -131,9 +130,9 @@ def collective_kinds(summaries, roles=None) -> dict[str, dict[str, float]]:
 
 
 def kinds_of(records: dict[str, dict]) -> dict[str, dict[str, float]]:
-    """kind (``COLLECTIVE_KINDS``) -> tally (``traces.new_record``: count, total_s, elements,
+    """kind (``COLLECTIVE_KINDS``) -> tally (``trace_comm_calls.new_record``: count, total_s, elements,
     sized) of kernel records (name -> tally), without the calls set aside as no gradient
-    traffic (``traces.gradient_record``: a metric's all-reduce); names of no kind are left
+    traffic (``trace_comm_calls.gradient_record``: a metric's all-reduce); names of no kind are left
     out."""
     out: dict[str, dict[str, float]] = {}
     for name, c in records.items():
@@ -309,7 +308,7 @@ def traced_framework(summaries, strategy: str, reduction: str, k: int, syncing: 
                      hybrid: int) -> str:
     """The ZeRO framework (``Scenario.zero_framework``) of a job read as ``strategy`` off its
     collectives: 'deepspeed' for ZeRO-2 that all-reduces in each of its k >= 2 micro-steps
-    (``micro_step_syncs``) and all-gathers in fewer of them (``traces.traced_micro_steps_with``):
+    (``micro_step_syncs``) and all-gathers in fewer of them (``trace_ranks.traced_micro_steps_with``):
     DeepSpeed stage 2 reduces its buckets with all-reduce in every backward (its
     use_multi_rank_bucket_allreduce default; ``no_sync`` raises for stage 2/3) and gathers the
     updated parameters once, after the optimizer step, where FSDP's ZeRO-2 gathers before each
@@ -348,7 +347,7 @@ def traced_grad_sync(summaries, reduction: str | None = None) -> tuple[str, str]
 def ddp_reductions(summaries, degrees: dict, exchange,
                    grad_sync: str | None = None) -> tuple[int, int]:
     """(k, s): the micro-steps a step the traces show and how many post all-reduces
-    (``micro_step_syncs``; a metric's set aside, ``traces.metric_sized``), where the job
+    (``micro_step_syncs``; a metric's set aside, ``trace_comm_calls.metric_sized``), where the job
     exchanges as DDP (``exchange``: its ``fit_runs.RunsExchange``), no group splits the model
     (``degrees``: a tensor-parallel group's all-reduces run in every micro-step) and s >= 2:
     DDP without ``no_sync`` reduces its gradients in each micro-step, 2s units a step where
@@ -368,7 +367,7 @@ def ddp_reductions(summaries, degrees: dict, exchange,
 
 def set_aside_note(summaries) -> str:
     """A note where the traces' collectives include some set aside as no gradient traffic
-    (``TraceSummary.set_aside``: ``traces.no_gradient``, under ``METRIC_ELEMENTS_SHARE`` of
+    (``TraceSummary.set_aside``: ``trace_comm_calls.no_gradient``, under ``METRIC_ELEMENTS_SHARE`` of
     their rank's largest reduction, an all-gather by the elements it gathers), saying how
     many, by what rule, from which readings, and their time left out of the exchange's
     (``StepBreakdown.set_aside_s``; the part under nothing else idle, ``set_aside_exposed_s``:
@@ -448,8 +447,8 @@ def grad_sync_of(k: int, syncing: int) -> str:
 
 
 def micro_step_syncs(summaries, reduction: str) -> tuple[int, int]:
-    """(k, s): the micro-steps a step the traces show (``traces.traced_micro_steps``) and how
-    many of them post a ``reduction`` (``traces.traced_micro_steps_with``); (1, 1) where either
+    """(k, s): the micro-steps a step the traces show (``trace_ranks.traced_micro_steps``) and how
+    many of them post a ``reduction`` (``trace_ranks.traced_micro_steps_with``); (1, 1) where either
     is not read or s is not between 1 and k. Sharding's gathers are counted per reduction of a
     unit, and a unit reduces once in each of s micro-steps, so gathers per reduction x s / k is
     the gathers per unit a micro-step: ZeRO-3 2 (forward and backward), ZeRO-2 at most 1,
@@ -473,15 +472,15 @@ def by_group(summaries) -> bool:
 
 
 def every_rank_sends(summaries) -> bool:
-    """Whether every traced rank sends or receives point to point (``traces.point_to_point``)."""
-    from scalesim.traces import point_to_point
+    """Whether every traced rank sends or receives point to point (``trace_comm_calls.point_to_point``)."""
+    from scalesim.trace_comm_calls import point_to_point
 
     return all(any(point_to_point(name) for name in s.collectives) for s in summaries)
 
 
 def traced_layout(summaries) -> dict:
     """The traced job's degrees (``process_groups.traced_degrees``). Where no group splits the
-    model but every traced rank sends and receives point to point (``traces.point_to_point``)
+    model but every traced rank sends and receives point to point (``trace_comm_calls.point_to_point``)
     and either ran a pipeline schedule's annotated actions (``TraceSummary.
     schedule_micro_batches``: torch.distributed.pipelining) or runs no other collective, a
     pipeline over all the ranks (pp = the world, dp 1, ``pipeline_over_ranks``): a pipeline
@@ -489,7 +488,7 @@ def traced_layout(summaries) -> dict:
     DeviceMesh dimension over every rank reuses it), so no group names it. Sends and receives
     beside other collectives do not make one: all-to-all runs on NCCL's SendRecv kernels, a
     monitored barrier on gloo's send and recv."""
-    from scalesim.traces import point_to_point
+    from scalesim.trace_comm_calls import point_to_point
 
     world = max(len(summaries), max((s.world_size or 1) for s in summaries))
     degrees = traced_degrees([s.process_groups for s in summaries], [s.groups for s in summaries],
@@ -524,7 +523,7 @@ def _exchange_source(summaries) -> str:
     dp groups', ``DP_ROLES``, where the collectives name groups); 'collectives' (those that
     are not point to point, where some rank sends point to point but no group is named: a
     pipeline's sends and their waits are not the exchange's); 'all' (all its communication)."""
-    from scalesim.traces import point_to_point
+    from scalesim.trace_comm_calls import point_to_point
 
     if by_group(summaries):
         return "groups"
@@ -550,7 +549,7 @@ def exchange_transfer_s(summaries, staged) -> float:
     is unknown. Taking every rank's own time instead counted the waits twice, once as the
     exchange and once as the straggler (a real dp x pp job: 5.3 ms priced, 1.6 ms its own).
     Where no step is traced on every rank, no straggler counts the waits
-    (``traces.cross_rank`` compares no step), so the exchange keeps them: the median of the
+    (``trace_ranks.cross_rank`` compares no step), so the exchange keeps them: the median of the
     ranks' own times."""
     p, stages, _ = staged
     if p < 2 or None in stages or len(stages) != len(summaries):
@@ -559,7 +558,7 @@ def exchange_transfer_s(summaries, staged) -> float:
     by_step = [{st.step: _exchange_step_s(source, st) for st in s.steps} for s in summaries]
     common = set.intersection(*(set(d) for d in by_step))
     if not common:  # no step every rank traced: the ranks' own times, waits included
-        # (``traces.cross_rank`` then compares no step and counts no wait as a straggler's,
+        # (``trace_ranks.cross_rank`` then compares no step and counts no wait as a straggler's,
         # so the least rank's time had dropped the waits from the model's step: 8 ms traced
         # steps rebuilt as 6 ms, overlap +15 % where hiding 1 ms gains 1/7 at most)
         return float(np.median([float(np.median(list(d.values()))) for d in by_step]))
@@ -657,13 +656,13 @@ def pipeline_stages(summaries, degrees: dict) -> tuple[int, list[int | None], st
 
 
 def within_stages(summaries, cr: dict, staged: tuple) -> tuple[dict, str]:
-    """``cr`` (``traces.cross_rank``) with its straggler fields from ranks of one pipeline
+    """``cr`` (``trace_ranks.cross_rank``) with its straggler fields from ranks of one pipeline
     stage compared with each other (the stage whose slowest rank keeps the others waiting the
     longest), and a note; unchanged where the job has no pipeline or a rank's stage is unknown
     (``staged``: the traces' ``pipeline_stages``).
     Stages do different work (embedding, loss; a receive waits on the stage before), so across
     them the slowest is the pipeline's shape, not a straggler."""
-    from scalesim.traces import cross_rank
+    from scalesim.trace_ranks import cross_rank
 
     p, stages, _ = staged  # ``pipeline_stages``
     if p < 2 or None in stages:

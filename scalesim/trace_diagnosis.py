@@ -88,11 +88,12 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     collectives (with ``exchange`` None; ``--shard-group`` without ``--strategy``);
     ``grad_sync``: how often it reduced its gradients (``--grad-sync``; None: as the traces'
     micro-steps show, ``traced_grad_sync``, ``exchange``'s own grad_sync then unread)."""
-    from scalesim.traces import TraceSummary, cross_rank, missing_ranks_note, traced_micro_steps
+    from scalesim.trace_ranks import cross_rank, missing_ranks_note, traced_micro_steps
+    from scalesim.traces import TraceSummary
 
     if not isinstance(summaries, list | tuple) or not summaries:
         raise ScalesimError("summaries: expected a non-empty list of TraceSummary "
-                            "(scalesim.traces.load_traces)")
+                            "(scalesim.trace_ranks.load_traces)")
     for s in summaries:
         require_model(s, TraceSummary, "summaries")
     source = require_text(source, "source")
@@ -753,7 +754,7 @@ def _given_grad_sync(summaries, exchange, grad_sync: str, traced: str, degrees: 
     changes nothing, the exchange reduces in every micro-step (each micro-step is the step's
     last), so it is not named as under no_sync."""
     from scalesim.model.sharding import grad_sync_unused
-    from scalesim.traces import traced_micro_steps
+    from scalesim.trace_ranks import traced_micro_steps
 
     k = traced_micro_steps(summaries)[0] or 1
     read_k, reductions = ddp_reductions(summaries, degrees, exchange)
@@ -812,7 +813,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     paid once a step (a pipeline's fill and drain, ``pipeline_batch_remedies``). The exchange
     takes ``dp_comm`` (``traced_dp_comm``: its own time a step and the part hidden, whose share is
     its overlap); None: the traced communication (``cr``'s, waits for peers included).
-    ``micro_steps``: the micro-steps a step the traces show (``traces.traced_micro_steps``): the
+    ``micro_steps``: the micro-steps a step the traces show (``trace_ranks.traced_micro_steps``): the
     model accumulates over as many, each a k-th of the step's compute, idle, in-process loading
     and other groups' collectives (the optimizer step and the exchange once a step, as the job
     ran them); None: a step is one micro-step. ``exchange_seen`` False: no collective of the

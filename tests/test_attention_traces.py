@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from scalesim import traces
+from scalesim import trace_ranks, traces
 from scalesim.attention_kernel import (
     FLASH2_KERNEL,
     MEM_EFFICIENT_FAMILY,
@@ -120,7 +120,7 @@ def test_flash2_on_hopper_is_a_finding_with_the_saving_and_the_remedy(tmp_path):
     1 / (1 - 0.143) - 1 = +16.7 %. Not the scaling cause: listed beside it, and its remedy first
     (the largest gain)."""
     paths = [write(tmp_path, trace(rank=r), f"r{r}.json") for r in (0, 1)]
-    report = diagnose_traces(traces.load_traces(paths), "two ranks")
+    report = diagnose_traces(trace_ranks.load_traces(paths), "two ranks")
     assert report.cause.key != "attention_kernel"
     kernel = next(f for f in report.others if f.key == "attention_kernel")
     ratio = FLASH2_SPEED_RATIO_TO_VENDOR_ON_HOPPER
@@ -151,7 +151,7 @@ def test_flash2_on_hopper_is_a_finding_with_the_saving_and_the_remedy(tmp_path):
 ])
 def test_no_finding_elsewhere(tmp_path, changes):
     paths = [write(tmp_path, trace(rank=r, **changes), f"r{r}.json") for r in (0, 1)]
-    report = diagnose_traces(traces.load_traces(paths), "two ranks")
+    report = diagnose_traces(trace_ranks.load_traces(paths), "two ranks")
     assert all(f.key != "attention_kernel" for f in [report.cause, *report.others])
     kernel = [r for r in report.remedies if r.key == "attention_kernel"]
     assert all(not r.applicable for r in kernel)  # the model's: a traced job has no shape

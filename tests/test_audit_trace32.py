@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scalesim import traces
+from scalesim import trace_ranks, traces
 from scalesim.trace_diagnosis import diagnose_traces
 
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -39,7 +39,7 @@ def test_the_loader_remedy_gains_no_more_than_the_traced_data_wait(tmp_path):
                    _event("aten::mm", t + 60, compute),
                    _event("gloo:all_reduce", t + 60 + compute, comm, cat="user_annotation",
                           tid=2)]
-    report = diagnose_traces(traces.load_traces([_write(tmp_path, "r0.json", events)]), "t")
+    report = diagnose_traces(trace_ranks.load_traces([_write(tmp_path, "r0.json", events)]), "t")
     loader = next(r for r in report.remedies if r.key == "loader")
     assert loader.gain == pytest.approx(60 / 940)
     assert "capped at removing the traced data wait" in loader.note
@@ -69,7 +69,7 @@ def test_a_stage_idle_outside_its_ops_paces_the_pipeline(tmp_path):
             events += [_event("gloo:recv", t + a * 1e3, (b - a) * 1e3, cat="user_annotation",
                               tid=2) for a, b in receives]
         paths.append(_write(tmp_path, f"r{rank}.json", events, rank=rank, pg_config=config))
-    report = diagnose_traces(traces.load_traces(paths), "t")
+    report = diagnose_traces(trace_ranks.load_traces(paths), "t")
     pipeline = report.details["pipeline"]
     assert pipeline["pacing_stage"] == 1 and pipeline["micro_batches"] == 2
     assert pipeline["span_s"] == pytest.approx(20e-3)

@@ -390,6 +390,7 @@ def _trace_report(monkeypatch, tmp_path, counts=None, steps=5, **parts):
     from test_traces import gpu_trace, write
 
     import scalesim.trace_diagnosis as trace_diagnosis
+    import scalesim.trace_ranks as trace_ranks
     import scalesim.traces as traces
 
     summaries = [traces.summarise(write(tmp_path, f"r{r}.json", gpu_trace(r))) for r in (0, 1)]
@@ -400,7 +401,7 @@ def _trace_report(monkeypatch, tmp_path, counts=None, steps=5, **parts):
           "slowest_consistency": (counts or 0) / steps, "slowest_factor": 1.5,
           "slowest_counts": {0: steps - (counts or 0), 1: counts or 0}, "steps_compared": steps}
     cr.update(parts)
-    monkeypatch.setattr(traces, "cross_rank", lambda _: cr)
+    monkeypatch.setattr(trace_ranks, "cross_rank", lambda _: cr)
     monkeypatch.setattr(trace_diagnosis, "_trace_remedies", lambda *_, **__: (None, []))
     return trace_diagnosis.diagnose_traces(summaries, "t")
 

@@ -97,7 +97,7 @@ def test_charts_render_to_svg(tmp_path):
         paths.append(tmp_path / f"rank{r}.json")
         paths[-1].write_text(json.dumps(gpu_trace(r, slow_us=200.0 * r)))
     from scalesim.trace_diagnosis import diagnose_traces
-    from scalesim.traces import load_traces
+    from scalesim.trace_ranks import load_traces
 
     tr = diagnose_traces(load_traces([str(p) for p in paths]), "t")
     charts = [page.runs_throughput_chart(runs, width=500), page.runs_breakdown_chart(runs, 500),

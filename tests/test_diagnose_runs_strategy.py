@@ -224,7 +224,7 @@ def test_an_all_reduce_trace_stays_ddp(tmp_path):
     from test_traces import gpu_trace, write
 
     from scalesim.trace_collectives import traced_exchange
-    from scalesim.traces import load_traces
+    from scalesim.trace_ranks import load_traces
 
     paths = [str(write(tmp_path, f"rank{r}.json", gpu_trace(r))) for r in (0, 1)]
     exchange, words = traced_exchange(load_traces(paths))

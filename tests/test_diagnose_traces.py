@@ -15,7 +15,7 @@ from trace_job import TRACE_SLEEP_S, launch
 
 from scalesim.cli.main import main
 from scalesim.trace_diagnosis import diagnose_traces
-from scalesim.traces import load_traces
+from scalesim.trace_ranks import load_traces
 
 SLEEP_S = TRACE_SLEEP_S
 

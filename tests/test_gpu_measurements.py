@@ -90,7 +90,7 @@ def test_a_real_h200_trace_reads_the_steps_its_cuda_events_timed():
     step is found (about 1.1 ms). The gpu_user_annotation alone ends before the optimizer's
     kernels there: it is shorter by about that much."""
     from scalesim.sources.trace_compute import read_rank
-    from scalesim.traces import iter_trace
+    from scalesim.trace_files import iter_trace
 
     timed = {r["micro_batch"]: r for r in json.loads(
         (TRACES / "trace-steps.json").read_text())["runs"]}

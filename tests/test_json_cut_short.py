@@ -1,5 +1,5 @@
 """One rule for "the JSON text ran out" (``jsonio.ends_mid_json``), read by a scalesim file's
-parse and by the profiler trace's chunked reader (``traces._Stream.value``). The trace reader had
+parse and by the profiler trace's chunked reader (``trace_files._Stream.value``). The trace reader had
 its own: any decode error within 64 characters of the end of what it had read, or an
 unterminated string. So a whole trace with a wrong character near its end read as cut short
 ("the trace ends early (truncated file?)"), and the file rule missed a text cut inside a number
@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from scalesim import traces
+from scalesim import trace_files, traces
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import ends_mid_json, may_go_on, parse_json_text
 
@@ -77,9 +77,9 @@ def test_chunks_cut_anywhere_read_every_event_whole(tmp_path, monkeypatch, chunk
                                   "dur": 1e+3, "args": {"n": None, "t": True, "f": False}}]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events, "x": -0.5}))  # ensure_ascii: escapes
-    monkeypatch.setattr(traces, "CHUNK_CHARS", chunk)
+    monkeypatch.setattr(trace_files, "CHUNK_CHARS", chunk)
     metadata: dict = {}
-    read = [event for _, event in traces.iter_trace(path, metadata)]
+    read = [event for _, event in trace_files.iter_trace(path, metadata)]
     assert json.dumps(read) == json.dumps(events) and metadata == {"x": -0.5}
 
 

@@ -19,7 +19,7 @@ import json
 import pytest
 from trace_job import launch
 
-from scalesim import traces
+from scalesim import trace_ranks
 from scalesim.pipeline_trace import accumulation_split_s, read_pipeline, replay_1f1b_s
 from scalesim.trace_diagnosis import diagnose_traces
 
@@ -87,7 +87,7 @@ def _report(tmp_path, data_wait_units: float = 0.0):
         path = tmp_path / f"rank{rank}.json"
         path.write_text(json.dumps(_rank_trace(rank, data_wait_units)))
         paths.append(str(path))
-    return diagnose_traces(traces.load_traces(paths), "hand-made dp x pp")
+    return diagnose_traces(trace_ranks.load_traces(paths), "hand-made dp x pp")
 
 
 @pytest.fixture
@@ -172,7 +172,7 @@ def test_a_real_gloo_dp_x_pp_job_is_read_and_its_batch_remedies_split_its_loss(t
     files = launch(tmp_path / "dp_pp", "--pp-layers", "1,3", "--micro-batches", "4",
                    "--pp-replicas", "2", "--batch", "64", "--dim", "256", "--steps", "4",
                    ranks=4)
-    report = diagnose_traces(traces.load_traces(files), "dp x pp")
+    report = diagnose_traces(trace_ranks.load_traces(files), "dp x pp")
     assert report.details["layout"] == {"dp": 2, "tp": 1, "cp": 1, "pp": 2}
     pipeline = report.details["pipeline"]
     assert pipeline["micro_batches"] == 4 and pipeline["counted"]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from trace_job import launch
 
-from scalesim import traces
+from scalesim import trace_ranks, traces
 from scalesim.pipeline_trace import (
     MOST_MICRO_BATCHES,
     annotated_schedule,
@@ -124,7 +124,7 @@ def _hand_made(tmp_path, **kw):
         path = tmp_path / f"rank{rank}.json"
         path.write_text(json.dumps(_stage_trace(rank, **kw)))
         paths.append(str(path))
-    return traces.load_traces(paths)
+    return trace_ranks.load_traces(paths)
 
 
 def test_a_traced_pipeline_reads_as_its_schedule(tmp_path):
@@ -227,7 +227,7 @@ def test_a_real_gloo_pipeline_is_read_from_its_traces(tmp_path):
     own saving."""
     files = launch(tmp_path / "pp", "--pp-layers", "1,3", "--micro-batches", "4",
                    "--batch", "256", "--dim", "512", "--steps", "5")
-    summaries = traces.load_traces(files)
+    summaries = trace_ranks.load_traces(files)
     assert {st.receives for s in summaries for st in s.steps} == {4}
     report = diagnose_traces(summaries, "pp")
     assert report.details["layout"] == {"dp": 1, "tp": 1, "cp": 1, "pp": 2}
@@ -252,7 +252,7 @@ def test_an_interleaved_pipelines_schedule_is_read_off_its_annotations(tmp_path)
     replayed as 8 chunks; the receives alone would have counted 3 x 4 = 12 ((2v - 1) m)."""
     files = launch(tmp_path / "il", "--pp-layers", "1,1", "--virtual-stages", "2",
                    "--micro-batches", "4", "--batch", "128", "--dim", "256", "--steps", "3")
-    summaries = traces.load_traces(files)
+    summaries = trace_ranks.load_traces(files)
     assert [s.schedule_stages for s in summaries] == [[0, 2], [1, 3]]
     assert {st.receives for s in summaries for st in s.steps} == {12}
     report = diagnose_traces(summaries, "interleaved")
@@ -325,7 +325,7 @@ def _cpu_trace(tmp_path, names: list[str]) -> traces.TraceSummary:
                    for i, name in enumerate(names)]
     path = tmp_path / "rank0.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
-    return traces.load_traces([str(path)])[0]
+    return trace_ranks.load_traces([str(path)])[0]
 
 
 def test_schedule_annotations_are_read_as_torch_writes_them(tmp_path):
@@ -369,7 +369,7 @@ def test_a_pipelines_sends_are_not_read_as_the_exchange_on_gloo(tmp_path):
         path = tmp_path / f"rank{rank}.json"
         path.write_text(json.dumps(_gloo_rank(rank)))
         paths.append(str(path))
-    summaries = traces.load_traces(paths)
+    summaries = trace_ranks.load_traces(paths)
     step = summaries[0].steps[0]
     assert (step.comm_s, step.overlap_s) == pytest.approx((700e-6, 200e-6))
     assert (step.collective_s, step.collective_hidden_s) == pytest.approx((200e-6, 200e-6))
@@ -399,7 +399,7 @@ def _loader_report(tmp_path, iterator: str):
         path = tmp_path / f"{iterator}{rank}.json"
         path.write_text(json.dumps(_loader_rank(rank, iterator)))
         paths.append(str(path))
-    summaries = traces.load_traces(paths)
+    summaries = trace_ranks.load_traces(paths)
     return summaries, diagnose_traces(summaries, iterator)
 
 

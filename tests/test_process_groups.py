@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from scalesim import traces
+from scalesim import trace_ranks
 from scalesim.errors import ScalesimError
 from scalesim.fit_runs import RunsExchange
 from scalesim.model.overlap import GPU_COMM_CONTENTION
@@ -150,7 +150,7 @@ def _summaries(tmp_path, make=None, ranks: int = 4, **kw):
         p = tmp_path / f"rank{r}.json"
         p.write_text(json.dumps(make(r) if make else _trace(r, **kw)))
         paths.append(str(p))
-    return traces.load_traces(paths)
+    return trace_ranks.load_traces(paths)
 
 
 def test_each_groups_collectives_and_their_exposed_part_per_step(tmp_path):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from scalesim import traces
+from scalesim import trace_ranks
 from scalesim.trace_collectives import exchange_transfer_s, pipeline_stages
 from scalesim.trace_diagnosis import diagnose_traces
 
@@ -41,7 +41,7 @@ def _ddp_traces(tmp_path, compute_ms: list[float], step_ms: float = 8.0, steps: 
         path = tmp_path / f"r{rank}.json"
         path.write_text(json.dumps({"traceEvents": events, "distributedInfo": info}))
         paths.append(str(path))
-    return traces.load_traces(paths)
+    return trace_ranks.load_traces(paths)
 
 
 def test_the_exchange_is_the_last_arrivals_time_and_the_slow_process_comes_first(tmp_path):

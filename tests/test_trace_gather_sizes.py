@@ -1,6 +1,6 @@
 """Session 39: a DDP job that all-gathers a small tensor (a metric) every step was read as
 ZeRO-2 off its collectives' counts and times; where the traces record the messages' sizes
-(``traces.input_elements``) the exchange is read off the elements gathered against those
+(``trace_comm_calls.input_elements``) the exchange is read off the elements gathered against those
 reduced (``trace_collectives.traced_exchange``). Hand-made gloo traces for the rule, real
 2-rank gloo jobs (tests/trace_job.py --gather-group, --fsdp) for the whole path."""
 
@@ -11,7 +11,7 @@ import json
 import pytest
 from trace_job import launch
 
-from scalesim import traces
+from scalesim import trace_ranks
 from scalesim.trace_collectives import traced_exchange
 from scalesim.trace_diagnosis import diagnose_traces
 
@@ -51,7 +51,7 @@ def summaries_of(tmp_path, gather_elements, sizes=True):
         path = tmp_path / f"rank{r}.json"
         path.write_text(json.dumps(trace(r, gather_elements, sizes)))
         paths.append(str(path))
-    return traces.load_traces(paths)
+    return trace_ranks.load_traces(paths)
 
 
 def test_the_collectives_record_the_elements_put_in(tmp_path):
@@ -71,7 +71,7 @@ def test_sizes_decide_whether_the_gathers_are_the_parameters(tmp_path, gather_el
     """The counts pass (1 gather a reduction, 40 % of the time): before session 39 all three
     read as ZeRO-2; the elements gathered (each rank's input x 2 ranks) against those reduced
     decide. A 1-element gather (2 gathered, under 1 % of the 263,169-element all-reduce) is
-    set aside before the reading (session 42, ``traces.no_gradient``), so no gather is left to
+    set aside before the reading (session 42, ``trace_comm_calls.no_gradient``), so no gather is left to
     say anything of."""
     summaries = summaries_of(tmp_path, gather_elements)
     exchange, note = traced_exchange(summaries)
@@ -121,7 +121,7 @@ def test_a_real_ddp_jobs_metric_gather_is_not_zero2(jobs):
     gather a reduction, past the count rule's half (its time share decides the rest: 30 % at
     width 512 in the session's run, past 15 %, so read as ZeRO-2); its sizes, 2 x 4 elements
     gathered a rank against 4 x 131,841 reduced, say DDP whatever the times."""
-    summaries = traces.load_traces(jobs["metric"])
+    summaries = trace_ranks.load_traces(jobs["metric"])
     for s in summaries:
         assert s.collectives["gloo:all_gather"]["count"] == 4
         assert s.collectives["gloo:all_gather"]["elements"] == 4  # one element a step
@@ -135,7 +135,7 @@ def test_a_real_ddp_jobs_metric_gather_is_not_zero2(jobs):
 def test_a_real_fsdp_jobs_gathers_are_the_parameters_by_size(jobs):
     """FSDP2 SHARD_GRAD_OP on 2 ranks gathers each unit's half once per all-reduce of it:
     elements gathered x 2 ranks = elements all-reduced (1.0), ZeRO-2."""
-    report = diagnose_traces(traces.load_traces(jobs["grad_op"]), "grad-op")
+    report = diagnose_traces(trace_ranks.load_traces(jobs["grad_op"]), "grad-op")
     assert report.details["exchange"]["strategy"] == "zero2"
     assert any("all-gathered elements per all-reduced element 1 (the messages' sizes), read "
                "as zero2" in n for n in report.notes)

@@ -1,4 +1,4 @@
-"""Session 41: a collective of a metric is no gradient exchange (``traces.metric_sized``). A
+"""Session 41: a collective of a metric is no gradient exchange (``trace_comm_calls.metric_sized``). A
 DDP job accumulating 4 micro-steps a step under no_sync (its gradients' all-reduce, 1,000
 elements, in the last micro-step) that all-reduces its loss (1 element) in every micro-step
 for logging (``dist.all_reduce(loss)``) read as DDP reducing its gradients in each micro-step:

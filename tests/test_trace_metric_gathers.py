@@ -1,4 +1,4 @@
-"""Session 42: the 1 % rule of session 41 (``traces.no_gradient``) covers all-gathers too, by
+"""Session 42: the 1 % rule of session 41 (``trace_comm_calls.no_gradient``) covers all-gathers too, by
 the elements each gathers (its input x the ranks it gathers over) against the rank's largest
 reduction. Before, only reductions were set aside: a metric all-gathered each step
 (``dist.all_gather`` of an accuracy) stayed in the exchange's time and counts, so a DeepSpeed
@@ -12,7 +12,7 @@ import pytest
 from test_trace_sharding_readings import GATHER, job
 from trace_events import BACKWARD, comm, op, stepped, summaries
 
-from scalesim import traces
+from scalesim import trace_comm_calls
 from scalesim.trace_collectives import (
     pipeline_stages,
     set_aside_note,
@@ -108,9 +108,9 @@ def test_a_c10d_all_gather_is_sized_by_its_input(tmp_path):
     second (record_shapes=True on gloo): read as 1 element, a 50,000-element gather was set
     aside against a 131,841-element all-reduce; its input says 50,000 (100,000 gathered)."""
     args = {"Input Dims": [[], [[50_000]], [], [], []]}
-    place = traces.host_input_argument("c10d::allgather_", "c10d::allgather_")
-    assert traces.input_elements(args, place) == 50_000
-    assert traces.host_input_argument("c10d::allreduce_", "c10d::allreduce_") == 0
+    place = trace_comm_calls.host_input_argument("c10d::allgather_", "c10d::allgather_")
+    assert trace_comm_calls.input_elements(args, place) == 50_000
+    assert trace_comm_calls.host_input_argument("c10d::allreduce_", "c10d::allreduce_") == 0
 
     def step_events(m, a):
         return [op("aten::mm", a, 300.0),

@@ -11,7 +11,7 @@ import json
 import pytest
 from trace_job import launch
 
-from scalesim import traces
+from scalesim import trace_ranks, traces
 from scalesim.sources.trace_compute import read_rank, read_runs
 from scalesim.trace_diagnosis import diagnose_traces
 
@@ -65,7 +65,7 @@ def test_a_plain_module_is_counted_by_its_data_loader_fetches(tmp_path):
     events += [dict(e, cat="gpu_user_annotation", tid=7) for e in events if e["name"] == FETCH]
     s = traces.summarise(write(tmp_path, "r.json", events))
     assert (s.micro_steps, s.micro_steps_from) == (2, traces.DATA_FETCHES)
-    count, words = traces.traced_micro_steps([s])
+    count, words = trace_ranks.traced_micro_steps([s])
     assert count == 2 and words == ("the traces show 2 micro-steps a step (DataLoader fetches "
                                     "in each profiler step)")
 
@@ -89,7 +89,7 @@ def test_neither_forward_nor_fetch_is_said_not_read(tmp_path):
     s = traces.summarise(write(tmp_path, "r.json", steps_of(4, forward=None, fetch=False)))
     assert s.micro_steps is None and s.micro_steps_from == ""
     assert [st.micro_steps for st in s.steps] == [None] * 3
-    count, words = traces.traced_micro_steps([s])
+    count, words = trace_ranks.traced_micro_steps([s])
     assert count is None and "is not read: a step is taken as one micro-step" in words
 
 
@@ -131,12 +131,12 @@ def accumulating(tmp_path_factory):
 
 @pytest.mark.slow
 def test_a_real_accumulating_job_reads_4_micro_steps(accumulating, ddp_trace_jobs):
-    summaries = traces.load_traces(accumulating)
+    summaries = trace_ranks.load_traces(accumulating)
     for s in summaries:
         assert [st.micro_steps for st in s.steps] == [4] * 4
         assert s.micro_steps_from == DDP_FORWARD
     # one micro-step a step in the shared DDP jobs
-    assert {s.micro_steps for s in traces.load_traces(ddp_trace_jobs["loader"])} == {1}
+    assert {s.micro_steps for s in trace_ranks.load_traces(ddp_trace_jobs["loader"])} == {1}
     report = diagnose_traces(summaries, "accumulate")
     titles = {r.key: r.title for r in report.remedies}
     assert titles["accumulation"] == ("Accumulate gradients over 16 micro-steps (the traces "

@@ -1,4 +1,4 @@
-"""Session 42: a collective set aside as no gradient traffic (``traces.no_gradient``: a
+"""Session 42: a collective set aside as no gradient traffic (``trace_comm_calls.no_gradient``: a
 metric's or the loss's all-reduce) leaves the exchange's time too, not only its counts. A 2-rank
 DDP job of one micro-step a step: a 200 us forward, a 100 us backward, the gradients' 100 us
 all-reduce (1,000 elements), then a metric's 5 ms all-reduce (1 element) under nothing else.

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from scalesim import traces
+from scalesim import trace_files, trace_intervals, trace_ranks, traces
 from scalesim.errors import ScalesimError
 
 
@@ -100,7 +100,7 @@ def test_gpu_step_breakdown(tmp_path):
 def test_gzip_and_small_chunks_give_the_same_answer(tmp_path, monkeypatch):
     plain = traces.summarise(write(tmp_path, "a.json", gpu_trace()))
     gz = traces.summarise(write(tmp_path, "b.json.gz", gpu_trace(), gz=True))
-    monkeypatch.setattr(traces, "CHUNK_CHARS", 7)  # values split across many chunk boundaries
+    monkeypatch.setattr(trace_files, "CHUNK_CHARS", 7)  # values split across many chunk boundaries
     tiny = traces.summarise(write(tmp_path, "c.json", gpu_trace()))
     for other in (gz, tiny):
         assert [vars(a) for a in other.steps] == [vars(b) for b in plain.steps]
@@ -136,15 +136,15 @@ def test_cpu_gloo_trace_uses_cpu_ops(tmp_path):
 
 
 def test_merge_and_length_in():
-    s, e = traces.merge(np.array([5.0, 0.0, 1.0, 10.0]), np.array([6.0, 2.0, 3.0, 12.0]))
+    s, e = trace_intervals.merge(np.array([5.0, 0.0, 1.0, 10.0]), np.array([6.0, 2.0, 3.0, 12.0]))
     assert s.tolist() == [0.0, 5.0, 10.0] and e.tolist() == [3.0, 6.0, 12.0]
-    assert traces.length_in((s, e), 2.0, 11.0) == pytest.approx(1.0 + 1.0 + 1.0)
+    assert trace_intervals.length_in((s, e), 2.0, 11.0) == pytest.approx(1.0 + 1.0 + 1.0)
 
 
 def test_cross_rank_names_the_rank_others_wait_for(tmp_path):
     fast = traces.summarise(write(tmp_path, "r0.json", gpu_trace(0)))
     slow = traces.summarise(write(tmp_path, "r1.json", gpu_trace(1, slow_us=200.0)))
-    cr = traces.cross_rank([fast, slow])
+    cr = trace_ranks.cross_rank([fast, slow])
     assert cr["slowest_rank"] == 1 and cr["slowest_consistency"] == 1.0
     assert cr["straggler_wait_s"] == pytest.approx(200e-6)
 
@@ -180,7 +180,7 @@ def test_duplicate_ranks_are_an_error(tmp_path):
     a = write(tmp_path, "a.json", gpu_trace(0))
     b = write(tmp_path, "b.json", gpu_trace(0))
     with pytest.raises(ScalesimError, match="rank 0"):
-        traces.load_traces([str(a), str(b)])
+        trace_ranks.load_traces([str(a), str(b)])
 
 
 def test_ranks_with_no_collective_are_diagnosed_not_refused(tmp_path, capsys):
@@ -452,7 +452,7 @@ def test_overlapping_steps_mixed_gpus_and_step_counts_are_noted(tmp_path):
     for ev in (*first["traceEvents"], *other["traceEvents"]):
         if ev.get("cat") == "kernel":
             ev["args"] = {**ev.get("args", {}), "device": 0}
-    report = diagnose_traces(traces.load_traces(
+    report = diagnose_traces(trace_ranks.load_traces(
         [str(write(tmp_path, "a.json", first)), str(write(tmp_path, "b.json", other))]), "x")
     assert any(n.startswith("the ranks name different GPUs (NVIDIA A100-SXM4-80GB: rank 0; "
                             "NVIDIA H100 80GB HBM3: rank 1)") for n in report.notes), report.notes

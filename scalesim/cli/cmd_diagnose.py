@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
         smi = parse_smi_csv(args.smi)
     if args.trace is not None:
-        from scalesim.traces import load_traces
+        from scalesim.trace_ranks import load_traces
 
         traces = load_traces(args.trace)
     if args.runs is not None:

@@ -24,7 +24,7 @@ D and the step length), this module adds:
   count, time and, when the trace has them (NCCL kernel or ``record_param_comms`` arguments
   ``In msg nelems``/``dtype``; with ``record_shapes=True`` the ``Input Dims`` of ``gloo:*``), the
   message sizes;
-- per-rank spread: ``traces.cross_rank`` (slowest rank and factor) and the robust step-time cv
+- per-rank spread: ``trace_ranks.cross_rank`` (slowest rank and factor) and the robust step-time cv
   ``(IQR / 1.349) / median`` per rank, as the jitter phase computes it.
 """
 
@@ -40,20 +40,10 @@ import numpy as np
 
 from scalesim.bounds import bound, check_number, parse_number
 from scalesim.errors import ScalesimError
-from scalesim.traces import (
-    KernelLaunches,
-    TraceSummary,
-    _Intervals,
-    backward_op,
-    check_one_world,
-    cross_rank,
-    first_input_elements,
-    length_in,
-    merge,
-    summarise,
-    thread_id,
-    traced_micro_steps,
-)
+from scalesim.trace_comm_calls import first_input_elements
+from scalesim.trace_intervals import Intervals, KernelLaunches, length_in, merge
+from scalesim.trace_ranks import check_one_world, cross_rank, traced_micro_steps
+from scalesim.traces import TraceSummary, backward_op, summarise, thread_id
 
 OPTIMIZER_PREFIX = "Optimizer.step#"
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
@@ -102,8 +92,8 @@ class _Collector:
 
     def __init__(self):
         self.cpu_steps: list[tuple[int, float, float]] = []
-        self.backward: dict[int, _Intervals] = defaultdict(_Intervals)
-        self.optimizer: dict[int, _Intervals] = defaultdict(_Intervals)
+        self.backward: dict[int, Intervals] = defaultdict(Intervals)
+        self.optimizer: dict[int, Intervals] = defaultdict(Intervals)
         # communication events: op code, start, duration (0: a size-only record), bytes (nan:
         # unknown), on the GPU timeline (1) or the CPU one (0), size-only record (1) or not (0)
         self.c_op, self.c_gpu, self.c_rec = array("b"), array("b"), array("b")
@@ -302,7 +292,7 @@ class BatchRun:
         return float(np.median([np.median(r.fwd_bwd_s) for r in self.ranks]))
 
     def micro_steps(self) -> tuple[int | None, str]:
-        """(micro-steps a step, the words of how it was read): ``traces.traced_micro_steps``."""
+        """(micro-steps a step, the words of how it was read): ``trace_ranks.traced_micro_steps``."""
         return traced_micro_steps([r.summary for r in self.ranks])
 
     @property

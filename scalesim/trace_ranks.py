@@ -1,0 +1,155 @@
+"""A job's traces, one per rank: read them as one run, and compare the ranks step by step.
+
+``load_traces`` summarises each rank's file (``traces.summarise``) and refuses a rank given
+twice or traces of several runs (``check_one_world``); ``missing_ranks_note`` says which ranks
+were not traced; ``cross_rank`` names the slowest rank and how long the others wait for it;
+``traced_micro_steps`` / ``traced_micro_steps_with`` read the job's micro-steps a step from
+every rank's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from scalesim.errors import ScalesimError, check_distinct_files
+from scalesim.traces import DATA_FETCHES, TraceSummary, most_steps_count, summarise
+
+
+def load_traces(paths: list[str]) -> list[TraceSummary]:
+    """Summaries of one trace per rank, sorted by rank; duplicate ranks are an error."""
+    if not paths:
+        raise ScalesimError("give one or more trace files (--trace rank0.json rank1.json ...)")
+    check_distinct_files(paths, "give each rank's trace once")
+    summaries = [summarise(p, i) for i, p in enumerate(paths)]
+    ranks = Counter(s.rank for s in summaries)
+    dup = [r for r, n in ranks.items() if n > 1]
+    if dup:
+        raise ScalesimError(f"two traces are rank {dup[0]}; give one trace per rank")
+    check_one_world(summaries)
+    return sorted(summaries, key=lambda s: s.rank)
+
+
+def check_one_world(summaries: list[TraceSummary], where: str = "") -> None:
+    """ScalesimError where two traces name different ``distributedInfo.world_size``: one job has
+    one world size, so they are traces of several runs (``where``: a prefix for the message)."""
+    worlds = {s.world_size: s.path for s in summaries if s.world_size is not None}
+    if len(worlds) > 1:
+        (w1, f1), (w2, f2) = list(worlds.items())[:2]
+        raise ScalesimError(
+            f"{where}{Path(f1).name} says distributedInfo.world_size {w1}, "
+            f"{Path(f2).name} says {w2}: traces of different runs; give the "
+            "traces of one run (one per rank)"
+        )
+
+
+def missing_ranks_note(summaries: list[TraceSummary]) -> str | None:
+    """A note where the traces are fewer than their world size says (ranks not traced are not
+    compared: the slowest may be one of them); None when every rank is traced."""
+    world = max((s.world_size or 0) for s in summaries)
+    if world <= len(summaries):
+        return None
+    traced = sorted(s.rank for s in summaries)
+    return (
+        f"{len(summaries)} of the {world} ranks traced ({', '.join(map(str, traced[:8]))}"
+        f"{', ...' if len(traced) > 8 else ''}): the others are not compared, and the "
+        "slowest rank may be among them; trace every rank to name it"
+    )
+
+
+def cross_rank(summaries: list[TraceSummary]) -> dict:
+    """Compare ranks step by step: who is slowest, how long the others wait for it.
+
+    A rank's own time in a step is the step minus its exposed communication, the collectives
+    set aside as no gradient traffic included (``StepBreakdown.set_aside_exposed_s``: what it
+    spends computing, loading data or idle before it can sync). The slowest rank has the most;
+    the wait of the others is their exposed communication beyond the slowest rank's (which is
+    the communication itself: the exchange's ``intrinsic``, the set-aside collectives'
+    ``set_aside_exposed_s``, a part of idle).
+    """
+    common = set.intersection(*(set(s.step for s in x.steps) for x in summaries))
+    by_rank = [{s.step: s for s in x.steps} for x in summaries]
+    med = {
+        name: float(np.median([x.median(name) for x in summaries]))
+        for name in ("step_s", "compute_s", "comm_s", "overlap_s", "data_wait_s", "idle_s")
+    }
+    total_comm = sum(s.comm_s for x in summaries for s in x.steps)
+    total_overlap = sum(s.overlap_s for x in summaries for s in x.steps)
+    own = np.array([[x.median("step_s") - x.median("exposed_comm_s")
+                     - x.median("set_aside_exposed_s")] for x in summaries])[:, 0]
+    result = dict(med)
+    # Idle common to every rank (the slowest rank's own idle is the straggler, not overhead).
+    result["idle_s"] = float(np.min([x.median("idle_s") for x in summaries]))
+    result["overlap_share"] = total_overlap / total_comm if total_comm > 0 else 0.0
+    result["own_s"] = own.tolist()
+    if len(summaries) < 2 or not common:
+        result.update(
+            straggler_wait_s=0.0,
+            slowest_rank=summaries[int(np.argmax(own))].rank,
+            slowest_consistency=1.0,
+            slowest_factor=1.0,
+            slowest_counts={},
+            steps_compared=0,
+            intrinsic_exposed_comm_s=float(np.median([x.median("exposed_comm_s") for x in summaries])),
+            set_aside_exposed_s=float(np.median([x.median("set_aside_exposed_s")
+                                                 for x in summaries])),
+        )
+        return result
+    slowest, waits, intrinsic, aside, factors = [], [], [], [], []
+    for n in sorted(common):
+        st = [r[n] for r in by_rank]
+        # waiting on peers: in the exchange's collectives or in those set aside (a loss
+        # all-reduced before backward waits for the slowest rank's forward)
+        exposed = np.array([s.exposed_comm_s + s.set_aside_exposed_s for s in st])
+        own_n = np.array([s.step_s for s in st]) - exposed
+        i = int(np.argmax(own_n))
+        slowest.append(i)
+        intrinsic.append(st[i].exposed_comm_s)
+        aside.append(st[i].set_aside_exposed_s)
+        others = np.delete(np.arange(len(st)), i)
+        waits.append(float(np.median(exposed[others] - exposed[i])))
+        factors.append(float(own_n[i] / max(np.median(own_n[others]), 1e-12)))
+    mode, count = Counter(slowest).most_common(1)[0]
+    result.update(
+        straggler_wait_s=max(float(np.median(waits)), 0.0),
+        slowest_rank=summaries[mode].rank,
+        slowest_consistency=count / len(slowest),
+        slowest_counts={summaries[i].rank: slowest.count(i) for i in range(len(summaries))},
+        steps_compared=len(slowest),
+        slowest_factor=float(np.median(factors)),
+        intrinsic_exposed_comm_s=float(np.median(intrinsic)),
+        set_aside_exposed_s=float(np.median(aside)),
+    )
+    return result
+
+
+def traced_micro_steps(summaries: list[TraceSummary]) -> tuple[int | None, str]:
+    """(micro-steps a step, the words of how it was read) of a job's traces: the count most
+    ranks show (``TraceSummary.micro_steps``; of two equally common, the larger), None where no
+    rank's can be read (the words then say so: callers take the step as one micro-step)."""
+    known = [s for s in summaries if s.micro_steps is not None]
+    count = most_steps_count([s.micro_steps for s in known])
+    if count is None:
+        return None, ("the traces show no forward of a DDP or FSDP module nor any DataLoader "
+                      "fetch in their steps, so how many micro-steps a step runs (gradient "
+                      "accumulation) is not read: a step is taken as one micro-step")
+    names = sorted({s.micro_steps_from for s in known if s.micro_steps == count})
+    what = ("DataLoader fetches" if names == [DATA_FETCHES] else
+            " / ".join(n for n in names if n != DATA_FETCHES) + " calls")
+    words = (f"the traces show {count} micro-step{'s' if count != 1 else ''} a step ({what} in "
+             "each profiler step)")
+    others = sorted({s.rank for s in summaries if s.micro_steps != count})
+    if others:
+        words += (f"; rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others[:8]))} "
+                  "show another count or none")
+    return count, words
+
+
+def traced_micro_steps_with(summaries: list[TraceSummary], kind: str) -> int | None:
+    """How many micro-steps of a step post a collective of ``kind`` (``StepBreakdown.
+    micro_steps_with``): the count most of the steps that post one show, every rank (of two
+    equally common, the larger); None where no step says."""
+    return most_steps_count([st.micro_steps_with[kind] for s in summaries for st in s.steps
+                             if st.micro_steps_with.get(kind)])
