@@ -12,6 +12,8 @@ import argparse
 import math
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
+
 from scalesim import presets
 from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOBS
 from scalesim.cli.options import parse_int_list
@@ -27,6 +29,7 @@ from scalesim.decision import (
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import GIB_BYTES, amount, count_list, gib, rate, signed_percent, whole
+from scalesim.jsonio import error_text
 from scalesim.knee import (
     Knee,
     focus_devices,
@@ -473,8 +476,9 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             cp = split.cp if split.cp > 1 else None
             notes.append(f"layout {split_words(None, split.tp, split.pp, cp)}: {what} not a "
                          f"multiple of {model}; left out")
-        if not kept:
-            degrees = "tp x pp x cp" if split.cp > 1 else "tp x pp"
+        if not kept:  # each degree with its value: the page's fallback sets back those named
+            degrees = f"tp {split.tp} x pp {split.pp}" + (f" x cp {split.cp}" if split.cp > 1
+                                                         else "")
             raise ScalesimError(f"no {words.device} count is a multiple of {degrees} = {model}; "
                                 f"raise the largest {words.device} count or lower tp / pp / cp")
         devices = kept
@@ -502,8 +506,9 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         notes.append(note)
     try:
         scenario = Scenario(**fields)
-    except ValueError as exc:  # pydantic: a combination the scenario refuses
-        raise ScalesimError(f"scenario: {exc}") from None
+    except ValidationError as exc:  # a combination the scenario refuses: its words, one line
+        raise ScalesimError("scenario: " + "; ".join(error_text(e) for e in exc.errors())) \
+            from None
     words = nouns_for(profile.hardware.device_name)
     used = server_use_words(profile.hardware, scenario, f"the {label('dpn', words)} setting")
     if used:  # predict's header words, as the CLI shows them

@@ -66,6 +66,7 @@ from .control_labels import (
 )
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
+from .named_controls import named_controls
 from .plan import (
     MAKES_IT_RUN,
     VS_SCHEDULES,
@@ -967,6 +968,24 @@ def _unsplit_words(state: AppState, words: Nouns) -> str:
     return text
 
 
+def _named_resets(profile: Profile, state: AppState, error: str) -> list[tuple[AppState, str]]:
+    """The fallbacks that set back only the controls ``error`` names (``named_controls``: each
+    alone, in the order named, then all of them) to this profile's defaults, each with its
+    words ('this what-if with NICs per server at its default'): the link's other values kept."""
+    defaults = profile_defaults(profile)
+    named = named_controls(error, state, defaults)
+    words = nouns_for(profile.hardware.device_name)
+    out = []
+    for keys in [*([k] for k in named), *([named] if len(named) > 1 else [])]:
+        reset = state.model_copy(update={
+            k: defaults.get(k, AppState.model_fields[k].default) for k in keys})
+        labels = [in_words(FIELD_LABELS.get(k, k), words) for k in keys]
+        said = labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+        out.append((reset, f"this what-if with {said} at "
+                           + ("its default" if len(keys) == 1 else "their defaults")))
+    return out
+
+
 def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
     """The plan of ``state``; where it cannot be predicted, one error box saying why and the
     plan of the last what-if that could be (or of this profile's defaults), so the page keeps
@@ -981,6 +1000,7 @@ def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
         fallbacks = [
             *([(last[1], "the last what-if that could be predicted")]
               if last is not None and last[0] == profile else []),
+            *_named_resets(profile, state, str(exc)),
             *([(weak, "this what-if at a per-"
                 f"{nouns_for(profile.hardware.device_name).device} batch of "
                 f"{state.mb or profile.workload.micro_batch} (weak scaling)")]

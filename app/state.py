@@ -247,7 +247,7 @@ FIELD_LABELS = {
     "gs": "Gradient sync", "ak": "Attention kernel", "pr": "Matmul precision",
     "tpo": "Tensor-parallel overlap", "p2p": "Pipeline send overlap",
     "cp": "Context parallelism", "seq": "Sequence length",
-    "sg": "Shard group (HSDP)", "zfw": "ZeRO framework",
+    "sg": "Shard group (HSDP)", "zfw": "ZeRO framework", "strat": "Strategy",
 }
 
 

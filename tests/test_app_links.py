@@ -42,8 +42,8 @@ def test_a_link_the_model_cannot_predict_keeps_the_page_working():
     controls without the split; before, the page stopped at the error."""
     at = open_app({"v": "9", "wl": "llama3-8b", "tp": "3", "dmax": "64"})
     errors = [e.value for e in at.error if e.value.startswith("Cannot predict")]
-    assert len(errors) == 1 and "multiple of tp x pp = 3" in errors[0]
-    assert "lower tp" in errors[0] and "without its model split" in errors[0]
+    assert len(errors) == 1 and "multiple of tp 3 x pp 1 = 3" in errors[0]
+    assert "lower tp" in errors[0] and "with Tensor parallel at its default" in errors[0]
     assert at.subheader and len(at.metric) == 4 and len(at.tabs) == 8
     assert any(c.value.startswith("Chart in words: No device count runs.")  # none fits unsplit
                and " and 64 (7 in all) devices." in c.value
@@ -168,20 +168,22 @@ def test_the_fallback_box_names_the_layout_control_it_dropped_not_a_split_never_
     assert len(at.metric) == 4
     both = open_app({"v": "9", "wl": "llama3-8b", "tp": "3", "sg": "3", "dmax": "64"})
     errors = [e.value for e in both.error if e.value.startswith("Cannot predict")]
-    assert ("Below: this what-if without its model split (tp 1, pp 1) and with Shard group "
-            "(HSDP) at its default until") in errors[0]
+    # the error names tp alone: the shard group is kept (and said to be ignored under ddp)
+    assert "Below: this what-if with Tensor parallel at its default until" in errors[0]
+    assert any(i.value.startswith("Shard group (HSDP) ignored") for i in both.info)
 
 
 def test_a_fixed_global_batch_no_count_splits_is_an_error_box_not_weak_scaling_in_silence():
     """Global batch 24 on 16 devices (predict refuses it). Before, the page showed weak scaling
     at the profile's per-device batch of 32 (global batch 512) under a blue note among the
     notes, while its decision card, headline and link spoke of the fixed batch; now one error
-    box says why and what is shown below it (weak scaling at the per-device batch), as a
-    model split that no count takes."""
+    box says why and what is shown below it, as a model split that no count takes: the link
+    with the control the error names, the global batch, at its default (session 42; it was
+    weak scaling at the per-device batch, which dropped the fixed batch as well)."""
     at = open_app({"v": "2", "grid": "list", "dlist": "16", "mode": "strong", "gb": "24"})
     errors = [e.value for e in at.error if e.value.startswith("Cannot predict")]
     assert len(errors) == 1 and ("global batch 24 does not split evenly over 16 devices x 1 "
                                  "accumulation") in errors[0]
-    assert "Below: this what-if at a per-device batch of 32 (weak scaling) until" in errors[0]
+    assert "Below: this what-if with Global batch at its default until" in errors[0]
     assert not any("weak scaling instead" in i.value for i in at.info)
     assert len(at.metric) == 4 and at.query_params["gb"] in ("24", ["24"])
