@@ -523,6 +523,44 @@ def _header_text(header: list[str], names: int = 12, chars: int = 40) -> str:
     return ", ".join(shown) + more or "nothing"
 
 
+# what a header of one column split by another character was saved with, and how to save it
+_SEPARATORS = {";": ("semicolons (as Excel saves CSV where the decimal mark is a comma)",
+                     "sep=';', decimal=','"),
+               "\t": ("tabs", "sep='\\t'")}
+
+
+def _other_separator(header: list[str]) -> str | None:
+    """Why a header of one column that holds the required names split by ';' or a tab
+    ('devices;nodes;samples_per_s', a European Excel export) is not read, and how to save it;
+    None for any other header."""
+    if len(header) != 1:
+        return None
+    for sep, (words, read) in _SEPARATORS.items():
+        names = [h.strip() for h in header[0].split(sep)]
+        if len(names) > 1 and all(c in names for c in REQUIRED):
+            return (f"the values are separated by {words}; save the file with commas between "
+                    f"values and a point as the decimal mark (e.g. pandas: read_csv(path, {read})"
+                    ".to_csv(new_path, index=False))")
+    return None
+
+
+def unknown_columns_note(names) -> str | None:
+    """'ignored column(s): gpu_util, comm_time_s (comm_s?)': the columns of a runs file that
+    diagnose does not read, each near a column's name with that name (a typo would otherwise
+    drop a measured part in silence), with the columns it reads; None where there are none."""
+    import difflib
+
+    unknown = sorted(set(names) - set(COLUMNS))
+    if not unknown:
+        return None
+    said = []
+    for name in unknown:
+        near = difflib.get_close_matches(name, COLUMNS, n=1, cutoff=0.68)
+        said.append(excerpt(name, 40) + (f" ({near[0]}?)" if near else ""))
+    return (f"ignored column(s): {', '.join(said)}; a runs file's columns are "
+            f"{', '.join(COLUMNS)} (docs/diagnose.md)")
+
+
 def _csv_rows(reader: csv.DictReader, source: str) -> list[dict]:
     if reader.fieldnames is None:
         raise ScalesimError(f"{source}: empty file; expected a header line with devices,nodes,"
@@ -538,6 +576,8 @@ def _csv_rows(reader: csv.DictReader, source: str) -> list[dict]:
     if missing and any(h.startswith(("clocks.", "clocks_", "temperature.gpu")) for h in header):
         raise ScalesimError(f"{source}: an nvidia-smi log, not a runs file; give it with --smi "
                             f"(scalesim diagnose --smi {source}, or beside runs or traces)")
+    if missing and (other := _other_separator(header)):
+        raise ScalesimError(f"{source}: {other}")
     if missing:
         raise ScalesimError(f"{source}: missing column(s) {', '.join(missing)}; the header has "
                             f"{_header_text(header)}")
@@ -637,9 +677,8 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
                                 "waits for its slowest rank, so correct the rank times or the "
                                 "step time")
     notes = []
-    unknown = sorted(set().union(*records) - set(COLUMNS))
-    if unknown:
-        notes.append(f"ignored column(s): {', '.join(unknown)}")
+    if unknown := unknown_columns_note(set().union(*records)):
+        notes.append(unknown)
     if not any(with_batch):
         per = "device" if rows[0].replica_devices == 1 else "model replica"
         notes.append("no per_device_batch or global_batch: runs taken as weak scaling (same work "
