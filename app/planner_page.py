@@ -25,13 +25,14 @@ from scalesim.attention_kernel import (
     OWN_KERNEL_LABEL,
 )
 from scalesim.billing import billing_words
+from scalesim.bounds import LAYOUT_KNOB_BY_FIELD
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
 from scalesim.cli.options import SEQ_LEN_HELP
 from scalesim.decision import DOES_NOT_FIT, card_rows
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import GIB_BYTES, MIB_BYTES, amount, signed_percent
-from scalesim.goal import seek
+from scalesim.goal import GoalControls, seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import (
     CP_HELP,
@@ -786,10 +787,22 @@ def _ab_metrics(column, plan: Plan, p: Prediction, ref: Prediction | None) -> No
         column.metric("Cost", f"${amount(cost)}", rel(cost, cost_ref), delta_color="inverse")
 
 
+def goal_controls(words: Nouns) -> GoalControls:
+    """How the Goal tab's notes name what to change: the sidebar's labels of the layout knobs
+    (their knob table row's link key, ``FIELD_LABELS``), where the layouts are ranked; the app
+    has no largest-count control, so the notes say how far goal searched
+    (``bounds.GOAL_DEFAULT_MAX_DEVICES``, as ``scalesim goal`` without --max-devices)."""
+    return GoalControls(
+        name=lambda f: in_words(FIELD_LABELS[LAYOUT_KNOB_BY_FIELD[f].url_key], words),
+        max_devices=None, layouts="the Layouts tab ranks the layouts that fit",
+        place="in the sidebar's Layout")
+
+
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _cached_goal(profile_json: str, scenario_json: str, deadline_s: float, budget_usd: float):
-    return seek(Profile.model_validate_json(profile_json),
-                Scenario.model_validate_json(scenario_json), deadline_s, budget_usd)
+    profile = Profile.model_validate_json(profile_json)
+    return seek(profile, Scenario.model_validate_json(scenario_json), deadline_s, budget_usd,
+                controls=goal_controls(nouns_for(profile.hardware.device_name)))
 
 
 def _tab_goal(plan: Plan) -> None:

@@ -36,12 +36,13 @@ fits in one server.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from scalesim import training_time
-from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound
+from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, LAYOUT_KNOB_BY_FIELD, bound
 from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, busbw_words, count, duration_text, link_GBps, whole
@@ -313,32 +314,64 @@ def pareto_front(time_s: np.ndarray, cost_usd: np.ndarray) -> np.ndarray:
     return np.asarray(keep, dtype=np.int64)
 
 
-def no_fit_note(profile: Profile, base: Scenario, max_devices: int) -> str:
+@dataclass(frozen=True)
+class GoalControls:
+    """How the caller of ``seek`` names what its notes tell a user to change: ``name`` of a
+    layout knob's field ('tp', 'pp', 'cp': ``bounds.LAYOUT_KNOBS``), the largest device count
+    searched (None: the caller has no control for it, and the notes say how far it searched),
+    where the layouts that fit are ranked, and where those controls are. The CLI's flags by
+    default (``CLI_CONTROLS``); the app passes its sidebar labels."""
+
+    name: Callable[[str], str]
+    max_devices: str | None
+    layouts: str
+    place: str = ""  # where those controls are ('in the sidebar's Layout')
+
+    def split(self, *fields: str, sep: str = ", ") -> str:
+        """'--tp, --pp' (the CLI), 'Tensor parallel, Pipeline stages in the sidebar's Layout'
+        (the app)."""
+        return sep.join(self.name(f) for f in fields) + (f" {self.place}" if self.place else "")
+
+
+CLI_CONTROLS = GoalControls(name=lambda f: LAYOUT_KNOB_BY_FIELD[f].flag,
+                            max_devices="--max-devices", layouts="scalesim plan ranks the layouts "
+                            "that fit")
+
+
+def no_fit_note(profile: Profile, base: Scenario, max_devices: int,
+                controls: GoalControls = CLI_CONTROLS) -> str:
     """What to change where no plan of ``seek`` fits in memory: the split (a transformer's tp x
-    pp, which goal keeps as given) or the largest count searched."""
+    pp, which goal keeps as given) or the largest count searched, named as ``controls``."""
     from scalesim.layout_predict import layout_of
 
     nouns = nouns_for(profile.hardware.device_name)
-    more = f"search more {nouns.devices} (--max-devices, now {whole(max_devices)})"
+    # where the caller can search further, say how; else how far it searched
+    more = (f"search more {nouns.devices} ({controls.max_devices}, now {whole(max_devices)})"
+            if controls.max_devices else None)
+    upto = "" if more else f" up to {whole(max_devices)} {nouns.devices}"
     if profile.workload.transformer is None:
-        return f"nothing fits in {nouns.memory}: {more}, or use {nouns.devices} with more memory"
+        return (f"nothing fits in {nouns.memory}{upto}: "
+                + (f"{more}, or " if more else "") + f"use {nouns.devices} with more memory")
     split = layout_of(base)
+    further = (f"split the model further ({controls.split('tp', 'pp')}; {controls.layouts})"
+               + (f", or {more}" if more else ""))
     recompute = split.recompute_of(profile.workload)
     if recompute == "full":
-        return (f"goal keeps the split as given ({_split_of(split)}) and "
-                f"nothing fits at it: split the model further (--tp, --pp; scalesim plan ranks "
-                f"the layouts that fit), or {more}")
+        return (f"goal keeps the split as given ({_split_of(split)}) and nothing fits at "
+                f"it{upto}: {further}")
     # recompute is kept as given too: full recompute is often what makes a model fit (predict's
     # hint names it as well, cmd_predict._fit_hints)
     return (f"goal keeps the split and recompute as given ({_split_of(split)}, recompute "
-            f"{recompute}) and nothing fits at them: recompute the activations (--recompute "
-            f"full), split the model further (--tp, --pp; scalesim plan ranks the layouts that "
-            f"fit), or {more}")
+            f"{recompute}) and nothing fits at them{upto}: recompute the activations "
+            f"({controls.name('recompute')} full"
+            + (f" {controls.place}" if controls.place else "") + f"), {further}")
 
 
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
-         max_devices: int = GOAL_DEFAULT_MAX_DEVICES) -> GoalAnswer:
-    """See the module docstring. ``base`` gives the training length, price and fixed knobs."""
+         max_devices: int = GOAL_DEFAULT_MAX_DEVICES,
+         controls: GoalControls = CLI_CONTROLS) -> GoalAnswer:
+    """See the module docstring. ``base`` gives the training length, price and fixed knobs;
+    ``controls`` how the notes name what to change (the CLI's flags, or the app's labels)."""
     from scalesim.layout_predict import layout_of
     from scalesim.pipeline_stages import layout_stage_words
 
@@ -382,8 +415,9 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     nets: list[NetworkScenario | None] = [None, *(faster if grid[-1] > g else [])]
     if faster and grid[-1] <= g:  # one server: no inter-server link for a faster one to speed
         nouns = nouns_for(profile.hardware.device_name)
+        searched = f" ({controls.max_devices})" if controls.max_devices else ""
         notes.append(f"no faster network searched: every {nouns.device} count up to "
-                     f"{whole(max_devices)} (--max-devices) runs on one {nouns.server}, which no "
+                     f"{whole(max_devices)}{searched} runs on one {nouns.server}, which no "
                      f"{nouns.link('inter_node')} joins")
     for net in nets[1:]:
         if not net.priced:
@@ -409,8 +443,9 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             f"{_split_of(split)}: all {res.dropped:,} combinations break a "
             f"layout rule (tp x pp{' x cp' if split.cp > 1 else ''} must divide the "
             f"{nouns.devices}, tp stays in a {nouns.server}, the layers and heads must split"
-            f"{', 2 x cp the sequence' if split.cp > 1 else ''}); change --tp/--pp"
-            f"{'/--cp' if split.cp > 1 else ''} or --max-devices")
+            f"{', 2 x cp the sequence' if split.cp > 1 else ''}); change "
+            + controls.split("tp", "pp", *(["cp"] if split.cp > 1 else []), sep="/")
+            + (f" or {controls.max_devices}" if controls.max_devices else ""))
     time_s = np.concatenate([t for _, t, _ in graded])
     cost = np.concatenate([m for _, _, m in graded])
     runs_ok = _runs(c, time_s, cost)
@@ -444,7 +479,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             pf = pf[sorted(keep)]
         front = [plan(int(i)) for i in pf]
     if not idx.size:  # the answer's "No plan runs": what to change
-        notes.append(no_fit_note(profile, base, max_devices))
+        notes.append(no_fit_note(profile, base, max_devices, controls))
     elif stages := layout_stage_words(profile, layout_of(base)):
         notes.append(stages)  # every plan keeps the split: what its stages hold, where uneven
     if note := training_time.zero_price_note(goal):
