@@ -242,7 +242,7 @@ FIELD_LABELS = {
     "price": "Price per {device}-hour", "focus": "{Device} count in focus",
     "dlist": "{Device} list",
     "dl": "Deadline (hours)", "bud": "Budget (USD)", "tp": "Tensor parallel",
-    "pp": "Pipeline stages", "sched": "Pipeline schedule", "vs": "Virtual stages", "rs": "Recompute style",
+    "pp": "Pipeline stages", "sched": "Pipeline schedule", "vs": "Virtual stages", "rec": "Activation recompute", "rs": "Recompute style",
     "sp": "Sequence parallelism",
     "gs": "Gradient sync", "ak": "Attention kernel", "pr": "Matmul precision",
     "tpo": "Tensor-parallel overlap", "p2p": "Pipeline send overlap",

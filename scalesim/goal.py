@@ -363,8 +363,7 @@ def no_fit_note(profile: Profile, base: Scenario, max_devices: int,
     # hint names it as well, cmd_predict._fit_hints)
     return (f"goal keeps the split and recompute as given ({_split_of(split)}, recompute "
             f"{recompute}) and nothing fits at them{upto}: recompute the activations "
-            f"({controls.name('recompute')} full"
-            + (f" {controls.place}" if controls.place else "") + f"), {further}")
+            f"({controls.name('recompute')} full), {further}")
 
 
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,

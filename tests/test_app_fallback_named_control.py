@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 from app_harness import open_app
-
 from scalesim.app.named_controls import named_controls
 from scalesim.app.plan import headline, make_plan
 from scalesim.app.state import AppState, decode_query, profile_defaults

@@ -7,8 +7,8 @@ CLI's note keeps its flags. Goal keeps the split as given in both (app == CLI)."
 from __future__ import annotations
 
 from app_harness import open_app
-
 from scalesim.app.planner_page import goal_controls
+
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES
 from scalesim.device_nouns import nouns_for
 from scalesim.goal import no_fit_note
@@ -23,8 +23,9 @@ def test_the_goal_tab_names_the_sidebar_controls_and_how_far_it_searched():
     at = open_app(LINK)
     assert any(w.value.startswith("No plan runs") for w in at.warning)
     caption = next(c.value for c in at.caption if "plans searched" in c.value)
-    assert ("Goal keeps the split as given (tp 1 x pp 1) and nothing fits at it up to 1,024 "
-            "devices: split the model further (Tensor parallel, Pipeline stages in the "
+    assert ("Goal keeps the split and recompute as given (tp 1 x pp 1, recompute none) and "
+            "nothing fits at them up to 1,024 devices: recompute the activations (Activation "
+            "recompute full), split the model further (Tensor parallel, Pipeline stages in the "
             "sidebar's Layout; the Layouts tab ranks the layouts that fit)") in caption
     assert "--" not in caption  # no CLI flag the app does not have
 
