@@ -797,10 +797,12 @@ def scenario_of_row(scenario: Scenario, row) -> Scenario:
 STYLE_RECOMPUTE = {"early-stop": "full", "op-sac": "selective"}
 
 
-def recompute_style_note(profile: Profile, scenario: Scenario) -> str:
+def recompute_style_note(profile: Profile, scenario: Scenario, recompute_named: bool = True) -> str:
     """'recompute style early-stop ignored: <why>' where the scenario names a style whose
     recompute it does not run (early-stop: full; op-sac: selective) or a parameter-count
-    workload; else ''."""
+    workload; else ''. ``recompute_named`` False: the why does not name the scenario's
+    recompute ('recompute is not full'), so a sweep says it once of the rows at every recompute
+    that ignores the style (``cmd_sweep.sweep_notes`` names them)."""
     split = layout_of(scenario)
     style, wl = split.recompute_style, profile.workload
     if style not in STYLE_RECOMPUTE or split.stops_early(wl) or split.saves_per_op(wl):
@@ -808,7 +810,8 @@ def recompute_style_note(profile: Profile, scenario: Scenario) -> str:
     if wl.transformer is None:
         why = f"workload '{wl.name}' is a parameter count, not a transformer shape"
     else:
-        why = f"recompute is {split.recompute_of(wl)}, not {STYLE_RECOMPUTE[style]}"
+        why = (f"recompute is {split.recompute_of(wl)}, not {STYLE_RECOMPUTE[style]}"
+               if recompute_named else f"recompute is not {STYLE_RECOMPUTE[style]}")
     return f"recompute style {style} ignored: {why}"
 
 

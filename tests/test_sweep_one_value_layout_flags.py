@@ -129,7 +129,7 @@ def test_a_flag_no_row_runs_is_refused_in_one_line(capsys, argv, words):
     # the full row runs early stop (predict's), the selective one does not
     (["--tp", "2", "--recompute-style", "early-stop", "--recompute-values", "selective,full"],
      "note: rows at recompute selective: recompute style early-stop ignored: recompute is "
-     "selective, not full", "recompute is none"),
+     "not full", "recompute is none"),
     (["--tp", "2", "--tp-overlap", "--overlap-values", "on,off"],
      "note: rows at overlap off: --tp-overlap ignored: overlap is off, so every collective",
      None),

@@ -364,10 +364,12 @@ def render_table(profile, scenario, rows) -> str:
     return "\n".join(lines)
 
 
-def unused_setting_notes(scenario) -> list[str]:
+def unused_setting_notes(scenario, values_named: bool = True) -> list[str]:
     """The scenario's flags that change no number of it, each in one line: --zero-framework
     with ddp, --grad-sync once-per-step where every step reduces once anyway
-    (``sharding.grad_sync_unused``), --tp-overlap with --no-overlap."""
+    (``sharding.grad_sync_unused``), --tp-overlap with --no-overlap. ``values_named`` False:
+    words that do not name the scenario's strategy where two strategies give the same reason
+    (a sweep's rows, ``cmd_sweep.sweep_notes``)."""
     from scalesim.layout import TP_OVERLAP_UNDER_NO_OVERLAP
     from scalesim.model.sharding import grad_sync_unused
 
@@ -377,7 +379,8 @@ def unused_setting_notes(scenario) -> list[str]:
     if scenario.strategy == "ddp" and scenario.zero_framework != "fsdp":  # fsdp: the default
         out.append(f"--zero-framework {scenario.zero_framework} ignored: strategy ddp shards "
                    "nothing (give --strategy zero1, zero2 or zero3)")
-    if why := grad_sync_unused(scenario.strategy, scenario.accumulation, scenario.grad_sync):
+    if why := grad_sync_unused(scenario.strategy, scenario.accumulation, scenario.grad_sync,
+                               values_named):
         out.append(f"--grad-sync {scenario.grad_sync} ignored: {why}")
     return out
 

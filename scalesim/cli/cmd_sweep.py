@@ -446,30 +446,37 @@ def _note_scenario(base: Scenario, values: dict) -> Scenario:
 
 def _ignored_flag_notes(profile, scenario) -> list[str]:
     """predict's notes of the scenario's flags that change no number of it: a recompute style
-    it does not run (``recompute_style_note``) and ``cmd_predict.unused_setting_notes``."""
+    it does not run (``recompute_style_note``) and ``cmd_predict.unused_setting_notes``, in
+    words that do not name the row's recompute or strategy where several values give one
+    reason ('recompute is not full'): the note names the rows, once."""
     from scalesim.cli.cmd_predict import unused_setting_notes
     from scalesim.layout_predict import recompute_style_note
 
-    style = recompute_style_note(profile, scenario)
-    return ([style] if style else []) + unused_setting_notes(scenario)
+    style = recompute_style_note(profile, scenario, recompute_named=False)
+    return ([style] if style else []) + unused_setting_notes(scenario, values_named=False)
+
+
+def _value_text(value) -> str:
+    """'off', 'none': one note-axis value as the CLI says it."""
+    return {True: "on", False: "off"}[value] if isinstance(value, bool) else str(value)
 
 
 def _value_words(name: str, value) -> str:
-    """'overlap off', 'recompute none': one note-axis value as the CLI says it."""
-    return f"{name} {({True: 'on', False: 'off'}[value]) if isinstance(value, bool) else value}"
+    """'overlap off', 'recompute none': one note-axis value, named."""
+    return f"{name} {_value_text(value)}"
 
 
 def _rows_words(swept: dict[str, list], given: list[tuple]) -> str:
-    """'recompute none', 'strategy ddp with overlap off': the rows whose swept note-axis values
-    are one of the combinations ``given`` (each a tuple in ``swept``'s order), naming only the
-    axes that tell them apart; each combination in turn, every axis named, where they are not
-    all of the product of those values."""
+    """'recompute none, selective', 'strategy ddp with overlap off': the rows whose swept
+    note-axis values are one of the combinations ``given`` (each a tuple in ``swept``'s
+    order), naming only the axes that tell them apart; each combination in turn, every axis
+    named, where they are not all of the product of those values."""
     names = list(swept)
     seen = [[v for v in values if any(g[i] == v for g in given)]
             for i, values in enumerate(swept.values())]
     named = [i for i, values in enumerate(swept.values()) if len(seen[i]) < len(values)]
     if len(given) == len(list(itertools.product(*seen))):  # the product: axis by axis
-        return " with ".join(", ".join(_value_words(names[i], v) for v in seen[i])
+        return " with ".join(f"{names[i]} " + ", ".join(_value_text(v) for v in seen[i])
                              for i in named)
     return "; ".join(" with ".join(_value_words(name, v) for name, v in zip(names, g, strict=True))
                      for g in given)
@@ -507,8 +514,10 @@ def sweep_notes(plan) -> list[str]:
         for note in _ignored_flag_notes(profile, scenario):
             unused.setdefault(note, []).append(values)
     out = list(kept or [])
-    out += [f"rows at {_rows_words(swept, given)}: {note}" for note, given in unused.items()
-            if note not in out]  # a flag some rows ignore, as predict says of their scenario
+    everywhere = len(list(itertools.product(*swept.values())))
+    out += [note if len(given) == everywhere else f"rows at {_rows_words(swept, given)}: {note}"
+            for note, given in unused.items()  # a flag some rows ignore, as predict says of
+            if note not in out]  # their scenario; every row: as predict says it
     devices = [int(d) for d in plan.axes["devices"]]
     nouns = nouns_for(profile.hardware.device_name)
     if note := slow_device_note(base.slow_device, devices, nouns=nouns):

@@ -55,16 +55,18 @@ TRACED_GRAD_SYNC_HELP = (
 
 
 
-def grad_sync_unused(strategy: str, accumulation: int, grad_sync: str) -> str | None:
+def grad_sync_unused(strategy: str, accumulation: int, grad_sync: str,
+                     strategy_named: bool = True) -> str | None:
     """Why ``grad_sync`` 'once-per-step' changes no number of this scenario (the words after
     '--grad-sync once-per-step ignored: '), or None where it applies (ZeRO-2/3 under
     accumulation): DDP and ZeRO-1 reduce once per step anyway, and one micro-step per step
-    reduces once either way."""
+    reduces once either way. ``strategy_named`` False: the words do not name the scenario's
+    strategy ('ddp and zero1 reduce ...'), so a sweep says them once of the rows at both."""
     if grad_sync != "once-per-step":
         return None
     if strategy in ("ddp", "zero1"):
-        return (f"strategy {strategy} reduces gradients once per step anyway (it applies to "
-                "ZeRO-2/3)")
+        who = f"strategy {strategy} reduces" if strategy_named else "ddp and zero1 reduce"
+        return f"{who} gradients once per step anyway (it applies to ZeRO-2/3)"
     if accumulation == 1:
         return ("accumulation 1: one micro-step per step reduces once either way (it applies "
                 "with 2 or more)")
