@@ -193,6 +193,13 @@ def split_short(dp: int, tp: int, pp: int, form: str = "cell", cp: int | None = 
         str(d) for d in (dp, tp, pp, *(() if cp is None else (cp,))))
 
 
+def shard_group_needs_zero(shard_group: int) -> str:
+    """The rule a shard group breaks under ddp, which shards no state: predict's refusal
+    (``shard_group_refusal``) and a sweep's note of its ddp rows, which run without it."""
+    return (f"shard group {shard_group} needs a ZeRO strategy (zero1, zero2, zero3): ddp "
+            "replicates every state")
+
+
 def shard_group_refusal(shard_group: int | None, strategy: str, framework: str = "fsdp") -> str:
     """Why a shard group cannot run with ``strategy`` ("ddp", "zero1".."zero3") under
     ``framework`` ("fsdp", "deepspeed"), in one line naming the values; '' when it can (None:
@@ -200,8 +207,8 @@ def shard_group_refusal(shard_group: int | None, strategy: str, framework: str =
     if shard_group is None:
         return ""
     if strategy == "ddp":
-        return (f"shard group {shard_group} needs a ZeRO strategy (zero1, zero2, zero3): ddp "
-                "replicates every state; give --strategy zero1..zero3 or drop the shard group")
+        return (f"{shard_group_needs_zero(shard_group)}; give --strategy zero1..zero3 or drop "
+                "the shard group")
     if shard_group == 1:
         return (f"shard group 1 with {strategy} is plain replication (no state sharded): use "
                 "--strategy ddp, or a shard group of 2 or more")

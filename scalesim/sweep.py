@@ -29,10 +29,11 @@ from scalesim.layout import (
     SCHEDULES,
     SEQUENCE_PARALLEL_NEEDS_TP,
     TP_OVERLAP_NEEDS_TP,
+    shard_group_refusal,
     unused_settings,
 )
 from scalesim.model.collectives import ALGORITHMS
-from scalesim.model.memory import STRATEGIES
+from scalesim.model.memory import DDP, STRATEGIES
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import evaluate_scaling
 from scalesim.model.transformer import RECOMPUTE
@@ -104,8 +105,8 @@ class SweepResult:
     # that breaks a rule)
     dropped_layout: int = 0  # of those, the layouts that break a rule (``scalesim.layout``)
     layout_example: str = ""  # the first such layout and the first rule it breaks, in words
-    # a one-value layout setting (``SweepPlan.ignorable``) -> (rows that run without it, the
-    # first such row in words): its column says what each row runs
+    # a one-value layout setting or shard group (``SweepPlan.ignorable``) -> (rows that run
+    # without it, the first such row in words): its column says what each row runs
     ignored: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
@@ -127,7 +128,8 @@ class SweepPlan:
     # predict --seq-len decides it); ``profile`` is the first value's
     sequences: dict[int, Profile] | None = None
     # the one-value layout settings (``ONE_VALUE_SETTINGS``, not swept) that some combination's
-    # layout does not run (``_ignorable``): each a column of the value each row runs
+    # layout does not run (``_ignorable``), and a shard group some ddp row does not
+    # (``_one_value_shard_group``): each a column of the value each row runs
     ignorable: tuple[str, ...] = ()
 
     @property
@@ -298,7 +300,8 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
                                 f"{micro_batch_max():,} samples (the bounds table's); change "
                                 "--global-batch, --devices or --accumulation")
     return SweepPlan(profile, base, arrays, combinations, rows, sequences,
-                     _ignorable(arrays, base, g_max) if split else ())
+                     (_ignorable(arrays, base, g_max) if split else ())
+                     + _one_value_shard_group(arrays, base))
 
 
 def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tuple[str, ...]:
@@ -327,6 +330,26 @@ def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tup
                             "nothing on every row of the sweep; sweep a layout it applies to, "
                             "or drop it")
     return tuple(name for name in ONE_VALUE_SETTINGS if name in some and name not in arrays)
+
+
+def _one_value_shard_group(arrays: dict[str, np.ndarray], base: Scenario) -> tuple[str, ...]:
+    """("shard_group",) where the scenario's shard group (a one-value --shard-group, not swept)
+    means nothing on some combination's strategy: a ddp row replicates every state, so it runs
+    without it, as predict runs that scenario without the flag (``SweepPlan.ignorable``); ()
+    otherwise. A group no combination of strategy and framework can run (every strategy ddp,
+    a group of 1, every ZeRO row DeepSpeed's) is refused in one line with predict's words."""
+    from scalesim.layout_predict import layout_of
+
+    asked = layout_of(base).shard_group
+    if asked is None or "shard_group" in arrays:
+        return ()
+    pairs = [(str(s), str(f)) for s in arrays.get("strategy", [base.strategy])
+             for f in arrays.get("zero_framework", [base.zero_framework])]
+    refusals = [shard_group_refusal(asked, s, f) for s, f in pairs]
+    if all(refusals):  # a ZeRO row's words first: they say what to change
+        raise ScalesimError(next((why for (s, _), why in zip(pairs, refusals, strict=True)
+                                  if s != "ddp"), refusals[0]))
+    return ("shard_group",) if any(s == "ddp" for s, _ in pairs) else ()
 
 
 def one_value_words(name: str, value) -> str:
@@ -475,6 +498,10 @@ def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
     columns = dict(grid)
     if "shard_group" in grid:  # the group that shards the states, as predict --json says it:
         columns["shard_group"] = np.minimum(grid["shard_group"], p)  # one above p is all of p
+    ignored = {}
+    if "shard_group" in plan.ignorable:  # a one-value group some ddp rows run without
+        columns["shard_group"] = _shard_group_column(shard, p)
+        ignored = _ddp_rows_ignored(shard, p, nouns_for(profile.hardware.device_name))
     columns["nodes"] = result.nodes.astype(np.int64)
     columns["micro_batch"] = micro
     columns["accumulation"] = k
@@ -493,27 +520,49 @@ def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
     if "shard_group" in grid:
         columns[SHARD_GROUP_ASKED] = grid["shard_group"]
     return SweepResult(columns=columns, dropped=int((~keep).sum()) + dropped_layout,
-                       dropped_layout=dropped_layout, layout_example=example)
+                       dropped_layout=dropped_layout, layout_example=example, ignored=ignored)
 
 
 def _shard_groups_at(base, grid: dict[str, np.ndarray], p, strategy, words: Nouns):
     """(shard group of each row, -1 where it cannot run; rows dropped; the first in words,
     ``words`` the profile's nouns: 'on 4 processes' on a CPU profile) of a
-    parameter-count workload's sweep, where every device is a data-parallel rank: the swept
-    ``shard_group`` (a row it cannot run is dropped, as a broken layout on the layout path) or
-    the scenario's (refused in one line at the first row it cannot run, as predict refuses
-    it; ``layout_predict.shard_group_problems``)."""
-    from scalesim import layout_predict as lp
-
-    asked = lp.layout_of(base).shard_group
-    shard = grid.get("shard_group")
-    if shard is None and asked is None:
-        return np.zeros(p.shape, dtype=np.int64), 0, ""
+    parameter-count workload's sweep, where every device is a data-parallel rank: each row's
+    (``_row_shard_groups``); a row it cannot run is dropped, as a broken layout on the layout
+    path."""
+    shard = _row_shard_groups(base, grid, p, strategy)
     if shard is None:
-        lp.check_shard_group(asked, p, p, strategy, _frameworks(base, grid, p))
-        return np.full(p.shape, asked, dtype=np.int64), 0, ""
-    why, example = _swept_shard_group_problems(base, grid, p, p, strategy, words)
+        return np.zeros(p.shape, dtype=np.int64), 0, ""
+    why, example = _shard_group_problems_of_rows(base, grid, shard, p, p, strategy, words)
     return np.where(why == "", shard, -1), int((why != "").sum()), example
+
+
+def _row_shard_groups(base, grid: dict[str, np.ndarray], p, zero) -> np.ndarray | None:
+    """Each row's shard group asked: the swept ``shard_group``, else the scenario's one value
+    where the row's strategy (``zero``, 0-3) shards states and 0 (none) at ddp, which runs
+    without it (``_one_value_shard_group``); None where neither is given."""
+    from scalesim.layout_predict import layout_of
+
+    asked = layout_of(base).shard_group
+    if "shard_group" in grid or asked is None:
+        return grid.get("shard_group")
+    return np.where(np.broadcast_to(zero, p.shape) == DDP, 0, asked).astype(np.int64)
+
+
+def _shard_group_column(shard: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """A one-value shard group's column (``SweepPlan.ignorable``): the group that shards each
+    row's states, as predict --json says it (at most the ``ranks`` of dp x cp), None (JSON null,
+    an empty CSV cell) on a ddp row, which runs without it."""
+    return np.array([None if s == 0 else int(min(s, r)) for s, r in zip(shard, ranks,
+                                                                           strict=True)],
+                    dtype=object)
+
+
+def _ddp_rows_ignored(shard: np.ndarray, p, words: Nouns) -> dict[str, tuple[int, str]]:
+    """``SweepResult.ignored`` of a one-value shard group (``_row_shard_groups``: 0 on the ddp
+    rows, which run without it): the ddp rows and the first in words; {} where none is kept."""
+    ddp = np.flatnonzero(shard == 0)
+    return ({"shard_group": (int(ddp.size), f"strategy ddp on {words.count(int(p[ddp[0]]))}")}
+            if ddp.size else {})
 
 
 def _frameworks(base, grid: dict[str, np.ndarray], p) -> np.ndarray:
@@ -535,15 +584,14 @@ def _grad_sync_refused_rows(base, grid: dict[str, np.ndarray], p) -> np.ndarray:
     return refused
 
 
-def _swept_shard_group_problems(base, grid: dict[str, np.ndarray], p, dp, zero, words: Nouns,
-                                rows=None, cp=1):
-    """(why each row's swept shard group cannot run, '' where it can; the first such row among
-    ``rows`` (a mask; all rows by default) in ``words``, the profile's nouns, '' for none): the
-    row-wise judge
+def _shard_group_problems_of_rows(base, grid: dict[str, np.ndarray], shard, p, dp, zero,
+                                  words: Nouns, rows=None, cp=1):
+    """(why each row's shard group (``shard``, ``_row_shard_groups``: 0 none) cannot run, ''
+    where it can; the first such row among ``rows`` (a mask; all rows by default) in
+    ``words``, the profile's nouns, '' for none): the row-wise judge
     (``layout_predict.shard_group_problems``) with each row's framework, for both paths."""
     from scalesim import layout_predict as lp
 
-    shard = grid["shard_group"]
     why = lp.shard_group_problems(shard, dp, zero, _frameworks(base, grid, p), cp)
     bad = np.flatnonzero((why != "") & (True if rows is None else rows))
     example = (f"shard group {int(shard[bad[0]])} on {words.count(int(p[bad[0]]))}: {why[bad[0]]}"
@@ -671,10 +719,11 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     if refused.any():  # DeepSpeed with once-per-step reduction (predict refuses it): dropped
         example = example or f"zero_framework deepspeed: {GRAD_SYNC_DEEPSPEED_ERROR}"
         layout_ok &= ~refused
-    if "shard_group" in grid:  # a row the shard group cannot run is dropped, as a broken layout
-        why, first = _swept_shard_group_problems(base, grid, p, dp, zero,
-                                                 nouns_for(profile.hardware.device_name),
-                                                 rows=layout_ok, cp=cp)
+    shard = _row_shard_groups(base, grid, p, zero)  # swept, or the one value (0 at ddp rows)
+    if shard is not None:  # a row the shard group cannot run is dropped, as a broken layout
+        why, first = _shard_group_problems_of_rows(base, grid, shard, p, dp, zero,
+                                                   nouns_for(profile.hardware.device_name),
+                                                   rows=layout_ok, cp=cp)
         example = example or first
         layout_ok &= why == ""
     keep = layout_ok & batch_ok
@@ -682,7 +731,13 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                       _row_words(profile, p, tp, pp, cp, int(np.flatnonzero(rows & keep)[0])))
                for name, (rows, _) in unused.items() if name in plan.ignorable
                and (rows & keep).any()}  # a one-value flag's rows that run without it
-    runs = {name: _runs(split, name, unused[name][0][keep]) for name in plan.ignorable}
+    runs = {name: _runs(split, name, unused[name][0][keep]) for name in plan.ignorable
+            if name in unused}
+    if shard is not None:
+        shard = shard[keep]
+        if "shard_group" in plan.ignorable:  # a one-value group some ddp rows run without
+            ignored.update(_ddp_rows_ignored(shard, p[keep],
+                                             nouns_for(profile.hardware.device_name)))
     grid = {name: col[keep] for name, col in grid.items()}
     p, k, tp, pp, cp, micro, base_micro, zero = (
         a[keep] for a in (p, k, tp, pp, cp, micro, base_micro, zero))
@@ -700,7 +755,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     if "precision" in grid:  # fp8 rows at the fp8 peak, with their casts (§13, fp8)
         overrides.update(lp.precision_inputs(profile, grid["precision"]))
     rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,
-                            shard_group=grid.get("shard_group"), overrides=overrides, cp=cp)
+                            shard_group=shard, overrides=overrides, cp=cp)
     r = rows.result
     comm = r.tp_comm_s + r.cp_comm_s + r.p2p_s + r.dp_exposed_s
     outputs = {"step_time_s": r.step_time_s, "compute_s": r.compute_s, "exposed_comm_s": comm,
@@ -710,6 +765,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     columns = {**grid, **runs}  # a one-value flag some rows run without: as each row runs it
     if "shard_group" in grid:  # the group that shards the states, as predict --json says it
         columns["shard_group"] = np.minimum(grid["shard_group"], rows.dp * rows.cp)
+    elif "shard_group" in plan.ignorable:  # the one value, none on the ddp rows
+        columns["shard_group"] = _shard_group_column(shard, rows.dp * rows.cp)
     columns.update(nodes=rows.nodes, micro_batch=micro, accumulation=k,
                    global_batch=rows.global_batch, dp=rows.dp, tp=rows.tp, pp=rows.pp)
     if "cp" in grid or split.cp > 1:  # context parallelism: its degree, after pp

@@ -518,13 +518,21 @@ def test_a_shard_group_on_a_parameter_count_workload_is_kept_and_a_split_named()
     assert left and left[0].startswith("layout recompute full left out: workload 'bert-large'")
 
 
-def test_a_sweep_of_the_framework_refuses_deepspeed_with_a_shard_group(capsys):
+def test_a_sweep_of_the_framework_drops_deepspeed_with_a_shard_group(capsys):
     """predict refuses a shard group under DeepSpeed (MiCS / hpZ not modelled); a sweep whose
     zero_framework axis holds deepspeed predicted its rows with FSDP's hybrid sharding, as if
-    modelled. Now the same one line; the fsdp-only sweep is predict's row."""
+    modelled. Then refused whole in one line, the fsdp row lost with it; since session 42 the
+    DeepSpeed row is dropped and counted with predict's words (as a swept group's row is), and
+    the fsdp row is predict's; a sweep of DeepSpeed alone is refused in one line."""
     base = ["sweep", "--workload", "gpt-1.7b", "--devices", "16", "--strategy", "zero3",
             "--shard-group", "8"]
     code, out, err = run_cli(capsys, base + ["--zero-framework-values", "fsdp,deepspeed"])
+    assert code == 0, err
+    assert [line.split(",")[1] for line in out.splitlines()[1:]] == ["fsdp"]
+    assert ("note: 1 combination dropped: 1 breaks a layout rule (e.g. shard group 8 on 16 "
+            "devices: shard group 8 with zero_framework deepspeed: hybrid sharding is modelled"
+            in err), err
+    code, out, err = run_cli(capsys, base + ["--zero-framework-values", "deepspeed"])
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "shard group 8 with zero_framework deepspeed: hybrid sharding is modelled" in err
     code, out, _ = run_cli(capsys, base + ["--zero-framework-values", "fsdp"])

@@ -206,12 +206,14 @@ def test_a_shard_group_sweep_of_a_parameter_count_is_predict_at_each_group():
     assert mixed.size == 3 and set(mixed.columns["shard_group"]) == {8}
     assert mixed.dropped == mixed.dropped_layout == 9
     assert mixed.layout_example.startswith("shard group 3 on 8 devices: shard group 3 needs")
-    # the scenario's own group on a strategy axis that holds ddp: refused as predict refuses it
-    from scalesim.errors import ScalesimError
-
-    with pytest.raises(ScalesimError, match="shard group 8 needs a ZeRO strategy"):
-        sweep(profile, base.model_copy(update={"layout": ScenarioLayout(shard_group=8)}),
-              {"strategy": ["ddp", "zero3"]})
+    # the scenario's own group on a strategy axis that holds ddp: the ddp rows run without it,
+    # as predict runs their scenario without it (refused whole before session 42; the rows
+    # against predict: tests/test_sweep_one_value_shard_group.py)
+    one = sweep(profile, base.model_copy(update={"layout": ScenarioLayout(shard_group=8)}),
+                {"strategy": ["ddp", "zero3"]})
+    assert one.columns["strategy"].tolist() == ["ddp", "zero3"] * 3
+    assert one.columns["shard_group"].tolist() == [None, 8] * 3
+    assert one.ignored == {"shard_group": (3, "strategy ddp on 8 devices")}
 
 
 def test_the_cli_sweep_of_a_parameter_count_counts_dropped_groups(capsys):

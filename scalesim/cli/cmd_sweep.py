@@ -141,9 +141,13 @@ def _row_format(columns: dict) -> str:
 def _shown(columns: dict, fmt: str, stall_modelled: bool) -> dict:
     """``columns`` as written: where the data stall is not modelled
     (``predict.input_pipeline_modelled``) its column, the model's 0, is written as JSON null or
-    an empty CSV cell, not as a stall of 0."""
+    an empty CSV cell, not as a stall of 0; so is a None cell (a one-value shard group's column
+    on a ddp row, which predict --json writes null)."""
     import numpy as np
 
+    if fmt == "csv":
+        columns = {name: np.array(["" if v is None else v for v in values], dtype=object)
+                   if values.dtype == object else values for name, values in columns.items()}
     if stall_modelled or "data_stall_s" not in columns:
         return columns
     n = len(columns["data_stall_s"])
@@ -296,16 +300,19 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None) -> tuple[i
 
 
 def ignored_notes(plan, ignored: dict, written: int) -> list[str]:
-    """One line per one-value layout flag some rows run without (``SweepResult.ignored``): the
+    """One line per one-value layout flag some rows run without (``SweepResult.ignored``; a
+    shard group: the ddp rows): the
     flag, how many of the ``written`` rows, the first, predict's rule and the column that says
     what each row runs; such a row is predict's of its scenario without the flag."""
-    from scalesim.layout import unused_settings
+    from scalesim.layout import shard_group_needs_zero, unused_settings
     from scalesim.layout_predict import layout_of
     from scalesim.sweep import one_value_words
 
     split = layout_of(plan.base)
     rules = unused_settings(1, 1, split.schedule, split.virtual_stages, split.sequence_parallel,
                             split.tp_overlap, split.p2p_overlap)
+    if split.shard_group is not None:  # its ddp rows run without it
+        rules["shard_group"] = (None, shard_group_needs_zero(split.shard_group))
     out = []
     for name, (rows, example) in ignored.items():
         which = "every row" if rows == written else f"{rows} of the {written} rows"
