@@ -13,6 +13,7 @@ counted, never rounded silently; so are a transformer's layouts that break a lay
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -25,10 +26,8 @@ from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import MIB_BYTES
 from scalesim.layout import (
-    P2P_OVERLAP_NEEDS_INTERLEAVED,
+    P2P_OVERLAP_WORDS,
     SCHEDULES,
-    SEQUENCE_PARALLEL_NEEDS_TP,
-    TP_OVERLAP_NEEDS_TP,
     shard_group_refusal,
     unused_settings,
 )
@@ -62,6 +61,16 @@ SWITCH_AXES = ("overlap", "tp_overlap", "p2p_overlap", "sequence_parallel")
 # (``_unused_settings_of_rows``)
 ONE_VALUE_SETTINGS = ("schedule", "virtual_stages", "sequence_parallel", "tp_overlap",
                       "p2p_overlap")
+# What makes each of them mean something on a row: the fix of the refusal of a value no row of
+# the sweep runs (``_ignorable``)
+_TO_APPLY = {"schedule": "give --pp (in a sweep: or a --pp-values that reaches 2)",
+             "virtual_stages": "give --pp (in a sweep: or a --pp-values that reaches 2)",
+             "sequence_parallel": "give --tp (in a sweep: or a --tp-values that reaches 2 within "
+                                  "a server)",
+             "tp_overlap": "give --tp (in a sweep: or a --tp-values that reaches 2 within a "
+                           "server)",
+             "p2p_overlap": "give --virtual-stages 2 or more with --pp (in a sweep: or a "
+                            "--pp-values that reaches 2)"}
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
               "algorithm": ALGORITHMS,
               "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)},
@@ -248,35 +257,6 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
             raise ScalesimError(f"sweep axis {name} needs a transformer workload ({why}): "
                                 f"profile '{profile.name}' gives none; give --workload with a "
                                 f"'transformer' shape (e.g. llama3-8b) or drop {flag}")
-    if split:  # a schedule applies where pp > 1; with no such row it would change nothing
-        from scalesim.layout_predict import layout_of
-
-        asked = layout_of(base)
-        schedules = [str(v) for v in arrays.get("schedule", [asked.schedule])]
-        most_virtual = int(np.max(arrays.get("virtual_stages", [asked.virtual_stages])))
-        pipeline = [n for n, on in (("schedule " + ",".join(schedules),
-                                     any(v not in ("None", "none") for v in schedules)),
-                                    (f"virtual_stages {most_virtual}", most_virtual > 1)) if on]
-        if pipeline and int(np.max(arrays.get("pp", [asked.pp]))) == 1:
-            raise ScalesimError(f"{' and '.join(pipeline)} needs pp > 1 (a pipeline); give "
-                                "--pp (in a sweep: or a --pp-values that reaches 2), or drop it")
-        deepest = int(np.max(arrays.get("pp", [asked.pp])))  # the rows' most stages
-        swept_off = not np.all(arrays.get("p2p_overlap", True))  # a row with the sends blocking
-        if ((not asked.p2p_overlap or swept_off) and not any(
-                asked.model_copy(update={"pp": deepest, "virtual_stages": most_virtual,
-                                         "schedule": None if s == "None" else s}).interleaved
-                for s in schedules)):
-            drop = ("'off' from --p2p-overlap-values" if swept_off else "--p2p-overlap off")
-            raise ScalesimError(f"{P2P_OVERLAP_NEEDS_INTERLEAVED}; give --virtual-stages 2 or "
-                                "more with --pp (in a sweep: or a --pp-values that reaches 2), "
-                                f"or drop {drop}")
-        overlaps = asked.tp_overlap or bool(np.any(arrays.get("tp_overlap", False)))
-        sequence = asked.sequence_parallel or bool(np.any(arrays.get("sequence_parallel", False)))
-        for on, rule in ((sequence, SEQUENCE_PARALLEL_NEEDS_TP),
-                         (overlaps, TP_OVERLAP_NEEDS_TP)):
-            if on and int(np.max(arrays.get("tp", [asked.tp]))) == 1:
-                raise ScalesimError(f"{rule}; give --tp (in a sweep: or a --tp-values that "
-                                    "reaches 2), or drop it")
     g_max = base.devices_per_node or profile.hardware.devices_per_node
     # a clear error for counts that do not fill servers (hosts of a CPU calibration)
     layout(np.unique(arrays["devices"]), g_max, nouns_for(profile.hardware.device_name))
@@ -306,30 +286,53 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
 
 def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tuple[str, ...]:
     """The one-value layout settings (``ONE_VALUE_SETTINGS`` not swept, ``base``'s) that some
-    combination of the grid's tp, pp, schedules and virtual stages does not run
-    (``layout.unused_settings``). One that none runs (a tp that fits a server of ``g_max``
-    devices, the rest dropped) is refused in one line with predict's rule, as predict refuses
-    the scenario."""
+    combination of the grid's tp, pp and layout settings does not run
+    (``layout.unused_settings``). A value, one-value or swept, that no combination runs (a tp
+    that fits a server of ``g_max`` devices, the rest dropped) is refused in one line: predict's
+    rule, the flag and what to give for it to apply (``_TO_APPLY``), as predict refuses the
+    scenario; the first setting in ``ONE_VALUE_SETTINGS`` order. The one check of a layout
+    setting used on no row."""
     from scalesim.layout_predict import layout_of
 
     asked = layout_of(base)
     fits = [t for t in arrays.get("tp", [asked.tp]) if not g_max % t] or [asked.tp]
     tp, pp = np.meshgrid(fits, arrays.get("pp", [asked.pp]))
+    values = {name: [v.item() if hasattr(v, "item") else v for v in arrays[name]]
+              if name in arrays else [getattr(asked, name)] for name in ONE_VALUE_SETTINGS}
     some: set[str] = set()
-    every = [name for name in ONE_VALUE_SETTINGS if name not in arrays]
-    for schedule in arrays.get("schedule", [asked.schedule]):
-        for virtual in arrays.get("virtual_stages", [asked.virtual_stages]):
-            unused = unused_settings(tp, pp, None if schedule is None else str(schedule),
-                                     int(virtual), asked.sequence_parallel, asked.tp_overlap,
-                                     asked.p2p_overlap)
-            some |= {name for name, (rows, _) in unused.items() if rows.any()}
-            every = [name for name in every if unused[name][0].all()]
-    if every:  # a one-value setting's words do not depend on the swept schedule or stages
-        name = every[0]
-        raise ScalesimError(f"{unused[name][1]}: {one_value_words(name, getattr(asked, name))} means "
-                            "nothing on every row of the sweep; sweep a layout it applies to, "
-                            "or drop it")
+    used: dict[str, set] = {name: set() for name in ONE_VALUE_SETTINGS}
+    rules: dict[tuple, str] = {}  # (setting, value) -> predict's rule where it means nothing
+    for combination in itertools.product(*values.values()):
+        one = dict(zip(values, combination, strict=True))
+        unused = unused_settings(tp, pp, one["schedule"], int(one["virtual_stages"]),
+                                 bool(one["sequence_parallel"]), bool(one["tp_overlap"]),
+                                 bool(one["p2p_overlap"]))
+        for name, (rows, rule) in unused.items():
+            some |= {name} if rows.any() else set()
+            if rows.all():
+                rules.setdefault((name, one[name]), rule)
+            else:
+                used[name].add(one[name])
+    for name in ONE_VALUE_SETTINGS:
+        nowhere = [v for v in values[name] if v not in used[name]]
+        if nowhere:
+            what, drop = _setting_words(name, nowhere, arrays)
+            raise ScalesimError(f"{rules[name, nowhere[0]]}: {what} "
+                                f"{'mean' if len(nowhere) > 1 else 'means'} nothing on every "
+                                f"row of the sweep; {_TO_APPLY[name]}, or drop {drop}")
     return tuple(name for name in ONE_VALUE_SETTINGS if name in some and name not in arrays)
+
+
+def _setting_words(name: str, values: list, arrays: dict[str, np.ndarray]) -> tuple[str, str]:
+    """(the flag that asks ``values`` of layout setting ``name``, what to drop): ('--schedule
+    gpipe', 'it') for a one-value flag (``one_value_words``), ("'gpipe', 'zb' of
+    --schedule-values", "'gpipe', 'zb' from --schedule-values") for a swept setting, its values
+    as its axis flag takes them."""
+    if name not in arrays:
+        return one_value_words(name, values[0]), "it"
+    words = ", ".join(f"'{P2P_OVERLAP_WORDS[v] if isinstance(v, bool) else v}'" for v in values)
+    flag = f"{LAYOUT_KNOB_BY_FIELD[name].flag}-values"
+    return f"{words} of {flag}", f"{words} from {flag}"
 
 
 def _one_value_shard_group(arrays: dict[str, np.ndarray], base: Scenario) -> tuple[str, ...]:

@@ -310,10 +310,14 @@ def test_two_virtual_stages_halve_the_bubble_and_nothing_else_of_the_compute():
      "sweep axis virtual_stages needs a transformer workload"),
     (["--devices", "8", "--recompute-values", "none,full"],
      "sweep axis recompute needs a transformer workload"),
+    # predict's rule, the values, what to give and what to drop (one check since session 42)
     ([*WORKLOAD, "--devices", "4", "--virtual-stages-values", "1,2"],
-     "virtual_stages 2 needs pp > 1 (a pipeline)"),
+     "virtual_stages 2 needs the interleaved schedule: '2' of --virtual-stages-values means "
+     "nothing on every row of the sweep; give --pp (in a sweep: or a --pp-values that reaches "
+     "2), or drop '2' from --virtual-stages-values"),
     ([*WORKLOAD, "--devices", "4", "--schedule-values", "gpipe,zb"],
-     "schedule gpipe,zb needs pp > 1 (a pipeline)"),
+     "schedule gpipe needs pp > 1; use schedule none with pp 1: 'gpipe', 'zb' of "
+     "--schedule-values mean nothing on every row of the sweep; give --pp"),
     ([*WORKLOAD, "--devices", "4", "--sequence-parallel-values", "on,off"],
      "sequence_parallel needs tp > 1"),
     ([*WORKLOAD, "--devices", "4", "--recompute", "full", "--recompute-values", "none,full"],

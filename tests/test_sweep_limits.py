@@ -165,7 +165,9 @@ def test_a_pipeline_schedule_with_no_pipeline_is_refused_as_predict_refuses_it(c
             "--tp", "2", *extra]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "needs pp > 1" in err and len(err.strip().splitlines()) == 1, err
+    assert len(err.strip().splitlines()) == 1, err  # predict's rule, then what to give
+    assert ("needs pp > 1" in err or "needs the interleaved schedule" in err), err
+    assert "means nothing on every row of the sweep; give --pp" in err, err
     if extra[0] == "--schedule":
         assert main([*argv, "--pp-values", "1,2", "--accumulation", "4"]) == 0
         capsys.readouterr()
