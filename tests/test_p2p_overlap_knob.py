@@ -139,15 +139,19 @@ def test_a_plan_row_carries_it_and_re_predicts_equal(capsys):
                   for r in plan_at(profile, Scenario(devices=[32], global_batch=64), 32, 64,
                                    top=None)}
     assert all(r.p2p_overlap is False for r in rows)
-    interleaved = [r for r in rows if r.schedule == "interleaved" and r.virtual_stages > 1]
+    # which rows interleave, by position: a list's `in` would compare rows field by field
+    # (pydantic __eq__), quadratic in the thousands of rows
+    interleaves = [r.schedule == "interleaved" and r.virtual_stages > 1 for r in rows]
+    interleaved = [r for r, i in zip(rows, interleaves, strict=True) if i]
     assert interleaved and any(r.pp == 1 for r in rows)
-    for r in interleaved[:3] + [next(r for r in rows if r.pp == 1)]:
+    flat = next(r for r in rows if r.pp == 1)
+    for r, i in [(r, True) for r in interleaved[:3]] + [(flat, False)]:
         again = scenario_of_row(blocking, r)
-        assert again.layout.p2p_overlap is (r not in interleaved)
+        assert again.layout.p2p_overlap is (not i)
         assert predict(profile, again)[0].step_time_s == pytest.approx(r.step_time_s, rel=1e-9)
-    for r in rows:
+    for r, i in zip(rows, interleaves, strict=True):
         twin = overlapped[r.layout(64).model_copy(update={"p2p_overlap": True})]
-        assert (r.step_time_s > twin) if r in interleaved else (r.step_time_s == twin)
+        assert (r.step_time_s > twin) if i else (r.step_time_s == twin)
     code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-8b", "--hardware",
                                       "dgx-h100", "--devices", "32", "--global-batch", "64",
                                       "--p2p-overlap", "off", "--top", "3"])
