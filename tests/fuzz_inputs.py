@@ -836,10 +836,13 @@ def profile_blob(draw) -> str:
     return blob[: len(blob) // 2] if kind == "cut" else blob
 
 
-def check_link(params: dict[str, str]) -> list[str]:
+def check_link(params: dict[str, str], planned: set[tuple[str, str]] | None = None) -> list[str]:
     """Decode a share link as the planner page does, then plan it after the page's cache round
     trip (``planner_page._cached_plan`` gets the profile and state as JSON text). Only a
-    ScalesimError may come out of planning (the page shows it); decoding never raises."""
+    ScalesimError may come out of planning (the page shows it); decoding never raises.
+    ``planned``: the (profile, state) JSON texts already planned without a broken promise by the
+    caller; such a link is decoded and encoded but not planned again (the page plans the same
+    input; most edge-value blobs are refused and leave the same preset), and a new one is added."""
     from scalesim.app.plan import make_plan
     from scalesim.app.state import AppState, decode_query, encode_query
 
@@ -852,9 +855,13 @@ def check_link(params: dict[str, str]) -> list[str]:
             state, profile, messages = decode_query(params)
             problems = [f"message of several lines: {m[:80]!r}" for m in messages if "\n" in m]
             encode_query(state, profile)
-            with contextlib.suppress(ScalesimError):
-                make_plan(Profile.model_validate_json(profile.model_dump_json()),
-                          AppState.model_validate_json(state.model_dump_json()))
+            texts = (profile.model_dump_json(), state.model_dump_json())
+            if planned is None or texts not in planned:
+                with contextlib.suppress(ScalesimError):
+                    make_plan(Profile.model_validate_json(texts[0]),
+                              AppState.model_validate_json(texts[1]))
+                if planned is not None and not problems:
+                    planned.add(texts)
     except TookTooLong as exc:
         return [str(exc)]
     except Exception as exc:  # noqa: BLE001 - exactly what the fuzzer looks for

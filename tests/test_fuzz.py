@@ -79,10 +79,15 @@ def test_every_command_keeps_its_promises_on_any_input(target):
     _fuzz_command(target)()
 
 
+# (profile, state) JSON texts the link fuzz planned without a broken promise: a link that decodes
+# to one of them again is decoded and encoded, not planned again (the same input)
+_PLANNED_LINKS: set[tuple[str, str]] = set()
+
+
 @_settings("link")
 @given(params=link_params())
 def test_share_links_never_break_the_planner(params):
-    problems = check_link(params)
+    problems = check_link(params, _PLANNED_LINKS)
     assert not problems, f"{ {k: v[:60] for k, v in params.items()} }: {'; '.join(problems)}"
 
 
@@ -113,9 +118,11 @@ def test_every_output_path_and_input_file_at_its_edges():
 
 def test_every_profile_number_of_a_link_at_its_edge_values():
     links = odd_profile_links()
-    broken = []
+    broken, planned = [], set()  # most blobs are refused and plan the same preset: planned once
     for label, params in links:
-        broken += [f"{label}: {' '.join(p.splitlines()[:2])}" for p in check_link(params)]
+        broken += [f"{label}: {' '.join(p.splitlines()[:2])}"
+                   for p in check_link(params, planned)]
+    assert len(planned) > 1  # a refused blob and at least one accepted edge value were planned
     _assert_none_broken(broken, len(links))
 
 
