@@ -77,25 +77,35 @@ def test_the_report_says_how_the_runs_exchanged_and_starts_every_remedy_there(fs
         "Shard optimizer state (ddp -> zero1")
 
 
-def test_sharded_runs_of_a_transformer_are_judged_on_their_own_memory():
-    """Llama 3 8B under FSDP FULL_SHARD at 1 sequence a GPU on 8-32 A100 PCIe 80GB: the model
-    puts them at 58-46 GiB a GPU sharded, 162 GiB read as DDP. Read as DDP the note says they
-    ran past the model's memory and memory is left unknown; read as ZeRO-3 memory is the
-    GPU's and the note is gone."""
+@pytest.fixture(scope="module")
+def llama8b_zero3():
+    """Llama 3 8B under FSDP FULL_SHARD at 1 sequence a GPU on 8-32 A100 PCIe 80GB, made by the
+    model: (the runs, their model, their diagnosis read as ZeRO-3), shared by the two tests
+    below (one diagnosis, not two of the same runs)."""
     profile = resolve_profile(None, "pcie-8gpu-100gbe", "llama3-8b")
     text = cases.to_csv(cases._rows(profile, Scenario(devices=[8, 16, 32], micro_batch=1,
                                                        strategy="zero3")))
     runs = parse_runs_text(text, "runs.csv")
     model = runs_model("llama3-8b", "A100 PCIe 80GB")
+    return runs, model, diagnose_runs(runs, None, 4.0, transformer=model,
+                                      exchange=RunsExchange("zero3"))
+
+
+def test_sharded_runs_of_a_transformer_are_judged_on_their_own_memory(llama8b_zero3):
+    """Llama 3 8B under FSDP FULL_SHARD at 1 sequence a GPU on 8-32 A100 PCIe 80GB: the model
+    puts them at 58-46 GiB a GPU sharded, 162 GiB read as DDP. Read as DDP the note says they
+    ran past the model's memory and memory is left unknown; read as ZeRO-3 memory is the
+    GPU's and the note is gone."""
+    runs, model, sharded = llama8b_zero3
     as_ddp = diagnose_runs(runs, None, 4.0, transformer=model)
     assert any("yet the runs ran" in n and "(ddp)" in n for n in as_ddp.notes)
-    sharded = diagnose_runs(runs, None, 4.0, transformer=model, exchange=RunsExchange("zero3"))
     assert not any("yet the runs ran" in n for n in sharded.notes)
     assert sharded.details["fitted_profile"]["hardware"]["device_memory_bytes"] == 80 * 2**30
     assert sharded.details["fit"]["rmse_rel"] < 0.01 < as_ddp.details["fit"]["rmse_rel"]
 
 
-def test_whole_parameters_are_judged_on_the_parameters_alone_where_memory_is_unknown():
+def test_whole_parameters_are_judged_on_the_parameters_alone_where_memory_is_unknown(
+        llama8b_zero3):
     """Session 26 (a session-25 leftover): Llama 3 70B ZeRO-3 runs at 1 sequence of 8,192 a GPU
     on 16-64 A100 PCIe 80GB, which the model puts at 203 GiB a GPU: they ran, so memory is
     treated as unknown and every remedy assumed to fit, "Hold parameters whole" among them,
@@ -112,12 +122,7 @@ def test_whole_parameters_are_judged_on_the_parameters_alone_where_memory_is_unk
     assert "131.4 GiB (70.6 G x 2 bytes)" in whole.note
     assert report.first_remedy is None or report.first_remedy.key != "sharding"
     # the 8B's weights (15 GiB) fit the same GPU: its remedy is judged as before
-    small = resolve_profile(None, "pcie-8gpu-100gbe", "llama3-8b")
-    runs8 = parse_runs_text(cases.to_csv(cases._rows(small, Scenario(
-        devices=[8, 16, 32], micro_batch=1, strategy="zero3"))), "runs.csv")
-    report8 = diagnose_runs(runs8, None, 4.0, transformer=runs_model("llama3-8b",
-                                                                      "A100 PCIe 80GB"),
-                            exchange=RunsExchange("zero3"))
+    report8 = llama8b_zero3[2]
     assert next(r for r in report8.remedies if r.key == "sharding").verdict != "not runnable"
 
 
