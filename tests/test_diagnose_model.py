@@ -191,13 +191,21 @@ def gpt_runs():
     return cases.to_csv(cases._rows(profile, Scenario(devices=[8, 16, 32], micro_batch=1)))
 
 
-def test_runs_past_the_models_memory_estimate_leave_memory_unknown(llama_runs):
+@pytest.fixture(scope="module")
+def llama_diagnosis(llama_runs):
+    """(the runs, their model, their diagnosis with the whole-forward recompute style): one
+    diagnosis shared by the two tests below, not two of the same runs."""
+    runs = parse_runs_text(llama_runs, "runs.csv")
+    model = runs_model("llama3-8b", "A100 40GB")
+    return runs, model, diagnose_runs(runs, None, 2.0, transformer=model)
+
+
+def test_runs_past_the_models_memory_estimate_leave_memory_unknown(llama_diagnosis):
     """Session-24 audit: runs the model's memory estimate says cannot fit (data parallel, as
     diagnose reads them) ran, so the estimate is off for them (they sharded, recomputed...).
     Diagnose said 'does not fit today' and led with a split that 'makes it fit' at -37 %: a
     loss under 'Remedies'. It now says so in a note and judges no remedy by that memory."""
-    runs = parse_runs_text(llama_runs, "runs.csv")
-    report = diagnose_runs(runs, None, 2.0, transformer=runs_model("llama3-8b", "A100 40GB"))
+    report = llama_diagnosis[2]
     (note,) = [n for n in report.notes if "yet the runs ran" in n]
     assert note.startswith("the model estimates 281.3 GiB per device for the largest run's own "
                            "layout (ddp), more than the A100 40GB's 40 GiB")
@@ -207,15 +215,14 @@ def test_runs_past_the_models_memory_estimate_leave_memory_unknown(llama_runs):
     assert not any("makes it fit" in r.note for r in report.remedies)
 
 
-def test_the_recompute_style_reaches_the_split_remedy(llama_runs):
+def test_the_recompute_style_reaches_the_split_remedy(llama_diagnosis):
     """--recompute-style early-stop (PyTorch >= 2.1 checkpoint): full recompute skips the MLP
     down projection, so where memory is tight a full-recompute layout becomes the best split and
     the remedy loses less than with the whole-forward style (docs/model.md §13, §22). The
     fitted scenario carries the style; the split is searched at 32 GiB, tighter than the A100
     40GB (the runs themselves ran past the model's estimate, so diagnose leaves memory
     unknown)."""
-    runs = parse_runs_text(llama_runs, "runs.csv")
-    model = runs_model("llama3-8b", "A100 40GB")
+    runs, model, whole_report = llama_diagnosis
 
     def split_at_32gb(report):
         profile = Profile.model_validate(report.details["fitted_profile"])
@@ -225,7 +232,7 @@ def test_the_recompute_style_reaches_the_split_remedy(llama_runs):
         _, remedies = model_remedies(profile, scenario, 32, report.cause.key)
         return _split(SimpleNamespace(remedies=remedies))
 
-    whole = split_at_32gb(diagnose_runs(runs, None, 2.0, transformer=model))
+    whole = split_at_32gb(whole_report)
     report = diagnose_runs(runs, None, 2.0, transformer=model, recompute_style="early-stop")
     stop = split_at_32gb(report)
     assert whole.applicable and stop.applicable
