@@ -13,6 +13,7 @@ import json
 
 import pytest
 from cli_harness import run_cli
+from sweep_llama_case import BASE, CLI
 
 from scalesim.errors import ScalesimError
 from scalesim.layout import (
@@ -25,10 +26,6 @@ from scalesim.profiles import resolve_profile
 from scalesim.schemas import Scenario, ScenarioLayout
 from scalesim.sweep import sweep
 
-# Llama 3 8B on the 8 GPUs of a DGX H100, global batch 64 in 8 micro-steps
-BASE = Scenario(devices=[8], global_batch=64, accumulation=8)
-CLI = ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
-       "--global-batch", "64", "--accumulation", "8"]
 PIPELINE_RULES = {"schedule": "schedule gpipe needs pp > 1; use schedule none with pp 1",
                   "virtual_stages": "virtual_stages 2 needs the interleaved schedule"}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from cli_harness import run_cli
+from sweep_llama_case import BASE, CLI
 
 from scalesim.errors import ScalesimError
 from scalesim.layout import (
@@ -19,13 +20,8 @@ from scalesim.layout import (
 )
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
-from scalesim.schemas import Scenario, ScenarioLayout
+from scalesim.schemas import ScenarioLayout
 from scalesim.sweep import sweep
-
-# Llama 3 8B on the 8 GPUs of a DGX H100, global batch 64 in 8 micro-steps
-BASE = Scenario(devices=[8], global_batch=64, accumulation=8)
-CLI = ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
-       "--global-batch", "64", "--accumulation", "8"]
 
 
 @pytest.fixture(scope="module")
