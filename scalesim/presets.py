@@ -31,6 +31,7 @@ listed and its source (``PRICES``); a price that is known to have been cut since
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 import statistics
@@ -124,10 +125,30 @@ INTRA_LINKS: dict[str, IntraLinkSpec] = {
 }
 
 
+def preset_name(name: str, names, what: str, alternative: str = "") -> str:
+    """The one of ``names`` (a preset kind's names: hardware, workload, link...) that ``name``
+    means: itself, else the one name equal to it but for case ('llama3-70B' -> 'llama3-70b');
+    else a ``ScalesimError`` in one line naming the nearest names (``difflib``) and every one:
+    "unknown hardware preset 'dgx-a10' (did you mean dgx-a100?); choose one of ...
+    ``alternative``". The one lookup of every preset kind a user types."""
+    names = list(names)
+    if name in names:
+        return name
+    same = [n for n in names if n.casefold() == name.casefold()]
+    if len(same) == 1:
+        return same[0]
+    by_fold = {n.casefold(): n for n in names}
+    near = same or [by_fold[n] for n in difflib.get_close_matches(name.casefold(), by_fold,
+                                                                   n=3, cutoff=0.6)]
+    said = ", ".join(near[:-1]) + " or " * (len(near) > 1) + "".join(near[-1:])
+    hint = f" (did you mean {said}?)" if near else ""
+    raise ScalesimError(f"unknown {what} '{name}'{hint}; choose one of {', '.join(names)}"
+                        f"{alternative}")
+
+
 def intra_link(kind: str) -> LinkLevel:
     """The preset intra-server link of ``kind`` (see INTRA_LINKS)."""
-    if kind not in INTRA_LINKS:
-        raise ScalesimError(f"unknown intra-node link '{kind}'; known: {', '.join(INTRA_LINKS)}")
+    kind = preset_name(kind, INTRA_LINKS, "intra-node link")
     spec = INTRA_LINKS[kind]
     extra = {"subset_busbw_shares": subset_shares(kind)}
     if spec.allreduce_GBps is not None:
@@ -196,10 +217,7 @@ HOST_PCIE_OF_INTRA: dict[str, str] = {
 
 def host_link(intra_kind: str) -> LinkLevel:
     """One device's PCIe link to its host CPU in a server whose GPUs use ``intra_kind``."""
-    if intra_kind not in HOST_PCIE_OF_INTRA:
-        raise ScalesimError(
-            f"unknown intra-node link '{intra_kind}'; known: {', '.join(HOST_PCIE_OF_INTRA)}"
-        )
+    intra_kind = preset_name(intra_kind, HOST_PCIE_OF_INTRA, "intra-node link")
     pcie = intra_link(HOST_PCIE_OF_INTRA[intra_kind])
     return pcie.model_copy(update={"source": f"device-to-host link of {intra_kind}: {pcie.source}"})
 
@@ -577,6 +595,7 @@ def _datasheet(device_name: str) -> dict:
 def inter_link(kind: str, nics_per_node: int, gbit_per_nic: float, source: str = "") -> LinkLevel:
     """A preset inter-server link: ``nics_per_node`` NICs of ``gbit_per_nic`` Gbit/s each."""
     line_GBps = nics_per_node * gbit_per_nic / 8.0
+    kind = preset_name(kind, ("infiniband", "roce", "ethernet"), "inter-node link")
     if kind in ("infiniband", "roce"):
         efficiency, latency, why = IB_EFFICIENCY, 6e-6, f"efficiency from {_NCCL_812}; {_NCCL_29}"
     elif kind == "ethernet":
@@ -584,8 +603,8 @@ def inter_link(kind: str, nics_per_node: int, gbit_per_nic: float, source: str =
         why = ("NCCL socket transport over TCP: median busbw / line rate of "
                + "; ".join(src for _, _, src in SOCKET_BUSBW_FIGURES)
                + f" (TCP payload ceiling {TCP_PAYLOAD_CEILING:.2f} is not reached)")
-    else:
-        raise ScalesimError(f"unknown inter-node link '{kind}'; use infiniband, roce or ethernet")
+    else:  # never: preset_name refused any other kind
+        raise AssertionError(kind)
     busbw = round(efficiency * line_GBps, 3)
     if problem := bound("busbw_GBps").problem(busbw):  # each factor in bounds, the product not
         raise ScalesimError(f"{nics_per_node} NICs x {gbit_per_nic:g} Gbit/s gives a bus "
@@ -784,28 +803,18 @@ DEFAULT_WORKLOAD = "bert-large"
 
 
 def get_hardware(name: str) -> Hardware:
-    try:
-        return HARDWARE[name]
-    except KeyError:
-        raise ScalesimError(
-            f"unknown hardware preset '{name}'; choose one of {', '.join(HARDWARE)} "
-            "or give a JSON file (scalesim schema hardware)"
-        ) from None
+    """The hardware preset ``name``, its case aside (``preset_name``)."""
+    return HARDWARE[preset_name(name, HARDWARE, "hardware preset",
+                                " or give a JSON file (scalesim schema hardware)")]
 
 
 def get_workload(name: str) -> Workload:
     """The workload preset ``name``: a data-parallel preset, else a transformer preset's
     workload (``transformer_workload``), the names the error below lists."""
-    if name in TRANSFORMERS and name not in WORKLOADS:
-        return transformer_workload(name)
-    try:
-        return WORKLOADS[name]
-    except KeyError:
-        names = [*WORKLOADS, *(t for t in TRANSFORMERS if t not in WORKLOADS)]
-        raise ScalesimError(
-            f"unknown workload preset '{name}'; choose one of {', '.join(names)} "
-            "or give a JSON file (scalesim schema workload)"
-        ) from None
+    names = [*WORKLOADS, *(t for t in TRANSFORMERS if t not in WORKLOADS)]
+    name = preset_name(name, names, "workload preset",
+                       " or give a JSON file (scalesim schema workload)")
+    return WORKLOADS[name] if name in WORKLOADS else transformer_workload(name)
 
 
 # ---------------------------------------------------------------------------- transformer shapes
@@ -849,13 +858,12 @@ TRANSFORMERS: dict[str, tuple[TransformerShape, float, str]] = {
 def get_transformer(name: str) -> TransformerShape:
     """The preset transformer shape ``name`` (see TRANSFORMERS). A data-parallel workload preset
     without a shape (resnet50, gpt-7b) is refused as such, not as an unknown name."""
-    try:
-        return TRANSFORMERS[name][0]
-    except KeyError:
-        what = (f"workload preset '{name}' is a parameter count with no transformer shape to "
-                "split" if name in WORKLOADS else f"unknown transformer preset '{name}'")
-        raise ScalesimError(f"{what}; choose one of {', '.join(TRANSFORMERS)} or give a workload "
-                            "JSON file with a 'transformer' shape (scalesim schema workload)") from None
+    alternative = (" or give a workload JSON file with a 'transformer' shape (scalesim schema "
+                   "workload)")
+    if name in WORKLOADS and name not in TRANSFORMERS:
+        raise ScalesimError(f"workload preset '{name}' is a parameter count with no transformer "
+                            f"shape to split; choose one of {', '.join(TRANSFORMERS)}{alternative}")
+    return TRANSFORMERS[preset_name(name, TRANSFORMERS, "transformer preset", alternative)][0]
 
 
 def transformer_workload(name: str, precision_bytes: float = 2.0) -> Workload:

@@ -186,7 +186,7 @@ REFUSALS = [
     # still clear (pinned): a zero, a range that does not double, a typo in a preset, a folder
     (["predict", "--devices", "0"], "0 is outside 1 <= x <= 1,048,576 devices"),
     (["predict", "--devices", "1-1000"], "stops at 512, short of 1000; end it at 512 or 1024"),
-    (["predict", "--hardware", "dgx-a10"], "unknown hardware preset 'dgx-a10'; choose one of"),
+    (["predict", "--hardware", "dgx-a10"], "unknown hardware preset 'dgx-a10' (did you mean dgx-a100"),
     (["predict", "--price", "-1"], "-1 is outside x = 0 or 0.0001 <= x <= 1,000,000 USD"),
     # a mutually exclusive pair: said which, not what to do
     (["predict", "--global-batch", "1000", "--devices", "64", "--batch", "4"],
