@@ -437,7 +437,8 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     if L.tp > g:
         problems.append(tp_above_server(L.tp, g, nouns))
     elif g % L.tp:
-        problems.append(f"tp {L.tp} does not divide the {g} {nouns.gpus} per {nouns.server}")
+        problems.append(f"tp {L.tp} does not divide the {g} {nouns.gpus} per {nouns.server}; "
+                        f"use tp {divisors_text(g)}")
     if L.devices > g and L.devices % g:
         problems.append(f"{L.devices} {nouns.devices} ({split_words(L.dp, L.tp, L.pp, L.cp)}) do "
                         f"not fill whole {nouns.servers} of {g}")
@@ -451,12 +452,14 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
             problems.append("the interleaved schedule needs virtual_stages >= 2")
         elif not L.global_batch % (L.dp * L.micro_batch) and L.accumulation % L.pp:
             problems.append(f"interleaved schedule: {L.accumulation} micro-batches per step are "
-                            f"not a multiple of pp {L.pp} (Megatron's rule)")
+                            f"not a multiple of pp {L.pp} (Megatron's rule); use accumulation "
+                            f"{-(-L.accumulation // L.pp) * L.pp} (a multiple of {L.pp}), or "
+                            "another schedule")
     elif L.virtual_stages != 1:
         problems.append(virtual_stages_need_interleaved(L.virtual_stages))
     if layers is not None and layers < L.pp * L.virtual_stages:
         problems.append(f"{layers} layers cannot fill pp {L.pp} x virtual_stages "
-                        f"{L.virtual_stages} model chunks")
+                        f"{L.virtual_stages} model chunks; {chunks_fix(layers, L.pp, L.virtual_stages)}")
     problems += unrunnable_split(tp=L.tp, heads=heads)
     if kv_heads is not None and kv_heads % L.tp and L.tp % kv_heads:
         problems.append(f"kv_heads {kv_heads} and tp {L.tp}: one must divide the other")
@@ -464,14 +467,41 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
                              shard_group_problem(L.shard_group, L.dp, L.cp)) if p]
     if seq_len is not None and L.cp > 1 and seq_len % (2 * L.cp):
         problems.append(f"seq_len {seq_len} is not divisible by 2 x cp {L.cp} (load-balanced "
-                        "context parallelism)")
+                        f"context parallelism){cp_fix(seq_len, L.cp, L.dp * L.cp)}")
     return problems
+
+
+def divisors_text(n: int) -> str:
+    """The divisors of ``n`` as a fix names them: '1, 2, 4 or 8' (a tp that divides a server)."""
+    ds = [str(d) for d in range(1, n + 1) if n % d == 0]
+    return ds[0] if len(ds) == 1 else f"{', '.join(ds[:-1])} or {ds[-1]}"
+
+
+def chunks_fix(layers: int, pp: int, virtual_stages: int) -> str:
+    """The fix of ``layers`` too few for pp x virtual stages model chunks: the largest pp that
+    they fill at these virtual stages ('use pp <= 32'), and at this pp the most virtual stages
+    where the interleaved schedule's 2 fit ('or virtual_stages <= 5')."""
+    fix = f"use pp <= {layers // virtual_stages}" if layers >= virtual_stages else ""
+    if virtual_stages > 1 and layers // pp >= 2:
+        fix += f"{' or ' if fix else 'use '}virtual_stages <= {layers // pp}"
+    return fix or f"use pp 1 (the {layers} layers fill no pipeline)"
+
+
+def cp_fix(seq_len: int, cp: int, ranks: int) -> str:
+    """'; use cp 2' (the largest cp below ``cp`` that divides the ``ranks`` of dp x cp and whose
+    2 x cp divides ``seq_len``; else cp 1), then the sequence lengths around ``seq_len`` that
+    2 x cp divides: '; use cp 2, or seq_len 4096 or 4128'."""
+    fit = next((c for c in range(cp - 1, 1, -1) if ranks % c == 0 and seq_len % (2 * c) == 0), 1)
+    step = 2 * cp
+    below, above = seq_len // step * step, -(-seq_len // step) * step
+    lengths = f"{below} or {above}" if below else f"{above}"
+    return f"; use cp {fit}, or seq_len {lengths}"
 
 
 def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> str:
     """'tp 16 > 8 GPUs per server (...)'; 'tp 4 > 2 processes per host (...)' for a CPU profile."""
     return (f"tp {tp} > {devices_per_node} {nouns.gpus} per {nouns.server} (tensor parallelism "
-            f"stays inside one {nouns.server})")
+            f"stays inside one {nouns.server}); use tp <= {devices_per_node}")
 
 
 def check_layout(layout: ParallelLayout, devices_per_node: int, nouns: Nouns = GPU_NOUNS,

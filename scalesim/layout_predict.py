@@ -599,8 +599,12 @@ def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS, cp=1):
         i = int(np.flatnonzero(np.broadcast_to(bad, np.broadcast(p, model).shape))[0])
         pb, mb, cb = np.broadcast_arrays(p, model, np.asarray(cp))
         what = "tp x pp x cp" if int(cb.flat[i]) > 1 else "tp x pp"
-        raise ScalesimError(f"{nouns.devices} {int(pb.flat[i])} are not divisible by {what} = "
-                            f"{int(mb.flat[i])}; give {nouns.device} counts that are multiples of it")
+        n, m = int(pb.flat[i]), int(mb.flat[i])
+        near = " or ".join(str(k) for k in dict.fromkeys(x for x in (n // m * m, -(-n // m) * m)
+                                                          if x))
+        raise ScalesimError(f"{nouns.devices} {n} are not divisible by {what} = {m}; give "
+                            f"{nouns.device} counts that are multiples of it ({near}), or a "
+                            f"{what} that divides {n}")
     return p // model
 
 

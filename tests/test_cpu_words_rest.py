@@ -55,36 +55,37 @@ def test_the_layout_rules_say_processes_per_host():
     servers of 4' for a CPU profile."""
     odd = ParallelLayout(dp=3, tp=4, pp=1, global_batch=12, micro_batch=1)
     cpu = layout_problems(odd, 6, nouns=CPU_NOUNS)
-    assert cpu[0] == "tp 4 does not divide the 6 processes per host"
-    assert layout_problems(odd, 6)[0] == "tp 4 does not divide the 6 GPUs per server"
+    assert cpu[0] == "tp 4 does not divide the 6 processes per host; use tp 1, 2, 3 or 6"
+    assert layout_problems(odd, 6)[0] == "tp 4 does not divide the 6 GPUs per server; use tp 1, 2, 3 or 6"
     wide = ParallelLayout(dp=3, tp=2, pp=1, global_batch=6, micro_batch=1)
     assert layout_problems(wide, 4, nouns=CPU_NOUNS)[0] == (
         "6 processes (dp 3 x tp 2 x pp 1 x cp 1) do not fill whole hosts of 4")
     assert layout_problems(wide, 4)[0] == (
         "6 devices (dp 3 x tp 2 x pp 1 x cp 1) do not fill whole servers of 4")
     with pytest.raises(Exception, match=r"^tp 4 > 2 processes per host \(tensor parallelism stays "
-                                        r"inside one host\)$"):
+                                        r"inside one host\); use tp <= 2$"):
         check_layout(odd, 2, CPU_NOUNS)
 
 
 def test_predict_sweep_decide_refuse_a_layout_in_processes_and_hosts(capsys, tmp_path):
     cpu = _cpu_block(tmp_path)
     assert _refusal(capsys, ["predict", "--profile", cpu, "--devices", "4", "--tp", "4"]).endswith(
-        "error: tp 4 > 2 processes per host (tensor parallelism stays inside one host)")
+        "error: tp 4 > 2 processes per host (tensor parallelism stays inside one host); use tp <= 2")
     assert _refusal(capsys, ["decide", "--profile", cpu, "--devices", "4", "--tp", "4"]).endswith(
-        "error: tp 4 > 2 processes per host (tensor parallelism stays inside one host)")
+        "error: tp 4 > 2 processes per host (tensor parallelism stays inside one host); use tp <= 2")
     assert _refusal(capsys, ["predict", "--profile", cpu, "--devices", "3", "--tp", "2"]).endswith(
         "error: 3 processes do not fill whole hosts of 2; use a multiple of 2 above 2, or set "
         "--gpus-per-node")
     assert _refusal(capsys, ["predict", "--profile", cpu, "--devices", "1,2,4", "--tp", "2",
                              "--pp", "2"]).endswith(
         "error: processes 1 are not divisible by tp x pp = 4; give process counts that are "
-        "multiples of it")
+        "multiples of it (4), or a tp x pp that divides 1")
     assert "(e.g. tp 4 x pp 1 on 6 processes: tp x pp does not divide the processes)" in _refusal(
         capsys, ["sweep", "--profile", cpu, "--devices", "6", "--tp", "4"])
     gpu = _refusal(capsys, ["predict", "--profile", str(H200), "--gpus-per-node", "8", "--devices",
                             "16", "--tp", "16"])
-    assert gpu.endswith("error: tp 16 > 8 GPUs per server (tensor parallelism stays inside one server)")
+    assert gpu.endswith("error: tp 16 > 8 GPUs per server (tensor parallelism stays inside one "
+                        "server); use tp <= 8")
     assert _refusal(capsys, ["predict", "--profile", str(H200), "--gpus-per-node", "8", "--devices",
                              "12"]).endswith("error: 12 devices do not fill whole servers of 8; use "
                                              "a multiple of 8 above 8, or set --gpus-per-node")

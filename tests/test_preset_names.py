@@ -5,10 +5,10 @@ the nearest names (``presets.preset_name``)."""
 from __future__ import annotations
 
 import pytest
+from cli_harness import run_cli
 
 from scalesim import presets
 from scalesim.errors import ScalesimError
-from tests.cli_harness import run_cli
 
 
 @pytest.mark.parametrize("argv, shown", [

@@ -159,6 +159,8 @@ SEARCHED = {
     "give --max-devices N instead",
     "strategy": "--strategy is not used: goal searches DDP and ZeRO-1/2/3 and names the one it "
     "picks; drop it",
+    "global_batch": "--global-batch is not used: goal varies the per-device batch (micro-batch "
+    "and accumulation) itself; drop it, and give --batch N for the micro-batch it starts from",
 }
 
 
