@@ -159,6 +159,9 @@ class GoalAnswer:
     # the time its compute alone takes, s (what bounds it)
     unlimited: GoalPlan | None = None
     unlimited_compute_s: float | None = None
+    # the cheapest plan on today's network that meets the goal (None: none does), said beside
+    # a best plan on a faster network: today's is enough, the faster one only cheaper
+    today: GoalPlan | None = None
 
     def describe(self, p: GoalPlan) -> str:
         """``describe`` of one of this answer's plans, in its devices' nouns."""
@@ -171,13 +174,28 @@ class GoalAnswer:
         if self.best is not None:
             b = self.best
             return (f"Cheapest plan that meets the goal: {describe(b)}: {duration_text(b.time_s)} for "
-                    f"${amount(b.cost_usd)}.")
+                    f"${amount(b.cost_usd)}.{self.today_enough_words}")
         if self.closest is None:
             return ("No plan runs: none of the layouts searched fits in "
                     f"{self.words.memory}.")
         c = self.closest
         return (f"No plan meets the goal. Closest: {describe(c)}: {duration_text(c.time_s)} for "
                 f"${amount(c.cost_usd)} (misses {self.misses(c)}).")
+
+    @property
+    def today_enough_words(self) -> str:
+        """Where the best plan buys a faster network though today's meets the goal: that today's
+        is enough, its cheapest plan, and why the faster one costs less: its plan bills fewer
+        device-hours (devices x time) than today's, more than paying its higher price. '' else."""
+        b, t, w = self.best, self.today, self.words
+        if b is None or t is None or b.network == "as is":
+            return ""
+        return (f" Today's network is enough: {self.describe(t)}: {duration_text(t.time_s)} for "
+                f"${amount(t.cost_usd)}; {b.network} meets the goal for "
+                f"${amount(t.cost_usd - b.cost_usd)} less because its faster exchanges let fewer "
+                f"{w.device}-hours do the training ({whole(b.devices)} {w.devices} for "
+                f"{duration_text(b.time_s)} against {whole(t.devices)} for "
+                f"{duration_text(t.time_s)}), which saves more than its higher price costs.")
 
     def misses(self, p: GoalPlan) -> str:
         """What ``p`` misses, each limit said once (its time and money are said before): 'the
@@ -461,12 +479,14 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                           "as is" if nets[on[i]] is None else nets[on[i]].upgrade.name)
 
     idx = np.flatnonzero(ok)
-    best = closest = None
+    best = closest = today = None
     front: list[GoalPlan] = []
     if idx.size:
         answer_i = _best_on(ok, runs_ok, meets, time_s, cost, deadline_s, budget_usd)
         if meets[answer_i]:
             best = plan(answer_i)
+            today_i = _best_on(on == 0, runs_ok, meets, time_s, cost, deadline_s, budget_usd)
+            today = plan(today_i) if today_i is not None and meets[today_i] else None
         else:
             closest = plan(answer_i)
         pf = idx[pareto_front(time_s[idx], cost[idx])]
@@ -509,7 +529,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                       reference_batch=int(reference), best=best, closest=closest, front=front,
                       evaluated=int(costed.sum()), runnable=int(ok.sum()), notes=notes,
                       words=nouns_for(profile.hardware.device_name), network_need=need,
-                      unlimited=unlimited, unlimited_compute_s=compute_s,
+                      unlimited=unlimited, unlimited_compute_s=compute_s, today=today,
                       networks=[_network_row(net, _best_on((on == i) & across, runs_ok, within,
                                                            time_s, cost, deadline_s, budget_usd),
                                              plan, server_part_words(profile.hardware, base))

@@ -121,7 +121,8 @@ class NetworkNeed:
         else:
             need = f"{link_GBps(self.busbw_GBps)} busbw ({rate})"
             today = link_GBps(self.today_busbw_GBps)
-        return f"{need} at today's {now} a hop; today {today}{self.upgrades_words}"
+        enough = ": enough" if self.today_busbw_GBps >= self.busbw_GBps else ""
+        return f"{need} at today's {now} a hop; today {today}{enough}{self.upgrades_words}"
 
     @property
     def partial(self) -> bool:
