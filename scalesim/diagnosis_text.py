@@ -12,7 +12,15 @@ from scalesim.device_nouns import (
     nouns_for,
 )
 from scalesim.diagnosis import Remedy, Report, pinned, shown_gain
-from scalesim.figures import amount, count_columns, link_GBps, milliseconds, series, whole_percent
+from scalesim.figures import (
+    amount,
+    count_columns,
+    link_GBps,
+    milliseconds,
+    series,
+    throughput,
+    whole_percent,
+)
 from scalesim.fit_runs import Z95
 from scalesim.knee import MIN_EFFICIENCY_DROP, no_knee_words
 from scalesim.model.stragglers import (
@@ -166,7 +174,8 @@ def _runs_tables(report: Report) -> list[str]:
            f"{'eff':>6} {'comm':>6} {'data':>6} {'strag':>6} {'model ms':>9} {'resid':>7}"]
     for r in report.table:
         replicas = f" {r['replicas']:>8}" if split else ""
-        out.append(f"{r['devices']:>{wd}} {r['nodes']:>{wn}}{replicas} {r['samples_per_s']:>11.4g} "
+        rate = throughput(r["samples_per_s"])
+        out.append(f"{r['devices']:>{wd}} {r['nodes']:>{wn}}{replicas} {rate:>11} "
                    f"{r['step_time_s'] * 1e3:>9.2f} {r['speedup']:>8.2f} {r['efficiency']:>6.1%} "
                    f"{r['comm_share']:>6.1%} {r['data_share']:>6.1%} {r['straggler_share']:>6.1%} "
                    f"{r['model_step_time_s'] * 1e3:>9.2f} {r['residual']:>+7.1%}")

@@ -123,10 +123,29 @@ def typed_exponent(text: str) -> str:
     return f"{mantissa}e{int(power)}" if e else text
 
 
+THROUGHPUT_DIGITS = 4  # significant digits a throughput is written with (``throughput``)
+
+
+def throughput(per_s: float) -> str:
+    """A throughput without its unit, the house style of every command's table (the unit in
+    the column's header): ``THROUGHPUT_DIGITS`` significant digits,
+    thousands separated, never an exponent: '519.1', '17.11', '4,016', '140,900',
+    '12,610,000' (not '1.409e+05', nor the 8 digits of '12613874.2' a model's estimate does
+    not have); an exponent only below 1e-4, as a person types it ('3.2e-5'); 'n/a' for no
+    number."""
+    if not math.isfinite(per_s):
+        return "n/a"
+    rounded = float(f"{per_s:.{THROUGHPUT_DIGITS}g}")
+    if abs(rounded) >= 10 ** (THROUGHPUT_DIGITS - 1):
+        return f"{rounded:,.0f}"
+    return typed_exponent(f"{rounded:.{THROUGHPUT_DIGITS}g}") if rounded else "0"
+
+
 def rate(samples_per_s: float, unit: str) -> str:
     """A throughput with the workload's unit (``Workload.sample_unit``, the one word every
     command and the app use for it): '5.59 sequences of 8192 tokens/s', '1,234 images/s'
-    (``amount``)."""
+    (``amount``: the app's cards and remedies write a throughput in a sentence so; a table's
+    column is ``throughput``)."""
     return f"{amount(samples_per_s)} {unit}/s"
 
 

@@ -334,7 +334,7 @@ def test_predicts_table_of_an_ordinary_run_is_as_before(capsys):
     )
     assert lines[at + 1] == (
         "      8     1     32     63.74     61.65      1.06      1.04     "
-        "   4016.2     7.74  96.7%      9.1  yes"
+        "    4,016     7.74  96.7%      9.1  yes"
     )
 
 

@@ -571,7 +571,7 @@ def test_a_positive_number_never_prints_as_zero(tmp_path, capsys):
                 "memory_bytes": cells[10],
             }
             for key, cell in shown.items():
-                assert (float(cell) > 0) == (row[key] > 0), (path.name, key, cell, row[key])
+                assert (float(cell.replace(",", "")) > 0) == (row[key] > 0), (path.name, key, cell, row[key])
             if not row["fits"]:  # session 24: no time or money for a run that cannot happen
                 assert cost_line.split()[-2:] == ["not", "fit"] and row["cost_usd"] is None
                 continue

@@ -28,7 +28,7 @@ from scalesim.cli.options import (
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import file_path
-from scalesim.figures import GIB_BYTES
+from scalesim.figures import GIB_BYTES, throughput
 from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS
 
 NAME = "plan"
@@ -197,7 +197,7 @@ def _header(words: Nouns, last: str, width: int = 3) -> str:
     last column's, ``width`` the rank column's."""
     return (f"{'#':>{width}} {words.column:>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} "
             f"{'shard':>5} {'mb':>3} {'acc':>4} {'schedule':<14} {'recomp':<9} {'sp':<3} "
-            f"{'step s':>8} {'tokens/s':>10} {'MFU':>6} {'GiB':>6} {'fits':<4}  {last}")
+            f"{'step s':>8} {'tokens/s':>11} {'MFU':>6} {'GiB':>6} {'fits':<4}  {last}")
 
 
 def _line(r, last: str, width: int = 3) -> str:
@@ -208,7 +208,7 @@ def _line(r, last: str, width: int = 3) -> str:
     return (f"{r.rank:>{width}} {r.devices:>5} {r.dp:>4} {r.tp:>3} {r.pp:>3} {r.cp:>3} {r.zero:>4} "
             f"{shard:>5} {r.micro_batch:>3} {r.accumulation:>4} {sched:<14} {r.recompute:<9} "
             f"{'on' if r.sequence_parallel else 'off':<3} {r.step_time_s:>8.3f} "
-            f"{r.tokens_per_s:>10.4g} {100 * r.mfu:>5.1f}% {r.memory_bytes / GIB_BYTES:>6.1f} "
+            f"{throughput(r.tokens_per_s):>11} {100 * r.mfu:>5.1f}% {r.memory_bytes / GIB_BYTES:>6.1f} "
             f"{'yes' if r.fits else 'no':<4}  {last}")
 
 
@@ -228,7 +228,7 @@ def count_lines(by_count, words: Nouns = GPU_NOUNS) -> list[str]:
     lines = [f"best on each count asked (# its rank among every count's layouts; per "
              f"{words.device} against the best on {bests[0].devices} {words.devices}):",
              _header(words, f"per {words.device}", width)] if bests else []
-    lines += [_line(c.best, f"{c.best.tokens_per_s / c.devices:,.0f} tokens/s, {scale:.1%}", width)
+    lines += [_line(c.best, f"{throughput(c.best.tokens_per_s / c.devices)} tokens/s, {scale:.1%}", width)
               for c, scale in zip(by_count, scaling, strict=True) if c.best is not None]
     return lines + [f"note: {c.note}" for c in by_count if c.best is None]
 

@@ -13,7 +13,7 @@ from scalesim.cli.options import (
 )
 from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import GIB_BYTES, link_GBps, sig3
+from scalesim.figures import GIB_BYTES, link_GBps, sig3, throughput
 from scalesim.jsonio import to_json_text
 from scalesim.layout import SPLIT_HEADER, split_short
 
@@ -277,7 +277,7 @@ def render_table(profile, scenario, rows) -> str:
     if stall:
         columns.append(("stall", 9, lambda r: _fmt_s(r.data_stall_s)))
     columns += [("straggl", 9, lambda r: _fmt_s(r.straggler_s)),
-                (unit.split()[0][:10] + "/s", 13, lambda r: fixed(r.samples_per_s, 0, 1)),
+                (unit.split()[0][:10] + "/s", 13, lambda r: throughput(r.samples_per_s)),
                 ("speedup", 8, lambda r: fixed(r.speedup, 0, 2)),
                 ("eff", 6, lambda r: f"{fixed(100 * r.efficiency, 0, 1)}%"),
                 ("mem GiB", 8, lambda r: fixed(r.memory_bytes / GIB_BYTES, 0, 1)),

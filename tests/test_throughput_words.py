@@ -1,0 +1,54 @@
+"""One house style for a throughput in the CLI's text (session 42): ``figures.throughput``,
+four significant digits, thousands separated, the unit in the column's header. Before, plan
+wrote '5.406e+05' tokens/s, predict '12613874.2' sequences/s, decide '17.11 sequences of 8192
+tokens/s' beside amount's '1,234' (a sentence's figure, ``figures.rate``, left as it was)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from cli_harness import run_cli
+
+from scalesim.figures import throughput
+
+
+@pytest.mark.parametrize("value, text", [
+    (519.1234, "519.1"), (17.114, "17.11"), (4016.2, "4,016"), (140900.3, "140,900"),
+    (12613874.2, "12,610,000"), (0.51912, "0.5191"), (999.96, "1,000"), (0.0, "0"),
+    (float("nan"), "n/a"),
+])
+def test_throughput_is_four_significant_digits_thousands_separated(value, text):
+    assert throughput(value) == text
+
+
+def _table(out: str, head: str) -> list[str]:
+    lines = out.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith(head))
+    return lines[i:lines.index("", i)]
+
+
+def test_predict_column_holds_from_one_to_100000_devices(capsys):
+    code, out, err = run_cli(capsys, ["predict", "--devices", "1,8,100000", "--json"])
+    rows = json.loads(out)
+    assert code == 0 and isinstance(rows[-1]["samples_per_s"], float)  # JSON stays raw
+    code, out, err = run_cli(capsys, ["predict", "--devices", "1,8,100000"])
+    table = _table(out, "devices nodes")
+    end = table[0].index("sequences/s") + len("sequences/s")
+    assert len({len(line) for line in table}) == 1  # every row as wide as the header
+    cells = [line[:end].split()[-1] for line in table[1:]]
+    assert cells == [throughput(r["samples_per_s"]) for r in rows]
+    assert cells[-1] == "12,610,000" and all("e" not in c for c in cells)
+
+
+def test_plan_writes_tokens_per_s_without_an_exponent(capsys):
+    code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-70b", "--hardware",
+                                      "dgx-h100", "--devices", "64,128", "--global-batch", "1024"])
+    assert code == 0, err
+    head = next(line for line in out.splitlines() if line.lstrip().startswith("#  GPUs"))
+    first = out.splitlines()[out.splitlines().index(head) + 1]
+    end = head.index("tokens/s") + len("tokens/s")
+    assert re.fullmatch(r"\d{1,3}(,\d{3})*", first[:end].split()[-1]), first
+    assert not re.search(r"\de[+-]\d", out.split("note:")[0])
+    assert re.search(r"\b1,1\d\d tokens/s, 100\.0%", out)
