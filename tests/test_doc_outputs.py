@@ -213,6 +213,48 @@ def test_app_link_messages_are_the_states():
     assert refusal(default_state(), "mb", value) == sentence
 
 
+
+def test_app_share_link_example_is_what_the_page_writes():
+    """The share link the doc shows (the default page at a critical batch of 4,000 and $2.5 a
+    device-hour) is ``share_query``'s, checksum and fingerprint included (it had lost its ``ck``
+    and kept a fingerprint of older presets)."""
+    from urllib.parse import urlencode
+
+    from scalesim.app.state import default_state, encode_query, preset_profile, share_query
+
+    shown = _figure(r"\(`state\.share_query`: `\?(.*?)`", APP)
+    state = default_state().model_copy(update={"cbs": 4000.0, "price": 2.5})
+    date = _figure(r"&at=(\d{4}-\d\d-\d\d)&", shown, 1)
+    assert urlencode(share_query(encode_query(state, preset_profile(state)), date)) == shown
+
+
+def test_app_goal_no_fit_note_is_the_goal_tabs():
+    """The Goal tab's note where nothing fits, as the doc quotes it: ``goal.no_fit_note`` with
+    the app's controls for Llama 3 8B on the default A100 40 GB servers (it names recompute
+    since session 42; the doc still quoted the split alone)."""
+    from scalesim.app.planner_page import goal_controls
+    from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES
+    from scalesim.device_nouns import nouns_for
+    from scalesim.goal import no_fit_note
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario
+
+    quoted = _figure(r"where nothing fits, \"(goal keeps .*?)\" \(`goal\.no_fit_note`", APP)
+    profile = resolve_profile(None, "a2-highgpu-8g", "llama3-8b")
+    note = no_fit_note(profile, Scenario(train_samples=1e9, price_per_device_hour=3.0),
+                       GOAL_DEFAULT_MAX_DEVICES, goal_controls(nouns_for(profile.hardware.device_name)))
+    assert note == quoted
+
+
+def test_diagnose_split_threshold_is_the_remedies():
+    """docs/diagnose.md's share of the step from which 'split the model' is offered is the one
+    ``remedies`` uses, ε/(1+ε) at the transformer model's median error (it said 2.7 %)."""
+    from scalesim.remedies import DP_EXCHANGE_SHARE
+
+    text = (ROOT / "docs" / "diagnose.md").read_text()
+    shown = float(_figure(r"offered where the exchange is ([\d.]+) % of the step or more", text))
+    assert shown == round(100 * DP_EXCHANGE_SHARE, 2)
+
 # --- docs/bounds.md: the example errors ---------------------------------------------------
 
 def test_bounds_examples_are_what_the_cli_says(capsys):
