@@ -576,10 +576,11 @@ def _exchange_options(prefix: str = "dg", traced: bool = False) -> dict:
         help="the data-parallel strategy (--strategy): the remedies start from it"
         + ("; by default read off the traces' all-gathers and reduce-scatters" if traced else
            "; the fit reads the runs' communication, memory and straggler wait as its"))
-    if strategy is None:
-        return {}
-    if strategy == "ddp":
-        return {"strategy": "ddp"} if traced else {}
+    if strategy in (None, "ddp"):
+        options = {"strategy": "ddp"} if strategy and traced else {}
+        if traced:  # a job read (or named) as DDP: the user's word on its all-reduces
+            options.update(_traced_grad_sync(c3, prefix))
+        return options
     framework = c2.selectbox("ZeRO framework", list(ZERO_FRAMEWORK_LABELS),
                              format_func=ZERO_FRAMEWORK_LABELS.get,
                              key=f"{prefix}_zero_framework", help="how ZeRO ran (--zero-framework)")
@@ -597,6 +598,16 @@ def _exchange_options(prefix: str = "dg", traced: bool = False) -> dict:
                                 key=f"{prefix}_shard_group", help=SHARD_GROUP_HELP)
         options["shard_group"] = int(shard) or None
     return options
+
+
+def _traced_grad_sync(column, prefix: str) -> dict:
+    """The gradient sync of a traced job read or named as DDP (``--trace --grad-sync``): by
+    default what the traces show; either value overrides them under accumulation."""
+    sync = column.selectbox(
+        "Gradient sync under accumulation", [None, *GRAD_SYNC_LABELS],
+        format_func=lambda g: FROM_MICRO_STEPS if g is None else GRAD_SYNC_LABELS[g],
+        key=f"{prefix}_grad_sync", help=GRAD_SYNC_HELP + TRACED_GRAD_SYNC_HELP)
+    return {} if sync is None else {"grad_sync": sync}
 
 
 def _runs_section() -> None:

@@ -436,3 +436,27 @@ def test_the_traces_gradient_sync_defaults_to_what_they_show(tmp_path):
     notes = [c.value for c in at.caption if c.value.startswith("note: ")]
     assert any("--grad-sync every-micro-step is used, overriding what the traces show "
                "(once-per-step: 1 of the 4 micro-steps" in n for n in notes), notes
+
+
+def test_a_traced_ddp_jobs_gradient_sync_is_offered_and_overrides_as_the_cli():
+    """Session 42: `--trace --grad-sync` overrides what the traces show for a job read as DDP
+    under accumulation (either value), but the page offered the gradient sync only for ZeRO-2/3
+    under FSDP: a DDP job under no_sync (1 of 4 micro-steps reduces) could not be said to
+    reduce in each. Now offered with the strategy read off the traces or named DDP, and the
+    report's notes are the CLI's."""
+    from test_trace_metric_collectives import ddp_job
+
+    at = _app()
+    at.radio(key="dg_source").set_value("Profiler traces").run()
+    assert at.selectbox(key="dg_tr_grad_sync").value is None  # as the traces show
+    events = ddp_job(sized=True)
+    files = [(f"rank{r}.json", json.dumps({
+        "distributedInfo": {"backend": "gloo", "rank": r, "world_size": 2},
+        "traceEvents": events}).encode(), "application/json") for r in (0, 1)]
+    at.file_uploader(key="dg_traces").set_value(files).run()
+    at.selectbox(key="dg_tr_grad_sync").set_value("every-micro-step").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    notes = " ".join(c.value for c in at.caption if c.value.startswith("note: "))
+    assert "every-micro-step is used, overriding what the traces show" in notes, notes
+    at.selectbox(key="dg_tr_strategy").set_value("ddp").run()
+    assert "dg_tr_grad_sync" in {s.key for s in at.selectbox}
