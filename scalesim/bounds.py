@@ -315,6 +315,10 @@ QUANTITIES: dict[str, Bound] = {
     "backward_fraction": Bound(
         0, 1, "", "backward's share of forward+backward", low_open=True, high_open=True
     ),
+    "memory_margin": Bound(
+        0, 0.5, "", "share of a device's memory kept free for the caching allocator's "
+        "fragmentation: 0 (none) to a half (more is no margin but a smaller device)"
+    ),
     "slowdown": Bound(0, 10, "", "extra time while colocated devices compute (0.08 = 8%)"),
     "slow_factor": Bound(1, 100, "", "how many times slower one device or rank is"),
     "rel_error": Bound(0, 1000, "", "a fit's relative error"),
@@ -421,6 +425,9 @@ KNOBS: tuple[Knob, ...] = (
     Knob("min_samples_to_quality", "--min-samples", "emin", "samples_total"),
     Knob("train_samples", "--train-samples", "train", "samples_total"),
     Knob("price_per_device_hour", "--price", "price", "price_per_device_hour"),
+    # share of device memory a layout may not fill (docs/model.md §16; no link key: CLI and
+    # library only)
+    Knob("memory_margin", "--memory-margin", None, "memory_margin"),
     # GPUs of each instance shape a cloud rents (a list: scalesim.billing); from the hardware
     # in the app
     Knob("instance_sizes", "--instance-sizes", None, "devices_per_node"),

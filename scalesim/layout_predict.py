@@ -365,7 +365,8 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
         framework=FRAMEWORKS[scenario.zero_framework], grad_sync=GRAD_SYNCS[scenario.grad_sync],
         algorithm=ALGORITHMS[scenario.algorithm],
         bucket_bytes=scenario.bucket_mib * MIB_BYTES,
-        first_bucket_bytes=scenario.first_bucket_mib * MIB_BYTES)
+        first_bucket_bytes=scenario.first_bucket_mib * MIB_BYTES,
+        memory_margin=scenario.memory_margin)
 
 
 def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak_flops: float,

@@ -42,6 +42,7 @@ from scalesim.layout import (
 )
 from scalesim.model import collectives as coll
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
+from scalesim.model.memory import usable_memory_bytes
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, FSDP, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
@@ -296,6 +297,8 @@ class Setting:
     # memory at, one whole replica a device (``ComputeCurve.oom_micro_batch``): the layouts
     # holding one (tp = pp = cp = 1) do not fit from it (``LayoutInputs.oom_micro_batch``,
     # ``layout_predict.plan_at``, ``plan``); 0: none seen
+    memory_margin: float = 0.0  # share of device memory kept free: a layout fits where it
+    # needs at most (1 - margin) x the device's (``memory.usable_memory_bytes``, §16)
 
     def replace(self, **changes) -> Setting:
         """A copy with ``changes`` (``dataclasses.replace``)."""
@@ -499,6 +502,7 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         inter_latency_s=hw.inter_node.latency_s,
         inter_busbw_GBps=hw.inter_node.busbw_GBps,
         device_memory_bytes=hw.device_memory_bytes,
+        memory_margin=setting.memory_margin,
         param_bytes_per_param=setting.param_bytes_per_param,
         grad_bytes_per_param=setting.grad_bytes_per_param,
         optimizer_bytes_per_param=setting.optimizer_bytes_per_param,
@@ -625,16 +629,28 @@ def no_layout_words(devices: list[int], setting: Setting, cp_values=(1,)) -> str
             "the global batch")
 
 
+def capacity_words(device_memory_bytes: float, memory_margin: float = 0.0) -> str:
+    """What a layout may fill of a device, in words: '80.0 GiB' (no margin), '76.0 GiB (80.0
+    GiB less the 5% memory margin)' (``memory.usable_memory_bytes``)."""
+    if not memory_margin:
+        return gib(device_memory_bytes)
+    usable = float(usable_memory_bytes(device_memory_bytes, memory_margin))
+    return (f"{gib(usable)} ({gib(device_memory_bytes)} less the {100 * memory_margin:g}% "
+            "memory margin)")
+
+
 def nothing_fits_words(devices: list[int], least: str, memory_bytes: float,
-                       device_memory_bytes: float, nouns: Nouns) -> str:
+                       device_memory_bytes: float, nouns: Nouns,
+                       memory_margin: float = 0.0) -> str:
     """Why no layout on the device counts ``devices`` is listed where every one needs more
     memory than a device has: ``least`` the one needing least in words
     (``layout_predict.row_title``, and its count where several are asked), ``memory_bytes``
-    what it needs per device, against ``device_memory_bytes``: a count's note (one count) and
-    the plan's error where no count has a layout that fits."""
+    what it needs per device, against ``device_memory_bytes`` less ``memory_margin``
+    (``capacity_words``): a count's note (one count) and the plan's error where no count has a
+    layout that fits."""
     return (f"nothing fits on {list_text(devices)} {nouns.devices}: the layout needing least memory "
             f"({least}) needs {gib(memory_bytes)} per {nouns.device}, of "
-            f"{gib(device_memory_bytes)}")
+            f"{capacity_words(device_memory_bytes, memory_margin)}")
 
 
 def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict[str, np.ndarray]:
@@ -739,14 +755,14 @@ def _with_hybrid_rows(grid: dict[str, np.ndarray], devices_per_node: int) -> dic
     return {k: np.concatenate([v, groups if k == "shard_group" else v[rows]]) for k, v in grid.items()}
 
 
-def _why(best: dict | None, row: dict, by: str, device: str = "device") -> str:
+def _why(best: dict | None, row: dict, by: str, device: str = "device",
+         memory_margin: float = 0.0) -> str:
     """Why a row ranks below the best; ``device``: the profile's noun ('process' on CPU). A row
-    that does not fit says so, the first one too (``best`` None: nothing fits)."""
+    that does not fit says so against what it may fill (``capacity_words`` of
+    ``memory_margin``), the first one too (``best`` None: nothing fits)."""
     if not row["fits"]:
-        return (
-            f"does not fit: {gib(row['memory_bytes'])} > "
-            f"{gib(row['memory_bytes'] + row['headroom_bytes'])} per {device}"
-        )
+        capacity = capacity_words(row["memory_bytes"] + row["headroom_bytes"], memory_margin)
+        return f"does not fit: {gib(row['memory_bytes'])} > {capacity} per {device}"
     diffs = {p: row["breakdown_s"][p] - best["breakdown_s"][p] for p in PARTS}
     worst = max(diffs, key=diffs.get)
     slower = 100.0 * (row["step_time_s"] / best["step_time_s"] - 1.0)
@@ -795,6 +811,7 @@ def plan(
     optimizer_bytes_per_param: float = Setting.optimizer_bytes_per_param,
     wire_bytes_per_param: float = Setting.wire_bytes_per_param,
     oom_micro_batch: int = 0,
+    memory_margin: float = 0.0,
 ) -> RankedRows:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
@@ -832,6 +849,8 @@ def plan(
     smallest micro-batch a calibration of this model ran out of memory at, samples per
     micro-step (``profiles.measured_ceiling``; 0: none seen): the layouts whose device holds a
     whole replica (tp = pp = cp = 1) do not fit from it (``memory.under_measured_ceiling``).
+    ``memory_margin``: the share of each device's memory kept free (0 to 0.5): a layout fits
+    where it needs at most (1 - margin) x the device's (``memory.usable_memory_bytes``).
     ``rank_layouts`` does the same for a ``Setting`` (a scenario's: ``layout_predict.plan_at``).
     """
     check_number("matmul_efficiency", efficiency, "efficiency")
@@ -845,6 +864,7 @@ def plan(
     if grad_sync_refused(zero_framework, grad_sync):
         raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
     check_number("bucket_mib", bucket_mib, "bucket_mib")
+    check_number("memory_margin", memory_margin, "memory_margin")
     if not loader_samples_per_s > 0:
         raise ScalesimError(
             f"loader_samples_per_s {loader_samples_per_s}: give a positive "
@@ -879,6 +899,7 @@ def plan(
         optimizer_bytes_per_param=optimizer_bytes_per_param,
         wire_bytes_per_param=wire_bytes_per_param,
         oom_micro_batch=oom_micro_batch,
+        memory_margin=memory_margin,
     )
     return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
 
@@ -963,7 +984,8 @@ def rank_layouts(
         }
         # an unfit first row (include_unfit, nothing fits) is no "best": it says it does not fit
         row["why"] = ("best" if rank == 1 and row["fits"] else
-                      _why(rows[0].model_dump() if rows else None, row, rank_by, nouns.device))
+                      _why(rows[0].model_dump() if rows else None, row, rank_by, nouns.device,
+                           setting.memory_margin))
         row.update(stage_fields(setting.shape.layers, row["pp"], row["virtual_stages"]))
         return PlanRow(**row)
 
@@ -976,7 +998,7 @@ def rank_layouts(
         i = int(at[np.argmin(mem[at])])
         on = f", on {nouns.count(int(devices_arr[i]))}" if len(counts) > 1 else ""
         return nothing_fits_words(counts, row_title(row_of(i, 0)) + on, float(mem[i]),
-                                  hardware.device_memory_bytes, nouns)
+                                  hardware.device_memory_bytes, nouns, setting.memory_margin)
 
     if not include_unfit:
         order = np.flatnonzero(fits)[order]

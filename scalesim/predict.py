@@ -369,6 +369,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         optimizer_bytes_per_param=wl.optimizer_bytes_per_param,
         activation_bytes_per_sample=wl.activation_bytes_per_sample,
         device_memory_bytes=hw.device_memory_bytes,
+        memory_margin=scenario.memory_margin,
     )
     return inputs, base_b
 

@@ -1041,6 +1041,10 @@ class Scenario(_Strict):
     min_samples_to_quality: float | None = knob_field("min_samples_to_quality", None)
     train_samples: float | None = knob_field("train_samples", None)
     price_per_device_hour: float | None = knob_field("price_per_device_hour", None)
+    memory_margin: float = knob_field(
+        "memory_margin", 0.0, "share of each device's memory kept free: a row fits where its "
+        "memory is at most (1 - margin) x the device's (docs/model.md §16); 0: all of it"
+    )
     instance_sizes: list[items_bounded("devices_per_node")] | None = Field(  # type: ignore[valid-type]
         default=None, min_length=1, description=f"{INSTANCE_SIZES_HELP}; None: the hardware's"
     )

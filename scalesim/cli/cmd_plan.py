@@ -17,6 +17,7 @@ from scalesim.cli.options import (
     add_instance_sizes_argument,
     add_link_arguments,
     add_loader_workers_argument,
+    add_memory_margin_argument,
     add_p2p_overlap_argument,
     add_precision_argument,
     add_recompute_style_argument,
@@ -129,6 +130,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_bucket_argument(conditions)
     add_link_arguments(conditions)
     add_loader_workers_argument(conditions)
+    add_memory_margin_argument(conditions)
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
                    help="throughput (samples/s) or cost (billed device-hours per sample: whole "
                    "instances, --instance-sizes)")
@@ -187,6 +189,9 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
         parts.append(f"all-reduce {args.algorithm} (--algorithm)")
     if args.bucket_mib is not None:
         parts.append(f"DDP buckets of {args.bucket_mib:g} MiB (--bucket-mib)")
+    if args.memory_margin:
+        parts.append(f"{100 * args.memory_margin:g}% of each {d}'s memory kept free "
+                     f"(--memory-margin {args.memory_margin:g})")
     parts += [f"{KNOB_BY_FIELD[field].flag} {value:g}"
               for field, value in links_from_args(args).items()]
     return "ranked with: " + ", ".join(parts) if parts else ""
@@ -270,7 +275,6 @@ def render_text(rows, global_batch: int, words: Nouns = GPU_NOUNS) -> str:
 def run(args: argparse.Namespace) -> int:
     from scalesim.billing import job_sizes
     from scalesim.cli.options import check_loader_workers, check_slow_device, links_from_args
-    from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.layout_predict import (
         check_attention_kernel,
         check_precision,
@@ -278,9 +282,9 @@ def run(args: argparse.Namespace) -> int:
         priced_kernel_words,
         scenario_hardware,
     )
-    from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
+    from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY
     from scalesim.predict import server_use_words
-    from scalesim.profiles import load_profile, measured_ceiling, workload_at_sequence
+    from scalesim.profiles import load_profile, workload_at_sequence
     from scalesim.runs_model import model_shape
     from scalesim.schemas import Scenario
 
@@ -322,37 +326,17 @@ def run(args: argparse.Namespace) -> int:
     hardware = scenario_hardware(hardware, used_scenario)
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
-    measured = (_on_the_measured_curve(args, profile, planned, own) if published is None
-                else (_pinned_rows(args, published), note))
-    if measured is not None:
-        rows, note = measured
-    else:
-        # the workload's bytes per parameter (a workload file's, the profile's own model's),
-        # as predict's layouts take them (layout_predict.scenario_setting)
-        rows = plan(shape, hardware, args.devices, args.global_batch,
-                    efficiency=args.efficiency or efficiency,
-                    fp8=args.precision == FP8, rank_by=args.rank, top=args.top,
-                    include_unfit=args.all, params=params, cp_values=tuple(args.cp),
-                    tp_overlap=args.tp_overlap, p2p=p2p,
-                    p2p_overlap=p2p_overlap_of(args.p2p_overlap) is not False,
-                    recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
-                    overlap=not args.no_overlap, jitter_cv=jitter_cv,
-                    slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
-                    zero_framework=args.zero_framework or "fsdp",
-                    grad_sync=args.grad_sync or "every-micro-step",
-                    attention_kernel=kernel, algorithm=args.algorithm or "auto",
-                    loader_samples_per_s=_input_supply(args, profile, used_scenario, hardware),
-                    param_bytes_per_param=planned.param_bytes_per_param,
-                    grad_bytes_per_param=planned.grad_bytes_per_param,
-                    optimizer_bytes_per_param=planned.optimizer_bytes_per_param,
-                    wire_bytes_per_param=planned.wire_bytes_per_param,
-                    oom_micro_batch=0 if profile is None else measured_ceiling(profile, planned),
-                    **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}))
+    supply = _input_supply(args, profile, used_scenario, hardware)
+    rows, note = _ranked(args, profile, planned, own, published, note, shape, hardware,
+                         efficiency, p2p, kernel, jitter_cv, supply, params)
+    memory_note = _memory_note(args, rows, profile, planned, own, published, note, shape,
+                               hardware, efficiency, p2p, kernel, jitter_cv, supply, params)
     if args.json:
         from scalesim.jsonio import to_json_text
 
         print(to_json_text({"layouts": [r.model_dump(mode="json") for r in rows],
-                            "by_count": count_json(rows.by_count)}, what="the plan"))
+                            "by_count": count_json(rows.by_count),
+                            "memory_note": memory_note}, what="the plan"))
     else:
         if own is None:  # a profile's own model is named in its note
             print(f"workload: {args.workload}: {shape.words()}"
@@ -377,7 +361,71 @@ def run(args: argparse.Namespace) -> int:
                     and args.intra_busbw is None):
                 print(f"note: {line}")
         print(render_text(rows, args.global_batch, nouns_for(hardware.device_name)))
+        if memory_note:
+            print(f"note: {memory_note}")
     return 0
+
+
+def _memory_note(args, rows, *context) -> str | None:
+    """``memory_margin.plan_note`` where the plan's best leaves less than
+    ``TIGHT_MEMORY_SHARE`` of a device free and no --memory-margin was given: the same
+    ranking (``_ranked``) re-run with that share kept free states the layout it picks then,
+    or why none fits; None otherwise."""
+    import copy
+
+    from scalesim.errors import ScalesimError
+    from scalesim.memory_margin import TIGHT_MEMORY_SHARE, is_tight, plan_note
+
+    best = rows[0]
+    if not is_tight(best.memory_bytes, best.memory_bytes + best.headroom_bytes,
+                    args.memory_margin or 0.0, best.fits):
+        return None
+    kept = copy.copy(args)
+    kept.memory_margin, kept.top, kept.all = TIGHT_MEMORY_SHARE, 1, False
+    try:
+        alternative = _ranked(kept, *context)[0][0]
+    except ScalesimError as exc:  # nothing fits with the margin: the plan's own words
+        alternative = str(exc).split(";")[0]
+    return plan_note(best, alternative, nouns_for(context[6].device_name))
+
+
+def _ranked(args, profile, planned, own, published, note, shape, hardware, efficiency, p2p,
+            kernel, jitter_cv, supply, params):
+    """(rows, note): the plan's ranking of the flags in ``args`` (``plan.plan``, or
+    ``_pinned_rows`` on a measured or published curve, whose note replaces ``note``); the
+    memory note re-runs it with a margin (``_memory_note``)."""
+    from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
+    from scalesim.plan import plan
+    from scalesim.profiles import measured_ceiling
+
+    measured = (_on_the_measured_curve(args, profile, planned, own) if published is None
+                else (_pinned_rows(args, published), note))
+    if measured is not None:
+        rows, note = measured
+    else:
+        # the workload's bytes per parameter (a workload file's, the profile's own model's),
+        # as predict's layouts take them (layout_predict.scenario_setting)
+        rows = plan(shape, hardware, args.devices, args.global_batch,
+                    efficiency=args.efficiency or efficiency,
+                    fp8=args.precision == FP8, rank_by=args.rank, top=args.top,
+                    include_unfit=args.all, params=params, cp_values=tuple(args.cp),
+                    tp_overlap=args.tp_overlap, p2p=p2p,
+                    p2p_overlap=p2p_overlap_of(args.p2p_overlap) is not False,
+                    recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
+                    overlap=not args.no_overlap, jitter_cv=jitter_cv,
+                    slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
+                    zero_framework=args.zero_framework or "fsdp",
+                    grad_sync=args.grad_sync or "every-micro-step",
+                    attention_kernel=kernel, algorithm=args.algorithm or "auto",
+                    loader_samples_per_s=supply,
+                    param_bytes_per_param=planned.param_bytes_per_param,
+                    grad_bytes_per_param=planned.grad_bytes_per_param,
+                    optimizer_bytes_per_param=planned.optimizer_bytes_per_param,
+                    wire_bytes_per_param=planned.wire_bytes_per_param,
+                    oom_micro_batch=0 if profile is None else measured_ceiling(profile, planned),
+                    memory_margin=args.memory_margin or 0.0,
+                    **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}))
+    return rows, note
 
 
 def _input_supply(args, profile, scenario, hardware) -> float:
@@ -528,6 +576,7 @@ def _pinned_rows(args, profile):
         attention_kernel=args.attention_kernel,
         algorithm=args.algorithm or "auto", **links_from_args(args),
         **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}),
+        memory_margin=args.memory_margin or 0.0,
         layout=ScenarioLayout(recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
                               tp_overlap=args.tp_overlap,
                               p2p_overlap=p2p_overlap_of(args.p2p_overlap) is not False))

@@ -192,6 +192,8 @@ def _fit_hints(profile, scenario, unfit) -> str:
             hints.append("--recompute full")
         hints.append("scalesim plan with the same --workload and --hardware or --profile (it "
                      "ranks the layouts that fit)")
+    if scenario.memory_margin and not ceiling:
+        hints.insert(0, f"a --memory-margin below {scenario.memory_margin:g}")
     return ", ".join(hints[:-1]) + " or " + hints[-1] if len(hints) > 1 else (
         hints[0] if hints else f"more {nouns_for(profile.hardware.device_name).devices} per model replica")
 
@@ -207,6 +209,7 @@ def render_table(profile, scenario, rows) -> str:
         precision_note,
         recompute_style_note,
     )
+    from scalesim.memory_margin import rows_note
     from scalesim.model.zero_exchange import framework_label
     from scalesim.predict import (
         STALL_NOT_MODELLED,
@@ -237,6 +240,9 @@ def render_table(profile, scenario, rows) -> str:
             True, scenario.slow_device, scenario.slow_factor, scenario.straggler_cv,
             nouns_for(profile.hardware.device_name).device)),
     ]
+    if scenario.memory_margin:
+        lines[-1] += (f", {100 * scenario.memory_margin:g}% of each "
+                      f"{nouns_for(profile.hardware.device_name).device}'s memory kept free")
     if used := server_use_words(profile.hardware, scenario):
         lines[-1] += f"; {used}"
     if shared := cores_shared_note(profile, scenario):  # more processes than timed or cores
@@ -334,6 +340,9 @@ def render_table(profile, scenario, rows) -> str:
     if unfit := [r for r in rows if not r.fits]:
         lines.append(f"warning: rows marked NO do not fit in {words.memory}: not runnable, their "
                      f"numbers are not a plan; try {_fit_hints(profile, scenario, unfit)}")
+    if note := rows_note(rows, profile.hardware.device_memory_bytes, scenario.memory_margin,
+                         words):  # nearly full, no margin asked
+        lines.append(f"note: {note}")
     stalled = [r for r in rows if data_stall_share(r) >= DATA_STALL_SHARE]
     if stalled:
         r = stalled[0]

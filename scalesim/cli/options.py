@@ -94,6 +94,19 @@ def add_loader_workers_argument(group) -> None:
     )
 
 
+MEMORY_MARGIN_HELP = (
+    "share of each device's memory kept free, 0 to 0.5, e.g. 0.05: a layout fits where it "
+    "needs at most (1 - margin) x the device's memory, room for the caching allocator's "
+    "fragmentation, which the memory model does not count (docs/model.md §16; default 0: all "
+    "of it)")
+
+
+def add_memory_margin_argument(group) -> None:
+    """--memory-margin (``Scenario.memory_margin``, its flag and bounds from the knob table;
+    predict, sweep, decide, goal and plan)."""
+    _knob(group, "memory_margin", metavar="SHARE", help=MEMORY_MARGIN_HELP.replace("%", "%%"))
+
+
 def check_loader_workers(
     workers: int | None, profile: Profile | None, given: str = "--loader-workers"
 ) -> None:
@@ -143,6 +156,7 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     add_condition_arguments(g)
     add_bucket_argument(g)
     add_loader_workers_argument(g)
+    add_memory_margin_argument(g)
     add_link_arguments(g)
     _knob(g, "critical_batch_size", help="critical batch size B_noise, samples")
     _knob(g, "min_samples_to_quality", help="E_min: samples to target at a tiny batch")

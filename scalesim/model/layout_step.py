@@ -39,7 +39,12 @@ from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_step_of_s
 from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import fp8_cast_s, gemm_s, memory_bound_s
-from scalesim.model.memory import ZERO3_GATHERED_UNITS, state_shards, under_measured_ceiling
+from scalesim.model.memory import (
+    ZERO3_GATHERED_UNITS,
+    state_shards,
+    under_measured_ceiling,
+    usable_memory_bytes,
+)
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.pipeline_schedule import (
     bubble_microbatches,
@@ -119,6 +124,7 @@ class LayoutInputs:
     # falls for a group of fewer GPUs of a server: (GPUs, share) pairs, shape (k, 2), the link
     # level's (LinkLevel.subset_shares; model/subset_links.py, docs/model.md §18)
     device_memory_bytes: object = np.inf
+    memory_margin: object = 0.0  # share of device memory kept free (``usable_memory_bytes``)
     # bytes per parameter
     param_bytes_per_param: object = 2.0
     grad_bytes_per_param: object = 2.0
@@ -729,7 +735,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         weights_bytes=full(weights, out_shape), grads_bytes=full(grads, out_shape),
         optimizer_bytes=full(optimizer, out_shape), activation_bytes=full(activations, out_shape),
         buffer_bytes=full(buffers, out_shape), memory_bytes=full(memory, out_shape),
-        fits=full(under_measured_ceiling(memory <= _f(x.device_memory_bytes), x.micro_batch,
+        fits=full(under_measured_ceiling(memory <= usable_memory_bytes(x.device_memory_bytes,
+                                                                        x.memory_margin),
+                                         x.micro_batch,
                                          x.oom_micro_batch, tp * pp * cp == 1), out_shape),
         headroom_bytes=full(_f(x.device_memory_bytes) - memory, out_shape),
     )

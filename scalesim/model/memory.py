@@ -34,6 +34,15 @@ def state_shards(strategy, shards, full_gradients=False):
     return (np.where(strategy >= ZERO3, one, 1.0), grads, np.where(strategy >= ZERO1, one, 1.0))
 
 
+def usable_memory_bytes(device_memory_bytes, memory_margin=0.0):
+    """Bytes of a device a layout may fill: ``(1 - m) x M``, ``m`` the share of its memory
+    ``M`` (bytes) kept free (``Scenario.memory_margin``, 0 to 0.5; 0: all of it, exactly M).
+    The share covers what the model does not count: the caching allocator's fragmentation
+    (docs/model.md §16). A row fits where its memory is at most this. Numpy, broadcasts."""
+    return (1.0 - np.asarray(memory_margin, dtype=float)) * np.asarray(device_memory_bytes,
+                                                                        dtype=float)
+
+
 def under_measured_ceiling(fits, micro_batch, oom_micro_batch, whole_replica=True):
     """``fits`` (the memory model's) and, where a calibration ran this device out of memory at
     ``oom_micro_batch`` samples per micro-step (> 0; 0 or None: none seen), each row's

@@ -28,7 +28,7 @@ import numpy as np
 
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_factor, micro_step_s
-from scalesim.model.memory import DDP, ZERO1, memory_per_device_bytes
+from scalesim.model.memory import DDP, ZERO1, memory_per_device_bytes, usable_memory_bytes
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.pipeline import data_stall_s
 from scalesim.model.shard_groups import group_coeffs, replica_all_reduce, shard_sizes
@@ -99,6 +99,7 @@ class StepInputs:
     optimizer_bytes_per_param: object = 12.0
     activation_bytes_per_sample: object = 0.0
     device_memory_bytes: object = np.inf
+    memory_margin: object = 0.0  # share of device memory kept free (``usable_memory_bytes``)
     # micro-step times of pipeline fill and drain each optimizer step pays, where each device
     # of this model is a model replica that runs as a pipeline (diagnose's runs that split the
     # model): (pp - 1)/v for 1F1B and interleaved, model/pipeline_schedule.bubble_microbatches;
@@ -263,7 +264,9 @@ def evaluate(inp: StepInputs) -> StepResult:
         global_batch=full(global_batch),
         samples_per_s=full(global_batch / step),
         memory_bytes=full(memory),
-        fits=np.broadcast_to(memory <= _as(inp.device_memory_bytes), shape).copy(),
+        fits=np.broadcast_to(
+            memory <= usable_memory_bytes(inp.device_memory_bytes, inp.memory_margin), shape
+        ).copy(),
         bubble_s=full(bubble),
     )
 
