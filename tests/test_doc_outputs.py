@@ -233,6 +233,7 @@ def test_app_goal_no_fit_note_is_the_goal_tabs():
     the app's controls for Llama 3 8B on the default A100 40 GB servers (it names recompute
     since session 42; the doc still quoted the split alone)."""
     from scalesim.app.planner_page import goal_controls
+
     from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES
     from scalesim.device_nouns import nouns_for
     from scalesim.goal import no_fit_note
