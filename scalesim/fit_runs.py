@@ -543,11 +543,18 @@ class FitProblem:
         return sol
 
 
+# The fitted parameter that gives each part of the step the runs may leave unmeasured, and the
+# end of its bounds (0 low, 1 high) where that part is none: the input supply not limiting, no
+# jitter. ``fit_without`` refits the runs with the part held there.
+PART_PARAMETER = {"data": ("node_loader_samples_per_s", 1), "straggler": ("jitter_cv", 0)}
+
+
 def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
-                exchange: RunsExchange = DDP_EXCHANGE) -> FitProblem:
+                exchange: RunsExchange = DDP_EXCHANGE, without: str | None = None) -> FitProblem:
     """The problem ``fit_runs`` solves for ``runs`` (with its notes, whether rank times are
     measured, the measured layout, the gradient bytes: ``params * wire_bytes_per_param``,
-    nominal without, and how they were exchanged: ``exchange``)."""
+    nominal without, and how they were exchanged: ``exchange``). ``without`` (a
+    ``PART_PARAMETER`` key): that part's parameter is held where the part is none, not fitted."""
     runs = require_model(runs, Runs, "runs")
     check_number("params", params, "params", optional=True)
     check_number("wire_bytes_per_param", wire_bytes_per_param, "wire_bytes_per_param")
@@ -555,6 +562,10 @@ def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: f
     exchange = replace(require_model(exchange, RunsExchange, "exchange"),
                        wire_bytes_per_param=wire_bytes_per_param if params else 1.0)
     init, bounds, free, notes, rank_times = _setup(runs)
+    if without is not None:
+        name, end = PART_PARAMETER[without]
+        free = [n for n in free if n != name]
+        init[name] = bounds[name][end]
     layout = measured_layout(runs)
     measured_step = runs.step_time_s
     comm = runs.optional("comm_s")
@@ -626,10 +637,11 @@ def _not_shown(problem: FitProblem, jac: np.ndarray, inside: np.ndarray) -> list
 
 
 def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
-             exchange: RunsExchange = DDP_EXCHANGE) -> FitResult:
+             exchange: RunsExchange = DDP_EXCHANGE, without: str | None = None) -> FitResult:
     """Fit the model to ``runs``, which exchanged as ``exchange`` says (default DDP); ``params``
-    (gradient elements) turns transfer times into GB/s."""
-    problem = fit_problem(runs, params, wire_bytes_per_param, exchange)
+    (gradient elements) turns transfer times into GB/s. ``without``: a part of the step held at
+    none (``PART_PARAMETER``; ``fit_without``'s rival fit), None for the fit itself."""
+    problem = fit_problem(runs, params, wire_bytes_per_param, exchange, without)
     free, notes, gradient_bytes = problem.free, list(problem.notes), problem.gradient_bytes
     sol = problem.best_solution()
     if not np.all(np.isfinite(sol.fun)):
@@ -891,6 +903,52 @@ def _chi2_on_runs(fit: FitResult, runs: Runs, x: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(total), total, np.inf) / fit.noise_rel**2
 
 
+def region_width(fit: FitResult) -> float:
+    """How far above the fit's chi2 a parameter vector's may be and the runs still not rule it
+    out: ``chi2_0.95(k)``, ``k`` the parameters estimated (at least 1), the likelihood-ratio
+    region every band of a runs diagnosis draws from (``plausible_draws``)."""
+    from scipy.stats import chi2
+
+    return float(chi2.ppf(0.95, max(len(fit.fitted) - len(fit.at_bound), 1)))
+
+
+def plausible_limit(fit: FitResult, runs: Runs) -> float:
+    """The chi2 on ``runs`` (``_chi2_on_runs``) a parameter vector the runs cannot rule out may
+    reach: the fit's own plus ``region_width``."""
+    return float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + region_width(fit)
+
+
+@dataclass(frozen=True)
+class Rival:
+    """The runs refitted with one part of the step held at none (``fit_without``)."""
+
+    part: str  # a ``PART_PARAMETER`` key
+    fit: FitResult  # the refit; its residuals and breakdown are the runs' under it
+    chi2_excess: float  # its chi2 on the runs over the fit's, at the fit's noise (dimensionless)
+    region: float  # ``region_width`` of the fit: at or under it the runs cannot rule it out
+
+    @property
+    def plausible(self) -> bool:
+        return self.chi2_excess <= self.region
+
+
+def fit_without(fit: FitResult, runs: Runs, part: str, params: float | None = None,
+                wire_bytes_per_param: float = 4.0,
+                exchange: RunsExchange = DDP_EXCHANGE) -> Rival | None:
+    """The runs fitted again with ``part`` (``PART_PARAMETER``) held at none, the other
+    parameters free (the same problem, priors and restarts as ``fit_runs``), and how far its
+    misfit is above ``fit``'s on the runs: where it is inside the region every band draws from,
+    the runs cannot say the part is there. None where ``fit`` does not fit that part's
+    parameter (the runs measure it, or cannot show it)."""
+    name, _ = PART_PARAMETER[part]
+    if name not in fit.fitted:
+        return None
+    other = fit_runs(runs, params, wire_bytes_per_param, exchange, without=part)
+    x = np.array([_to_x(n, other.values[n]) for n in fit.fitted])[None, :]
+    excess = float(_chi2_on_runs(fit, runs, x)[0] - _chi2_on_runs(fit, runs, fit.x[None, :])[0])
+    return Rival(part, other, excess, region_width(fit))
+
+
 def plausible_draws(
     fit: FitResult, runs: Runs, samples: int = BAND_SAMPLES, rng: np.random.Generator | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -907,12 +965,9 @@ def plausible_draws(
     drawn log-uniformly over
     ``UNCONSTRAINED_INTER_RANGE`` (the fit's own row: its geometric mean). ``rng``: the draws'
     generator (None: seeded 0, so a report is the same every time)."""
-    from scipy.stats import chi2
-
     rng = np.random.default_rng(0) if rng is None else rng
     lo_r, hi_r = UNCONSTRAINED_INTER_RANGE
-    k = max(len(fit.fitted) - len(fit.at_bound), 1)
-    limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + float(chi2.ppf(0.95, k))
+    limit = plausible_limit(fit, runs)
     kept_x, kept_r = [fit.x[None, :]], [np.array([[np.sqrt(lo_r * hi_r)]])]
     for _ in range(5):  # up to 5 rounds of draws until enough are kept
         draws = np.clip(

@@ -406,6 +406,16 @@ PART_WORDS = {"comm": "communication", "data": "input pipeline", "straggler": "s
               "compute": "compute"}
 
 
+def _per_run_words(share, devices, words: Nouns = GPU_NOUNS) -> str:
+    """A part's share of each run's step, in run order ('0%, 10%, 20%, 0%'), and, where it is
+    most at a run between the first and the largest, which run that is and its share there
+    ('; most at 8 devices: 20%'), so an evidence line reaches the run the part is at."""
+    i = int(np.argmax(share))
+    most = (f"; most at {words.count(int(devices[i]))}: {whole_percent(float(share[i]))}"
+            if 0 < i < len(share) - 1 and share[i] >= NAMED_PART_SHARE else "")
+    return series([whole_percent(s) for s in share]) + most
+
+
 def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
@@ -457,6 +467,89 @@ def _undetermined_cause(fit, step, work, measured: dict, shares: dict, parts: di
             + ("with it near 0" if bottom else f"at {milliseconds(from_fitted_x(name, low))}")
             + f", {lost(at_ends[1])} at {milliseconds(from_fitted_x(name, high))}")
     return rivals, lines
+
+
+# A part of a run's step under this share prints as 0 % or 1 %: not one to name (the loader
+# remedy's stall at a smaller run), nor, in another fit, a part that takes a share's time.
+NAMED_PART_SHARE = 0.01
+# What measures each part the fit may give a run, said where the runs cannot tell it apart.
+PART_MEASURES = {"data": "a data_wait_s column (each run's input wait a step)",
+                 "straggler": "a rank_step_times_s column (each rank's step time)"}
+PART_NOUNS = {"comm": "exposed communication", "data": "data stall",
+              "straggler": "straggler wait"}
+
+
+def _unseparated_parts(fit, runs, devices, measured: dict, share_of_step: dict, fit_args: tuple,
+                       words: Nouns = GPU_NOUNS) -> list[dict]:
+    """The parts of a run's step the fit gives (a data stall, straggler wait: not measured,
+    ``measured`` None) that the runs cannot tell from other parts. For each part that is
+    ``OTHER_CAUSE_SHARE`` or more of a run's step (the share a report names as a cause;
+    ``share_of_step``; ``devices`` the runs' as measured), the runs are fitted again without
+    it (``fit_runs.fit_without``; ``fit_args``: params, wire bytes per parameter, exchange);
+    where that fit is inside the 95 % region every band draws from, the part's share is one
+    the runs do not decide. Each such part as a dict: where it is, its share fitted and the
+    other fit's shares there, the other fit's misfit, what would measure it (its column, a
+    trace of that run, and that run at twice its batch where the two fits predict it more
+    than two runs' noise apart), and the sentence ``said`` the report gives; ``model_s``
+    (each part's seconds under the other fit) and ``from`` (the parts that take the time)
+    for the cause and the loader remedy."""
+    from scalesim.fit_runs import blended, fit_without
+
+    out = []
+    step = runs.step_time_s
+    per = "replica" if runs.replica_split else words.device
+    for part in ("data", "straggler"):
+        share = share_of_step[part]
+        i = int(np.argmax(share))
+        if measured[part] is not None or share[i] < OTHER_CAUSE_SHARE:
+            continue
+        rival = fit_without(fit, runs, part, *fit_args)
+        if rival is None or not rival.plausible:
+            continue
+        other = rival.fit
+        b = other.breakdown
+        model_s = {"comm": b.exposed_comm_s, "data": b.data_stall_s, "straggler": b.straggler_s}
+        there = {k: float((model_s[k] if measured[k] is None else measured[k])[i] / step[i])
+                 for k in model_s}
+        takers = [k for k in model_s if k != part
+                  and there[k] - float(share_of_step[k][i]) >= NAMED_PART_SHARE]
+        j = int(np.argmax(np.abs(other.residuals_rel)))
+        at = words.count(int(devices[i]))
+        twice = replace(fit.layout, micro_batch=fit.layout.micro_batch * 2.0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            ours, theirs = (float(blended(f.values, twice, fit.gradient_bytes,
+                                          fit.exchange).samples_per_s[i]) for f in (fit, other))
+        measures = [PART_MEASURES[part],
+                    f"a profiler trace of the run on {at} (scalesim diagnose --trace)"]
+        if abs(np.log(theirs / ours)) > Z95 * np.sqrt(2.0) * fit.noise_rel:
+            b0 = float(runs.micro_batch[i])
+            measures.append(f"timing {at} at twice the batch per {per} ({b0:g} -> {2 * b0:g}) "
+                            f"against this fit's {amount(ours)} samples/s there and the "
+                            f"{amount(theirs)} of the fit without the {PART_NOUNS[part]}")
+        taken = " and ".join(PART_NOUNS[k] for k in takers)
+        moved = ", ".join(f"{PART_NOUNS[k]} at {whole_percent(there[k])} of that step (fitted "
+                          f"{whole_percent(float(share_of_step[k][i]))})" for k in takers)
+        said = (f"the {PART_NOUNS[part]} of {whole_percent(float(share[i]))} of the step at {at} "
+                f"is the fitted model's, not measured, and these runs cannot tell it from "
+                + (f"{taken}: a fit without it puts {moved}" if takers else
+                   "a misfit of the runs: a fit without it gives that time to no other part")
+                + f" and misses the runs by {other.rmse_rel:.1%} rms"
+                + (f" ({other.residuals_rel[j]:+.1%} at {words.count(int(devices[j]))})"
+                   if abs(other.residuals_rel[j]) >= 5e-4 else "")
+                + f", which they cannot rule out (chi2 {max(rival.chi2_excess, 0.0):.1f} "
+                "above this fit's, within the "
+                f"{rival.region:.1f} of the 95% region every band here draws from, at "
+                f"{fit.noise_rel:.1%} noise a run); " + ", ".join(measures[:-1])
+                + f", or {measures[-1]} would tell them apart")
+        out.append({"part": part, "devices": int(devices[i]), "share": float(share[i]),
+                    "rival_shares": there, "taken_by": takers,
+                    "rival_rmse_rel": other.rmse_rel,
+                    "rival_worst_residual_rel": float(other.residuals_rel[j]),
+                    "rival_worst_devices": int(devices[j]),
+                    "chi2_excess": rival.chi2_excess, "chi2_region": rival.region,
+                    "measures": measures, "said": said, "model_s": model_s,
+                    "from": taken or "a misfit of the runs"})
+    return out
 
 
 def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
@@ -575,7 +668,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     comm_lines = [f"exposed communication {whole_percent(share_of_step['comm'][0])} of the step at "
                   f"{words.count(int(runs.devices[0]))} -> {whole_percent(share_of_step['comm'][-1])} at "
                   f"{words.count(int(runs.devices[-1]))} ({comm_src}): "
-                  + series([whole_percent(s) for s in share_of_step["comm"]])]
+                  + _per_run_words(share_of_step["comm"], runs.devices, words)]
     boundary = False
     if crossing:
         last_single = int(single_server[-1])
@@ -613,7 +706,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     findings.append(finding("input_pipeline", shares["data"], [
         f"data stall {whole_percent(share_of_step['data'][0])} of the step at "
         f"{words.count(int(runs.devices[0]))} "
-        f"-> {whole_percent(share_of_step['data'][-1])} at {words.count(int(runs.devices[-1]))} ({wait_src})",
+        f"-> {whole_percent(share_of_step['data'][-1])} at {words.count(int(runs.devices[-1]))} "
+        f"({wait_src}): "
+        + _per_run_words(share_of_step["data"], runs.devices, words),
         f"throughput {amount(thr[0])} -> {amount(thr[-1])} samples/s for "
         f"{runs.devices[-1] / runs.devices[0]:g}x the {words.devices}",
     ], words))
@@ -622,7 +717,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     device_words = measured_nouns(runs.device_name)
     slow_rank, slow_factor, rank_lines = _rank_pattern(measured, device_words)
     strag_lines = [f"straggler wait {whole_percent(share_of_step['straggler'][0])} -> "
-                   f"{whole_percent(share_of_step['straggler'][-1])} of the step ({strag_src})"] + rank_lines
+                   f"{whole_percent(share_of_step['straggler'][-1])} of the step ({strag_src}): "
+                   + _per_run_words(share_of_step["straggler"], runs.devices, words)] + rank_lines
     slow_replica = slow_rank
     if slow_rank is not None:
         of = ""
@@ -671,12 +767,30 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         findings.insert(0, finding("none", 0.0, [
             f"efficiency {whole_percent(eff_last)} at {words.count(int(runs.devices[-1]))} "
             f"(speed-up {sc.speedup[-1]:.2f}x)"], words))
-    cause, others = findings[0], [f for f in findings[1:] if f.share >= OTHER_CAUSE_SHARE]
+    # a part named at a run, not only by its growth to the largest: a stall at 8 of 16 devices
+    at_a_run = {f.key for f, part in zip(findings_of_parts, share_of_step, strict=True)
+                if part != "compute" and np.max(share_of_step[part]) >= OTHER_CAUSE_SHARE}
+    cause, others = findings[0], [f for f in findings[1:]
+                                  if f.share >= OTHER_CAUSE_SHARE or f.key in at_a_run]
     parts = dict(zip(shares, (f.key for f in findings_of_parts), strict=True))
+    measured_parts = {"comm": runs.optional("comm_s"), "data": runs.optional("data_wait_s"),
+                      "straggler": strag if fit.rank_times_measured else None}
+    apart = _unseparated_parts(fit, runs, [r.devices for r in measured.rows], measured_parts,
+                               share_of_step, (params, wire_bytes_per_param, exchange), words)
+    for one in apart:  # the part's own finding says it beside its per-run shares
+        findings_of_parts[list(shares).index(one["part"])].evidence.insert(1, one["said"])
     if cause.key == parts[max(shares, key=shares.get)]:  # a part of the step: does it rest on
-        measured_parts = {"comm": runs.optional("comm_s"), "data": runs.optional("data_wait_s"),
-                          "straggler": strag if fit.rank_times_measured else None}
         rivals, lines = _undetermined_cause(fit, step, work, measured_parts, shares, parts, words)
+        # a fit without a part the runs do not measure, which they cannot rule out, that
+        # another part loses most in: a rival too
+        for one in apart:
+            given = {k: measured_parts[k] if measured_parts[k] is not None else one["model_s"][k]
+                     for k in ("comm", "data", "straggler")}
+            other = _parts_lost(step, work, given["comm"], given["data"], given["straggler"])[1]
+            top = parts[max(other, key=other.get)]
+            if top != cause.key:
+                rivals += [top] if top not in rivals else []
+                lines += [] if one["said"] in cause.evidence else [one["said"]]
         if rivals:  # a parameter the runs do not show? Then they cannot tell it from its rivals
             cause.rivals = rivals
             cause.label = (f"{cause.label}, or "
@@ -730,7 +844,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         first, remedies, factor = None, [], None
         fit.notes.append(f"remedies not predicted: {exc}")
     remedies = _loader_note_of_runs(remedies, share_of_step["data"],
-                                    [r.devices for r in measured.rows], words)
+                                    [r.devices for r in measured.rows], words,
+                                    next((a["from"] for a in apart if a["part"] == "data"), ""))
     if remedies:  # each draw makes the changes the fit's own remedies make (split, batch)
         split_layout = next((r.split_layout for r in remedies if r.split_layout), None)
         factors = (factor,) if factor is not None else SMALLER_BATCH_FACTORS
@@ -787,6 +902,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             "efficiency_drop": knee.efficiency_drop, "crosses_boundary": knee.crosses_boundary,
             "cause": knee.cause, "label": knee.label},
         "fit": fit_info,
+        # parts of the step the fit gives a run that a refit without them, which the runs
+        # cannot rule out, puts elsewhere (``_unseparated_parts``), with the words said of each
+        "unseparated": [{k: v for k, v in a.items() if k not in ("model_s", "from")}
+                        for a in apart],
         "extrapolation": [asdict(e) for e in extra],
         "remedies_at_devices": at,
         **({"model_split": measured.model_split, "replica_devices": measured.replica_devices}
@@ -803,7 +922,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         _with_devices(details, measured.replica_devices, measured.devices_per_node)
     server_note = partial_server_note(runs) or _server_devices_note(runs, fit, words)
     notes = ([n for n in (superlinear_note, split_note, shard_note, server_note) if n]
-             + _parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
+             + _parts_over_the_step(share_of_step, runs.devices, fit, words)
+             + list(runs.notes)
              + fit.notes + _implausible_links(fit, params, words)
              + [n for n in (peak_note, ran_note, mfu_note, overlap_note) if n])
     if extra and splits_by_accumulation(runs):
@@ -835,22 +955,27 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
 
 
 def _loader_note_of_runs(remedies: list[Remedy], data_share, devices,
-                         words: Nouns) -> list[Remedy]:
+                         words: Nouns, unseparated: str = "") -> list[Remedy]:
     """``remedies`` with the loader remedy's "no data stall" reason (``remedies.NO_STALL_FOUND``,
     said of the largest run, where every remedy starts) scoped to that run where the table puts
     a data stall at a smaller one: '... show no data stall' read beside 'data 19.7%' at 8 of 16.
     ``data_share``: each run's data stall over its step, ``devices`` its devices (the table's
-    columns); a stall under 1 % of a step, which prints as 0 % or 1 %, is not one to name."""
+    columns); a stall under ``NAMED_PART_SHARE`` of a step, which prints as 0 % or 1 %, is not
+    one to name. ``unseparated``: the parts a fit without that stall, which the runs cannot rule
+    out, puts its time in (``_unseparated_parts``), said beside it; '' where none."""
     from scalesim.remedies import NO_STALL_FOUND
 
     stalled = [(int(n), float(s)) for n, s in zip(devices[:-1], data_share[:-1], strict=True)
-               if s >= 0.01]
+               if s >= NAMED_PART_SHARE]
     if not stalled:
         return remedies
     n, worst = max(stalled, key=lambda p: p[1])
     note = (f"no data stall at {words.count(int(devices[-1]))}, the largest run, where the "
             f"remedies start; at {words.count(n)} the input waits {whole_percent(worst)} of the "
-            f"step: it paces the smaller runs, not this one")
+            f"step: it paces the smaller runs, not this one"
+            + (f"; these runs cannot tell that stall from {unseparated} (the input pipeline "
+               "finding says what would)"
+               if unseparated else ""))
     return [replace(r, note=note) if r.key == "loader" and r.note == NO_STALL_FOUND else r
             for r in remedies]
 
