@@ -40,3 +40,29 @@ def fitted_of(report):
 
     profile = Profile.model_validate(json.loads(json.dumps(report.details["fitted_profile"])))
     return profile, Scenario.model_validate(report.details["fitted_scenario"])
+
+
+def whole_lines(text: str) -> str:
+    """Decide's text as it read before it fit a terminal (``cli.terminal``): each wrapped line
+    joined to the line it continues (a line that starts with a space), and each short title of
+    the table ('Settings [1]') replaced by its '[1] ...' note, the notes taken out; a test then
+    reads a row or a note whole. A key without its note fails here."""
+    import re
+
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(" ") and lines and lines[-1]:
+            lines[-1] += " " + line.lstrip()
+        else:
+            lines.append(line)
+    titles = {m[1]: m[2] for m in (re.match(r"\[(\d+)\] (.*)", x) for x in lines) if m}
+    out = []
+    for line in lines:
+        if re.match(r"\[\d+\] ", line):
+            continue
+        cut = re.match(r"(.*?) \[(\d+)\](?=  |$)", line)
+        if cut:
+            line = titles.pop(cut[2]) + line[cut.end():]
+        out.append(line)
+    assert not titles, f"notes no row refers to: {titles}"
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")

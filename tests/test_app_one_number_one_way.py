@@ -5,6 +5,7 @@ InfiniBand (no public price): the line now says why the card names another netwo
 
 from __future__ import annotations
 
+from cli_harness import whole_lines
 from scalesim.app.plan import headline, make_plan
 from scalesim.app.state import default_state, preset_profile
 
@@ -57,7 +58,7 @@ def test_one_gain_is_written_one_way_on_the_page_and_in_the_cli(capsys):
     said = "6.8 -> 48 GB/s busbw: +104.5% throughput, for $6.77 more per hour"
     assert said in plan.decision.recommendation and said in story(plan)
     assert main(["decide"]) == 0
-    text = capsys.readouterr().out
+    text = whole_lines(capsys.readouterr().out)
     assert "+104.5%" in text and said in text and "+105%" not in text
     gain = signed_percent(plan.best.objective_gain)
     assert gain == "+109.2%" and headline(plan)["best_remedy"].startswith(

@@ -10,7 +10,7 @@ from html import escape
 
 import pytest
 from app_harness import open_app
-from cli_harness import run_cli
+from cli_harness import run_cli, whole_lines
 from scalesim.app.plan import make_plan
 from scalesim.app.state import default_state, encode_query, preset_profile
 
@@ -61,6 +61,7 @@ def test_decide_prints_the_batch_change_in_the_row(capsys):
     code, out, err = run_cli(capsys, ["decide", "--devices", "8,16", "--batch", "32",
                                       "--train-samples", "1e8"])
     assert code == 0, err
+    out = whole_lines(out)
     (row,) = [line for line in out.splitlines() if line.startswith("Settings: ")]
     assert row.startswith("Settings: accumulate gradients over 4 micro-steps (now 1), "
                           "global batch 4x ")

@@ -6,7 +6,7 @@ than alone. predict, decide and the app now say so (session 39, docs/model.md §
 from __future__ import annotations
 
 import pytest
-from cli_harness import run_cli
+from cli_harness import run_cli, whole_lines
 from test_cpu_words import cpu_profile
 
 from scalesim.predict import cores_shared_note, predict
@@ -40,7 +40,7 @@ def test_four_processes_on_two_cores_are_said_to_time_share_them(capsys, tmp_pat
     for argv in (["predict", "--devices", "1,4"], ["decide", "--devices", "4"]):
         code, out, err = run_cli(capsys, [*argv, "--profile", str(path), "--gpus-per-node", "4"])
         assert code == 0, err
-        assert f"note: {note}" in out.splitlines(), out
+        assert f"note: {note}" in whole_lines(out).splitlines(), out
 
 
 def test_more_processes_than_timed_but_within_the_cores_say_the_extrapolation_only():

@@ -11,6 +11,7 @@ import json
 
 import pytest
 from app_harness import open_app
+from cli_harness import whole_lines
 from scalesim.app.plan import make_plan, option_state
 from scalesim.app.state import default_state, encode_query, preset_profile
 
@@ -198,7 +199,7 @@ def test_decide_json_and_text_agree(capsys):
     assert keys["split_model"]["changes"]["strategy"] == "zero1"
     assert keys["add_server"]["changes"]["devices"] == [80]
     assert main(args) == 0
-    text = capsys.readouterr().out
+    text = whole_lines(capsys.readouterr().out)
     (row,) = [line for line in text.splitlines() if line.startswith("As is: ")]
     assert row.split()[-10:] == ["$787", *DOES_NOT_FIT.split() * 3]
     for o in data["options"]:

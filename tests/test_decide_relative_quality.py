@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from app_harness import open_app
-from cli_harness import run_cli
+from cli_harness import run_cli, whole_lines
 
 from scalesim.decision import RELATIVE_QUALITY
 
@@ -39,6 +39,7 @@ def test_the_as_is_row_reads_as_is_and_the_goal_says_what_the_column_is(capsys):
         assert option["quality_change"] == pytest.approx(
             1 / (1 + option["throughput_gain"]) - 1, rel=1e-9)
     code, out, _ = run_cli(capsys, ["decide", *argv])
+    out = whole_lines(out)
     lines = out.splitlines()
     as_is = next(line for line in lines if line.startswith("As is: 8 devices"))
     assert as_is.split()[-5:] == ["as", "is", "as", "is", "n/a"]  # throughput, time, money
@@ -84,6 +85,7 @@ def test_card_rows_without_a_critical_batch_keep_n_a(capsys):
     card = _card(capsys, ["--devices", "8"])
     assert card["goal"] == "" and card["now"]["quality_change"] is None
     code, out, _ = run_cli(capsys, ["decide", "--devices", "8"])
+    out = whole_lines(out)
     assert "not only throughput" in out  # the old note where nothing is compared
     (as_is,) = [r for r in card_rows_of(out) if r.startswith("As is")]
     assert as_is.split()[-3:] == ["is", "n/a", "n/a"]  # time to finish n/a: nothing compared

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_harness import run_cli
+from cli_harness import run_cli, whole_lines
 
 from scalesim.figures import multiple
 
@@ -66,7 +66,7 @@ def test_the_fit_remedy_at_a_fixed_global_batch_writes_its_micro_batch(capsys):
                                       "--strategy", "zero3", "--global-batch", "64",
                                       "--train-samples", "1e7"])
     assert code == 0, err
-    (row,) = [line for line in out.splitlines() if line.startswith("Settings: ")]
+    (row,) = [line for line in whole_lines(out).splitlines() if line.startswith("Settings: ")]
     assert row.startswith("Settings: smaller micro-batches, more accumulation (4 x 1 -> 2 x 2; "
                           "same global batch)"), row
 
@@ -205,7 +205,7 @@ def test_a_remedy_that_names_its_global_batch_is_not_told_it_twice(capsys, criti
     argv = ["decide", "--devices", "16", "--global-batch", "256", "--train-samples", "1e8"]
     code, out, err = run_cli(capsys, argv + (["--critical-batch", critical] if critical else []))
     assert code == 0, err
-    (row,) = [line for line in out.splitlines() if line.startswith("Settings: ")]
+    (row,) = [line for line in whole_lines(out).splitlines() if line.startswith("Settings: ")]
     title = "Settings: double the global batch (per-device batch 16 -> 32)" + tail
     assert row.startswith(title + "  "), row
 

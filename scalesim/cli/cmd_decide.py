@@ -31,18 +31,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def render_card(card) -> str:
-    """The card as text (its throughput in the card's own ``unit``)."""
+    """The card as text (its throughput in the card's own ``unit``), every line at most
+    ``terminal.COLUMNS`` characters: an option too long for its column is cut to a short title
+    and a '[1] ...' line under the table says it whole (``terminal.fit_table``); the JSON and
+    the app's card keep the whole title in the row."""
+    from scalesim.cli.terminal import fit_table, wrap
     from scalesim.decision import card_rows
 
-    rows = card_rows(card)
-    keys = list(rows[0])
-    widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
-    lines = [card.question, ""]
-    lines.append("  ".join(k.ljust(widths[k]) if k == "option" else k.rjust(widths[k])
-                           for k in keys))
-    for r in rows:
-        lines.append("  ".join(r[k].ljust(widths[k]) if k == "option" else r[k].rjust(widths[k])
-                               for k in keys))
+    table, titles = fit_table(card_rows(card))
+    lines = [card.question, "", *table, *titles]
     lines += ["", f"recommendation: {card.recommendation}", f"main assumption: {card.assumption}"]
     if card.goal:
         lines.append(f"time to finish = {card.goal} (large-batch penalty included when a "
@@ -54,7 +51,7 @@ def render_card(card) -> str:
         rows_priced = "every row" if len(sources) == 1 else "; ".join(titles)
         lines.append(f"price ({rows_priced}): {source}")
     lines += [f"note: {n}" for n in card.notes]
-    return "\n".join(lines)
+    return "\n".join(out for line in lines for out in (wrap(line) if line else [""]))
 
 
 def run(args: argparse.Namespace) -> int:
