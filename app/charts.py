@@ -20,6 +20,7 @@ from scalesim.figures import (
     duration_text,
     rate,
     signed_percent,
+    throughput,
     whole,
     whole_percent,
 )
@@ -713,10 +714,10 @@ def chart_text(plan: Plan, name: str) -> str:
                 f"({plan.knee.label_in(words)})" if plan.knee else "; no knee")
         at_first = f"{rate(first.samples_per_s, unit)} at {words.count(first.devices)}"
         if len(runs) == 1:
-            return (f"Predicted throughput {at_first}, against {amount(ideal)} for ideal linear "
+            return (f"Predicted throughput {at_first}, against {throughput(ideal)} for ideal linear "
                     f"scaling.{misfits}")
-        return (f"Predicted throughput rises from {at_first} to {amount(last.samples_per_s)} at "
-                f"{whole(last.devices)}, against {amount(ideal)} for ideal linear scaling{knee}."
+        return (f"Predicted throughput rises from {at_first} to {throughput(last.samples_per_s)} at "
+                f"{whole(last.devices)}, against {throughput(ideal)} for ideal linear scaling{knee}."
                 f"{misfits}")
     if name == "efficiency":  # runnable counts only; those that do not fit named after
         runs, misfits = [r for r in rows if r.fits], _misfit_note(plan, "point")

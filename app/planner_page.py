@@ -31,7 +31,7 @@ from scalesim.cli.options import SEQ_LEN_HELP
 from scalesim.decision import DOES_NOT_FIT, card_rows
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import GIB_BYTES, MIB_BYTES, amount, signed_percent
+from scalesim.figures import GIB_BYTES, MIB_BYTES, amount, signed_percent, throughput
 from scalesim.goal import GoalControls, seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import (
@@ -515,7 +515,7 @@ def _headline(plan: Plan) -> None:
                    f"-{stall} of each step is data stall" if stall else None,
                    delta_color="normal", delta_arrow="off" if stall else "auto")
     cols[1].metric(f"Throughput ({plan.unit}/s)",
-                   amount(plan.focus.samples_per_s) if runs else "not runnable")
+                   throughput(plan.focus.samples_per_s) if runs else "not runnable")
     cols[2].metric(f"Speedup over one {words.device}", h["speedup"] if runs else "not runnable")
     if "time_to_train" in h:
         cols[3].metric(f"{h['goal'][0].upper()}{h['goal'][1:]} / cost", h["time_to_train"],
@@ -774,7 +774,7 @@ def _ab_metrics(column, plan: Plan, p: Prediction, ref: Prediction | None) -> No
             return None
         return signed_percent(new / old - 1)
 
-    column.metric(f"Throughput ({plan.unit}/s)", amount(p.samples_per_s),
+    column.metric(f"Throughput ({plan.unit}/s)", throughput(p.samples_per_s),
                   rel(p.samples_per_s, ref and ref.samples_per_s))
     column.metric("Step time", f"{p.step_time_s * 1e3:.1f} ms",
                   rel(p.step_time_s, ref and ref.step_time_s), delta_color="inverse")

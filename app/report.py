@@ -24,7 +24,7 @@ from scalesim.diagnosis_text import (
     has_gain_bands,
     no_first_remedy,
 )
-from scalesim.figures import GIB_BYTES, amount, count_list
+from scalesim.figures import GIB_BYTES, amount, count_list, throughput
 from scalesim.layout import SPLIT_HEADER, split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 from scalesim.precision import PRECISION_LABELS
@@ -301,7 +301,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
               f"{r.step_time_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
               f"{r.exposed_comm_s * 1e3:.2f}", *([f"{r.bubble_s * 1e3:.2f}"] if bubble else []),
               *([f"{r.data_stall_s * 1e3:.2f}"] if stall else []),
-              f"{r.straggler_s * 1e3:.2f}", amount(r.samples_per_s), f"{r.efficiency:.1%}")),
+              f"{r.straggler_s * 1e3:.2f}", throughput(r.samples_per_s), f"{r.efficiency:.1%}")),
           f"{r.memory_bytes / GIB_BYTES:.1f}", "yes" if r.fits else "NO: not runnable"]
          for r in plan.rows])))
     if stall_note:
@@ -310,14 +310,14 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     parts.append(_scroll(_table(
         ["change", "verdict", "throughput gain", f"{unit}/s", "time to finish", "cost", "note"],
         [[r.title, r.verdict, remedy_gain_cell(r, plan.focus.fits),
-          amount(r.prediction.samples_per_s) if r.prediction else "-",
+          throughput(r.prediction.samples_per_s) if r.prediction else "-",
           duration(r.time_s) if r.time_s is not None else "-",
           f"${amount(r.cost_usd)}" if r.cost_usd is not None else "-", r.reason]
          for r in plan.remedies])))
     parts.append("<h2>Hours and money</h2>")
     parts.append(_scroll(_table(
         ["option", plan.words.header("devices"), f"{unit}/s", "time to finish", "cost"],
-        [[o.label, o.devices, amount(o.samples_per_s), duration(o.time_s),
+        [[o.label, o.devices, throughput(o.samples_per_s), duration(o.time_s),
           "-" if o.cost_usd is None else f"${amount(o.cost_usd)}"] for o in plan.options])))
     if plan.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in plan.notes)

@@ -143,10 +143,13 @@ def throughput(per_s: float) -> str:
 
 def rate(samples_per_s: float, unit: str) -> str:
     """A throughput with the workload's unit (``Workload.sample_unit``, the one word every
-    command and the app use for it): '5.59 sequences of 8192 tokens/s', '1,234 images/s'
-    (``amount``: the app's cards and remedies write a throughput in a sentence so; a table's
-    column is ``throughput``)."""
-    return f"{amount(samples_per_s)} {unit}/s"
+    command and the app use for it), in a sentence or a cell: '5.591 sequences of 8192
+    tokens/s', '1,234 images/s', '140,900 tokens/s'. Written as ``throughput`` writes it (4
+    significant digits), so a number reads the same in a table and in the sentence beside it:
+    decide's '8.177' in its row and its recommendation, predict's and plan's columns alike.
+    Two close figures a sentence compares (an option against today's) are told apart by their
+    signed percentage (``signed_percent``), not by more digits."""
+    return f"{throughput(samples_per_s)} {unit}/s"
 
 
 GIB_BYTES = 2**30  # bytes in one GiB: the one definition (memory in prose, tables, presets)

@@ -164,11 +164,12 @@ def test_the_story_calls_growth_almost_linear_only_where_it_is():
 def test_a_throughput_below_a_hundred_keeps_its_digits():
     """llama3-70b split 8 x 8 on 128 to 1,024 A100s runs 3.96 to 29.24 sequences/s (64 do not
     fit, charts2_20: the words start at 128): the headline
-    and the chart's words say so (figures.amount, as the tables), not '2' and '29' (or
+    and the chart's words say so (figures.throughput, as the tables: 4 significant digits),
+    not '2' and '29' (or
     '0' for a model that runs below one sequence a second)."""
     from scalesim.app.charts import chart_text
 
-    from scalesim.figures import amount
+    from scalesim.figures import throughput
 
     query = {"v": "9", "wl": "llama3-70b", "dmax": "1024", "focus": "1024", "tp": "8",
              "pp": "8", "sched": "zb", "rec": "none", "sp": "1", "strat": "zero1", "acc": "64"}
@@ -176,11 +177,11 @@ def test_a_throughput_below_a_hundred_keeps_its_digits():
     plan = make_plan(at.session_state["profile"], at.session_state["app_state"])
     metrics = {m.label: m.value for m in at.metric}
     shown = metrics[f"Throughput ({plan.unit}/s)"]
-    assert shown == amount(plan.focus.samples_per_s) and shown == f"{plan.focus.samples_per_s:.2f}"
+    assert shown == throughput(plan.focus.samples_per_s) and shown == f"{plan.focus.samples_per_s:.2f}"
     first = plan.rows[1]  # 64 devices do not fit: the words start at the first count that runs
     assert not plan.rows[0].fits and first.fits and first.devices == 128
     assert chart_text(plan, "throughput").startswith(
-        f"Predicted throughput rises from {first.samples_per_s:.2f} {plan.unit}/s at 128 devices")
+        f"Predicted throughput rises from {first.samples_per_s:.4g} {plan.unit}/s at 128 devices")
 
 
 def test_a_curve_of_one_count_is_not_said_to_rise():
@@ -203,7 +204,7 @@ def test_the_largest_gain_of_a_run_that_does_not_fit_says_it_makes_it_run():
     'does not fit' row, decide)."""
     from scalesim.app.state import AppState, with_profile_defaults
 
-    from scalesim.figures import amount
+    from scalesim.figures import throughput
 
     state = AppState(hw="dgx-h100", wl="llama3-8b")
     state = with_profile_defaults(state, preset_profile(state)).model_copy(update={"dmax": 16})
@@ -211,7 +212,7 @@ def test_the_largest_gain_of_a_run_that_does_not_fit_says_it_makes_it_run():
     assert state.mb == 1 and not plan.focus.fits  # the workload's micro-batch, as the CLI
     assert plan.best is not None and plan.best.prediction.fits
     text = headline(plan)["best_remedy"]
-    pace = f"{amount(plan.best.prediction.samples_per_s)} {plan.unit}/s"
+    pace = f"{throughput(plan.best.prediction.samples_per_s)} {plan.unit}/s"
     assert text.endswith(f": makes it run, {pace} (today's layout does not fit in device memory)")
     assert "throughput" not in text.split(": ", 1)[1], text
 

@@ -17,7 +17,7 @@ from scalesim.app.state import default_state, encode_query, preset_profile
 
 from scalesim.cli.main import main
 from scalesim.decision import DOES_NOT_FIT, added_server_counts, card_rows, decide
-from scalesim.figures import amount
+from scalesim.figures import throughput
 from scalesim.layout import SCHEDULE_WORDS
 from scalesim.layout_predict import layout_of
 from scalesim.predict import predict
@@ -105,7 +105,7 @@ def test_a_run_that_does_not_fit_has_no_time_or_money_and_no_change_against_it()
     for o, row in zip(card.options, rows[1:], strict=True):
         assert o.throughput_gain is None and o.time_change is None and o.total_change_usd is None
         # the workload's unit, as predict and the app say it (session 20: was 'samples/s')
-        assert row["throughput"] == f"{amount(o.samples_per_s)} sequences of 8192 tokens/s"
+        assert row["throughput"] == f"{throughput(o.samples_per_s)} sequences of 8192 tokens/s"
         assert "(" not in row["time to finish"]
         assert "(" not in row["total money"] and o.time_s is not None
     times = [o.time_s for o in card.options]

@@ -16,7 +16,7 @@ from scalesim.app.report import decision_html
 from scalesim.app.state import default_state, encode_query, preset_profile
 
 from scalesim.decision import card_rows
-from scalesim.figures import amount, gib, rate
+from scalesim.figures import gib, rate, throughput
 from scalesim.plan import _why
 
 LLAMA_64 = ["decide", "--workload", "llama3-70b", "--hardware", "dgx-h100", "--devices", "64",
@@ -32,8 +32,9 @@ def _llama_plan():
 
 
 def test_rate_and_gib_write_the_figure_one_way():
-    assert rate(5.5912, SEQUENCES) == "5.59 sequences of 8192 tokens/s"
+    assert rate(5.5912, SEQUENCES) == "5.591 sequences of 8192 tokens/s"  # as a table writes it
     assert rate(1234.4, "images") == "1,234 images/s"
+    assert rate(140_912.0, "tokens") == "140,900 tokens/s" == f"{throughput(140_912.0)} tokens/s"
     assert gib(101.24 * 2**30) == "101.2 GiB"
     assert gib(1398.94 * 2**30) == "1,398.9 GiB"  # was '1,399 GiB' beside '1,398.9 GiB'
 
@@ -43,14 +44,14 @@ def test_decide_says_the_workloads_unit_as_predict_and_the_app_do(capsys):
     sequences: now the card's throughput is in the workload's unit, in the CLI and the app."""
     code, out, _ = run_cli(capsys, LLAMA_64)
     assert code == 0 and "samples/s" not in out
-    assert f"5.79 {SEQUENCES}/s" in out
+    assert f"5.788 {SEQUENCES}/s" in out
     code, out, _ = run_cli(capsys, ["predict", *LLAMA_64[1:9]])
     assert code == 0 and f"{SEQUENCES.split()[0]}/s" in out  # predict's column header
     plan = _llama_plan()
     assert plan.unit == SEQUENCES
     rows = card_rows(plan.decision)
     for o, row in zip(plan.decision.options, rows[1:], strict=True):
-        assert row["throughput"] == f"{amount(o.samples_per_s)} {SEQUENCES}/s"
+        assert row["throughput"] == f"{throughput(o.samples_per_s)} {SEQUENCES}/s"
         assert row["throughput"] in decision_html(plan)  # the report's card
     at = open_app(encode_query(plan.state, plan.profile))
     shown = at.table[0].value.reset_index().to_dict("records")

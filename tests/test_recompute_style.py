@@ -18,7 +18,7 @@ from scalesim.app.state import AppState, decode_query, encode_query, preset_prof
 
 from scalesim.bounds import LAYOUT_KNOB_BY_FIELD, markdown_table
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount
+from scalesim.figures import throughput
 from scalesim.layout import RECOMPUTE_STYLES, ParallelLayout
 from scalesim.layout_predict import plan_at, scenario_of_row
 from scalesim.plan import Setting, evaluate_layout, plan
@@ -238,4 +238,4 @@ def test_the_app_control_sets_the_style_and_the_link():
     assert faster.samples_per_s > make_plan(profile, before).focus.samples_per_s
     metrics = {m.label: m.value for m in at.metric}
     assert metrics[f"Throughput ({make_plan(profile, state).unit}/s)"] == \
-        amount(faster.samples_per_s)
+        throughput(faster.samples_per_s)

@@ -20,7 +20,7 @@ from scalesim.decision import card_rows, decide
 from scalesim.device_nouns import CPU_NOUNS, GPU_NOUNS
 from scalesim.diagnosis import least_decisive_gain, model_remedies, shown_gain
 from scalesim.errors import ScalesimError, file_path, flag_error
-from scalesim.figures import amount, count_columns
+from scalesim.figures import count_columns, throughput
 from scalesim.fit_runs import fit_problem, fit_runs, measured_layout
 from scalesim.money import usd_type
 from scalesim.profiles import default_profile, resolve_profile
@@ -48,12 +48,12 @@ def test_the_card_carries_its_workloads_unit_and_its_rows_say_it():
     rows = card_rows(card)[1:]
     for o, row in zip(card.options, rows, strict=True):
         if o.throughput_gain is None:
-            assert row["throughput"] == f"{amount(o.samples_per_s)} {SEQUENCES}/s"
+            assert row["throughput"] == f"{throughput(o.samples_per_s)} {SEQUENCES}/s"
     # the rows read the card's unit, not a default: another unit is said in its place
     other = card_rows(dataclasses.replace(card, unit="images"))[1:]
     for o, row in zip(card.options, other, strict=True):
         if o.throughput_gain is None:
-            assert row["throughput"] == f"{amount(o.samples_per_s)} images/s"
+            assert row["throughput"] == f"{throughput(o.samples_per_s)} images/s"
 
 
 def test_the_fit_reads_its_layout_and_setup_off_one_problem():

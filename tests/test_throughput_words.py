@@ -1,7 +1,8 @@
 """One house style for a throughput in the CLI's text (session 42): ``figures.throughput``,
 four significant digits, thousands separated, the unit in the column's header. Before, plan
 wrote '5.406e+05' tokens/s, predict '12613874.2' sequences/s, decide '17.11 sequences of 8192
-tokens/s' beside amount's '1,234' (a sentence's figure, ``figures.rate``, left as it was)."""
+tokens/s' beside amount's '1,234'; a sentence's figure (``figures.rate``) now writes the same
+digits beside the unit."""
 
 from __future__ import annotations
 
@@ -52,3 +53,31 @@ def test_plan_writes_tokens_per_s_without_an_exponent(capsys):
     assert re.fullmatch(r"\d{1,3}(,\d{3})*", first[:end].split()[-1]), first
     assert not re.search(r"\de[+-]\d", out.split("note:")[0])
     assert re.search(r"\b1,1\d\d tokens/s, 100\.0%", out)
+
+
+def test_a_sentences_throughput_is_written_as_the_tables(capsys):
+    """Session 42: ``figures.rate`` (decide's cells and sentences, the app's remedy words) wrote
+    ``amount``'s '8.18 sequences of 8192 tokens/s' for the split llama3-70b takes on 64 H100s,
+    where predict's column for the same layout says '8.177': one number, two spellings. Now
+    ``rate`` writes ``throughput``'s digits beside the unit."""
+    from scalesim.figures import rate, throughput
+
+    for value in (0.012345, 8.17709, 19.5, 1234.4, 140_912.0, 12_613_874.2):
+        assert rate(value, "images") == f"{throughput(value)} images/s"
+    assert rate(8.17709, "tokens") == "8.177 tokens/s" and rate(19.5, "x") == "19.5 x/s"
+    argv = ["--workload", "llama3-70b", "--hardware", "dgx-h100", "--devices", "64"]
+    code, out, err = run_cli(capsys, ["decide", *argv, "--json"])
+    assert code == 0, err
+    (split,) = [o for o in json.loads(out)["options"] if o["key"] == "split_model"]
+    layout = split["changes"]["layout"]
+    assert (layout["tp"], layout["pp"], split["changes"]["strategy"]) == (4, 1, "zero3")
+    code, text, err = run_cli(capsys, ["decide", *argv])
+    assert code == 0, err
+    (row,) = [x for x in text.splitlines() if x.startswith("Split the model")]
+    cell = f"{throughput(split['samples_per_s'])} sequences of 8192 tokens/s"
+    assert cell == "8.177 sequences of 8192 tokens/s" and f"  {cell}  " in row
+    code, out, err = run_cli(capsys, ["predict", *argv, "--tp", "4", "--strategy", "zero3",
+                                      "--accumulation", "4", "--sequence-parallel"])
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if x.split()[:1] == ["64"]]
+    assert "8.177" in line.split()  # predict's sequences/s column: the same spelling
