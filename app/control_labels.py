@@ -29,6 +29,8 @@ LABELS = {  # state field -> label
     "slow": "Slow {device} rank (empty: none)",
     "sf": "Slow {device}: times slower",
     "focus": "{Device} count for remedies and A vs B",
+    "mm": "Memory margin (share of each {device}'s memory kept free, 0 to 0.5)",
+    "gmax": "Largest {device} count goal searches",
 }
 STRATEGY_LABELS = {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3 / FSDP"}
 ZERO_FRAMEWORK_LABELS = {"fsdp": "FSDP (ZeRO-1: Megatron-Core distributed optimizer)",

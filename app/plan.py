@@ -77,7 +77,7 @@ from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, 
 from scalesim.schemas import Profile, Scenario, ScenarioLayout, grad_sync_refused
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
-from .control_labels import label
+from .control_labels import in_words, label
 from .state import FIELD_LABELS, MAX_DEVICES, AppState
 
 MAX_CURVE_POINTS = 256  # device counts on one curve
@@ -351,7 +351,7 @@ def state_of_scenario(scenario: Scenario, profile: Profile, focus: int | None = 
         "lw": scenario.loader_workers, "cv": scenario.straggler_cv, "slow": scenario.slow_device,
         "sf": scenario.slow_factor, "cbs": scenario.critical_batch_size,
         "emin": scenario.min_samples_to_quality, "train": scenario.train_samples,
-        "price": scenario.price_per_device_hour,
+        "price": scenario.price_per_device_hour, "mm": scenario.memory_margin,
         "tp": split.tp, "pp": split.pp, "sched": split.schedule or "auto",
         "vs": split.virtual_stages, "rec": split.recompute or "auto",
         "rs": split.recompute_style, "sp": split.sequence_parallel, "tpo": split.tp_overlap,
@@ -403,7 +403,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         "loader_workers": state.lw, "straggler_cv": state.cv, "slow_device": state.slow,
         "slow_factor": state.sf, "critical_batch_size": state.cbs,
         "min_samples_to_quality": state.emin, "train_samples": state.train,
-        "price_per_device_hour": state.price,
+        "price_per_device_hour": state.price, "memory_margin": state.mm,
     }
     fields.update(_links(state))
     if state.strat == "ddp" and state.zfw != "fsdp":  # as predict notes it
@@ -755,6 +755,23 @@ def layout_ranking(profile: Profile, scenario: Scenario, focus: Prediction, top:
 
     return plan_at(with_measured_shape(profile), scenario, focus.devices, focus.global_batch,
                    top=top)
+
+
+def layout_memory_note(profile: Profile, scenario: Scenario, focus: Prediction,
+                       best) -> str | None:
+    """Plan's memory note for the Layouts tab's ``best`` row (``memory_margin.margin_note``):
+    where it leaves under 5 % of a device free and the sidebar's memory margin is 0, the
+    same ranking (``layout_ranking``) with 5 % kept free, the margin named by its sidebar
+    label (the CLI's by --memory-margin); else None."""
+    from scalesim.memory_margin import margin_note
+
+    def rerank(share: float):
+        kept = scenario.model_copy(update={"memory_margin": share})
+        return layout_ranking(profile, kept, focus, top=1)[0]
+
+    words = nouns_for(profile.hardware.device_name)
+    return margin_note(best, scenario.memory_margin, rerank, words,
+                       f"the sidebar's {in_words(FIELD_LABELS['mm'], words)} at")
 
 
 def layout_reference(plan: Plan) -> Prediction:

@@ -27,7 +27,7 @@ from scalesim.attention_kernel import (
 from scalesim.billing import billing_words
 from scalesim.bounds import LAYOUT_KNOB_BY_FIELD
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
-from scalesim.cli.options import SEQ_LEN_HELP
+from scalesim.cli.options import MEMORY_MARGIN_HELP, SEQ_LEN_HELP
 from scalesim.decision import DOES_NOT_FIT, card_rows
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
@@ -78,6 +78,7 @@ from .plan import (
     duration,
     finish,
     headline,
+    layout_memory_note,
     layout_ranking,
     layout_reference,
     make_plan,
@@ -311,6 +312,8 @@ def _device_section(c: _Controls, state: AppState) -> None:
     if grid == "list":
         c(st.sidebar.text_input, "dlist", c.label("dlist"), max_chars=MAX_VALUE_CHARS)
     c(st.sidebar.number_input, "dpn", c.label("dpn"), step=1)
+    c(st.sidebar.number_input, "mm", c.label("mm"), step=0.01, format="%.2f",
+      help=MEMORY_MARGIN_HELP)
 
 
 def _batch_section(c: _Controls) -> None:
@@ -454,8 +457,15 @@ def _data_section(c: _Controls) -> None:
       help=None if has_loader else "this profile has no measured input pipeline")
 
 
+GOAL_SECTION = "Training goal and price"  # the sidebar section of the Goal tab's controls
+GOAL_MAX_HELP = ("How far the Goal tab searches: powers of two below one server, then whole "
+                 "servers up to this count (scalesim goal --max-devices). Its own control, not "
+                 "the largest count the charts plot: goal looks for the cheapest plan that "
+                 "meets the deadline, often far past the counts plotted.")
+
+
 def _goal_section(c: _Controls) -> None:
-    st.sidebar.header("Training goal and price")
+    st.sidebar.header(GOAL_SECTION)
     c(st.sidebar.number_input, "cbs", "Critical batch size (samples; empty: unknown)",
       step=256.0, format="%.0f")
     c(st.sidebar.number_input, "train", "Samples in the training run",
@@ -463,6 +473,7 @@ def _goal_section(c: _Controls) -> None:
     c(st.sidebar.number_input, "price", c.label("price"), step=0.5, format="%.2f")
     c(st.sidebar.number_input, "dl", "Deadline (hours; empty: none)", step=24.0, format="%.1f")
     c(st.sidebar.number_input, "bud", "Budget (USD; empty: none)", step=1000.0, format="%.0f")
+    c(st.sidebar.number_input, "gmax", c.label("gmax"), step=64, help=GOAL_MAX_HELP)
 
 
 def _advanced_section(c: _Controls) -> None:
@@ -789,20 +800,20 @@ def _ab_metrics(column, plan: Plan, p: Prediction, ref: Prediction | None) -> No
 
 def goal_controls(words: Nouns) -> GoalControls:
     """How the Goal tab's notes name what to change: the sidebar's labels of the layout knobs
-    (their knob table row's link key, ``FIELD_LABELS``), where the layouts are ranked; the app
-    has no largest-count control, so the notes say how far goal searched
-    (``bounds.GOAL_DEFAULT_MAX_DEVICES``, as ``scalesim goal`` without --max-devices)."""
+    (their knob table row's link key, ``FIELD_LABELS``), where the layouts are ranked, and of
+    the largest count goal searches (link key gmax, goal --max-devices), where it is."""
     return GoalControls(
         name=lambda f: in_words(FIELD_LABELS[LAYOUT_KNOB_BY_FIELD[f].url_key], words),
-        max_devices=None, layouts="the Layouts tab ranks the layouts that fit",
-        place="in the sidebar's Layout")
+        max_devices=f"{in_words(FIELD_LABELS['gmax'], words)} in the sidebar's {GOAL_SECTION}",
+        layouts="the Layouts tab ranks the layouts that fit", place="in the sidebar's Layout")
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def _cached_goal(profile_json: str, scenario_json: str, deadline_s: float, budget_usd: float):
+def _cached_goal(profile_json: str, scenario_json: str, deadline_s: float, budget_usd: float,
+                 max_devices: int):
     profile = Profile.model_validate_json(profile_json)
     return seek(profile, Scenario.model_validate_json(scenario_json), deadline_s, budget_usd,
-                controls=goal_controls(nouns_for(profile.hardware.device_name)))
+                max_devices, controls=goal_controls(nouns_for(profile.hardware.device_name)))
 
 
 def _tab_goal(plan: Plan) -> None:
@@ -815,7 +826,7 @@ def _tab_goal(plan: Plan) -> None:
     try:
         answer = _cached_goal(plan.profile.model_dump_json(),
                               plan.scenario.model_copy(update={"global_batch": None})
-                              .model_dump_json(), state.dl * 3600.0, state.bud)
+                              .model_dump_json(), state.dl * 3600.0, state.bud, state.gmax)
     except ScalesimError as exc:
         st.info(f"Goal seeking needs more: {_md(str(exc))}.")
         return
@@ -845,6 +856,15 @@ def _cached_layouts(profile_json: str, scenario_json: str, focus_json: str):
                           Prediction.model_validate_json(focus_json))
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _cached_layout_note(profile_json: str, scenario_json: str, focus_json: str) -> str | None:
+    """Plan's memory note of the Layouts tab's best (``layout_memory_note``)."""
+    best = _cached_layouts(profile_json, scenario_json, focus_json)[0]
+    return layout_memory_note(Profile.model_validate_json(profile_json),
+                              Scenario.model_validate_json(scenario_json),
+                              Prediction.model_validate_json(focus_json), best)
+
+
 def _tab_layouts(plan: Plan) -> None:
     """The planner's ranked layouts at the focus device count and global batch."""
     f = plan.focus
@@ -869,6 +889,10 @@ def _tab_layouts(plan: Plan) -> None:
                 + (f"{best.samples_per_s:,.1f} {plan.unit}/s "
                    f"({against_now_text(best.samples_per_s, f, plan.words)})." if f.fits else
                    f"{against_now_text(best.samples_per_s, f, plan.words, plan.unit)}."))
+    note = _cached_layout_note(plan.profile.model_dump_json(), plan.scenario.model_dump_json(),
+                               f.model_dump_json())
+    if note:  # as plan says it, where the best nearly fills a device and no margin is set
+        st.warning(_md(f"Memory: {note}."))
     _chart(charts.layouts_chart(rows, f.devices, words=plan.words), f"the best layout takes "
            f"{best.step_time_s * 1e3:,.0f} ms per step; the slowest shown "
            f"{rows[-1].step_time_s * 1e3:,.0f} ms")

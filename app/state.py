@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scalesim import presets
 from scalesim.attention_kernel import VENDOR_KERNEL, AttentionKernel
 from scalesim.bounds import (
+    GOAL_DEFAULT_MAX_DEVICES,
     KNOB_BY_URL_KEY,
     LAYOUT_KNOBS,
     MODEL_SPLIT,
@@ -204,6 +205,12 @@ class AppState(BaseModel):
     # the transformer at this sequence length (v16; profiles.workload_at_sequence, predict
     # --seq-len); None: the workload's own
     seq: int | None = url_field("seq", None, "tokens per sequence; None: the workload's own")
+    # the share of each device's memory a layout may not fill (Scenario.memory_margin, plan
+    # --memory-margin; v17); 0: all of it
+    mm: float = url_field("mm", 0.0, "share of each device's memory kept free")
+    # the largest device count the Goal tab searches (goal --max-devices, v17): its own, not
+    # dmax, which only draws the charts (and a device list ignores)
+    gmax: int = url_field("gmax", GOAL_DEFAULT_MAX_DEVICES, "largest device count goal searches")
 
     _price_floor = field_validator("price")(nonzero_floor("price_per_device_hour"))
 
@@ -249,6 +256,7 @@ FIELD_LABELS = {
     "tpo": "Tensor-parallel overlap", "p2p": "Pipeline send overlap",
     "cp": "Context parallelism", "seq": "Sequence length",
     "sg": "Shard group (HSDP)", "zfw": "ZeRO framework", "strat": "Strategy",
+    "mm": "Memory margin", "gmax": "Largest {device} count goal searches",
 }
 
 
@@ -545,7 +553,7 @@ V2_DEFAULTS: dict[str, Any] = {
     "gbit": 400.0, "ebw": None, "elat": None, "cbs": None, "emin": None, "train": None,
     "price": None, "focus": None, "b": "best", "tab": "curve", "dl": None, "bud": None,
 }
-# The defaults of the controls v3 to v16 added, frozen at the version that added each (ak: ''
+# The defaults of the controls v3 to v17 added, frozen at the version that added each (ak: ''
 # from v13, where a v6-v12 link's fused-vendor, then the default, opens as ''). A link leaves a
 # control out at its frozen default (``encode_query``) and is read back with the same one
 # (``decode_query``), not with AppState's: a later change of an AppState default then changes
@@ -554,6 +562,7 @@ LATER_DEFAULTS: dict[str, Any] = {
     "tp": 1, "pp": 1, "sched": "auto", "vs": 1, "rec": "auto", "sp": False,  # v3
     "rs": "whole-forward", "gs": "every-micro-step", "ak": "", "tpo": False,  # v4-v7
     "sg": None, "zfw": "fsdp", "pr": "bf16", "p2p": True, "cp": 1, "seq": None,  # v9-v16
+    "mm": 0.0, "gmax": 1024,  # v17
 }
 LINK_DEFAULTS: dict[str, Any] = {**V2_DEFAULTS, **LATER_DEFAULTS}  # every control's
 
@@ -868,9 +877,10 @@ def _ignore_later_keys(flat: dict[str, str], version: int) -> list[str]:
         keys = keys_added_in(since)
         old = [n for n in keys if n in flat and flat.pop(n) not in (
             "", _to_text(LINK_DEFAULTS[n]))]
-        if old:
+        if old:  # each row's words once (v3's keys share theirs)
+            before = dict.fromkeys(LINK_KEY_ROWS[n].link_before for n in old)
             said.append(f"ignored {', '.join(old)}: a v{version} link has no "
-                        f"{LINK_KEY_ROWS[old[0]].link_before}")
+                        f"{' nor '.join(before)}")
         if since == 8 and (old := [n for n, vs in V8_VALUES.items() if flat.get(n) in vs]):
             for n in old:
                 flat.pop(n)

@@ -425,9 +425,13 @@ KNOBS: tuple[Knob, ...] = (
     Knob("min_samples_to_quality", "--min-samples", "emin", "samples_total"),
     Knob("train_samples", "--train-samples", "train", "samples_total"),
     Knob("price_per_device_hour", "--price", "price", "price_per_device_hour"),
-    # share of device memory a layout may not fill (docs/model.md §16; no link key: CLI and
-    # library only)
-    Knob("memory_margin", "--memory-margin", None, "memory_margin"),
+    # share of device memory a layout may not fill (docs/model.md §16; the app's sidebar, v17)
+    Knob("memory_margin", "--memory-margin", "mm", "memory_margin", link_since=17,
+         link_before="memory margin (a layout may fill all of a device's memory)"),
+    # no scenario field: the largest device count goal searches (goal.seek's max_devices; the
+    # app's Goal tab, v17)
+    Knob("max_devices", "--max-devices", "gmax", "devices", link_since=17,
+         link_before=f"goal search range (up to {GOAL_DEFAULT_MAX_DEVICES:,} devices)"),
     # GPUs of each instance shape a cloud rents (a list: scalesim.billing); from the hardware
     # in the app
     Knob("instance_sizes", "--instance-sizes", None, "devices_per_node"),

@@ -38,16 +38,18 @@ def is_tight(memory_bytes: float, device_memory_bytes: float, memory_margin: flo
     return bool(fits) and not memory_margin and free < TIGHT_MEMORY_SHARE * device_memory_bytes
 
 
-def plan_note(best, alternative, nouns: Nouns = GPU_NOUNS) -> str:
+def plan_note(best, alternative, nouns: Nouns = GPU_NOUNS,
+              control: str = "--memory-margin") -> str:
     """The plan's note where its ``best`` row (a ``plan.PlanRow``) is tight (``is_tight``):
     what it leaves free and ``alternative``, the best row the same ranking gives with
     ``TIGHT_MEMORY_SHARE`` kept free (a ``PlanRow``), or, a string, why none fits then;
-    ``nouns`` the devices' ('process' on CPU)."""
+    ``nouns`` the devices' ('process' on CPU); ``control`` the margin's name before its value
+    (the CLI's flag; the app's sidebar label)."""
     device_memory_bytes = best.memory_bytes + best.headroom_bytes
     from scalesim.layout_predict import row_title
 
     head = (f"the best layout leaves {free_words(best.memory_bytes, device_memory_bytes)}: "
-            f"the allocator's fragmentation may not fit; --memory-margin "
+            f"the allocator's fragmentation may not fit; {control} "
             f"{TIGHT_MEMORY_SHARE:g} ranks with {100 * TIGHT_MEMORY_SHARE:g}% kept free: then ")
     if isinstance(alternative, str):
         return head + alternative
@@ -76,3 +78,22 @@ def rows_note(rows, device_memory_bytes: float, memory_margin: float,
             f"fragmentation may not fit; --memory-margin {TIGHT_MEMORY_SHARE:g} keeps "
             f"{100 * TIGHT_MEMORY_SHARE:g}% free and marks {'it' if one else 'them'} as not "
             "fitting")
+
+
+def margin_note(best, memory_margin: float, rerank, nouns: Nouns = GPU_NOUNS,
+                control: str = "--memory-margin") -> str | None:
+    """``plan_note`` where the ranking's ``best`` row (a ``plan.PlanRow``) is tight
+    (``is_tight`` at ``memory_margin``, the share asked); ``rerank(share)`` gives the best row
+    of the same ranking with ``share`` of each device kept free, or raises ScalesimError where
+    none fits (its words up to the first ';' are said). None where ``best`` is not tight. One
+    note for plan's text and JSON and the app's Layouts tab (``control``: as ``plan_note``)."""
+    from scalesim.errors import ScalesimError
+
+    if not is_tight(best.memory_bytes, best.memory_bytes + best.headroom_bytes, memory_margin,
+                    best.fits):
+        return None
+    try:
+        alternative = rerank(TIGHT_MEMORY_SHARE)
+    except ScalesimError as exc:  # nothing fits with the margin: the plan's own words
+        alternative = str(exc).split(";")[0]
+    return plan_note(best, alternative, nouns, control)

@@ -766,8 +766,8 @@ def _base_links() -> list[dict[str, str]]:
     ZeRO-1 with a hybrid sharding shard group), v10 (ZeRO-2 under DeepSpeed, accumulating), v11
     (the split in fp8), v12 (its scenario B 'run the weight matmuls in fp8'), v13 (the split
     asking the fused vendor attention kernel), v14 (the interleaved split with its pipeline
-    sends blocking), v15 (the split with context parallelism), v16 (the split at 16,384 tokens),
-    v1 (a v2 link
+    sends blocking), v15 (the split with context parallelism), v16 (the split at 16,384 tokens), v17
+    (the split with a 5 % memory margin, goal searching to 4,096), v1 (a v2 link
     labelled v1, with model-split fields a v1 link cannot have)."""
     from scalesim.app.state import AppState, default_state, encode_query, preset_profile
 
@@ -792,12 +792,14 @@ def _base_links() -> list[dict[str, str]]:
     blocking = split.model_copy(update={"p2p": False})
     ring = split.model_copy(update={"cp": 2})
     longer = split.model_copy(update={"seq": 16384})
+    margin = split.model_copy(update={"mm": 0.05, "gmax": 4096})
     links = [dict(encode_query(s, preset_profile(s)))
              for s in (base, split, custom, stop, overlap, grad, kernel, b_overlap, b_kernel,
-                       op_sac, hybrid, deepspeed, fp8, b_fp8, vendor, blocking, ring, longer)]
+                       op_sac, hybrid, deepspeed, fp8, b_fp8, vendor, blocking, ring, longer,
+                       margin)]
     assert [link["v"] for link in links] == ["2", "3", "2", "4", "7", "5", "6", "7", "7", "8",
                                              "9", "10", "11", "12", "13", "14", "15",
-                                             "16"]
+                                             "16", "17"]
     links.append({**links[0], "v": "1", "tp": "4", "sp": "true"})
     return links
 

@@ -1,8 +1,9 @@
 """The Goal tab names the app's own controls (session 42's app walk): for llama3-8b on the
 default A100 40 GB servers nothing fits unsplit, and its note told the app's user to change
 '--tp, --pp' and '--max-devices', flags of the CLI; the app has no largest-count control at all.
-Now the sidebar's labels (through the knob table's link keys) and how far goal searched; the
-CLI's note keeps its flags. Goal keeps the split as given in both (app == CLI)."""
+Now the sidebar's labels (through the knob table's link keys), and since v17 the app's own
+largest count goal searches (gmax) by its label; the CLI's note keeps its flags. Goal keeps the
+split as given in both (app == CLI)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,10 @@ def test_the_goal_tab_names_the_sidebar_controls_and_how_far_it_searched():
     assert any(w.value.startswith("No plan runs") for w in at.warning)
     caption = next(c.value for c in at.caption if "plans searched" in c.value)
     assert ("Goal keeps the split and recompute as given (tp 1 x pp 1, recompute none) and "
-            "nothing fits at them up to 1,024 devices: recompute the activations (Activation "
-            "recompute full), split the model further (Tensor parallel, Pipeline stages in the "
-            "sidebar's Layout; the Layouts tab ranks the layouts that fit)") in caption
+            "nothing fits at them: recompute the activations (Activation recompute full), split "
+            "the model further (Tensor parallel, Pipeline stages in the sidebar's Layout; the "
+            "Layouts tab ranks the layouts that fit), or search more devices (Largest device "
+            "count goal searches in the sidebar's Training goal and price, now 1,024)") in caption
     assert "--" not in caption  # no CLI flag the app does not have
 
 
@@ -38,7 +40,10 @@ def test_the_cli_keeps_its_flags_and_the_app_its_labels_from_one_note():
         "search more devices (--max-devices, now 16)")
     app = no_fit_note(profile, base, GOAL_DEFAULT_MAX_DEVICES,
                       goal_controls(nouns_for(profile.hardware.device_name)))
-    assert "up to 1,024 devices" in app and "max-devices" not in app
+    # the app's own control since v17 (gmax), named by its sidebar label where it is
+    assert app.endswith("or search more devices (Largest device count goal searches in the "
+                        "sidebar's Training goal and price, now 1,024)")
+    assert "max-devices" not in app
     cpu = goal_controls(nouns_for("CPU: AMD EPYC"))  # with cp, as a split no count takes
     assert cpu.split("tp", "pp", "cp") == ("Tensor parallel, Pipeline stages, Context "
                                            "parallelism in the sidebar's Layout")

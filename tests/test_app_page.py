@@ -95,8 +95,8 @@ def test_tampered_link_warns_falls_back_and_never_crashes():
 
 
 def test_link_from_another_version_shows_the_defaults():
-    at = open_app({"v": "17", "mb": "16"})
-    assert "v1 to v16 links" in at.warning[0].value
+    at = open_app({"v": "18", "mb": "16"})
+    assert "v1 to v17 links" in at.warning[0].value
     assert at.session_state["app_state"].mb == default_state().mb
 
 
@@ -205,17 +205,17 @@ def _bound_links():
     """Two links with every numeric control at its lowest / highest allowed value."""
     import annotated_types as at_
 
-    low, high = {"v": "16"}, {"v": "16"}  # v16: every control (the sequence length since v16)
+    low, high = {"v": "17"}, {"v": "17"}  # v17: every control (mm and gmax since v17)
     for name, field in AppState.model_fields.items():
         for m in field.metadata:
             if isinstance(m, at_.Ge | at_.Gt):
                 low[name] = str(m.ge if isinstance(m, at_.Ge) else m.gt + 1)
             if isinstance(m, at_.Le | at_.Lt):
                 high[name] = str(m.le if isinstance(m, at_.Le) else m.lt - 1)
-    # ended by the presets' fingerprint and with the checksum every v16 link carries, as the app
-    # writes them (a v16 link without it looks cut: test_link_integrity)
+    # ended by the presets' fingerprint and with the checksum every v16+ link carries, as the app
+    # writes them (a v16+ link without it looks cut: test_link_integrity)
     ph = preset_fingerprint(preset_profile(AppState()))
-    return tuple({"v": "16", "ck": link_checksum({**x, "ph": ph}), **x, "ph": ph}
+    return tuple({"v": "17", "ck": link_checksum({**x, "ph": ph}), **x, "ph": ph}
                  for x in (low, high))
 
 

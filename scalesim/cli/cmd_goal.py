@@ -6,7 +6,7 @@ import argparse
 import math
 import re
 
-from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound, flag_type
+from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, KNOB_BY_FIELD, bound, flag_type
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
@@ -104,9 +104,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="USD",
         help="spend at most this many US dollars, e.g. 50000 or $50,000",
     )
+    searched = KNOB_BY_FIELD["max_devices"]  # its flag and bounds: the knob table's row
     g.add_argument(
-        "--max-devices",
-        type=flag_type("devices"),
+        searched.flag,
+        type=flag_type(searched.quantity),
         default=GOAL_DEFAULT_MAX_DEVICES,
         metavar="N",
         help=f"largest device count to consider (default {GOAL_DEFAULT_MAX_DEVICES})",

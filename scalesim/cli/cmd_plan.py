@@ -367,26 +367,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _memory_note(args, rows, *context) -> str | None:
-    """``memory_margin.plan_note`` where the plan's best leaves less than
-    ``TIGHT_MEMORY_SHARE`` of a device free and no --memory-margin was given: the same
-    ranking (``_ranked``) re-run with that share kept free states the layout it picks then,
-    or why none fits; None otherwise."""
+    """``memory_margin.margin_note`` of the plan's best where no --memory-margin was given:
+    the same ranking (``_ranked``) re-run with ``TIGHT_MEMORY_SHARE`` kept free states the
+    layout it picks then, or why none fits; None where the best leaves enough free."""
     import copy
 
-    from scalesim.errors import ScalesimError
-    from scalesim.memory_margin import TIGHT_MEMORY_SHARE, is_tight, plan_note
+    from scalesim.memory_margin import margin_note
 
-    best = rows[0]
-    if not is_tight(best.memory_bytes, best.memory_bytes + best.headroom_bytes,
-                    args.memory_margin or 0.0, best.fits):
-        return None
-    kept = copy.copy(args)
-    kept.memory_margin, kept.top, kept.all = TIGHT_MEMORY_SHARE, 1, False
-    try:
-        alternative = _ranked(kept, *context)[0][0]
-    except ScalesimError as exc:  # nothing fits with the margin: the plan's own words
-        alternative = str(exc).split(";")[0]
-    return plan_note(best, alternative, nouns_for(context[6].device_name))
+    def rerank(share: float):
+        kept = copy.copy(args)
+        kept.memory_margin, kept.top, kept.all = share, 1, False
+        return _ranked(kept, *context)[0][0]
+
+    return margin_note(rows[0], args.memory_margin or 0.0, rerank,
+                       nouns_for(context[6].device_name))
 
 
 def _ranked(args, profile, planned, own, published, note, shape, hardware, efficiency, p2p,
