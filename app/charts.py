@@ -141,7 +141,8 @@ def _band_record(span: list[tuple], field: str, plan: Plan) -> dict:
     what = (f"{first:,}–{last:,} {plan.words.devices}" if field == "devices"
             else f"global batch {first:,}–{last:,}")
     profile = plan.profile
-    label = misfit_band_text(what, [run for _, run in span], profile, plan.words)
+    label = misfit_band_text(what, [run for _, run in span], profile, plan.words,
+                             plan.scenario.memory_margin)
     return {field: first, "end": last, "label": label, "lines": label.replace(", ", "\n", 1)}
 
 
@@ -737,7 +738,8 @@ def chart_text(plan: Plan, name: str) -> str:
         misfits = _misfit_note(plan, "bar")
         if not f.fits:  # no step time for a run that cannot happen
             return (f"At {words.count(f.devices)} the layout "
-                    f"{misfit_words(f, plan.profile, words)}: it has no step time.{misfits}")
+                    f"{misfit_words(f, plan.profile, words, plan.scenario.memory_margin)}: it "
+                    f"has no step time.{misfits}")
         stall = ("data stall not modelled" if f.data_stall_s is None
                  else f"data stall {f.data_stall_s * 1e3:.1f}")
         bubble = f", pipeline bubble {f.bubble_s * 1e3:.1f}" if f.bubble_s > 0 else ""

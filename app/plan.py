@@ -869,10 +869,23 @@ def _needs(p: Prediction, words: Nouns) -> str:
     return f"needs {gib(p.memory_bytes)} per {words.device}"
 
 
-def memory_sentence(p: Prediction, device_memory_bytes: float, words: Nouns = GPU_NOUNS) -> str:
+def _capacity(device_memory_bytes: float, memory_margin: float = 0.0) -> str:
+    """'80 GiB' (no margin), else what a run may fill in plan's words ('40.0 GiB (80.0 GiB less
+    the 50% memory margin)', ``scalesim.plan.capacity_words``): the memory a misfit is held
+    against, so a need below the device's memory never reads as one that fits."""
+    from scalesim.plan import capacity_words
+
+    if memory_margin:
+        return capacity_words(device_memory_bytes, memory_margin)
+    return f"{device_memory_bytes / GIB_BYTES:,.0f} GiB"
+
+
+def memory_sentence(p: Prediction, device_memory_bytes: float, words: Nouns = GPU_NOUNS,
+                    memory_margin: float = 0.0) -> str:
     """'not runnable: needs X GiB per device, Y GiB available' for a layout that does not fit
-    ('per process' for a CPU profile's ``words``)."""
-    return f"not runnable: {_needs(p, words)}, {device_memory_bytes / GIB_BYTES:,.0f} GiB available"
+    ('per process' for a CPU profile's ``words``; less the scenario's ``memory_margin``)."""
+    return (f"not runnable: {_needs(p, words)}, "
+            f"{_capacity(device_memory_bytes, memory_margin)} available")
 
 
 def ab_misfit(plan: Plan, side: str) -> str | None:
@@ -883,34 +896,40 @@ def ab_misfit(plan: Plan, side: str) -> str | None:
     p, profile = (plan.focus, plan.profile) if side == "A" else (plan.b_focus, plan.b_profile)
     if p is None or p.fits:
         return None
-    return f"{side} {misfit_words(p, profile, plan.words)}"
+    scenario = plan.scenario if side == "A" else plan.b_scenario
+    return f"{side} {misfit_words(p, profile, plan.words, scenario.memory_margin)}"
 
 
-def misfit_words(p: Prediction, profile: Profile, words: Nouns = GPU_NOUNS) -> str:
+def misfit_words(p: Prediction, profile: Profile, words: Nouns = GPU_NOUNS,
+                 memory_margin: float = 0.0) -> str:
     """Why the run ``p`` (one that does not fit) cannot run: 'does not fit (needs 101.8 GiB per
     device of 80 GiB)'; where its memory fits but calibration ran out of memory at its
     micro-batch, that (``decision.ceiling_words``, decide's rule; ``ab_misfit``, the
-    step-breakdown chart's words)."""
+    step-breakdown chart's words); held against the device less ``memory_margin``."""
     if ceiling := ceiling_words(p, profile):
         return f"{DOES_NOT_FIT} ({ceiling})"
     mem = profile.hardware.device_memory_bytes
-    return f"{DOES_NOT_FIT} ({_needs(p, words)} of {mem / GIB_BYTES:,.0f} GiB)"
+    return f"{DOES_NOT_FIT} ({_needs(p, words)} of {_capacity(mem, memory_margin)})"
 
 
-def misfit_band_text(span: str, runs: list, profile: Profile, words: Nouns = GPU_NOUNS) -> str:
+def misfit_band_text(span: str, runs: list, profile: Profile, words: Nouns = GPU_NOUNS,
+                     memory_margin: float = 0.0) -> str:
     """One label for adjacent points of a chart that do not fit (``runs``: their predictions or
     ``QualityPoint``s, each with ``memory_bytes`` and ``micro_batch``; ``span``: '16–64 devices',
     'global batch 8192–65536'): 'does not fit: 16–64 devices, needs 81.2–95.0 GiB per device of
     80 GiB'; where their memory fits but calibration ran out of memory at their micro-batch,
-    that (``misfit_words``' reasons, over a range)."""
+    that (``misfit_words``' reasons, over a range; against the device less ``memory_margin``)."""
+    from scalesim.model.memory import usable_memory_bytes
+
     mem = profile.hardware.device_memory_bytes
+    usable = float(usable_memory_bytes(mem, memory_margin))
     oom = profile.compute.oom_micro_batch
-    over = [r.memory_bytes for r in runs if r.memory_bytes > mem or oom is None]
+    over = [r.memory_bytes for r in runs if r.memory_bytes > usable or oom is None]
     why = []
     if over:
         low, high = gib(min(over)), gib(max(over))
         needs = low if low == high else f"{low.removesuffix(' GiB')}–{high}"
-        why.append(f"needs {needs} per {words.device} of {mem / GIB_BYTES:,.0f} GiB")
+        why.append(f"needs {needs} per {words.device} of {_capacity(mem, memory_margin)}")
     if len(over) < len(runs):
         why.append(f"micro-batch {whole(oom)} and above ran out of memory in calibration")
     return f"{DOES_NOT_FIT}: {span}, {'; '.join(why)}"
@@ -978,7 +997,8 @@ def headline(plan: Plan) -> dict[str, str]:
     mem = plan.profile.hardware.device_memory_bytes
     out = {
         "devices": whole(f.devices),
-        "runnable": "yes" if f.fits else memory_sentence(f, mem, plan.words),
+        "runnable": "yes" if f.fits else memory_sentence(f, mem, plan.words,
+                                                         plan.scenario.memory_margin),
         "efficiency": f"{f.efficiency:.1%}" if f.fits else "not runnable",
         "throughput": rate(f.samples_per_s, plan.unit),
         "speedup": f"{f.speedup:.1f}x",

@@ -166,3 +166,25 @@ def test_the_goal_tab_searches_to_gmax_and_its_no_fit_note_names_it():
                 goal_controls(words))
     assert caption.startswith(f"{small.evaluated:,} plans searched")
     assert small.evaluated < full.evaluated
+
+
+def test_a_run_the_margin_refuses_says_what_it_may_fill():
+    """gpt-1.7b under DDP on A100 80GB needs 41.8 GiB: it fits, and with half of each device
+    kept free (40 GiB) it does not. Before, the headline said 'not runnable: needs 41.8 GiB per
+    device, 80 GiB available' (a need below what it named); now the memory it is held against,
+    in plan's words (``scalesim.plan.capacity_words``); without a margin the words are as
+    before."""
+    from scalesim.app.charts import chart_text
+    from scalesim.app.plan import ab_misfit, headline
+
+    state = default_state().model_copy(update={"hw": "dgx-a100", "wl": "gpt-1.7b"})
+    state = with_profile_defaults(state, preset_profile(state)).model_copy(update={"dmax": 8})
+    loose = make_plan(preset_profile(state), state)
+    assert loose.focus.fits and headline(loose)["runnable"] == "yes"
+    tight = make_plan(preset_profile(state), state.model_copy(update={"mm": 0.5}))
+    need = tight.focus.memory_bytes
+    assert not tight.focus.fits and 0.5 * 80 * 2**30 < need < 80 * 2**30
+    held = "40.0 GiB (80.0 GiB less the 50% memory margin)"
+    assert headline(tight)["runnable"] == f"not runnable: needs 41.8 GiB per device, {held} available"
+    assert ab_misfit(tight, "A") == f"A does not fit (needs 41.8 GiB per device of {held})"
+    assert f"of {held}" in chart_text(tight, "step_breakdown")
