@@ -164,6 +164,9 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("workload", f"{p.workload.name} ({p.workload.params:,.0f} parameters)"),
         (in_words("{device} counts", words), count_list(s.devices, None)),
         (label("dpn", words).lower(), str(s.devices_per_node)),
+        # only where set (a report without one reads as before)
+        *([("memory margin", f"{100 * s.memory_margin:g}% of each {words.device}'s memory kept "
+            f"free ({s.memory_margin:g})")] if s.memory_margin else []),
         ("batch", batch),
         ("gradient accumulation", str(s.accumulation)),
         *([("layout", layout_line(p, s).removeprefix("layout: "))]

@@ -188,3 +188,16 @@ def test_a_run_the_margin_refuses_says_what_it_may_fill():
     assert headline(tight)["runnable"] == f"not runnable: needs 41.8 GiB per device, {held} available"
     assert ab_misfit(tight, "A") == f"A does not fit (needs 41.8 GiB per device of {held})"
     assert f"of {held}" in chart_text(tight, "step_breakdown")
+
+
+def test_the_report_states_a_margin_where_one_is_set():
+    """The HTML report's scenario lines say the margin the numbers were ranked with (before: no
+    line, so a report of a 5 % margin read as one without); without one, no line."""
+    from scalesim.app.report import scenario_lines
+
+    state = default_state()
+    plan = make_plan(preset_profile(state), state)
+    assert not [w for w, _ in scenario_lines(plan) if w == "memory margin"]
+    plan = make_plan(preset_profile(state), state.model_copy(update={"mm": 0.05}))
+    assert dict(scenario_lines(plan))["memory margin"] == (
+        "5% of each device's memory kept free (0.05)")
