@@ -18,7 +18,7 @@ from scalesim.app.plan import option_links
 from scalesim.app.state import default_state, encode_query, preset_profile
 
 from scalesim.decision import card_rows, duration_text, usd_text
-from scalesim.figures import amount
+from scalesim.figures import throughput
 
 TRAIN = 1e6  # samples in the run at today's global batch
 LLAMA_SPLIT = {"wl": "llama3-70b", "hw": "dgx-h100", "dmax": 64, "focus": 64, "tp": 8, "pp": 2,
@@ -55,7 +55,7 @@ def _opens_each_option_with_its_figures(update: dict) -> set[str]:
         assert label in buttons and links[o.title] is not None, (label, list(buttons))
         opened = open_app(dict(parse_qsl(urlsplit(buttons[label]).query)))
         time_and_money = _metric(opened, "Time to")
-        assert _metric(opened, "Throughput").value == amount(o.samples_per_s), o.title
+        assert _metric(opened, "Throughput").value == throughput(o.samples_per_s), o.title
         assert time_and_money.value == duration_text(o.time_s), o.title
         # the app's money at the card's precision (rev20: cents below $100)
         assert usd_text(o.total_usd) in str(time_and_money.proto.delta), o.title
