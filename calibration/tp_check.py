@@ -9,8 +9,7 @@ Every round, on both ranks, after a barrier:
 
 1. *calibration*, as ``scalesim calibrate --block-hidden`` does it: the block's shard alone at
    tp 1, 2 and 4 (``models.ShardedBlock`` without communication), and all-reduces of the
-   block's activation at five sizes (S/16 .. 16 S), each timing as many calls as a run step
-   makes (``calls_per_step``);
+   block's activation at four sizes (S/4 .. 2S);
 2. *the run*: ``--layers`` Megatron tensor-parallel blocks over the two ranks
    (``ShardedBlock`` with the group: two all-reduces forward and two backward per block),
    forward and backward, ``--steps`` steps per timing.
@@ -49,26 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--rounds", type=int, default=24)
     p.add_argument("--steps", type=int, default=3, help="steps per timing")
-    p.add_argument("--calls", type=int, default=None,
-                   help="all-reduce calls per timing (default: as many as one run step makes, "
-                        "--layers x 4)")
+    p.add_argument("--calls", type=int, default=4, help="all-reduce calls per timing")
     p.add_argument("--quantile", type=float, default=50.0,
                    help="percentile over rounds of every timing (default 50: the median)")
     p.add_argument("--pin", action="store_true", help="pin rank r to core r")
     p.add_argument("--raw", help="also write every rank's rounds to this JSON file")
     return p
-
-
-def calls_per_step(layers: int) -> int:
-    """All-reduces one run step makes: ``layers`` x (2 forward + 2 backward). A calibration
-    timing spans as many: on a busy machine one call either finds the other rank running
-    (~0.2 ms) or waits for it to be scheduled (~2 ms), and the median over rounds of a 4-call
-    mean jumped between the two (0.34 to 1.81 ms per call at S in five runs beside 2 busy
-    loops), while a run step averages its 16 calls."""
-    from scalesim.model.tensor_parallel import collectives_per_layer
-    from scalesim.model.transformer import RECOMPUTE_NONE
-
-    return layers * int(collectives_per_layer(RECOMPUTE_NONE))
 
 
 def _worker(args) -> dict | None:
@@ -80,7 +65,6 @@ def _worker(args) -> dict | None:
 
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
-    calls = args.calls or calls_per_step(args.layers)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     if args.pin and hasattr(os, "sched_setaffinity"):
@@ -142,7 +126,7 @@ def _worker(args) -> dict | None:
     for _ in range(args.rounds):
         r = {f"block_tp{t}": timed(dist, lambda t=t: fwd_bwd(shards[t]), args.steps)
              for t in shards}
-        r.update({f"ar_{s}": timed(dist, lambda b=buf: dist.all_reduce(b), calls)
+        r.update({f"ar_{s}": timed(dist, lambda b=buf: dist.all_reduce(b), args.calls)
                   for s, buf in buffers.items()})
         r["run"] = timed(dist, layers_step, args.steps)
         r["solo_steps"] = solo_steps()
@@ -213,7 +197,6 @@ def summarise(args, everyone: list[list[dict]], np, quantile: float | None = Non
         "block_s": dict(zip(tps, block_s, strict=True)), "block_fit_rel_rmse": fit.rel_rmse,
         "allreduce_s": times, "latency_s": latency_s, "busbw_GBps": busbw_GBps,
         "allreduce_fit_rel_rmse": ar_rmse,
-        "allreduce_calls_per_timing": args.calls or calls_per_step(args.layers),
         "allreduce_after_compute_s": over_rounds(slowest(everyone, "ar_after_compute")),
         "rounds": len(run), "layers": args.layers,
         "hidden": args.hidden, "seq": args.seq, "batch": args.batch, "ranks": world,
