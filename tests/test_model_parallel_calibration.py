@@ -367,8 +367,13 @@ def test_a_users_block_factory_gets_the_shard_shape(monkeypatch):
 # compute, the cv measured on the run's compute alone in the same rounds); over 22 runs at load
 # 2.1-5.8 the ratio was 0.77-1.50 (median 1.19), against 0.89-1.69 without the waits (median
 # 1.34). The band moves down with the prediction and narrows a little; its width is the
-# moment's noise on this machine, not the model's (docs/calibration.md).
-RATIO_BOUNDS = (0.7, 1.6)
+# moment's noise on this machine, not the model's (docs/calibration.md). Session 42 saw it
+# leave that band on both sides with nothing changed in the model or the check: 1.607 in an
+# idle clean-clone CI (load under 1), 0.6965 and 1.58 at load 9-12; a variant timing 16 calls
+# a round read 1.68-1.71 idle (reverted). The band is widened to what this machine shows at
+# idle and under load (docs/reliability.md, session 42); a factor-2 error in the tensor-
+# parallel collectives (their count or size) still falls outside it.
+RATIO_BOUNDS = (0.6, 1.8)
 
 
 @pytest.mark.slow
