@@ -327,10 +327,10 @@ def run(args: argparse.Namespace) -> int:
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
     supply = _input_supply(args, profile, used_scenario, hardware)
-    rows, note = _ranked(args, profile, planned, own, published, note, shape, hardware,
-                         efficiency, p2p, kernel, jitter_cv, supply, params)
-    memory_note = _memory_note(args, rows, profile, planned, own, published, note, shape,
-                               hardware, efficiency, p2p, kernel, jitter_cv, supply, params)
+    ranking = (profile, planned, own, published, note, shape, hardware, efficiency, p2p, kernel,
+               jitter_cv, supply, params)
+    rows, note = _ranked(args, *ranking)
+    memory_note = _memory_note(args, rows, nouns_for(hardware.device_name), ranking)
     if args.json:
         from scalesim.jsonio import to_json_text
 
@@ -366,10 +366,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _memory_note(args, rows, *context) -> str | None:
+def _memory_note(args, rows, words: Nouns, ranking: tuple) -> str | None:
     """``memory_margin.margin_note`` of the plan's best where no --memory-margin was given:
-    the same ranking (``_ranked``) re-run with ``TIGHT_MEMORY_SHARE`` kept free states the
-    layout it picks then, or why none fits; None where the best leaves enough free."""
+    the same ranking (``_ranked`` of ``ranking``, its arguments after ``args``) re-run with
+    ``TIGHT_MEMORY_SHARE`` kept free states the layout it picks then, or why none fits; None
+    where the best leaves enough free. ``words``: the devices' nouns."""
     import copy
 
     from scalesim.memory_margin import margin_note
@@ -377,10 +378,9 @@ def _memory_note(args, rows, *context) -> str | None:
     def rerank(share: float):
         kept = copy.copy(args)
         kept.memory_margin, kept.top, kept.all = share, 1, False
-        return _ranked(kept, *context)[0][0]
+        return _ranked(kept, *ranking)[0][0]
 
-    return margin_note(rows[0], args.memory_margin or 0.0, rerank,
-                       nouns_for(context[6].device_name))
+    return margin_note(rows[0], args.memory_margin or 0.0, rerank, words)
 
 
 def _ranked(args, profile, planned, own, published, note, shape, hardware, efficiency, p2p,
