@@ -46,6 +46,7 @@ from scalesim.layout import (
     op_sac_of,
     replica_devices,
     schedule_words,
+    shard_group_left_out,
     shard_group_problem,
     shard_group_refusal,
     split_words,
@@ -625,6 +626,31 @@ def shard_group_problems(shard_group, dp, zero, framework, cp=1) -> np.ndarray:
     judged = {key: (shard_group_refusal(key[0], ZERO_STRATEGIES[key[2]], key[3])
                     or shard_group_problem(key[0], key[1], key[4])) for key in set(keys)}
     return np.array([judged[key] for key in keys], dtype=object).reshape(s.shape)
+
+
+def shard_group_counts(profile: Profile, scenario: Scenario) -> tuple[Scenario, str]:
+    """(``scenario`` with only the device counts its one-value shard group can run, the note
+    naming those left out: ``layout.shard_group_left_out``; '' where none is). A count whose
+    dp x cp the group is below and does not divide is left out, as a sweep drops its rows (one
+    rule, predict's and sweep's); the scenario is returned whole where no count is left, or
+    where the group cannot run at any count (DDP, a group of 1, DeepSpeed), or a count is no
+    multiple of tp x pp x cp: predict then refuses it in its one line."""
+    shard_group = layout_of(scenario).shard_group
+    if shard_group is None or shard_group_refusal(shard_group, scenario.strategy,
+                                                  scenario.zero_framework):
+        return scenario, ""
+    split = layout_of(scenario)
+    on_layouts = uses_layouts(split_profile(profile, scenario), scenario)
+    model = replica_devices(split.tp, split.pp, split.cp) if on_layouts else 1
+    if any(p % model for p in scenario.devices):
+        return scenario, ""
+    cp = split.cp if on_layouts else 1  # the data-parallel path: every device a rank
+    ranks = {p: (p // model, cp) for p in scenario.devices}
+    kept = [p for p in scenario.devices if not shard_group_problem(shard_group, *ranks[p])]
+    if not kept or len(kept) == len(scenario.devices):
+        return scenario, ""
+    note = shard_group_left_out(shard_group, ranks, nouns_for(profile.hardware.device_name).devices)
+    return scenario.model_copy(update={"devices": kept}), note
 
 
 def check_shard_group(shard_group: int | None, devices, dp, zero, framework,

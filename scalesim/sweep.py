@@ -28,6 +28,8 @@ from scalesim.figures import MIB_BYTES
 from scalesim.layout import (
     P2P_OVERLAP_WORDS,
     SCHEDULES,
+    replica_devices,
+    shard_group_left_out,
     shard_group_refusal,
     unused_settings,
 )
@@ -353,6 +355,27 @@ def _one_value_shard_group(arrays: dict[str, np.ndarray], base: Scenario) -> tup
         raise ScalesimError(next((why for (s, _), why in zip(pairs, refusals, strict=True)
                                   if s != "ddp"), refusals[0]))
     return ("shard_group",) if any(s == "ddp" for s, _ in pairs) else ()
+
+
+def shard_group_left_out_note(plan: SweepPlan) -> str:
+    """predict's note of the device counts a one-value shard group leaves out
+    (``layout.shard_group_left_out``; their rows dropped and counted as broken layouts), where
+    the split is one value (a swept tp, pp or cp gives a count several dp: the dropped note's
+    example names the first); '' where none is left out or the group is swept."""
+    from scalesim.layout_predict import layout_of
+
+    split = layout_of(plan.base)
+    if split.shard_group is None or any(a in plan.axes for a in ("shard_group", "tp", "pp",
+                                                                  "cp")):
+        return ""
+    on_layouts = plan.profile.workload.transformer is not None  # as ``_evaluate_grid`` goes
+    model = replica_devices(split.tp, split.pp, split.cp) if on_layouts else 1
+    cp = split.cp if on_layouts else 1
+    ranks = {int(p): (int(p) // model, cp) for p in plan.axes["devices"] if p % model == 0}
+    ddp = "ddp" in [str(s) for s in plan.axes.get("strategy", [plan.base.strategy])]
+    return shard_group_left_out(split.shard_group, ranks,
+                                nouns_for(plan.profile.hardware.device_name).devices,
+                                "ZeRO " if ddp else "")
 
 
 def one_value_words(name: str, value) -> str:

@@ -163,8 +163,15 @@ def test_the_fit_hint_and_the_batch_refusals_say_processes(capsys, tmp_path):
     assert batch.endswith(
         "does not split evenly over 4 processes x 1 accumulation steps; pick a global batch "
         "divisible by processes x accumulation at every count asked (2 and 4): 4 or 8")
-    assert _refusal(capsys, ["predict", "--profile", cpu, "--devices", "2,4", "--strategy", "zero1",
+    assert _refusal(capsys, ["predict", "--profile", cpu, "--devices", "4", "--strategy", "zero1",
                              "--shard-group", "3"]).endswith("(at 4 processes)")
+    # 2 is within the group (full sharding) and runs; 4 is left out, said in processes
+    # (session 43: the whole list was refused)
+    code, out, err = run_cli(capsys, ["predict", "--profile", cpu, "--devices", "2,4",
+                                      "--strategy", "zero1", "--shard-group", "3"])
+    assert code == 0, err
+    assert ("note: shard group 3 does not divide dp 4: the row on 4 processes is left out; give "
+            "counts whose dp it divides") in out.splitlines()
     code, out, err = run_cli(capsys, ["predict", "--profile", cpu, "--devices", "2,4", "--strategy",
                                       "zero1", "--shard-group", "2"])
     assert code == 0, err

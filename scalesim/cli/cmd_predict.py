@@ -198,7 +198,10 @@ def _fit_hints(profile, scenario, unfit) -> str:
         hints[0] if hints else f"more {nouns_for(profile.hardware.device_name).devices} per model replica")
 
 
-def render_table(profile, scenario, rows) -> str:
+def render_table(profile, scenario, rows, left_out: str = "") -> str:
+    """predict's text: its header lines, the table of ``rows`` and its notes; ``left_out``:
+    the note of the device counts a one-value shard group leaves out
+    (``layout_predict.shard_group_counts``), '' for none."""
     from scalesim.billing import billing_words
     from scalesim.cli.options import condition_words
     from scalesim.figures import amount, count_columns, fixed, number
@@ -335,6 +338,8 @@ def render_table(profile, scenario, rows) -> str:
                      "efficiency "
                      f"{before.efficiency:.1%} -> {rows[knee.index].efficiency:.1%}"
                      f" (-{knee.efficiency_drop * 100:.1f} points): {knee.label_in(words)}")
+    if left_out:  # the counts asked that the shard group cannot run, and why
+        lines.append(f"note: {left_out}")
     if note := above_linear_note(rows, words):
         lines.append(f"note: {note}")
     if unfit := [r for r in rows if not r.fits]:
@@ -463,10 +468,14 @@ def unmeasured_link_notes(profile, inter: bool, intra: bool) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from scalesim.layout_predict import shard_group_counts
     from scalesim.predict import predict
 
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
+    scenario, left_out = shard_group_counts(profile, scenario)  # as sweep drops their rows
     rows = predict(profile, scenario)
     if scenario.price_per_device_hour is not None and all(r.cost_usd is None for r in rows):
         raise ScalesimError("--price needs a training length (--train-samples, or --epochs with "
@@ -484,6 +493,8 @@ def run(args: argparse.Namespace) -> int:
             "--train-samples); give both, or drop " + ("it" if len(given) == 1 else "them"))
     if args.json:
         print(to_json_text([runnable_fields(r) for r in rows], what="the prediction"))
+        if left_out:  # stdout holds the rows only, as sweep's notes go to stderr
+            print(f"note: {left_out}", file=sys.stderr)
     else:
-        print(render_table(profile, scenario, rows))
+        print(render_table(profile, scenario, rows, left_out))
     return 0

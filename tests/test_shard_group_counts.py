@@ -1,0 +1,88 @@
+"""A one-value --shard-group beside a --devices list: predict and sweep run the counts whose
+dp (x cp) it divides or is at least, and say in one note, the same words in both, which counts
+were left out and why (``layout.shard_group_left_out``; session 43). Before, sweep dropped them
+and predict refused the whole list at the first such count.
+
+By hand: shard group 16 on 8, 16, 24, 32, 40 devices at tp = pp = 1 (dp = devices): 8 is within
+the group (full sharding), 16 and 32 are multiples, 24 and 40 are neither; gcd(16, 24, 40) = 8
+divides 16, 24, 32 and 40 and equals 8, so --shard-group 8 runs every count."""
+
+from __future__ import annotations
+
+import json
+
+from cli_harness import run_cli
+
+LIST = ["--devices", "8,16,24,32,40", "--strategy", "zero3", "--shard-group", "16"]
+NOTE = ("shard group 16 does not divide dp 24 or 40: the rows on 24 and 40 devices are left "
+        "out; --shard-group 8 runs every count, or give counts whose dp it divides")
+
+
+def _notes(text: str) -> list[str]:
+    return [line.removeprefix("note: ") for line in text.splitlines() if line.startswith("note: ")]
+
+
+def test_predict_runs_the_counts_the_group_divides_and_names_the_rest(capsys):
+    for workload in (["--workload", "llama3-8b"], []):  # the layout path, the data-parallel one
+        code, out, err = run_cli(capsys, ["predict", *workload, *LIST, "--json"])
+        assert code == 0, err
+        rows = json.loads(out)
+        assert [r["devices"] for r in rows] == [8, 16, 32]
+        assert [r["shard_group"] for r in rows] == [8, 16, 16]  # 8: all of dp 8
+        assert _notes(err) == [NOTE]
+        # each row is predict's of the counts it runs, asked alone
+        code, alone, _ = run_cli(capsys, ["predict", *workload, "--devices", "8,16,32",
+                                          *LIST[2:], "--json"])
+        assert [r["step_time_s"] for r in json.loads(alone)] == [r["step_time_s"] for r in rows]
+        code, text, err = run_cli(capsys, ["predict", *workload, *LIST])
+        assert code == 0 and err == ""
+        assert NOTE in _notes(text)
+        table = [line.split()[0] for line in text.splitlines() if line[:7].strip().isdigit()]
+        assert table == ["8", "16", "32"]
+
+
+def test_sweep_says_the_same_note_of_the_counts_it_drops(capsys):
+    for workload in (["--workload", "llama3-8b"], []):
+        code, out, err = run_cli(capsys, ["sweep", *workload, *LIST])
+        assert code == 0, err
+        assert [line.split(",")[0] for line in out.splitlines()[1:]] == ["8", "16", "32"]
+        assert NOTE in _notes(err)  # beside the dropped count, with its first example
+        assert "2 combinations dropped: 2 break a layout rule" in err
+
+
+def test_sweep_names_the_zero_rows_where_ddp_rows_run_at_that_count(capsys):
+    code, out, err = run_cli(capsys, ["sweep", "--devices", "8,16,24", "--strategy-values",
+                                      "ddp,zero3", "--shard-group", "16"])
+    assert code == 0, err
+    rows = [line.split(",")[:1] + [line.split(",")[out.splitlines()[0].split(",").index(
+        "strategy")]] for line in out.splitlines()[1:]]
+    assert ["24", "ddp"] in rows and ["24", "zero3"] not in rows
+    assert ("shard group 16 does not divide dp 24: the ZeRO row on 24 devices is left out; "
+            "--shard-group 8 runs every count, or give counts whose dp it divides") in _notes(err)
+
+
+def test_dp_times_cp_is_named_and_no_common_group_is_offered_where_none_runs_all(capsys):
+    """cp 2 on 16 and 48 devices: dp x cp 16 and 48; group 32 is above 16 (full sharding) and
+    does not divide 48, and gcd(32, 48) = 16 runs both. Group 5 on 4 and 24 devices: 4 is
+    within it, 24 left out, and gcd(5, 24) = 1 is no shard group: none is offered."""
+    code, out, err = run_cli(capsys, ["predict", "--workload", "llama3-8b", "--devices", "16,48",
+                                      "--cp", "2", "--strategy", "zero1", "--shard-group", "32",
+                                      "--json"])
+    assert code == 0, err
+    assert [r["devices"] for r in json.loads(out)] == [16]
+    assert _notes(err) == ["shard group 32 does not divide dp x cp 48: the row on 48 devices is "
+                           "left out; --shard-group 16 runs every count, or give counts whose "
+                           "dp x cp it divides"]
+    code, out, err = run_cli(capsys, ["predict", "--devices", "4,24", "--gpus-per-node", "4",
+                                      "--strategy", "zero2", "--shard-group", "5", "--json"])
+    assert code == 0, err
+    assert _notes(err) == ["shard group 5 does not divide dp 24: the row on 24 devices is left "
+                           "out; give counts whose dp it divides"]
+
+
+def test_a_list_the_group_runs_nowhere_is_refused_in_one_line(capsys):
+    for command in ("predict", "sweep"):
+        code, out, err = run_cli(capsys, [command, "--devices", "24,40", "--strategy", "zero3",
+                                          "--shard-group", "16"])
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+        assert "shard group 16 does not divide dp 24; give a divisor of it" in err
