@@ -39,16 +39,18 @@ def is_tight(memory_bytes: float, device_memory_bytes: float, memory_margin: flo
 
 
 def plan_note(best, alternative, nouns: Nouns = GPU_NOUNS,
-              control: str = "--memory-margin") -> str:
+              control: str = "--memory-margin", at_count: bool = False) -> str:
     """The plan's note where its ``best`` row (a ``plan.PlanRow``) is tight (``is_tight``):
     what it leaves free and ``alternative``, the best row the same ranking gives with
     ``TIGHT_MEMORY_SHARE`` kept free (a ``PlanRow``), or, a string, why none fits then;
     ``nouns`` the devices' ('process' on CPU); ``control`` the margin's name before its value
-    (the CLI's flag; the app's sidebar label)."""
+    (the CLI's flag; the app's sidebar label); ``at_count``: the best of its device count
+    alone ('the best layout on 16 devices'), ``alternative`` ranked at that count."""
     device_memory_bytes = best.memory_bytes + best.headroom_bytes
     from scalesim.layout_predict import row_title
 
-    head = (f"the best layout leaves {free_words(best.memory_bytes, device_memory_bytes)}: "
+    on = f" on {best.devices} {nouns.devices}" if at_count else ""
+    head = (f"the best layout{on} leaves {free_words(best.memory_bytes, device_memory_bytes)}: "
             f"the allocator's fragmentation may not fit; {control} "
             f"{TIGHT_MEMORY_SHARE:g} ranks with {100 * TIGHT_MEMORY_SHARE:g}% kept free: then ")
     if isinstance(alternative, str):
@@ -81,12 +83,13 @@ def rows_note(rows, device_memory_bytes: float, memory_margin: float,
 
 
 def margin_note(best, memory_margin: float, rerank, nouns: Nouns = GPU_NOUNS,
-                control: str = "--memory-margin") -> str | None:
+                control: str = "--memory-margin", at_count: bool = False) -> str | None:
     """``plan_note`` where the ranking's ``best`` row (a ``plan.PlanRow``) is tight
     (``is_tight`` at ``memory_margin``, the share asked); ``rerank(share)`` gives the best row
     of the same ranking with ``share`` of each device kept free, or raises ScalesimError where
     none fits (its words up to the first ';' are said). None where ``best`` is not tight. One
-    note for plan's text and JSON and the app's Layouts tab (``control``: as ``plan_note``)."""
+    note for plan's text and JSON and the app's Layouts tab (``control``, ``at_count``: as
+    ``plan_note``; plan's best on each count asked: ``at_count``)."""
     from scalesim.errors import ScalesimError
 
     if not is_tight(best.memory_bytes, best.memory_bytes + best.headroom_bytes, memory_margin,
@@ -96,4 +99,4 @@ def margin_note(best, memory_margin: float, rerank, nouns: Nouns = GPU_NOUNS,
         alternative = rerank(TIGHT_MEMORY_SHARE)
     except ScalesimError as exc:  # nothing fits with the margin: the plan's own words
         alternative = str(exc).split(";")[0]
-    return plan_note(best, alternative, nouns, control)
+    return plan_note(best, alternative, nouns, control, at_count)

@@ -172,7 +172,8 @@ def test_a_count_with_no_layout_says_why(capsys):
     code, out, err = run_cli(capsys, [*argv, "--json"])
     assert json.loads(out)["by_count"][1] == {"devices": 1024, "best": None, "note": note,
                                               "tokens_per_s_per_device": None,
-                                              "scaling_efficiency": None}
+                                              "scaling_efficiency": None,
+                                              "memory_note": None}
     p, s, h, t = _llama70b_params(), 8192, 8192, 8
     hand = (16 * p / t + 80 * 2 * s * h / t + (s * h * 35.5 / t - 2 * s * h / t)
             + 4 * s * 128256 / t + 2 * 2**30)

@@ -28,7 +28,7 @@ from scalesim.cli.options import (
     positive_int,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import file_path
+from scalesim.errors import ScalesimError, file_path
 from scalesim.figures import GIB_BYTES, throughput
 from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS
 
@@ -238,17 +238,19 @@ def count_lines(by_count, words: Nouns = GPU_NOUNS) -> list[str]:
     return lines + [f"note: {c.note}" for c in by_count if c.best is None]
 
 
-def count_json(by_count) -> list[dict]:
+def count_json(by_count, memory_notes: list[str | None] | None = None) -> list[dict]:
     """``--json``'s ``by_count``: each count asked, its best row (null where none: ``note``
-    says why), its tokens/s per device and scaling against the fewest devices' best."""
+    says why), its tokens/s per device, scaling against the fewest devices' best and
+    ``memory_note``, the count's near-full note (``_count_memory_notes``; null where none)."""
     from scalesim.plan import count_scaling
 
+    notes = memory_notes or [None] * len(by_count)
     return [{"devices": c.devices,
              "best": None if c.best is None else c.best.model_dump(mode="json"),
              "tokens_per_s_per_device": (None if c.best is None
                                          else c.best.tokens_per_s / c.devices),
-             "scaling_efficiency": scale, "note": c.note}
-            for c, scale in zip(by_count, count_scaling(by_count), strict=True)]
+             "scaling_efficiency": scale, "note": c.note, "memory_note": memory}
+            for c, scale, memory in zip(by_count, count_scaling(by_count), notes, strict=True)]
 
 
 def render_text(rows, global_batch: int, words: Nouns = GPU_NOUNS) -> str:
@@ -330,12 +332,14 @@ def run(args: argparse.Namespace) -> int:
     ranking = (profile, planned, own, published, note, shape, hardware, efficiency, p2p, kernel,
                jitter_cv, supply, params)
     rows, note = _ranked(args, *ranking)
-    memory_note = _memory_note(args, rows, nouns_for(hardware.device_name), ranking)
+    reranked = _reranker(args, ranking)
+    memory_note = _memory_note(args, rows, nouns_for(hardware.device_name), reranked)
+    count_notes = _count_memory_notes(args, rows, nouns_for(hardware.device_name), reranked)
     if args.json:
         from scalesim.jsonio import to_json_text
 
         print(to_json_text({"layouts": [r.model_dump(mode="json") for r in rows],
-                            "by_count": count_json(rows.by_count),
+                            "by_count": count_json(rows.by_count, count_notes),
                             "memory_note": memory_note}, what="the plan"))
     else:
         if own is None:  # a profile's own model is named in its note
@@ -363,24 +367,58 @@ def run(args: argparse.Namespace) -> int:
         print(render_text(rows, args.global_batch, nouns_for(hardware.device_name)))
         if memory_note:
             print(f"note: {memory_note}")
+        for c, note in zip(rows.by_count, count_notes, strict=True):  # the top's said above
+            if note and len(rows.by_count) > 1 and not (memory_note and c.best.rank == 1):
+                print(f"note: {note}")
     return 0
 
 
-def _memory_note(args, rows, words: Nouns, ranking: tuple) -> str | None:
-    """``memory_margin.margin_note`` of the plan's best where no --memory-margin was given:
-    the same ranking (``_ranked`` of ``ranking``, its arguments after ``args``) re-run with
-    ``TIGHT_MEMORY_SHARE`` kept free states the layout it picks then, or why none fits; None
-    where the best leaves enough free. ``words``: the devices' nouns."""
+def _reranker(args, ranking: tuple):
+    """``rerank(share, devices)``: the best row of the same ranking (``_ranked`` of
+    ``ranking``, its arguments after ``args``) on ``devices`` with ``share`` of each device
+    kept free, or ScalesimError where none fits; each (share, devices) ranked once."""
     import copy
 
+    done: dict = {}
+
+    def rerank(share: float, devices: list[int]):
+        key = (share, tuple(devices))
+        if key not in done:
+            kept = copy.copy(args)
+            kept.memory_margin, kept.top, kept.all, kept.devices = share, 1, False, devices
+            try:
+                done[key] = _ranked(kept, *ranking)[0][0]
+            except ScalesimError as exc:
+                done[key] = exc
+        if isinstance(done[key], ScalesimError):
+            raise done[key]
+        return done[key]
+
+    return rerank
+
+
+def _memory_note(args, rows, words: Nouns, rerank) -> str | None:
+    """``memory_margin.margin_note`` of the plan's best where no --memory-margin was given:
+    the same ranking re-run (``rerank``, ``_reranker``'s) with ``TIGHT_MEMORY_SHARE`` kept
+    free states the layout it picks then, or why none fits; None where the best leaves enough
+    free. ``words``: the devices' nouns."""
     from scalesim.memory_margin import margin_note
 
-    def rerank(share: float):
-        kept = copy.copy(args)
-        kept.memory_margin, kept.top, kept.all = share, 1, False
-        return _ranked(kept, *ranking)[0][0]
+    return margin_note(rows[0], args.memory_margin or 0.0,
+                       lambda share: rerank(share, args.devices), words)
 
-    return margin_note(rows[0], args.memory_margin or 0.0, rerank, words)
+
+def _count_memory_notes(args, rows, words: Nouns, rerank) -> list[str | None]:
+    """``margin_note`` of the best layout on each device count asked (``rows.by_count``,
+    ``at_count``), ranked again at that count alone with ``TIGHT_MEMORY_SHARE`` kept free; None
+    for a count whose best leaves enough free, or that has none. The plan's note
+    (``_memory_note``) is of its top row only, whose count's best the others are not."""
+    from scalesim.memory_margin import margin_note
+
+    return [None if c.best is None else margin_note(
+        c.best, args.memory_margin or 0.0,
+        lambda share, devices=c.devices: rerank(share, [devices]), words, at_count=True)
+        for c in rows.by_count]
 
 
 def _ranked(args, profile, planned, own, published, note, shape, hardware, efficiency, p2p,
