@@ -140,13 +140,27 @@ def intra_words(link) -> str:
 NOT_RUNNABLE = "does not fit"  # a row's time and money where it does not fit in memory
 
 
-def runnable_fields(row) -> dict:
+def runnable_fields(row, memory_note: str | None = None) -> dict:
     """A prediction row for ``--json``: no time or money where it does not fit in memory (it
-    cannot run; the text says 'does not fit' there, as decide does), its step model as is."""
+    cannot run; the text says 'does not fit' there, as decide does), its step model as is, and
+    ``memory_note``, the row's near-full note (``json_rows``; null where none)."""
     data = row.model_dump()
     if not row.fits:
         data.update(time_to_quality_s=None, time_to_train_s=None, cost_usd=None)
-    return data
+    return {**data, "memory_note": memory_note}
+
+
+def json_rows(profile, scenario, rows) -> list[dict]:
+    """predict's ``--json``: each row (``runnable_fields``) with its ``memory_note``, the text's
+    near-full note said of that row alone (``memory_margin.rows_note``: 'the row on 16 devices
+    leaves ...'), null where it leaves 5% or more free or a margin was asked. A list of rows, as
+    before; each row carries its own note, as plan's ``by_count`` entries do."""
+    from scalesim.memory_margin import rows_note
+
+    words = nouns_for(profile.hardware.device_name)
+    memory = profile.hardware.device_memory_bytes
+    return [runnable_fields(r, rows_note([r], memory, scenario.memory_margin, words))
+            for r in rows]
 
 
 def hardware_line(hw) -> str:
@@ -492,7 +506,7 @@ def run(args: argparse.Namespace) -> int:
             "large-batch penalty; decide and goal charge one with --critical-batch and "
             "--train-samples); give both, or drop " + ("it" if len(given) == 1 else "them"))
     if args.json:
-        print(to_json_text([runnable_fields(r) for r in rows], what="the prediction"))
+        print(to_json_text(json_rows(profile, scenario, rows), what="the prediction"))
         if left_out:  # stdout holds the rows only, as sweep's notes go to stderr
             print(f"note: {left_out}", file=sys.stderr)
     else:

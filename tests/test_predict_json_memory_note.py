@@ -1,0 +1,46 @@
+"""predict's near-full memory note in ``--json`` (session 43): each row carries ``memory_note``,
+the text's note said of that row alone (``memory_margin.rows_note``), null where the row
+leaves 5% or more of a device free, does not fit, or a margin was asked. Before, the note was
+in the text only.
+
+By hand: llama3-8b on DGX H100 (80 GiB), ZeRO-1, micro-batch 1, 4 accumulation steps, no
+recompute: 83.0 GiB on 8 GPUs (does not fit), 77.4 on 16 (2.6 GiB free, 3.2% < 5%), 74.6 on 32
+(5.4 free, 6.7%) and 73.2 on 64 (6.8 free, 8.5%): the note on the 16-GPU row only."""
+
+from __future__ import annotations
+
+import json
+
+from cli_harness import run_cli
+
+from scalesim.figures import GIB_BYTES
+
+ARGV = ["predict", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
+        "8,16,32,64", "--batch", "1", "--accumulation", "4", "--strategy", "zero1",
+        "--recompute", "none"]
+
+
+def test_each_json_row_has_its_memory_note_as_the_text_says_it(capsys):
+    code, out, err = run_cli(capsys, [*ARGV, "--json"])
+    assert code == 0, err
+    rows = json.loads(out)
+    assert all("memory_note" in r for r in rows)
+    notes = {r["devices"]: r["memory_note"] for r in rows}
+    assert [d for d, n in notes.items() if n] == [16]
+    row = next(r for r in rows if r["devices"] == 16)
+    free = 80 * GIB_BYTES - row["memory_bytes"]
+    assert notes[16] == (f"the row on 16 devices leaves {free / GIB_BYTES:.1f} GiB "
+                         f"({100 * free / (80 * GIB_BYTES):.1f}%) of 80.0 GiB free: the "
+                         "allocator's fragmentation may not fit; --memory-margin 0.05 keeps 5% "
+                         "free and marks it as not fitting")
+    assert notes[16].startswith("the row on 16 devices leaves 2.6 GiB (3.2%)")
+    code, text, _ = run_cli(capsys, ARGV)
+    assert code == 0 and f"note: {notes[16]}" in text.splitlines()
+
+
+def test_the_key_is_null_on_every_row_with_a_margin(capsys):
+    code, out, err = run_cli(capsys, [*ARGV, "--memory-margin", "0.05", "--json"])
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["memory_note"] for r in rows] == [None] * 4
+    assert [r["fits"] for r in rows] == [False, False, True, True]  # 77.4 > 0.95 x 80 = 76
