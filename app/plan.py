@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from scalesim import presets
-from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOBS
+from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOBS, validation_knobs
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import (
     DOES_NOT_FIT,
@@ -327,8 +327,8 @@ def layout_of_state(state: AppState) -> ScenarioLayout | None:
                               recompute=None if state.rec == "auto" else state.rec,
                               recompute_style=state.rs, sequence_parallel=sp, tp_overlap=tpo,
                               p2p_overlap=p2p, shard_group=sg)
-    except ValueError as exc:
-        raise ScalesimError(f"layout: {exc}") from None
+    except ValidationError as exc:
+        raise ScalesimError(f"layout: {exc}", knobs=validation_knobs(exc.errors())) from None
 
 
 def state_of_scenario(scenario: Scenario, profile: Profile, focus: int | None = None) -> AppState:
@@ -480,7 +480,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             degrees = f"tp {split.tp} x pp {split.pp}" + (f" x cp {split.cp}" if split.cp > 1
                                                          else "")
             raise ScalesimError(f"no {words.device} count is a multiple of {degrees} = {model}; "
-                                f"raise the largest {words.device} count or lower tp / pp / cp")
+                                f"raise the largest {words.device} count or lower tp / pp / cp",
+                                knobs=("tp", "pp", "cp"))
         devices = kept
     if state.mode == "strong":
         gb = state.gb or profile.workload.micro_batch * g
@@ -496,7 +497,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
                 f"{count_list(devices)} {words.device if devices == [1] else words.devices} x "
                 f"{state.acc} accumulation into micro-batches of at most {micro_batch_max():,}; "
                 f"pick a global batch that {words.devices} x accumulation divide into such "
-                f"micro-batches, or other {words.device} counts")
+                f"micro-batches, or other {words.device} counts",
+                knobs=("global_batch", "accumulation"))
         devices = share
         fields["global_batch"] = gb
     else:
@@ -507,8 +509,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     try:
         scenario = Scenario(**fields)
     except ValidationError as exc:  # a combination the scenario refuses: its words, one line
-        raise ScalesimError("scenario: " + "; ".join(error_text(e) for e in exc.errors())) \
-            from None
+        raise ScalesimError("scenario: " + "; ".join(error_text(e) for e in exc.errors()),
+                            knobs=validation_knobs(exc.errors())) from None
     words = nouns_for(profile.hardware.device_name)
     used = server_use_words(profile.hardware, scenario, f"the {label('dpn', words)} setting")
     if used:  # predict's header words, as the CLI shows them

@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import Field
 
 from scalesim.attention_kernel import ATTENTION_KERNELS, VENDOR_KERNEL
-from scalesim.errors import ScalesimError, excerpt, flag_error
+from scalesim.errors import ScalesimError, excerpt, flag_error, knobs_of
 from scalesim.figures import DAYS_PER_YEAR, exact, number
 from scalesim.layout import P2P_OVERLAP_WORDS, RECOMPUTE_STYLES, SCHEDULES, Recompute
 from scalesim.model.collectives import ALGORITHMS
@@ -481,6 +481,21 @@ LAYOUT_KNOBS: tuple[Knob, ...] = (
 KNOB_BY_FIELD = {k.field: k for k in KNOBS}
 KNOB_BY_URL_KEY = {k.url_key: k for k in KNOBS + LAYOUT_KNOBS if k.url_key}
 LAYOUT_KNOB_BY_FIELD = {k.field: k for k in LAYOUT_KNOBS}
+# the names a refusal's ``ScalesimError.knobs`` may hold: the knob table's fields, and the
+# quantities a preset inter-server link is built from (no knob row: the app's NICs and Gbit/s)
+REFUSABLE = (*KNOB_BY_FIELD, *LAYOUT_KNOB_BY_FIELD, "nics_per_node", "gbit_per_nic")
+
+
+def validation_knobs(errors) -> tuple[str, ...]:
+    """The knobs a pydantic ``ValidationError``'s ``errors`` (``exc.errors()``) refuse, in order:
+    a validator's ``ScalesimError``'s own (``knobs``), else the knob field at the end of the
+    error's location (``Scenario.global_batch``, ``ScenarioLayout.tp``)."""
+    found: list[str] = []
+    for error in errors:
+        own = knobs_of((error.get("ctx") or {}).get("error"))
+        at = [str(part) for part in error.get("loc", ()) if str(part) in REFUSABLE][-1:]
+        found += own or at
+    return tuple(dict.fromkeys(found))
 
 
 def bound(quantity: str) -> Bound:

@@ -1,13 +1,53 @@
 """One exception type for every bad input, so callers can catch it and the CLI can print one line."""
 
+from __future__ import annotations
+
 from contextlib import contextmanager
+
+
+class Refusal(str):
+    """One line refusing a value (a layout rule's, a check's) with the knobs it is about
+    (``knobs``, as ``ScalesimError``'s): a plain str to every reader (joined, compared, printed),
+    and ``ScalesimError(refusal)`` carries its knobs."""
+
+    knobs: tuple[str, ...] = ()
+
+    def __new__(cls, text: str, knobs=()):
+        self = super().__new__(cls, text)
+        self.knobs = tuple(knobs)
+        return self
+
+
+def knobs_of(value) -> tuple[str, ...]:
+    """The knobs ``value`` (a ``Refusal``, a ``ScalesimError``, a pydantic error's exception)
+    names; () for anything else (a plain str, another exception)."""
+    knobs = getattr(value, "knobs", ())
+    return tuple(knobs) if isinstance(knobs, tuple) else ()
 
 
 class ScalesimError(ValueError):
     """Bad input: a wrong value, an unknown preset, a malformed or foreign file.
 
-    The message is one line that says what is wrong and how to fix it.
+    The message is one line that says what is wrong and how to fix it. ``knobs``: the what-if
+    controls it refuses the values of, the ones its fix asks to change, as the knob table's
+    fields (``bounds.KNOBS``, ``bounds.LAYOUT_KNOBS``; a preset link's ``nics_per_node`` and
+    ``gbit_per_nic`` by their quantity's name); () where it names none; given, or the message's
+    own where it is a ``Refusal``. Not part of the message: ``str`` and ``args`` are the line
+    alone (a plain str), and a pickled error keeps its knobs.
     """
+
+    knobs: tuple[str, ...] = ()
+
+    def __init__(self, *args, knobs=()):
+        knobs = tuple(knobs) or (knobs_of(args[0]) if args else ())
+        super().__init__(*(str(a) if isinstance(a, Refusal) else a for a in args))
+        if knobs:  # only then in the instance: an error without knobs pickles as before
+            self.knobs = knobs
+
+    def reworded(self, message: str) -> ScalesimError:
+        """This error's knobs on another line (``message``: this one with a prefix or what the
+        caller adds), for a caller that says where the refusal came from."""
+        return ScalesimError(message, knobs=self.knobs)
 
 
 def require_model(value, model: type, name: str):

@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from scalesim.device_nouns import GPU_NOUNS, Nouns
-from scalesim.errors import ScalesimError
+from scalesim.errors import Refusal, ScalesimError
 
 Schedule = Literal["none", "gpipe", "1f1b", "interleaved", "zb"]
 Recompute = Literal["none", "selective", "full"]
@@ -133,12 +133,13 @@ def deepspeed_refuses_pipeline(framework, zero, pp):
             & (np.asarray(pp) > 1))
 
 
-def deepspeed_pipeline_error(strategy: str, pp: int) -> str:
+def deepspeed_pipeline_error(strategy: str, pp: int) -> Refusal:
     """Why DeepSpeed cannot run ZeRO-2/3 (``strategy``) with ``pp`` pipeline stages
     (``deepspeed_refuses_pipeline``): the scenario refuses it and the sweep drops such rows in
     these words (the planner leaves them out)."""
-    return (f"strategy {strategy} with pp {pp}: DeepSpeed refuses ZeRO-2/3 with pipeline "
-            "parallelism; use zero1, pp 1 or zero_framework fsdp")
+    return Refusal(f"strategy {strategy} with pp {pp}: DeepSpeed refuses ZeRO-2/3 with pipeline "
+                   "parallelism; use zero1, pp 1 or zero_framework fsdp",
+                   ("strategy", "pp", "zero_framework"))
 
 
 def split_words(dp: int | None, tp: int, pp: int, cp: int | None = None) -> str:
@@ -207,15 +208,16 @@ def shard_group_refusal(shard_group: int | None, strategy: str, framework: str =
     if shard_group is None:
         return ""
     if strategy == "ddp":
-        return (f"{shard_group_needs_zero(shard_group)}; give --strategy zero1..zero3 or drop "
-                "the shard group")
+        return Refusal(f"{shard_group_needs_zero(shard_group)}; give --strategy zero1..zero3 "
+                       "or drop the shard group", ("shard_group", "strategy"))
     if shard_group == 1:
-        return (f"shard group 1 with {strategy} is plain replication (no state sharded): use "
-                "--strategy ddp, or a shard group of 2 or more")
+        return Refusal(f"shard group 1 with {strategy} is plain replication (no state sharded): "
+                       "use --strategy ddp, or a shard group of 2 or more", ("shard_group",))
     if framework == "deepspeed":
-        return (f"shard group {shard_group} with zero_framework deepspeed: hybrid sharding is "
-                "modelled for FSDP and Megatron-Core (DeepSpeed's MiCS / ZeRO++ hpZ are not); "
-                "use zero_framework fsdp or drop the shard group")
+        return Refusal(f"shard group {shard_group} with zero_framework deepspeed: hybrid sharding "
+                       "is modelled for FSDP and Megatron-Core (DeepSpeed's MiCS / ZeRO++ hpZ are "
+                       "not); use zero_framework fsdp or drop the shard group",
+                       ("shard_group", "zero_framework"))
     return ""
 
 
@@ -242,8 +244,8 @@ def shard_group_problem(shard_group: int | None, dp: int, cp: int = 1) -> str:
     if shard_group is None or shard_group >= dp * cp or (dp * cp) % shard_group == 0:
         return ""
     group = f"dp {dp}" if cp == 1 else f"dp x cp {dp * cp}"  # no cp on the data-parallel path
-    return (f"shard group {shard_group} does not divide {group}; give a divisor of it "
-            f"(e.g. {dp * cp}: full sharding)")
+    return Refusal(f"shard group {shard_group} does not divide {group}; give a divisor of it "
+                   f"(e.g. {dp * cp}: full sharding)", ("shard_group",))
 
 
 def shard_group_left_out(shard_group: int, ranks: dict[int, tuple[int, int]],
@@ -300,15 +302,17 @@ def interleaves(schedule: str, pp: int, virtual_stages: int) -> bool:
     return schedule == "interleaved" and pp > 1 and virtual_stages > 1
 
 
-def schedule_needs_pp(schedule: str) -> str:
+def schedule_needs_pp(schedule: str) -> Refusal:
     """The rule a pipeline schedule breaks at pp 1 (``layout_problems``, ``unused_settings``)."""
-    return f"schedule {schedule} needs pp > 1; use schedule none with pp 1"
+    return Refusal(f"schedule {schedule} needs pp > 1; use schedule none with pp 1",
+                   ("schedule",))
 
 
-def virtual_stages_need_interleaved(virtual_stages: int) -> str:
+def virtual_stages_need_interleaved(virtual_stages: int) -> Refusal:
     """The rule virtual stages above 1 break without the interleaved schedule (at pp 1: no
     schedule at all)."""
-    return f"virtual_stages {virtual_stages} needs the interleaved schedule"
+    return Refusal(f"virtual_stages {virtual_stages} needs the interleaved schedule",
+                   ("virtual_stages",))
 
 
 def unused_settings(tp, pp, schedule: str | None, virtual_stages: int, sequence_parallel,
@@ -329,10 +333,11 @@ def unused_settings(tp, pp, schedule: str | None, virtual_stages: int, sequence_
                      schedule_needs_pp(str(schedule))),
         "virtual_stages": (no_pipeline & (virtual_stages > 1),
                            virtual_stages_need_interleaved(virtual_stages)),
-        "sequence_parallel": ((tp == 1) & sequence_parallel, SEQUENCE_PARALLEL_NEEDS_TP),
-        "tp_overlap": ((tp == 1) & tp_overlap, TP_OVERLAP_NEEDS_TP),
+        "sequence_parallel": ((tp == 1) & sequence_parallel,
+                              Refusal(SEQUENCE_PARALLEL_NEEDS_TP, ("sequence_parallel",))),
+        "tp_overlap": ((tp == 1) & tp_overlap, Refusal(TP_OVERLAP_NEEDS_TP, ("tp_overlap",))),
         "p2p_overlap": (~np.asarray(p2p_overlap, dtype=bool) & ~interleaved,
-                        P2P_OVERLAP_NEEDS_INTERLEAVED),
+                        Refusal(P2P_OVERLAP_NEEDS_INTERLEAVED, ("p2p_overlap",))),
     }
 
 
@@ -450,54 +455,63 @@ def unrunnable_split(global_batch: int | None = None, dp: int = 1, micro_batch: 
     not checked."""
     problems = []
     if global_batch is not None and micro_batch is not None and global_batch % (dp * micro_batch):
-        problems.append(f"global batch {global_batch} is not divisible by dp {dp} x "
-                        f"micro-batch {micro_batch}")
+        problems.append(Refusal(f"global batch {global_batch} is not divisible by dp {dp} x "
+                                f"micro-batch {micro_batch}", ("global_batch", "micro_batch")))
     if heads is not None and heads % tp:
-        problems.append(f"heads {heads} are not divisible by tp {tp}")
+        problems.append(Refusal(f"heads {heads} are not divisible by tp {tp}", ("tp",)))
     return problems
 
 
 def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int | None = None,
                     heads: int | None = None, kv_heads: int | None = None,
                     seq_len: int | None = None, nouns: Nouns = GPU_NOUNS) -> list[str]:
-    """Every rule the layout breaks, each naming the values and the rule; empty when valid.
-    ``nouns``: the words of the profile's devices (``device_nouns.nouns_for``)."""
+    """Every rule the layout breaks, each naming the values and the rule (a ``Refusal``: the
+    knobs its fix changes); empty when valid. ``nouns``: the words of the profile's devices
+    (``device_nouns.nouns_for``)."""
     L, g = layout, devices_per_node
     problems = []
     if L.tp > g:
         problems.append(tp_above_server(L.tp, g, nouns))
     elif g % L.tp:
-        problems.append(f"tp {L.tp} does not divide the {g} {nouns.gpus} per {nouns.server}; "
-                        f"use tp {divisors_text(g)}")
+        problems.append(Refusal(f"tp {L.tp} does not divide the {g} {nouns.gpus} per "
+                                f"{nouns.server}; use tp {divisors_text(g)}", ("tp",)))
     if L.devices > g and L.devices % g:
-        problems.append(f"{L.devices} {nouns.devices} ({split_words(L.dp, L.tp, L.pp, L.cp)}) do "
-                        f"not fill whole {nouns.servers} of {g}")
+        problems.append(Refusal(f"{L.devices} {nouns.devices} ({split_words(L.dp, L.tp, L.pp, L.cp)})"
+                                f" do not fill whole {nouns.servers} of {g}",
+                                ("devices", "devices_per_node")))
     problems += unrunnable_split(L.global_batch, L.dp, L.micro_batch)
     if L.pp == 1 and L.schedule != "none":
         problems.append(schedule_needs_pp(L.schedule))
     if L.pp > 1 and L.schedule == "none":
-        problems.append(f"pp {L.pp} needs a pipeline schedule (gpipe, 1f1b, interleaved, zb)")
+        problems.append(Refusal(f"pp {L.pp} needs a pipeline schedule (gpipe, 1f1b, "
+                                "interleaved, zb)", ("schedule",)))
     if L.schedule == "interleaved":
         if L.virtual_stages < 2:
-            problems.append("the interleaved schedule needs virtual_stages >= 2")
+            problems.append(Refusal("the interleaved schedule needs virtual_stages >= 2",
+                                    ("schedule", "virtual_stages")))
         elif not L.global_batch % (L.dp * L.micro_batch) and L.accumulation % L.pp:
-            problems.append(f"interleaved schedule: {L.accumulation} micro-batches per step are "
-                            f"not a multiple of pp {L.pp} (Megatron's rule); use accumulation "
-                            f"{-(-L.accumulation // L.pp) * L.pp} (a multiple of {L.pp}), or "
-                            "another schedule")
+            problems.append(Refusal(
+                f"interleaved schedule: {L.accumulation} micro-batches per step are not a "
+                f"multiple of pp {L.pp} (Megatron's rule); use accumulation "
+                f"{-(-L.accumulation // L.pp) * L.pp} (a multiple of {L.pp}), or another "
+                "schedule", ("accumulation", "pp", "schedule", "virtual_stages")))
     elif L.virtual_stages != 1:
         problems.append(virtual_stages_need_interleaved(L.virtual_stages))
     if layers is not None and layers < L.pp * L.virtual_stages:
-        problems.append(f"{layers} layers cannot fill pp {L.pp} x virtual_stages "
-                        f"{L.virtual_stages} model chunks; {chunks_fix(layers, L.pp, L.virtual_stages)}")
+        problems.append(Refusal(f"{layers} layers cannot fill pp {L.pp} x virtual_stages "
+                                f"{L.virtual_stages} model chunks; "
+                                f"{chunks_fix(layers, L.pp, L.virtual_stages)}",
+                                ("pp", "virtual_stages")))
     problems += unrunnable_split(tp=L.tp, heads=heads)
     if kv_heads is not None and kv_heads % L.tp and L.tp % kv_heads:
-        problems.append(f"kv_heads {kv_heads} and tp {L.tp}: one must divide the other")
+        problems.append(Refusal(f"kv_heads {kv_heads} and tp {L.tp}: one must divide the other",
+                                ("tp",)))
     problems += [p for p in (shard_group_refusal(L.shard_group, ZERO_STRATEGIES[L.zero]),
                              shard_group_problem(L.shard_group, L.dp, L.cp)) if p]
     if seq_len is not None and L.cp > 1 and seq_len % (2 * L.cp):
-        problems.append(f"seq_len {seq_len} is not divisible by 2 x cp {L.cp} (load-balanced "
-                        f"context parallelism){cp_fix(seq_len, L.cp, L.dp * L.cp)}")
+        problems.append(Refusal(f"seq_len {seq_len} is not divisible by 2 x cp {L.cp} "
+                                "(load-balanced context parallelism)"
+                                f"{cp_fix(seq_len, L.cp, L.dp * L.cp)}", ("cp", "seq_len")))
     return problems
 
 
@@ -528,10 +542,11 @@ def cp_fix(seq_len: int, cp: int, ranks: int) -> str:
     return f"; use cp {fit}, or seq_len {lengths}"
 
 
-def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> str:
+def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> Refusal:
     """'tp 16 > 8 GPUs per server (...)'; 'tp 4 > 2 processes per host (...)' for a CPU profile."""
-    return (f"tp {tp} > {devices_per_node} {nouns.gpus} per {nouns.server} (tensor parallelism "
-            f"stays inside one {nouns.server}); use tp <= {devices_per_node}")
+    return Refusal(f"tp {tp} > {devices_per_node} {nouns.gpus} per {nouns.server} (tensor "
+                   f"parallelism stays inside one {nouns.server}); use tp <= {devices_per_node}",
+                   ("tp",))
 
 
 def check_layout(layout: ParallelLayout, devices_per_node: int, nouns: Nouns = GPU_NOUNS,

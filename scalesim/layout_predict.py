@@ -34,7 +34,7 @@ import numpy as np
 from scalesim.attention_kernel import ATTENTION_KERNELS, VENDOR_KERNEL, planner_kernel_of
 from scalesim.billing import job_sizes
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, knobs_of
 from scalesim.figures import MIB_BYTES
 from scalesim.layout import (
     SCHEDULES,
@@ -114,8 +114,17 @@ def uses_layouts(profile: Profile, scenario: Scenario) -> bool:
     if profile.workload.transformer is not None:
         return True
     if asked := asked_split(scenario, shard_group=False):
-        raise ScalesimError(f"layout {', '.join(asked)}: {no_shape_words(profile)}")
+        raise ScalesimError(f"layout {', '.join(asked)}: {no_shape_words(profile)}",
+                            knobs=_asked_knobs(scenario))
     return False
+
+
+def _asked_knobs(scenario: Scenario) -> tuple[str, ...]:
+    """The layout knobs ``asked_split`` reads set away from their defaults (the shard group
+    left out, as there): what a refusal of a split without a transformer shape is about."""
+    split, default = layout_of(scenario), ScenarioLayout()
+    return tuple(f for f in ScenarioLayout.model_fields
+                 if f != "shard_group" and getattr(split, f) != getattr(default, f))
 
 
 def no_shape_words(profile: Profile) -> str:
@@ -606,7 +615,8 @@ def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS, cp=1):
                                                           if x))
         raise ScalesimError(f"{nouns.devices} {n} are not divisible by {what} = {m}; give "
                             f"{nouns.device} counts that are multiples of it ({near}), or a "
-                            f"{what} that divides {n}")
+                            f"{what} that divides {n}",
+                            knobs=("devices", "tp", "pp", *(("cp",) if int(cb.flat[i]) > 1 else ())))
     return p // model
 
 
@@ -663,7 +673,8 @@ def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
     bad = np.flatnonzero(why.ravel() != "")
     if bad.size:
         p = np.broadcast_to(np.asarray(devices), why.shape).ravel()
-        raise ScalesimError(f"{why.ravel()[bad[0]]} (at {nouns.count(int(p[bad[0]]))})")
+        first = why.ravel()[bad[0]]
+        raise ScalesimError(f"{first} (at {nouns.count(int(p[bad[0]]))})", knobs=knobs_of(first))
 
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
@@ -948,7 +959,8 @@ def check_attention_kernel(profile: Profile, kernel: str | None,
     if kernel_refused(profile, kernel):
         raise ScalesimError(f"{name} {kernel}: {refused_kernel_words(profile)}; leave the kernel "
                             f"out (the timings read as the {own_attention_kernel(profile)} "
-                            f"kernel's), or {_own_timings_fix(profile, instead)}")
+                            f"kernel's), or {_own_timings_fix(profile, instead)}",
+                            knobs=("attention_kernel",))
 
 
 def check_precision(profile: Profile, precision: str, name: str = "precision",
@@ -965,11 +977,11 @@ def check_precision(profile: Profile, precision: str, name: str = "precision",
     if timed_own_kernel(profile):
         raise ScalesimError(f"{name} {precision}: {own_timings_words(profile, 'precision')}; "
                             f"leave it at {DEFAULT_PRECISION}, or "
-                            f"{_own_timings_fix(profile, instead)}")
+                            f"{_own_timings_fix(profile, instead)}", knobs=("precision",))
     device = profile.hardware.device_name
     if profile.workload.transformer is not None and peak_tflops_of(device, fp8=True) is None:
         raise ScalesimError(f"{name} {precision}: {no_fp8_peak_words(device)}; "
-                            f"leave it at {DEFAULT_PRECISION}")
+                            f"leave it at {DEFAULT_PRECISION}", knobs=("precision",))
 
 
 def precision_inputs(profile: Profile, precisions) -> dict[str, np.ndarray]:

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError, require_model
+from scalesim.errors import Refusal, ScalesimError, knobs_of, require_model
 from scalesim.figures import MIB_BYTES, count_list, link_GBps, sig3
 from scalesim.layout import (
     SCHEDULES,
@@ -176,8 +176,8 @@ def layout(devices, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> tuple[np
     if bad.size:
         raise ScalesimError(
             f"{int(bad[0])} {nouns.devices} do not fill whole {nouns.servers} of {devices_per_node}; use a "
-            f"multiple of {devices_per_node} above {devices_per_node}, or set --gpus-per-node"
-        )
+            f"multiple of {devices_per_node} above {devices_per_node}, or set --gpus-per-node",
+            knobs=("devices", "devices_per_node"))
     per_node = np.minimum(p, devices_per_node)
     return p // per_node, per_node
 
@@ -201,15 +201,16 @@ def global_batch_splits(global_batch, replicas, accumulation) -> np.ndarray:
     return (gb % share == 0) & (gb >= share) & (gb // share <= micro_batch_max())
 
 
-def too_big_micro_batch(global_batch: int, micro_batch: int, over: str) -> str:
+def too_big_micro_batch(global_batch: int, micro_batch: int, over: str) -> Refusal:
     """The one-line refusal of a global batch whose micro-batch, ``global_batch`` split
     ``over`` ('8 devices x 1 accumulation step'), is past the bounds table's, naming the flags
     that change it (``bounds.KNOBS``)."""
     flag = {f: KNOB_BY_FIELD[f].flag for f in ("devices", "accumulation", "global_batch")}
-    return (f"global batch {global_batch:,} over {over} is a micro-batch of {micro_batch:,} "
-            f"samples, past the largest of the bounds table ({micro_batch_max():,}); raise "
-            f"{flag['devices']} or {flag['accumulation']} (at most {accumulation_max():,}), or "
-            f"lower {flag['global_batch']}")
+    return Refusal(f"global batch {global_batch:,} over {over} is a micro-batch of "
+                   f"{micro_batch:,} samples, past the largest of the bounds table "
+                   f"({micro_batch_max():,}); raise {flag['devices']} or {flag['accumulation']} (at "
+                   f"most {accumulation_max():,}), or lower {flag['global_batch']}",
+                   ("global_batch", "accumulation", "devices"))
 
 
 def nearest_splitting_batches(global_batch: int, replicas, accumulation: int) -> list[int]:
@@ -260,10 +261,11 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
     bad = scenario.global_batch % share != 0
     if np.any(bad):
         raise ScalesimError(uneven_split_words(scenario.global_batch, devices, replicas, k,
-                                               nouns, split=dp is not None))
+                                               nouns, split=dp is not None),
+                            knobs=("global_batch", "accumulation"))
     if scenario.global_batch % k != 0:
         raise ScalesimError(f"global batch {scenario.global_batch} is not divisible by "
-                            f"accumulation {k}")
+                            f"accumulation {k}", knobs=("global_batch", "accumulation"))
     b = scenario.global_batch // share
     over = np.flatnonzero(b > micro_batch_max())
     if over.size:
@@ -559,7 +561,7 @@ def _split_rows(profile: Profile, scenario: Scenario):
         i = int(np.flatnonzero(~ok)[0])
         why = lp.first_problem(profile, dp[i], split.tp, split.pp, 0, b[i], dp[i] * b[i] * k[i],
                                split, schedule, g_max, split.cp)
-        raise ScalesimError(f"layout at {nouns.count(int(p[i]))}: {why}")
+        raise ScalesimError(f"layout at {nouns.count(int(p[i]))}: {why}", knobs=knobs_of(why))
     for unused, rule in unused_settings(split.tp, split.pp, split.schedule, split.virtual_stages,
                                         split.sequence_parallel, split.tp_overlap,
                                         split.p2p_overlap).values():

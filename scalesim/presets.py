@@ -609,7 +609,7 @@ def inter_link(kind: str, nics_per_node: int, gbit_per_nic: float, source: str =
     if problem := bound("busbw_GBps").problem(busbw):  # each factor in bounds, the product not
         raise ScalesimError(f"{nics_per_node} NICs x {gbit_per_nic:g} Gbit/s gives a bus "
                             f"bandwidth of {busbw:,.6g} GB/s: {problem}; give fewer NICs or "
-                            "slower ones")
+                            "slower ones", knobs=("nics_per_node", "gbit_per_nic"))
     return LinkLevel(
         kind=kind, busbw_GBps=busbw, latency_s=latency,
         nics_per_node=nics_per_node, gbit_per_nic=gbit_per_nic, algorithm=RING_SIMPLE,

@@ -665,8 +665,8 @@ def sequence_built(build: Callable[[Workload], T], own: Workload, at: Workload) 
             raise exc from None
         raise ScalesimError(
             f"--seq-len {theirs.seq_len:,}: the model cannot be predicted at that sequence "
-            f"length ({exc}); give a sequence length nearer its own, {mine.seq_len:,} tokens"
-        ) from None
+            f"length ({exc}); give a sequence length nearer its own, {mine.seq_len:,} tokens",
+            knobs=("seq_len",)) from None
 
 
 def _at_sequence(workload: Workload, seq_len: int | None, name: str,
@@ -701,7 +701,7 @@ def workload_at_sequence(workload: Workload, seq_len: int, name: str,
                 "'transformer' shape" if profile is None and name in presets.TRANSFORMERS else
                 "give --workload with a 'transformer' shape (e.g. llama3-8b)")
         raise ScalesimError(f"--seq-len {seq_len}: {whose}, with no transformer shape whose "
-                            f"sequence could change ({hint})")
+                            f"sequence could change ({hint})", knobs=("seq_len",))
     old = shape.seq_len
     at = shape.model_copy(update={"seq_len": seq_len})
     update: dict[str, Any] = {"transformer": at, "params": at.param_count()}

@@ -36,7 +36,7 @@ from scalesim.bounds import (
     knob_field,
     nonzero_floor,
 )
-from scalesim.errors import name_problem, printable
+from scalesim.errors import ScalesimError, name_problem, printable
 from scalesim.layout import (
     CP_HELP,
     SHARD_GROUP_HELP,
@@ -1072,11 +1072,13 @@ class Scenario(_Strict):
             raise ValueError(
                 "give a per-device micro-batch (weak scaling) or a global batch (strong scaling), not both"
             )
+        # a ScalesimError (a ValueError to pydantic) carries the knobs it refuses into the
+        # ValidationError's context (``bounds.validation_knobs``)
         if grad_sync_refused(self.zero_framework, self.grad_sync):
-            raise ValueError(GRAD_SYNC_DEEPSPEED_ERROR)
+            raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR, knobs=("grad_sync", "zero_framework"))
         if self.layout is not None and deepspeed_refuses_pipeline(
                 self.zero_framework, ZERO_STRATEGIES.index(self.strategy), self.layout.pp):
-            raise ValueError(deepspeed_pipeline_error(self.strategy, self.layout.pp))
+            raise ScalesimError(deepspeed_pipeline_error(self.strategy, self.layout.pp))
         return self
 
 
