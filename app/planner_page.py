@@ -1005,9 +1005,10 @@ def _unsplit_words(state: AppState, words: Nouns) -> str:
     return text
 
 
-def _named_resets(profile: Profile, state: AppState, error: str) -> list[tuple[AppState, str]]:
-    """The fallbacks that set back only the controls ``error`` names (``named_controls``: each
-    alone, in the order named, then all of them) to this profile's defaults, each with its
+def _named_resets(profile: Profile, state: AppState,
+                  error: ScalesimError) -> list[tuple[AppState, str]]:
+    """The fallbacks that set back only the controls ``error`` names (``named_controls``, its
+    knobs: each alone, in the order named, then all of them) to this profile's defaults, each with its
     words ('this what-if with NICs per server at its default'): the link's other values kept."""
     defaults = profile_defaults(profile)
     named = named_controls(error, state, defaults)
@@ -1037,7 +1038,7 @@ def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
         fallbacks = [
             *([(last[1], "the last what-if that could be predicted")]
               if last is not None and last[0] == profile else []),
-            *_named_resets(profile, state, str(exc)),
+            *_named_resets(profile, state, exc),
             *([(weak, "this what-if at a per-"
                 f"{nouns_for(profile.hardware.device_name).device} batch of "
                 f"{state.mb or profile.workload.micro_batch} (weak scaling)")]
