@@ -16,6 +16,7 @@ from app_harness import open_app
 from scalesim.app.named_controls import named_controls
 from scalesim.app.plan import headline, make_plan
 from scalesim.app.state import AppState, decode_query, profile_defaults
+
 from scalesim.errors import ScalesimError
 
 KEPT = {"dmax": "64", "price": "3", "train": "1000000000"}  # what each link keeps

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
+
 from scalesim.bounds import REFUSABLE, validation_knobs
 from scalesim.errors import Refusal, ScalesimError, knobs_of
 from scalesim.layout import ParallelLayout, layout_problems
