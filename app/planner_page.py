@@ -812,8 +812,10 @@ def goal_controls(words: Nouns) -> GoalControls:
 def _cached_goal(profile_json: str, scenario_json: str, deadline_s: float, budget_usd: float,
                  max_devices: int):
     profile = Profile.model_validate_json(profile_json)
+    # the sidebar's split as given: the app has no control for goal --layout search yet
     return seek(profile, Scenario.model_validate_json(scenario_json), deadline_s, budget_usd,
-                max_devices, controls=goal_controls(nouns_for(profile.hardware.device_name)))
+                max_devices, controls=goal_controls(nouns_for(profile.hardware.device_name)),
+                layout="given")
 
 
 def _tab_goal(plan: Plan) -> None:

@@ -432,6 +432,9 @@ KNOBS: tuple[Knob, ...] = (
     # app's Goal tab, v17)
     Knob("max_devices", "--max-devices", "gmax", "devices", link_since=17,
          link_before=f"goal search range (up to {GOAL_DEFAULT_MAX_DEVICES:,} devices)"),
+    # no scenario field: how goal chooses each plan's layout (goal.seek's layout,
+    # scalesim.goal_layouts): the planner's best at each device count, or the scenario's own
+    Knob("goal_layout", "--layout", None, None, choices=("search", "given")),
     # GPUs of each instance shape a cloud rents (a list: scalesim.billing); from the hardware
     # in the app
     Knob("instance_sizes", "--instance-sizes", None, "devices_per_node"),

@@ -46,13 +46,19 @@ from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, LAYOUT_KNOB_BY_FIELD, boun
 from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, busbw_words, count, duration_text, link_GBps, whole
+from scalesim.goal_layouts import (
+    LayoutGroup,
+    check_layout_mode,
+    default_layout,
+    searched_groups,
+)
 from scalesim.layout import replica_devices, split_words
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
 from scalesim.predict import accumulation_max, micro_batch_max, server_part_words
 from scalesim.schemas import Profile, Scenario
-from scalesim.sweep import sweep
+from scalesim.sweep import SweepResult, sweep
 
 STRATEGIES = tuple(MEMORY_STRATEGIES)  # ddp, zero1, zero2, zero3
 BATCH_FACTORS = (0.5, 1, 2, 4)
@@ -64,9 +70,16 @@ MAX_FRONT = 40  # Pareto points returned (spread evenly along the front when the
 # servers do here: far below the model's median error (3.0 %, docs/model.md section 20), and the
 # largest allowed --max-devices (2**20) stays about a second (1,800 counts, not 131,072 servers).
 WHOLE_SERVERS = 256
+LAID = "_layout_"  # prefix of the columns a searched layout adds to its rows (``_together``)
 # How goal judges each named network "enough" (``network_need``'s ``upgrades_basis``): on the
 # bill of its row in "faster networks", not on today's billing as the least bandwidth is
 UPGRADES_BASIS = ("each judged on its own row's bill: its instances, and its price where public")
+
+
+def searched_micro_batches(b0: int) -> list[int]:
+    """The micro-batches goal seeking tries from the base ``b0`` (``BATCH_FACTORS`` within the
+    bounds table's)."""
+    return sorted({max(1, int(b0 * f)) for f in BATCH_FACTORS if b0 * f <= micro_batch_max()})
 
 
 def searched_accumulations(k0: int) -> list[int]:
@@ -102,6 +115,12 @@ class GoalPlan:
     tp: int | None = None
     pp: int | None = None
     cp: int = 1  # context-parallel degree (ranks that split each sequence)
+    # a searched layout's rest (``--layout search``: the planner's at its device count,
+    # ``goal_layouts``); None where the layout is the scenario's own (``given``)
+    schedule: str | None = None  # pipeline schedule ('none' without pp)
+    virtual_stages: int | None = None  # model chunks per pipeline rank
+    recompute: str | None = None  # activation recompute: none, selective, full
+    sequence_parallel: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +181,9 @@ class GoalAnswer:
     # the cheapest plan on today's network that meets the goal (None: none does), said beside
     # a best plan on a faster network: today's is enough, the faster one only cheaper
     today: GoalPlan | None = None
+    # how each plan's layout was chosen (``goal_layouts.LAYOUT_MODES``): the scenario's own
+    # ('given'), or the planner's best at each device count ('search')
+    layout: str = "given"
 
     def describe(self, p: GoalPlan) -> str:
         """``describe`` of one of this answer's plans, in its devices' nouns."""
@@ -303,9 +325,23 @@ def describe(p: GoalPlan, words: Nouns = GPU_NOUNS) -> str:
     else:
         cp = p.cp if p.cp > 1 else None
         where += f" as {split_words(p.devices // (p.tp * p.pp * p.cp), p.tp, p.pp, cp)}"
+        if p.recompute is not None:  # a searched layout: the rest of it
+            where += f" ({searched_layout_words(p)})"
         batch = (f"micro-batch {p.micro_batch} per replica x {p.accumulation} accumulation "
                  f"(global batch {p.global_batch:,})")
     return f"{where}, {batch}, {p.strategy}, network {p.network}"
+
+
+def searched_layout_words(p: GoalPlan) -> str:
+    """The rest of a searched plan's layout in words: '1f1b, recompute full, sequence
+    parallel'; 'recompute none' without a pipeline."""
+    parts = []
+    if p.pp and p.pp > 1:
+        parts.append(p.schedule if p.schedule != "interleaved" else
+                     f"interleaved x {p.virtual_stages} virtual stages")
+    parts.append(f"recompute {p.recompute}")
+    parts += ["sequence parallel"] if p.sequence_parallel else []
+    return ", ".join(parts)
 
 
 def device_grid(devices_per_node: int, max_devices: int) -> list[int]:
@@ -357,9 +393,10 @@ CLI_CONTROLS = GoalControls(name=lambda f: LAYOUT_KNOB_BY_FIELD[f].flag,
 
 
 def no_fit_note(profile: Profile, base: Scenario, max_devices: int,
-                controls: GoalControls = CLI_CONTROLS) -> str:
+                controls: GoalControls = CLI_CONTROLS, searched: bool = False) -> str:
     """What to change where no plan of ``seek`` fits in memory: the split (a transformer's tp x
-    pp, which goal keeps as given) or the largest count searched, named as ``controls``."""
+    pp, which goal keeps as given) or the largest count searched, named as ``controls``;
+    ``searched``: the layouts were the planner's (``--layout search``), none of which fits."""
     from scalesim.layout_predict import layout_of
 
     nouns = nouns_for(profile.hardware.device_name)
@@ -367,6 +404,10 @@ def no_fit_note(profile: Profile, base: Scenario, max_devices: int,
     more = (f"search more {nouns.devices} ({controls.max_devices}, now {whole(max_devices)})"
             if controls.max_devices else None)
     upto = "" if more else f" up to {whole(max_devices)} {nouns.devices}"
+    if searched:
+        return (f"nothing fits in {nouns.memory}{upto} at any layout the planner searches (every "
+                "tp x pp split, ZeRO stage, micro-batch and recompute): "
+                + (f"{more}, or " if more else "") + f"use {nouns.devices} with more memory")
     if profile.workload.transformer is None:
         return (f"nothing fits in {nouns.memory}{upto}: "
                 + (f"{more}, or " if more else "") + f"use {nouns.devices} with more memory")
@@ -386,9 +427,11 @@ def no_fit_note(profile: Profile, base: Scenario, max_devices: int,
 
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
          max_devices: int = GOAL_DEFAULT_MAX_DEVICES,
-         controls: GoalControls = CLI_CONTROLS) -> GoalAnswer:
+         controls: GoalControls = CLI_CONTROLS, layout: str | None = None) -> GoalAnswer:
     """See the module docstring. ``base`` gives the training length, price and fixed knobs;
-    ``controls`` how the notes name what to change (the CLI's flags, or the app's labels)."""
+    ``controls`` how the notes name what to change (the CLI's flags, or the app's labels);
+    ``layout``: 'given' keeps the scenario's layout at every count, 'search' takes the
+    planner's best at each (``goal_layouts``); None: ``goal_layouts.default_layout``."""
     from scalesim.layout_predict import layout_of
     from scalesim.pipeline_stages import layout_stage_words
 
@@ -404,6 +447,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                             "a critical batch size")
     if goal.price_per_device_hour is None:
         raise ScalesimError("goal seeking needs a price per device-hour (price_per_device_hour)")
+    mode = layout or default_layout(profile, base)
+    check_layout_mode(profile, mode)
     g = base.devices_per_node or profile.hardware.devices_per_node
     b0 = base.micro_batch or profile.workload.micro_batch
     k0 = base.accumulation
@@ -414,7 +459,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     replicas = max(1, g // replica_devices(split.tp, split.pp, split.cp))
     reference = b0 * replicas * k0
     notes: list[str] = []
-    if base.layout is not None and base.layout.shard_group is not None:  # §16, hybrid sharding
+    if (mode == "given" and base.layout is not None
+            and base.layout.shard_group is not None):  # §16, hybrid sharding
         where = ("scalesim plan ranks hybrid sharding" if profile.workload.transformer
                  is not None else "scalesim predict --shard-group compares it")
         notes.append(f"shard group {base.layout.shard_group} left out: goal seeking tries DDP "
@@ -442,13 +488,21 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                          "above and its money below is the devices' alone")
     axes = {
         "devices": grid,
-        "micro_batch": sorted({max(1, int(b0 * f)) for f in BATCH_FACTORS
-                               if b0 * f <= micro_batch_max()}),
+        "micro_batch": searched_micro_batches(b0),
         "accumulation": searched_accumulations(k0),
         "strategy": list(STRATEGIES),
     }
-    graded = [_graded(profile, base, axes, goal, reference, None) if n is None else
-              _graded(n.profile, n.scenario, axes, goal, reference, n) for n in nets]
+    groups = [LayoutGroup(None, axes)]
+    if mode == "search":  # the planner's best layout at each count, on today's network
+        groups, _ = searched_groups(profile, base, grid, reference, g, lambda row: (
+            searched_micro_batches(row.micro_batch), searched_accumulations(row.accumulation),
+            STRATEGIES))
+        notes.append(searched_note(reference, g, bool(faster and grid[-1] > g)))
+    if not groups:  # the planner found no layout that fits at any count
+        return _nothing_fits(profile, base, deadline_s, budget_usd, goal, reference, max_devices,
+                             controls, notes)
+    graded = [_graded(profile, base, groups, goal, reference, None) if n is None else
+              _graded(n.profile, n.scenario, groups, goal, reference, n) for n in nets]
     runs = [r for r, _, _ in graded]
     res = runs[0]
     c = {k: np.concatenate([r.columns[k] for r in runs]) for k in res.columns}
@@ -498,8 +552,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             pf = pf[sorted(keep)]
         front = [plan(int(i)) for i in pf]
     if not idx.size:  # the answer's "No plan runs": what to change
-        notes.append(no_fit_note(profile, base, max_devices, controls))
-    elif stages := layout_stage_words(profile, layout_of(base)):
+        notes.append(no_fit_note(profile, base, max_devices, controls, mode == "search"))
+    elif mode == "given" and (stages := layout_stage_words(profile, layout_of(base))):
         notes.append(stages)  # every plan keeps the split: what its stages hold, where uneven
     if note := training_time.zero_price_note(goal):
         notes.append(note)
@@ -510,7 +564,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         # more servers, billed in its instances, its price where public): what its user pays
         row_meets = {net.upgrade.key: bool(((on == i) & across & within).any())
                      for i, net in enumerate(nets) if net is not None}
-        need, unlimited, compute_s = _network_need(profile, base, axes, goal, reference,
+        need, unlimited, compute_s = _network_need(profile, base, groups, goal, reference,
                                                    deadline_s, budget_usd, faster, row_meets)
     answer = best or closest
     if answer is not None and (note := training_time.partial_batch_note(
@@ -530,10 +584,37 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                       evaluated=int(costed.sum()), runnable=int(ok.sum()), notes=notes,
                       words=nouns_for(profile.hardware.device_name), network_need=need,
                       unlimited=unlimited, unlimited_compute_s=compute_s, today=today,
+                      layout=mode,
                       networks=[_network_row(net, _best_on((on == i) & across, runs_ok, within,
                                                            time_s, cost, deadline_s, budget_usd),
                                              plan, server_part_words(profile.hardware, base))
                                 for i, net in enumerate(nets) if net is not None])
+
+
+def searched_note(reference: int, devices_per_node: int, networks: bool) -> str:
+    """What ``--layout search`` did, in a note; ``networks``: faster networks were searched
+    too (they run the layouts chosen on today's)."""
+    share = reference / devices_per_node
+    return (f"layouts searched: at each device count the planner's best (scalesim plan, ranked "
+            f"by throughput at the reference global batch scaled to the count, {share:g} samples "
+            "per device), its micro-batch and accumulation varied as goal varies them, every "
+            "strategy, fully sharded"
+            + ("; chosen on today's network, and run as chosen on each faster one (another "
+               "layout may be faster there: its time is at most the one shown)" if networks
+               else "")
+            + "; --layout given keeps the scenario's own")
+
+
+def _nothing_fits(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
+                  goal: training_time.Goal, reference: int, max_devices: int,
+                  controls: GoalControls, notes: list[str]) -> GoalAnswer:
+    """The answer where the planner found no layout that fits at any count searched."""
+    notes.append(no_fit_note(profile, base, max_devices, controls, searched=True))
+    return GoalAnswer(deadline_s=float(deadline_s), budget_usd=float(budget_usd),
+                      goal=goal.label(), train_samples=goal.train_samples,
+                      reference_batch=int(reference), best=None, closest=None, front=[],
+                      evaluated=0, runnable=0, notes=notes,
+                      words=nouns_for(profile.hardware.device_name), layout="search")
 
 
 def _goal_plan(c: dict, i: int, time_s: np.ndarray, cost: np.ndarray, meets: bool,
@@ -546,14 +627,18 @@ def _goal_plan(c: dict, i: int, time_s: np.ndarray, cost: np.ndarray, meets: boo
         network=network, samples_per_s=float(c["samples_per_s"][i]), time_s=float(time_s[i]),
         cost_usd=float(cost[i]), meets=meets,
         tp=int(c["tp"][i]) if "tp" in c else None, pp=int(c["pp"][i]) if "pp" in c else None,
-        cp=int(c["cp"][i]) if "cp" in c else 1)
+        cp=int(c["cp"][i]) if "cp" in c else 1,
+        **({name: c[LAID + name][i] for name in ("schedule", "recompute")}
+           | {"virtual_stages": int(c[LAID + "virtual_stages"][i]),
+              "sequence_parallel": bool(c[LAID + "sequence_parallel"][i])}
+           if LAID + "recompute" in c else {}))
 
 
-def _network_need(profile: Profile, base: Scenario, axes: dict, goal: training_time.Goal,
+def _network_need(profile: Profile, base: Scenario, groups: list[LayoutGroup], goal: training_time.Goal,
                   reference: int, deadline_s: float, budget_usd: float,
                   networks: list[NetworkScenario], row_meets: dict[str, bool],
                   ) -> tuple[NetworkNeed, GoalPlan | None, float | None]:
-    """The least inter-server network on today's servers with which a plan of ``axes`` meets
+    """The least inter-server network on today's servers with which a plan of ``groups`` meets
     the goal, its money the devices' alone (a bandwidth has no price: ``network_need``), and
     each of ``networks`` by what it gives the job and whether its own row meets the goal
     (``row_meets`` by upgrade key: its plans billed in its instances, with its price where
@@ -566,7 +651,7 @@ def _network_need(profile: Profile, base: Scenario, axes: dict, goal: training_t
     def meets(scenario: Scenario) -> tuple:
         key = (scenario.inter_busbw_GBps, scenario.inter_latency_s)
         if key not in graded:
-            run, t, m = _graded(profile, scenario, axes, goal, reference, None)
+            run, t, m = _graded(profile, scenario, groups, goal, reference, None)
             ok = _runs(run.columns, t, m)
             graded[key] = (run.columns, t, m, ok, ok & (t <= deadline_s) & (m <= budget_usd))
         return graded[key]
@@ -585,20 +670,38 @@ def _network_need(profile: Profile, base: Scenario, axes: dict, goal: training_t
     return need, _goal_plan(c, i, t, m, False, "unlimited"), compute_s
 
 
-def _graded(profile: Profile, scenario: Scenario, axes: dict, goal: training_time.Goal,
-            reference: int, net: NetworkScenario | None):
-    """(the sweep of ``axes`` on ``scenario``, each row's time to the goal in s, its money in
-    USD): hours x (billed devices x USD per device-hour + servers x the network's extra USD per
-    server-hour). A network upgrade (``net``) rents its own instance type: billed in its shapes
-    (whole servers of AWS p4d.24xlarge), not today's 1, 2 or 4-GPU ones
-    (``NetworkUpgrade.billed_sizes``); None: today's network, at no extra."""
-    run = sweep(profile, scenario.model_copy(update={"devices": [1]}), axes)
+def _graded(profile: Profile, scenario: Scenario, groups: list[LayoutGroup],
+            goal: training_time.Goal, reference: int, net: NetworkScenario | None):
+    """(the sweep of each group's axes on ``scenario`` at its layout, their rows together;
+    each row's time to the goal in s, its money in USD): hours x (billed devices x USD per
+    device-hour + servers x the network's extra USD per server-hour). A network upgrade
+    (``net``) rents its own instance type: billed in its shapes (whole servers of AWS
+    p4d.24xlarge), not today's 1, 2 or 4-GPU ones (``NetworkUpgrade.billed_sizes``); None:
+    today's network, at no extra."""
+    runs = [sweep(profile, scenario.model_copy(update={
+        "devices": [1], **({"layout": g.layout} if g.searched else {})}), g.axes) for g in groups]
+    run = runs[0] if len(groups) == 1 and not groups[0].searched else _together(runs, groups)
     c = run.columns
     time_s = training_time.time_to_goal_s(goal, c["step_time_s"], c["global_batch"], reference)
     extra = 0.0 if net is None else net.upgrade.extra_usd_per_server_hour or 0.0
     hourly = (goal.usd_per_hour(np.asarray(c["devices"]), None if net is None else
                                 net.billed_sizes) + np.asarray(c["nodes"]) * extra)
     return run, np.asarray(time_s, dtype=float), np.asarray(time_s / 3600.0 * hourly, dtype=float)
+
+
+def _together(runs: list[SweepResult], groups: list[LayoutGroup]) -> SweepResult:
+    """The sweeps of searched layout groups as one: the columns they all have, and each row's
+    layout beyond tp x pp x cp (schedule, virtual stages, recompute, sequence parallelism)."""
+    keys = [k for k in runs[0].columns if all(k in r.columns for r in runs)]
+    columns = {k: np.concatenate([r.columns[k] for r in runs]) for k in keys}
+    for name, of in (("schedule", lambda lay: lay.schedule_of()),
+                     ("virtual_stages", lambda lay: lay.virtual_stages),
+                     ("recompute", lambda lay: lay.recompute),
+                     ("sequence_parallel", lambda lay: lay.sequence_parallel)):
+        columns[LAID + name] = np.concatenate([np.full(r.size, of(g.layout), dtype=object)
+                                               for r, g in zip(runs, groups, strict=True)])
+    return SweepResult(columns=columns, dropped=sum(r.dropped for r in runs),
+                       dropped_layout=sum(r.dropped_layout for r in runs))
 
 
 def _runs(columns: dict, time_s: np.ndarray, cost: np.ndarray) -> np.ndarray:

@@ -161,9 +161,10 @@ def test_the_goal_tab_searches_to_gmax_and_its_no_fit_note_names_it():
     plan = make_plan(preset_profile(state), state)
     scenario = plan.scenario.model_copy(update={"global_batch": None})
     words = nouns_for(plan.profile.hardware.device_name)
-    small = seek(plan.profile, scenario, 720 * 3600.0, 1e6, 64, goal_controls(words))
+    # the app keeps the sidebar's split (goal --layout given)
+    small = seek(plan.profile, scenario, 720 * 3600.0, 1e6, 64, goal_controls(words), "given")
     full = seek(plan.profile, scenario, 720 * 3600.0, 1e6, GOAL_DEFAULT_MAX_DEVICES,
-                goal_controls(words))
+                goal_controls(words), "given")
     assert caption.startswith(f"{small.evaluated:,} plans searched")
     assert small.evaluated < full.evaluated
 

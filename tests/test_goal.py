@@ -145,9 +145,9 @@ def test_the_default_largest_device_count_is_one_constant_read_without_the_model
     seen = {}
     import scalesim.goal as goal
 
-    def fake_seek(profile, scenario, deadline_s, budget_usd, max_devices):
+    def fake_seek(profile, scenario, deadline_s, budget_usd, max_devices, layout=None):
         seen["max_devices"] = max_devices
-        return seek(profile, scenario, deadline_s, budget_usd, 16)
+        return seek(profile, scenario, deadline_s, budget_usd, 16, layout=layout)
 
     monkeypatch.setattr(goal, "seek", fake_seek)
     assert main(["goal", "--train-samples", "2e9", "--deadline", "3d", "--budget", "5e4"]) == 0

@@ -418,7 +418,10 @@ def test_goal_seeking_leaves_the_shard_group_out_with_a_note():
     base = Scenario(train_samples=1e8, critical_batch_size=4096.0, price_per_device_hour=2.0,
                     micro_batch=4)
     with_sg = base.model_copy(update={"layout": ScenarioLayout(shard_group=8)})
-    plain, hybrid = (seek(profile, s, 30 * 86400.0, 1e6, max_devices=32) for s in (base, with_sg))
+    # the split as given (goal --layout given): a shard group alone is a layout choice, kept
+    plain, hybrid = (seek(profile, s, 30 * 86400.0, 1e6, max_devices=32, layout="given")
+                     for s in (base, with_sg))
+    assert seek(profile, with_sg, 30 * 86400.0, 1e6, max_devices=32).layout == "given"
     assert hybrid.notes[0].startswith("shard group 8 left out: goal seeking tries DDP")
     assert "scalesim plan ranks hybrid sharding" in hybrid.notes[0]
     assert hybrid.front == plain.front and hybrid.best == plain.best

@@ -63,8 +63,10 @@ def test_the_layout_line_says_it_where_there_is_tensor_parallelism(capsys):
 @pytest.mark.parametrize("command, extra", [
     ("predict", ["--devices", "8"]), ("sweep", ["--devices", "8"]),
     ("decide", ["--devices", "8"]),
+    # goal's split as given (--layout search applies the overlap where a layout has tp > 1,
+    # as plan's --tp-overlap: test_goal_layout_search)
     ("goal", ["--train-samples", "1e6", "--deadline", "30d", "--budget", "1e6",
-              "--max-devices", "16"])])
+              "--max-devices", "16", "--layout", "given"])])
 def test_tp_one_refuses_the_overlap_in_one_line(capsys, command, extra):
     code, _, err = run_cli(capsys, [command, "--workload", "llama3-8b", "--hardware", "dgx-h100",
                                     "--tp-overlap", *extra])

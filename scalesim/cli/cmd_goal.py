@@ -112,6 +112,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"largest device count to consider (default {GOAL_DEFAULT_MAX_DEVICES})",
     )
+    layout = KNOB_BY_FIELD["goal_layout"]  # its flag and choices: the knob table's row
+    g.add_argument(
+        layout.flag,
+        dest="goal_layout",
+        choices=layout.choices,
+        default=None,
+        help="search: at each device count the best layout scalesim plan finds (tp x pp x cp, "
+        "schedule, recompute, sequence parallelism), for a workload with a transformer shape; "
+        "given: keep the scenario's (--tp, --pp, --cp, --recompute) at every count. Default: "
+        "search for a transformer workload given none of --tp --pp --cp --schedule "
+        "--virtual-stages --recompute --sequence-parallel --shard-group, else given",
+    )
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
 
 
@@ -196,7 +208,8 @@ def run(args: argparse.Namespace) -> int:
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
     check_goal_inputs(profile, scenario)
-    answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
+    answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices,
+                  layout=args.goal_layout)
     # what predict says of the flags, where it holds for every strategy and accumulation goal
     # searches (as sweep keeps a note of its swept values): --zero-framework and --grad-sync
     # apply to its ZeRO plans, though the base scenario's strategy is ddp

@@ -1,0 +1,103 @@
+"""Goal seeking's layouts: the one the scenario gives (``given``), or at each device count the
+planner's best (``search``, ``scalesim plan``'s search: ``layout_predict.plan_at``).
+
+``seek`` evaluates its grid as groups (``LayoutGroup``): one per layout, each with the device
+counts that run it and the batch axes goal varies around it. ``given`` is one group, the
+scenario's own layout, on every count. ``search`` asks the planner at each count N for its best
+layout by throughput (at a fixed global batch the soonest, and at a fixed count the cheapest, on
+today's network) at the reference global batch scaled to N (``reference_batch_at``); the layouts
+(tp x pp x cp, schedule and virtual stages, recompute, sequence parallelism) become the groups,
+and around the planner's micro-batch and accumulation goal varies them as it varies the base's
+(``goal.BATCH_FACTORS``, ``goal.ACCUMULATION_FACTORS``) with every strategy, so the planner's own
+row is among those goal prices (docs/model.md §21).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scalesim.bounds import KNOB_BY_FIELD
+from scalesim.errors import ScalesimError
+from scalesim.schemas import Profile, Scenario, ScenarioLayout
+
+LAYOUT_MODES = KNOB_BY_FIELD["goal_layout"].choices  # goal --layout: search, given
+# The layout fields the planner searches: a scenario that sets any of them (``--tp 1`` too)
+# keeps its layout as given unless ``search`` is asked (``default_layout``)
+PLANNED_FIELDS = frozenset({"tp", "pp", "cp", "schedule", "virtual_stages", "recompute",
+                            "sequence_parallel", "shard_group"})
+
+
+@dataclass(frozen=True)
+class LayoutGroup:
+    """Device counts that run one layout, and goal's sweep axes for them."""
+
+    layout: ScenarioLayout | None  # None: the scenario's own (``given``)
+    axes: dict  # devices, micro_batch, accumulation, strategy (``sweep.AXES``)
+
+    @property
+    def searched(self) -> bool:
+        return self.layout is not None
+
+
+def default_layout(profile: Profile, base: Scenario) -> str:
+    """``search`` for a workload with a transformer shape whose scenario sets none of the
+    layout fields the planner searches (``PLANNED_FIELDS``; the framework's settings, recompute
+    style and overlaps, are no layout choice); ``given`` else: a split the user chose is kept,
+    and a parameter-count workload has no layout to search."""
+    if profile.workload.transformer is None:
+        return "given"
+    chosen = base.layout.model_fields_set if base.layout is not None else set()
+    return "given" if chosen & PLANNED_FIELDS else "search"
+
+
+def check_layout_mode(profile: Profile, mode: str) -> None:
+    """A mode of ``LAYOUT_MODES`` that the workload can run; else one line saying what to do."""
+    if mode not in LAYOUT_MODES:
+        raise ScalesimError(f"layout {mode!r}: choose {' or '.join(LAYOUT_MODES)}")
+    if mode == "search" and profile.workload.transformer is None:
+        raise ScalesimError(
+            f"layout search: workload '{profile.workload.name}' has no transformer shape, so "
+            "there are no layouts to search (it runs data parallel); give a transformer "
+            "workload (scalesim presets) or drop --layout search")
+
+
+def reference_batch_at(reference: int, devices_per_node: int, devices: int) -> int:
+    """The reference global batch (samples per step on one full server) scaled to ``devices``:
+    the same samples per device (weak scaling, as goal's own grid), at least 1."""
+    return max(1, round(reference * devices / devices_per_node))
+
+
+def searched_groups(profile: Profile, base: Scenario, counts: list[int], reference: int,
+                    devices_per_node: int, around) -> tuple[list[LayoutGroup], dict[int, object]]:
+    """The planner's best layout at each of ``counts`` (``plan_at``, ranked by throughput, at
+    ``reference_batch_at``) grouped by layout, each group's axes ``around(row)`` of its
+    counts' rows merged; and the best row of each count (a ``plan.PlanRow``; None where no
+    layout is valid or fits)."""
+    from scalesim.layout_predict import plan_at, scenario_of_row
+
+    best: dict[int, object] = {}
+    for n in counts:
+        try:
+            ranked = plan_at(profile, base, [n], reference_batch_at(reference, devices_per_node, n),
+                             top=1)
+        except ScalesimError:  # no valid layout at that batch, or none fits
+            best[n] = None
+            continue
+        best[n] = ranked.by_count[0].best
+    groups: dict[str, tuple[ScenarioLayout, dict]] = {}
+    for n, row in best.items():
+        if row is None:
+            continue
+        # hybrid sharding left out, as goal's own ZeRO plans: fully sharded (§16)
+        layout = scenario_of_row(base, row).layout.model_copy(update={"shard_group": None})
+        key = layout.model_dump_json()
+        _, axes = groups.setdefault(key, (layout, {"devices": [], "micro_batch": set(),
+                                                   "accumulation": set(), "strategy": []}))
+        micro, accumulation, strategies = around(row)
+        axes["devices"].append(n)
+        axes["micro_batch"] |= set(micro)
+        axes["accumulation"] |= set(accumulation)
+        axes["strategy"] = list(strategies)
+    return [LayoutGroup(layout, {**axes, "micro_batch": sorted(axes["micro_batch"]),
+                                 "accumulation": sorted(axes["accumulation"])})
+            for layout, axes in groups.values()], best
