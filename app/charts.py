@@ -225,9 +225,11 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
         status = "runs" if r.fits else NOT_RUNNABLE
         records.append({"devices": r.devices, "series": "predicted",  # none: no point, no line
                         "value": r.samples_per_s if r.fits else None,
+                        "pace": throughput(r.samples_per_s) if r.fits else None,
                         "efficiency": r.efficiency if r.fits else None, "fits": r.fits,
                         "status": status})
         records.append({"devices": r.devices, "series": "ideal (linear)", "value": ideal,
+                        "pace": None if ideal is None else throughput(ideal),
                         "efficiency": 1.0, "fits": True, "status": "runs"})
     df = pd.DataFrame(records)
     colour = alt.Color("series:N", title=None, scale=alt.Scale(
@@ -243,7 +245,7 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
         strokeDash=alt.StrokeDash("series:N", legend=None, scale=alt.Scale(
             domain=["predicted", "ideal (linear)"], range=[[1, 0], [6, 4]])),
         tooltip=[count_tooltip(plan.words), alt.Tooltip("series:N"),
-                 alt.Tooltip("value:Q", title=f"{unit}/s", format=",.0f"),
+                 alt.Tooltip("pace:N", title=f"{unit}/s"),  # figures.throughput's text
                  alt.Tooltip("efficiency:Q", format=".1%"), alt.Tooltip("status:N")],
     )
     layers = [base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=40)]
@@ -435,12 +437,13 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
                         "effect": r.verdict if r.verdict != "not runnable" else NOT_RUNNABLE,
                         "throughput_gain": r.gain,
                         "samples_per_s": r.prediction.samples_per_s,
+                        "pace": throughput(r.prediction.samples_per_s),
                         "label": (signed_percent(r.objective_gain) if r.prediction.fits
                                   else "not runnable")} for i, r in enumerate(rows)])
     if df.empty:
         df = pd.DataFrame([{"remedy": "no remedy applies", "gain": 0.0, "rank": 0,
                             "effect": "remedy", "throughput_gain": 0.0, "samples_per_s": 0.0,
-                            "label": ""}])
+                            "pace": throughput(0.0), "label": ""}])
     now_fits = plan.focus.fits
     if not now_fits and rows:  # no gain against a run that cannot happen: each one's own pace
         df["gain"] = df["samples_per_s"]
@@ -470,7 +473,7 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
             range=list(VERDICT_COLOURS.values())),
             legend=alt.Legend(orient="top")),
         tooltip=[alt.Tooltip("remedy:N"), *tips, alt.Tooltip("effect:N"),
-                 alt.Tooltip("samples_per_s:Q", title=f"{plan.unit}/s", format=",.0f")],
+                 alt.Tooltip("pace:N", title=f"{plan.unit}/s")],  # figures.throughput's
     )
     text = alt.Chart(df).mark_text(align="left", dx=4, fontWeight="bold", color="#222").encode(
         x=alt.X("gain:Q"), y=y, text=alt.Text("label:N"))

@@ -28,7 +28,16 @@ from scalesim.decision import (
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import GIB_BYTES, amount, count_list, gib, rate, signed_percent, whole
+from scalesim.figures import (
+    GIB_BYTES,
+    amount,
+    count_list,
+    gib,
+    rate,
+    signed_percent,
+    throughput,
+    whole,
+)
 from scalesim.jsonio import error_text
 from scalesim.knee import (
     Knee,
@@ -835,13 +844,14 @@ def story(plan: Plan) -> str:
 def against_now_text(samples_per_s: float, now: Prediction, words: Nouns = GPU_NOUNS,
                      unit: str = "samples") -> str:
     """A layout's throughput against the layout now (the Layouts tab): '+55.8% against the layout
-    now, 29.2' (``signed_percent``, as the remedy that runs the best layout writes its gain);
+    now, 3,814' (``signed_percent``, as the remedy that runs the best layout writes its gain;
+    today's pace as ``figures.throughput`` writes it in every table);
     where the layout now does not fit in device memory (``words.memory``), no change
     against a run that cannot happen: ``makes_it_run_text`` (``unit``: the profile's)."""
     if not now.fits:
         return makes_it_run_text(samples_per_s, unit, words)
     return (f"{signed_percent(samples_per_s / now.samples_per_s - 1)} against the layout now, "
-            f"{now.samples_per_s:,.1f}")
+            f"{throughput(now.samples_per_s)}")
 
 
 MAKES_IT_RUN = "makes it run"  # an option's gain where today's layout does not fit in memory

@@ -31,7 +31,7 @@ from scalesim.cli.options import MEMORY_MARGIN_HELP, SEQ_LEN_HELP
 from scalesim.decision import DOES_NOT_FIT, card_rows
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import GIB_BYTES, MIB_BYTES, amount, signed_percent, throughput
+from scalesim.figures import GIB_BYTES, MIB_BYTES, amount, rate, signed_percent, throughput
 from scalesim.goal import GoalControls, seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import (
@@ -888,7 +888,7 @@ def _tab_layouts(plan: Plan) -> None:
     st.markdown(f"**Best of every dp x tp x pp, ZeRO, micro-batch, schedule, recompute and "
                 f"sequence-parallel layout on {plan.words.count(f.devices)} at global batch "
                 f"{f.global_batch:,}:** {_md(layout_title(best))}: "
-                + (f"{best.samples_per_s:,.1f} {plan.unit}/s "
+                + (f"{rate(best.samples_per_s, plan.unit)} "
                    f"({against_now_text(best.samples_per_s, f, plan.words)})." if f.fits else
                    f"{against_now_text(best.samples_per_s, f, plan.words, plan.unit)}."))
     note = _cached_layout_note(plan.profile.model_dump_json(), plan.scenario.model_dump_json(),

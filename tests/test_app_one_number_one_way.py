@@ -101,11 +101,11 @@ def test_the_layouts_tab_writes_a_gain_as_the_card_does():
     from scalesim.app.plan import against_now_text, layout_ranking
     from scalesim.app.state import decode_query
 
-    from scalesim.figures import signed_percent
+    from scalesim.figures import signed_percent, throughput
 
     now = _plan().focus
     assert against_now_text(1.5577 * now.samples_per_s, now) == (
-        f"+55.8% against the layout now, {now.samples_per_s:,.1f}")
+        f"+55.8% against the layout now, {throughput(now.samples_per_s)}")
     query = {"v": "3", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64", "tp": "2", "pp": "2",
              "sp": "1", "mb": "1", "acc": "8", "tab": "layouts"}
     state = decode_query(query)[0]
@@ -115,3 +115,43 @@ def test_the_layouts_tab_writes_a_gain_as_the_card_does():
     assert gain == "+20.7%"
     (said,) = [m.value for m in open_app(query).markdown if "Best of every" in m.value]
     assert f"({gain} against the layout now, " in said and "+21%" not in said
+
+
+def test_the_layouts_tab_and_the_charts_write_a_throughput_as_the_tables_do():
+    """Session 43: the Layouts tab wrote today's pace with one decimal ('+55.8% against the layout
+    now, 3,813.7' where the CLI's tables and the app's metric read 3,814; on gpt-7.5b its best
+    '104.7 ... (+20.7% against the layout now, 86.7)' beside the metric's 86.71), and the
+    throughput and remedies charts' tooltips with ',.0f' ('87' for 86.71, '0' for 0.4): every
+    one now as ``figures.throughput`` writes it."""
+    from app_harness import open_app
+    from scalesim.app.charts import remedies_chart, throughput_chart
+    from scalesim.app.plan import against_now_text, layout_ranking
+    from scalesim.app.state import decode_query
+
+    from scalesim.figures import rate, signed_percent, throughput
+
+    now = _plan().focus  # bert-large, 16 A100 40GB: 3,813.7 samples/s
+    assert f"{now.samples_per_s:,.1f}" == "3,813.7"
+    assert against_now_text(2 * now.samples_per_s, now).endswith("against the layout now, 3,814")
+    query = {"v": "3", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64", "tp": "2", "pp": "2",
+             "sp": "1", "mb": "1", "acc": "8", "tab": "layouts"}
+    state = decode_query(query)[0]
+    plan = make_plan(preset_profile(state), state)
+    best = layout_ranking(plan.profile, plan.scenario, plan.focus)[0]
+    gain = signed_percent(best.samples_per_s / plan.focus.samples_per_s - 1)
+    (said,) = [m.value for m in open_app(query).markdown if "Best of every" in m.value]
+    assert (f": {rate(best.samples_per_s, plan.unit)} ({gain} against the layout now, "
+            f"{throughput(plan.focus.samples_per_s)})." in said), said
+    assert said.endswith("tokens/s (+20.7% against the layout now, 86.71)."), said
+    for chart in (throughput_chart(plan), remedies_chart(plan)):
+        spec = chart.to_dict()
+        layers = spec.get("layer", [spec])
+        tips = [t for layer in layers for t in layer.get("encoding", {}).get("tooltip", [])]
+        paces = [t for t in tips if t.get("title") == f"{plan.unit}/s"]
+        assert paces and all(t["field"] == "pace" and "format" not in t for t in paces), tips
+        rows = [r for data in spec["datasets"].values() for r in data if r.get("pace")]
+        assert rows and all(r["pace"] == throughput(r.get("value", r.get("samples_per_s")))
+                            for r in rows)
+    focus = [r for data in throughput_chart(plan).to_dict()["datasets"].values() for r in data
+             if r["devices"] == plan.focus.devices and r["series"] == "predicted"]
+    assert [r["pace"] for r in focus] == ["86.71"]

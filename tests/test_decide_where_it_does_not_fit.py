@@ -16,7 +16,7 @@ from scalesim import presets
 from scalesim.cli.main import main
 from scalesim.decision import decide
 from scalesim.diagnosis_text import render_text
-from scalesim.figures import amount, gib
+from scalesim.figures import gib, throughput
 from scalesim.knee import knee_of_predictions, searched_words
 from scalesim.layout_predict import plan_at
 from scalesim.predict import predict
@@ -160,10 +160,10 @@ def test_the_story_and_the_layouts_reference_say_what_does_not_fit():
     assert "does not fit" not in story(plan).split("**What to do:**")[0]
     now = plan.focus
     assert against_now_text(1.5 * now.samples_per_s, now) == (
-        f"+50.0% against the layout now, {now.samples_per_s:,.1f}")
+        f"+50.0% against the layout now, {throughput(now.samples_per_s)}")
     gone = now.model_copy(update={"fits": False})
     assert against_now_text(1.5 * now.samples_per_s, gone) == (  # no '+50%' against it
-        f"makes it run, {amount(1.5 * now.samples_per_s)} samples/s (today's layout does not "
+        f"makes it run, {throughput(1.5 * now.samples_per_s)} samples/s (today's layout does not "
         "fit in device memory)")
 
 
