@@ -124,3 +124,21 @@ def test_decide_on_a_preset_without_a_price_names_the_flag(capsys):
                  "1e9"]) == 0
     assert "no price known: enter a price per device-hour (--price on the command line)" in \
         capsys.readouterr().out
+
+
+def test_a_reference_run_s_throughput_is_written_as_every_table_writes_one(capsys):
+    """Session 43: `scalesim presets` wrote each reference run's pace with ':.4g' and no unit
+    ('1376/s', past 1e4 an exponent), not ``figures.rate``: '1,376 images/s', thousands
+    separated, in the workload's own unit."""
+    from scalesim.cli.main import main
+    from scalesim.figures import rate
+    from scalesim.presets import WORKLOADS
+
+    assert main(["presets"]) == 0
+    lines = [ln.strip() for ln in capsys.readouterr().out.splitlines() if "compute: " in ln]
+    refs = [(wl, ref) for wl in WORKLOADS.values() for ref in wl.reference]
+    assert refs and len(lines) == len(refs)
+    for line, (wl, ref) in zip(lines, refs, strict=True):
+        assert line.startswith(f"compute: {rate(ref.samples_per_s, wl.sample_unit)} per "), line
+    assert any(ln.startswith("compute: 1,376 images/s per ") for ln in lines), lines
+    assert not [ln for ln in lines if "e+" in ln.split(" per ")[0]]
