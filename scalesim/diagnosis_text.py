@@ -13,10 +13,10 @@ from scalesim.device_nouns import (
 )
 from scalesim.diagnosis import Remedy, Report, pinned, shown_gain
 from scalesim.figures import (
-    amount,
     count_columns,
     link_GBps,
     milliseconds,
+    rate,
     series,
     throughput,
     whole_percent,
@@ -174,8 +174,8 @@ def _runs_tables(report: Report) -> list[str]:
            f"{'eff':>6} {'comm':>6} {'data':>6} {'strag':>6} {'model ms':>9} {'resid':>7}"]
     for r in report.table:
         replicas = f" {r['replicas']:>8}" if split else ""
-        rate = throughput(r["samples_per_s"])
-        out.append(f"{r['devices']:>{wd}} {r['nodes']:>{wn}}{replicas} {rate:>11} "
+        pace = throughput(r["samples_per_s"])
+        out.append(f"{r['devices']:>{wd}} {r['nodes']:>{wn}}{replicas} {pace:>11} "
                    f"{r['step_time_s'] * 1e3:>9.2f} {r['speedup']:>8.2f} {r['efficiency']:>6.1%} "
                    f"{r['comm_share']:>6.1%} {r['data_share']:>6.1%} {r['straggler_share']:>6.1%} "
                    f"{r['model_step_time_s'] * 1e3:>9.2f} {r['residual']:>+7.1%}")
@@ -229,7 +229,7 @@ def _runs_tables(report: Report) -> list[str]:
     out.append(f"  overlap of communication with backward: {p['overlap']:.0%}"
                f"{overlap_words(fit)}; jitter cv "
                f"{p['jitter_cv']:.3f}; input supply per {words.server} "
-               + (f"{amount(p['node_loader_samples_per_s'])} samples/s" if fit["loader_limiting"]
+               + (rate(p['node_loader_samples_per_s'], "samples") if fit["loader_limiting"]
                   else "not limiting"))
     out.append("extrapolation (95% band):")
     for e in report.details["extrapolation"]:
@@ -241,7 +241,8 @@ def _runs_tables(report: Report) -> list[str]:
                 else f"{e['devices']:>6} {words.noun(e['devices'])}")
         out.append(f"  {many} on {e['nodes']:>3} "
                    f"{words.noun(e['nodes'], 'server')}: "
-                   f"{amount(e['samples_per_s'])} samples/s [{amount(e['low'])} .. {amount(e['high'])}], "
+                   f"{rate(e['samples_per_s'], 'samples')} "
+                   f"[{throughput(e['low'])} .. {throughput(e['high'])}], "
                    f"efficiency {e['efficiency']:.0%}{flag}")
     return out
 

@@ -34,11 +34,12 @@ from scalesim.diagnosis import (
 from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import (
     GIB_BYTES,
-    amount,
     link_GBps,
     milliseconds,
+    rate,
     series,
     sig3,
+    throughput,
     whole,
     whole_percent,
 )
@@ -169,11 +170,11 @@ def remedy_caveat(fit, remedy, multi_server: bool, words: Nouns = GPU_NOUNS) -> 
     else:
         spread = float(np.exp(Z95 * se))
         loader = name == "node_loader_samples_per_s"
-        unit = (lambda v: f"{sig3(v)}") if loader else (lambda v: f"{sig3(v * 1e3)} ms")
+        unit = throughput if loader else (lambda v: f"{sig3(v * 1e3)} ms")
         band = (f"95%: {unit(value / spread)}-{unit(value * spread)}" if spread <= WIDE_BAND_FACTOR
                 else f"its 95% band over {WIDE_BAND_FACTOR:g}x either way")
         if loader:
-            what = f"a fitted input supply of {sig3(value)} samples/s per {words.server} ({band})"
+            what = f"a fitted input supply of {rate(value, 'samples')} per {words.server} ({band})"
         else:
             where = f"across {words.servers}" if multi_server else f"inside a {words.server}"
             what = f"a fitted gradient transfer {where} of {unit(value)} ({band})"
@@ -524,8 +525,8 @@ def _unseparated_parts(fit, runs, devices, measured: dict, share_of_step: dict, 
         if abs(np.log(theirs / ours)) > Z95 * np.sqrt(2.0) * fit.noise_rel:
             b0 = float(runs.micro_batch[i])
             measures.append(f"timing {at} at twice the batch per {per} ({b0:g} -> {2 * b0:g}) "
-                            f"against this fit's {amount(ours)} samples/s there and the "
-                            f"{amount(theirs)} of the fit without the {PART_NOUNS[part]}")
+                            f"against this fit's {rate(ours, 'samples')} there and the "
+                            f"{throughput(theirs)} of the fit without the {PART_NOUNS[part]}")
         taken = " and ".join(PART_NOUNS[k] for k in takers)
         moved = ", ".join(f"{PART_NOUNS[k]} at {whole_percent(there[k])} of that step (fitted "
                           f"{whole_percent(float(share_of_step[k][i]))})" for k in takers)
@@ -709,7 +710,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         f"-> {whole_percent(share_of_step['data'][-1])} at {words.count(int(runs.devices[-1]))} "
         f"({wait_src}): "
         + _per_run_words(share_of_step["data"], runs.devices, words),
-        f"throughput {amount(thr[0])} -> {amount(thr[-1])} samples/s for "
+        f"throughput {throughput(thr[0])} -> {rate(thr[-1], 'samples')} for "
         f"{runs.devices[-1] / runs.devices[0]:g}x the {words.devices}",
     ], words))
     # Stragglers vs one slow device.
@@ -1056,7 +1057,7 @@ def refuse_beyond_peak(runs, transformer) -> None:
     if np.any(matmuls > 1.0):
         i = int(np.argmax(matmuls))
         raise ScalesimError(
-            f"the runs train {amount(runs.samples_per_s[i])} samples/s on {whole(runs.devices[i])} "
+            f"the runs train {rate(runs.samples_per_s[i], 'samples')} on {whole(runs.devices[i])} "
             f"{measured_nouns(runs.device_name).devices}, faster than {transformer.name} "
             f"({shape.words()}) can on {transformer.gpu}: its weight matmuls alone need "
             f"{matmuls[i]:.0%} of the {transformer.peak_tflops:g} TFLOP/s datasheet peak; "

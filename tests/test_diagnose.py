@@ -13,6 +13,7 @@ from scalesim import presets
 from scalesim.cli.main import main
 from scalesim.diagnosis import shown_gain
 from scalesim.errors import ScalesimError
+from scalesim.figures import throughput
 from scalesim.fit_runs import extrapolate, fit_runs, fitted_profile
 from scalesim.predict import predict
 from scalesim.profiles import profile_from_presets
@@ -645,8 +646,8 @@ def test_a_traces_idle_is_not_called_strong_scaling_and_a_gpu_job_keeps_device_w
 def test_throughputs_past_ten_thousand_are_written_whole_not_in_e_notation(tmp_path, capsys):
     """The extrapolation table wrote ``:.4g``: '3.433e+04 samples/s [3.015e+04 .. 3.865e+04]'
     for the inter-server runs at 256 devices (session 39). Every throughput now reads as the
-    other commands write one (``figures.amount``): whole and thousands-separated from 100 up,
-    the same figure --json gives."""
+    other commands write one (``figures.throughput`` since session 43, ``amount`` before it):
+    4 significant digits, thousands-separated, as the runs table writes its samples/s."""
     path = tmp_path / "runs.csv"
     path.write_text(cases.to_csv(cases.inter_server()))
     args = ["diagnose", str(path), "--params", "336e6", "--extrapolate", "64,256"]
@@ -656,8 +657,9 @@ def test_throughputs_past_ten_thousand_are_written_whole_not_in_e_notation(tmp_p
     far = json.loads(capsys.readouterr().out)["details"]["extrapolation"][-1]
     assert far["devices"] == 256 and far["low"] > 1e4  # the case the old format wrote as 3.015e+04
     line = next(x for x in text.splitlines() if x.strip().startswith("256 devices"))
-    assert (f"{far['samples_per_s']:,.0f} samples/s [{far['low']:,.0f} .. {far['high']:,.0f}]"
-            in line), line
+    assert (f"{throughput(far['samples_per_s'])} samples/s [{throughput(far['low'])} .. "
+            f"{throughput(far['high'])}]" in line), line
+    assert "34,330 samples/s [30,150 .. 38,650]" in line, line  # was 34,329 [.. 38,653]
     assert "e+" not in text, text
 
 
@@ -726,3 +728,30 @@ def test_kernel_and_fp8_remedies_tell_diagnose_what_prices_them(tmp_path, capsys
     for key, note in traced.items():
         assert note.startswith("the traced steps ran") and "--trace takes no other" in note
         assert "calibration" not in note and flags[key] in note, note
+
+
+def test_diagnose_s_sentences_write_a_throughput_as_its_table_does(tmp_path, capsys):
+    """Session 43: diagnose's sentences wrote samples/s with ``figures.amount`` ('throughput 555
+    -> 2,400 samples/s' beside the table's 555.2; '15,207 samples/s [15,207 .. 20,271]', five
+    digits a fit does not have) and the loader caveat with ``sig3``: every one now as the runs
+    table writes its samples/s column (``figures.throughput``, 4 significant digits)."""
+    import re
+
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv(cases.input_pipeline()))
+    assert main(["diagnose", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert main(["diagnose", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    table, loader = report["table"], report["details"]["fit"]["parameters"][
+        "node_loader_samples_per_s"]
+    first, last = (throughput(table[i]["samples_per_s"]) for i in (0, -1))
+    assert f"throughput {first} -> {last} samples/s for 8x the devices" in text, text
+    assert "throughput 555.2 -> 2,400 samples/s" in text  # the table's 555.2, not 555
+    assert f"input supply per server {throughput(loader)} samples/s" in text
+    for e in report["details"]["extrapolation"]:
+        assert (f"{throughput(e['samples_per_s'])} samples/s [{throughput(e['low'])} .. "
+                f"{throughput(e['high'])}]") in text
+    figures = re.findall(r"([0-9][0-9,.]*) samples/s", text)
+    assert figures and all(len(f.replace(",", "").replace(".", "").strip("0")) <= 4
+                           for f in figures), figures
