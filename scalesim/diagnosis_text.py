@@ -18,6 +18,7 @@ from scalesim.figures import (
     milliseconds,
     rate,
     series,
+    speedup,
     throughput,
     whole_percent,
 )
@@ -176,7 +177,7 @@ def _runs_tables(report: Report) -> list[str]:
         replicas = f" {r['replicas']:>8}" if split else ""
         pace = throughput(r["samples_per_s"])
         out.append(f"{r['devices']:>{wd}} {r['nodes']:>{wn}}{replicas} {pace:>11} "
-                   f"{r['step_time_s'] * 1e3:>9.2f} {r['speedup']:>8.2f} {r['efficiency']:>6.1%} "
+                   f"{r['step_time_s'] * 1e3:>9.2f} {speedup(r['speedup']):>8} {r['efficiency']:>6.1%} "
                    f"{r['comm_share']:>6.1%} {r['data_share']:>6.1%} {r['straggler_share']:>6.1%} "
                    f"{r['model_step_time_s'] * 1e3:>9.2f} {r['residual']:>+7.1%}")
     knee = report.details["knee"]

@@ -123,6 +123,20 @@ def typed_exponent(text: str) -> str:
     return f"{mantissa}e{int(power)}" if e else text
 
 
+SPEEDUP_WHOLE_FROM = 1000.0  # speedup writes a whole, thousands-separated number from here
+
+
+def speedup(ratio: float) -> str:
+    """A speed-up against one device, the predict and diagnose tables' column: two decimals
+    ('1.00', '7.74', '901.36'; ``fixed``: never a nonzero one as zero), from
+    ``SPEEDUP_WHOLE_FROM`` whole and thousands separated ('90,136' at 100,000 devices, not
+    '90136.03', whose decimals a model's ratio does not have); 'n/a' for no number."""
+    if not math.isfinite(ratio):
+        return "n/a"
+    # 999.996 reads '1,000', not the '1000.00' its two decimals round to
+    return f"{ratio:,.0f}" if abs(round(ratio, 2)) >= SPEEDUP_WHOLE_FROM else fixed(ratio, 0, 2)
+
+
 THROUGHPUT_DIGITS = 4  # significant digits a throughput is written with (``throughput``)
 
 

@@ -12,7 +12,7 @@ import re
 import pytest
 from cli_harness import run_cli
 
-from scalesim.figures import throughput
+from scalesim.figures import speedup, throughput
 
 
 @pytest.mark.parametrize("value, text", [
@@ -81,3 +81,28 @@ def test_a_sentences_throughput_is_written_as_the_tables(capsys):
     assert code == 0, err
     (line,) = [x for x in out.splitlines() if x.split()[:1] == ["64"]]
     assert "8.177" in line.split()  # predict's sequences/s column: the same spelling
+
+
+@pytest.mark.parametrize("ratio, text", [
+    (1.0, "1.00"), (7.744, "7.74"), (901.356, "901.36"), (999.996, "1,000"), (1000.0, "1,000"),
+    (90136.03, "90,136"), (0.001, "0.001"), (float("inf"), "n/a"),
+])
+def test_a_speedup_is_two_decimals_then_whole_and_separated(ratio, text):
+    assert speedup(ratio) == text
+
+
+def test_predicts_speedup_column_is_separated_at_100000_devices(capsys):
+    """Session 43: the speed-up column read '90136.03' at 100,000 devices beside the
+    separated '12,610,000' of its samples/s column; now '90,136' (``figures.speedup``), and a
+    row on few devices keeps its two decimals ('1.00')."""
+    code, out, err = run_cli(capsys, ["predict", "--devices", "1,8,100000", "--json"])
+    rows = json.loads(out)
+    code, out, err = run_cli(capsys, ["predict", "--devices", "1,8,100000"])
+    assert code == 0, err
+    table = _table(out, "devices nodes")
+    end = table[0].index("speedup") + len("speedup")
+    assert len({len(line) for line in table}) == 1
+    cells = [line[:end].split()[-1] for line in table[1:]]
+    assert cells == [speedup(r["speedup"]) for r in rows]
+    assert rows[-1]["speedup"] > 1e4 and re.fullmatch(r"\d{1,3}(,\d{3})+", cells[-1]), cells
+    assert cells[0] == "1.00"

@@ -218,7 +218,7 @@ def render_table(profile, scenario, rows, left_out: str = "") -> str:
     (``layout_predict.shard_group_counts``), '' for none."""
     from scalesim.billing import billing_words
     from scalesim.cli.options import condition_words
-    from scalesim.figures import amount, count_columns, fixed, number
+    from scalesim.figures import amount, count_columns, fixed, number, speedup
     from scalesim.knee import knee_of_predictions, why_no_knee
     from scalesim.layout_predict import (
         attention_kernel_note,
@@ -301,7 +301,7 @@ def render_table(profile, scenario, rows, left_out: str = "") -> str:
         columns.append(("stall", 9, lambda r: _fmt_s(r.data_stall_s)))
     columns += [("straggl", 9, lambda r: _fmt_s(r.straggler_s)),
                 (unit.split()[0][:10] + "/s", 13, lambda r: throughput(r.samples_per_s)),
-                ("speedup", 8, lambda r: fixed(r.speedup, 0, 2)),
+                ("speedup", 8, lambda r: speedup(r.speedup)),
                 ("eff", 6, lambda r: f"{fixed(100 * r.efficiency, 0, 1)}%"),
                 ("mem GiB", 8, lambda r: fixed(r.memory_bytes / GIB_BYTES, 0, 1)),
                 ("fits", 4, lambda r: "yes" if r.fits else "NO")]
