@@ -13,7 +13,7 @@ import json
 
 from cli_harness import run_cli
 
-from scalesim.figures import GIB_BYTES
+from scalesim.figures import GIB_BYTES, rate, signed_percent
 
 PLAN = ["plan", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--global-batch", "64"]
 
@@ -40,7 +40,7 @@ def test_each_counts_best_is_judged_and_ranked_again_at_that_count(capsys):
     kept = json.loads(_plan(capsys, "--devices", "16", "--memory-margin", "0.05", "--json"))
     alt = kept["layouts"][0]
     change = 100 * (alt["samples_per_s"] / best["samples_per_s"] - 1)
-    assert notes[16].endswith(f"at {alt['tokens_per_s']:,.0f} tokens/s ({change:+.1f}%), "
+    assert notes[16].endswith(f"at {rate(alt['tokens_per_s'], 'tokens')} ({signed_percent(change / 100)}), "
                               f"{alt['memory_bytes'] / GIB_BYTES:.1f} GiB per device")
     assert " on 16 at " not in notes[16]  # ranked at its count: no other count named
     text = _plan(capsys, "--devices", "8,16,32,64")
