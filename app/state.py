@@ -449,7 +449,11 @@ def compact_profile(profile: Profile) -> Profile:
 
 def encode_profile(profile: Profile) -> str:
     """Compact profile -> zlib -> base64url text (no padding)."""
-    text = compact_profile(profile).model_dump_json(exclude_defaults=False)
+    compact = compact_profile(profile)
+    # a field added since links carried profiles, at its default: left out (it reads back as
+    # that default), so a link for the same profile is written as before (session 43)
+    later = {"compute": {"per_step_s"}} if compact.compute.per_step_s == 0.0 else None
+    text = compact.model_dump_json(exclude_defaults=False, exclude=later)
     packed = zlib.compress(text.encode("utf-8"), 9)
     return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
 
@@ -654,6 +658,8 @@ def preset_fingerprint(profile: Profile) -> str:
         later["hardware"] = {"nic_servers_per_node"}
     if compact.compute.attention_kernel is None:  # session 36: none recorded
         later["compute"] = {"attention_kernel"}
+    if compact.compute.per_step_s == 0.0:  # session 43: no time once a step beside the optimizer
+        later.setdefault("compute", set()).add("per_step_s")
     text = compact.model_dump_json(exclude=later or None)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 

@@ -729,6 +729,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                      sequence_parallel=split.sequence_parallel & (np.asarray(tp) > 1),
                      shard_group=shard_group, efficiency=eff, kernel_bandwidth_GBps=kernel_rate,
                      optimizer_step_s=measured_optimizer_s(profile, per_node),
+                     per_step_s=profile.compute.per_step_s,
                      loader_samples_per_s=supply)
     base_b = np.asarray(base_micro_batch, dtype=np.int64)
     alone = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=base_b, global_batch=base_b * k,
@@ -737,6 +738,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                          sequence_parallel=False, device_cv=0.0, jitter_cv=0.0,
                          slow_factor=1.0, devices_per_node=1,
                          optimizer_step_s=measured_optimizer_s(profile, 1),
+                         per_step_s=profile.compute.per_step_s,
                          **dict(zip(("efficiency", "kernel_bandwidth_GBps"),
                                     pinned_compute(profile, base, base_b, 1), strict=True)),
                          loader_samples_per_s=supply_alone)

@@ -620,6 +620,10 @@ class ComputeCurve(_Strict):
     overhead_s: float = bounded("duration_s", description="fixed time per micro-step, s")
     per_sample_s: float = bounded("positive_duration_s", description="time per sample, s")
     optimizer_step_s: float = bounded("duration_s", 0.0, "optimizer update per step, s")
+    per_step_s: float = bounded(
+        "duration_s", 0.0, "fixed time paid once per optimizer step beside the optimizer "
+        "update, neither sharded nor slowed by colocation (diagnose's traces: collectives set "
+        "aside as no gradient traffic that run once a step, a metric all-reduced for logging), s")
     rel_rmse: float | None = bounded("rel_error", None, "fit quality on the points")
     points: list[ComputePoint] = Field(default_factory=list)
     max_micro_batch: int | None = bounded(

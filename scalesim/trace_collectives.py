@@ -365,13 +365,53 @@ def ddp_reductions(summaries, degrees: dict, exchange,
     return (k, syncing) if syncing >= 2 else (k, 1)
 
 
-def set_aside_note(summaries) -> str:
+def set_aside_cadence(summaries) -> tuple[float, str]:
+    """(share, words): the share of the set-aside collectives' time (``StepBreakdown.
+    set_aside_s``) that runs once a step, not in each micro-step, and the words of how it was
+    read. Per step of k >= 2 micro-steps whose host posted n of them
+    (``StepBreakdown.set_aside_posts``), each micro-step at least m
+    (``set_aside_each_micro_step``): k m run in each micro-step, the other n - k m once a step
+    (a metric all-reduced after the optimizer step: m = 0), the calls taken to last alike;
+    the share ``(n - k m) / n`` is the median over every rank's such steps. (0, '') where the
+    traces show one micro-step a step or none set aside (either reading is the same); (0,
+    why) where their host posts are not traced: paid in each micro-step, as before."""
+    if not any(s.set_aside for s in summaries) and not any(
+            st.set_aside_s > 0 for s in summaries for st in s.steps):
+        return 0.0, ""
+    k, _ = traced_micro_steps(summaries)
+    if k is None or k < 2:
+        return 0.0, ""
+    read = [(st.set_aside_posts, st.micro_steps, st.set_aside_each_micro_step)
+            for s in summaries for st in s.steps
+            if st.set_aside_posts and st.micro_steps and st.micro_steps >= 2
+            and st.set_aside_each_micro_step is not None]
+    if not read:
+        return 0.0, ("how often they run is not read (the traces record no host post of "
+                     f"them in the steps' micro-steps), so the remedies' model pays them in each "
+                     f"of the {k} micro-steps a step")
+    share = float(np.median([(n - km * m) / n for n, km, m in read]))
+    n = float(np.median([r[0] for r in read]))
+    m = int(np.median([r[2] for r in read]))
+    if share <= 0.0:
+        return 0.0, (f"{n:.3g} of them a step, {m} or more in each of its {k} micro-steps: read "
+                     "as run in each micro-step, as the remedies' model pays them")
+    if share >= 1.0:
+        return 1.0, (f"{n:.3g} of them a step, none in some of its {k} micro-steps: read as "
+                     "run once a step, as the remedies' model pays them, however many "
+                     "micro-steps a step runs")
+    return share, (f"{n:.3g} of them a step, {m} in each of its {k} micro-steps: "
+                   f"{whole_percent(1.0 - share)} of their time read as run in each micro-step, "
+                   f"the other {whole_percent(share)} once a step, as the remedies' model pays them")
+
+
+def set_aside_note(summaries, cadence: str = "") -> str:
     """A note where the traces' collectives include some set aside as no gradient traffic
     (``TraceSummary.set_aside``: ``trace_comm_calls.no_gradient``, under ``METRIC_ELEMENTS_SHARE`` of
     their rank's largest reduction, an all-gather by the elements it gathers), saying how
     many, by what rule, from which readings, and their time left out of the exchange's
     (``StepBreakdown.set_aside_s``; the part under nothing else idle, ``set_aside_exposed_s``:
-    medians over steps, then ranks); '' where none was."""
+    medians over steps, then ranks), and how often the remedies' model pays it (``cadence``:
+    ``set_aside_cadence``'s words; '': each micro-step); '' where none was set aside."""
     aside = {}
     for s in summaries:
         for kind, n in s.set_aside.items():
@@ -397,7 +437,8 @@ def set_aside_note(summaries) -> str:
             f"DDP's reductions a step) leave them out, and so does its time: their "
             f"{milliseconds(took)} a step (median) is not counted as exchange, the "
             f"{milliseconds(alone)} of it under no compute, data wait or other communication "
-            "counted as idle time of the step (the model's overhead, paid each micro-step)")
+            "counted as idle time of the step "
+            + (f"({cadence})" if cadence else "(the model's overhead, paid each micro-step)"))
 
 
 def unsized_reductions_note(summaries, exchange) -> str:

@@ -51,6 +51,7 @@ from scalesim.trace_collectives import (
     mixed_ranks_notes,
     model_parallel_exposed,
     pipeline_stages,
+    set_aside_cadence,
     set_aside_note,
     shard_groups,
     traced_device_name,
@@ -206,10 +207,12 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     # a DDP job reducing in several micro-steps a step (no no_sync); a pipeline's are its own
     k_read, reductions = (1, 1) if pipeline is not None else ddp_reductions(summaries, degrees,
                                                                             exchange, grad_sync)
+    # how often the collectives set aside (a metric's) run: once a step or each micro-step
+    aside_once, aside_words = (0.0, "") if pipeline is not None else set_aside_cadence(summaries)
     first, remedies = _trace_remedies(cr, summaries, cause.key, exchange, degrees,
                                       dp_comm, mp_exposed + pipeline_fixed,
                                       micro_steps=micro_steps, exchange_seen=not unseen,
-                                      ddp_reductions=reductions)
+                                      ddp_reductions=reductions, set_aside_once=aside_once)
     if pipeline is not None and any(r.key in BATCH_FACTORS for r in remedies):
         def model(per_sample_extra_s: float, per_step_s: float, fixed_s: float):
             return _trace_remedies(cr, summaries, cause.key, exchange, degrees,
@@ -281,7 +284,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     if reductions == ddp_reductions(summaries, degrees, exchange)[1] and (
             reduced := ddp_reductions_note(k_read, reductions)):
         notes.append(reduced)
-    if aside := set_aside_note(summaries):
+    if aside := set_aside_note(summaries, aside_words):
         notes.append(aside)
     if grad_sync is None and (unsized := unsized_reductions_note(summaries, exchange)):
         notes.append(unsized)
@@ -802,7 +805,8 @@ TRACE_SOURCE = "from traces"
 def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
                     model_parallel_s: float = 0.0, per_sample_extra_s: float = 0.0,
                     per_step_s: float = 0.0, micro_steps: int | None = None,
-                    exchange_seen: bool = True, ddp_reductions: int = 1):
+                    exchange_seen: bool = True, ddp_reductions: int = 1,
+                    set_aside_once: float = 0.0):
     """Rank the seed remedies with a model profile built from the traced breakdown, the job
     exchanging as ``exchange`` (None: DDP; its link's bus bandwidth from the bytes that
     strategy sends, ``zero_exchange.sent_units``). Where the traces' groups split the model
@@ -820,7 +824,10 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     exchange was traced (``unseen_exchange_note``), so the remedies that act on it
     (``remedies.EXCHANGE_REMEDIES``) are held back, not predicted. ``ddp_reductions``: the
     all-reduces a step of a DDP job that reduces in several micro-steps
-    (``trace_collectives.ddp_reductions``; 1: once a step)."""
+    (``trace_collectives.ddp_reductions``; 1: once a step). ``set_aside_once``: the share of
+    the exposed time of the collectives set aside as no gradient traffic (a part of idle) that
+    runs once a step (``trace_collectives.set_aside_cadence``): paid once a step
+    (``ComputeCurve.per_step_s``, never sharded), the rest in each micro-step."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
     from scalesim.model.memory import ZERO1
@@ -876,7 +883,11 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     overlap_share = (cr["overlap_share"] if dp_comm is None or dp_comm[0] <= 0
                      else dp_comm[1] / dp_comm[0])
     overlap = overlap_share >= OVERLAPPED_SHARE
-    idle = (max(cr["idle_s"], 0.0) + model_parallel_s) / k
+    # the set-aside collectives' exposed time (a part of idle) run once a step: paid once a step
+    aside_once = (set_aside_once * min(max(cr["set_aside_exposed_s"], 0.0),
+                                       max(cr["idle_s"], 0.0))
+                  if set_aside_once > 0 and k >= 2 else 0.0)
+    idle = (max(cr["idle_s"], 0.0) - aside_once + model_parallel_s) / k
     per_sample_extra_s /= k
     micro = compute + idle + loading  # the model's micro-step, an in-process loader's time in it
     slow_factor, cv = 1.0, 0.0
@@ -895,7 +906,8 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
         workload=Workload(name="traced", params=grad_bytes, wire_bytes_per_param=1.0, micro_batch=1),
         compute=ComputeCurve(overhead_s=idle - per_sample_extra_s,
                              per_sample_s=compute + per_sample_extra_s + loading,
-                             optimizer_step_s=once, measured=True, source=TRACE_SOURCE),
+                             optimizer_step_s=once, per_step_s=aside_once, measured=True,
+                             source=TRACE_SOURCE),
         input_pipeline=loader, jitter=Jitter(step_time_cv=cv),
     )
     scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, accumulation=k,

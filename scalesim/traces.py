@@ -214,6 +214,13 @@ class StepBreakdown:
     # under no compute, data wait or other communication (a part of idle_s)
     set_aside_s: float = 0.0
     set_aside_exposed_s: float = 0.0
+    # how often those run: the ones the host posted in the step's host window
+    # (``HOST_COLLECTIVE_FAMILIES``; 0 where none is posted, a GPU trace's kernels alone), and the
+    # fewest of them any of its micro-steps posted (None where micro-steps are not counted):
+    # against the step's micro_steps, once a step or in each micro-step
+    # (``trace_collectives.set_aside_cadence``)
+    set_aside_posts: int = 0
+    set_aside_each_micro_step: int | None = None
 
 
 @dataclass
@@ -628,8 +635,8 @@ def summarise(
                                   ("", None))
     if micro_starts is not None:
         micro_starts = with_backward(micro_starts, np.sort(np.frombuffer(backward_starts)))
-    posts, set_aside, unsized = gradient_posts(posted, posted_sizes, posted_ranks, largest,
-                                                world_size)
+    posts, aside_posts, set_aside, unsized = gradient_posts(posted, posted_sizes, posted_ranks,
+                                                             largest, world_size)
     steps = []
     for num, w0, w1 in sorted(windows):
         span = w1 - w0
@@ -671,6 +678,9 @@ def summarise(
                                                    *host_window.get(num, (w0, w1))),
                 set_aside_s=sw,
                 set_aside_exposed_s=alone,
+                set_aside_posts=count_in(aside_posts, *host_window.get(num, (w0, w1))),
+                set_aside_each_micro_step=_fewest_a_micro_step(
+                    micro_starts, aside_posts, *host_window.get(num, (w0, w1))),
             )
         )
     micro_steps = most_steps_count([st.micro_steps for st in steps])
@@ -713,6 +723,19 @@ def summarise(
         set_aside=set_aside,
         unsized_reductions=unsized,
     )
+
+
+def _fewest_a_micro_step(micro_starts, starts: np.ndarray, w0: float, w1: float) -> int | None:
+    """``StepBreakdown.set_aside_each_micro_step`` of the step whose host window is [w0, w1)
+    (s): the fewest of ``starts`` (s, sorted) any of its micro-steps holds (each runs to the
+    next, the first from the step's start, as ``micro_steps_with``); None where it counts none."""
+    if micro_starts is None:
+        return None
+    mine = in_window(micro_starts, w0, w1)
+    if mine.size == 0:
+        return None
+    at = np.maximum(np.searchsorted(mine, in_window(starts, w0, w1), "right") - 1, 0)
+    return int(np.bincount(at, minlength=mine.size).min())
 
 
 def _micro_steps_with(micro_starts, posts: dict, w0: float, w1: float) -> dict[str, int]:

@@ -136,6 +136,8 @@ class LayoutInputs:
     optimizer_step_s: object = np.nan  # the measured optimizer step of all ``params`` on one
     # device (with its server's busy devices), s: each device takes it x the parameters it
     # updates / params (``compute.optimizer_step_of_s``); NaN: the memory-bound estimate
+    per_step_s: object = 0.0  # fixed time once per step, neither sharded nor split over tp/pp
+    # (``ComputeCurve.per_step_s``: a metric all-reduced once a step), s
     # overheads
     comm_contention: object = 0.0  # share (0..1) of hidden collective time still charged, §3
     device_cv: object = 0.0  # std/mean of device speeds (persistent, device to device)
@@ -568,7 +570,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         x.param_bytes_per_param, x.grad_bytes_per_param, x.optimizer_bytes_per_param,
         x.memory_bandwidth_GBps)
 
-    compute = m * slowest_compute + optimizer_s
+    compute = m * slowest_compute + optimizer_s + _f(x.per_step_s)
     tp_comm = m * slowest_tp
     cp_comm = m * slowest_cp
     # ZB-H1 fills the bubble with the deferred weight-gradient passes (W) of an average stage

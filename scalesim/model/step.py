@@ -106,6 +106,9 @@ class StepInputs:
     # 0: no pipeline. The step then holds k micro-steps of compute and the bubble's idle
     # (``StepResult.bubble_s``, docs/model.md §7)
     bubble_micro_steps: object = 0.0
+    # fixed time once per optimizer step, neither sharded nor colocated (ComputeCurve.per_step_s:
+    # a metric all-reduced once a step), s; part of the step's compute (docs/model.md §1)
+    per_step_s: object = 0.0
 
     def replace(self, **changes) -> StepInputs:
         """A copy with ``changes`` (``dataclasses.replace``)."""
@@ -218,7 +221,7 @@ def evaluate(inp: StepInputs) -> StepResult:
     forward = micro - backward
     # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/s of the parameters.
     optimizer = _as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, _as(shard), 1.0)
-    compute = k * micro + optimizer
+    compute = k * micro + optimizer + _as(inp.per_step_s)
     bubble = _as(inp.bubble_micro_steps) * micro  # a pipelined replica's fill and drain
 
     total_bytes = _as(inp.params) * _as(inp.wire_bytes_per_param) * np.ones_like(p)
