@@ -623,7 +623,8 @@ class ComputeCurve(_Strict):
     per_step_s: float = bounded(
         "duration_s", 0.0, "fixed time paid once per optimizer step beside the optimizer "
         "update, neither sharded nor slowed by colocation (diagnose's traces: collectives set "
-        "aside as no gradient traffic that run once a step, a metric all-reduced for logging), s")
+        "aside as no gradient traffic that run once a step, a metric all-reduced for logging; "
+        "a traced pipeline's fill and drain), s")
     rel_rmse: float | None = bounded("rel_error", None, "fit quality on the points")
     points: list[ComputePoint] = Field(default_factory=list)
     max_micro_batch: int | None = bounded(

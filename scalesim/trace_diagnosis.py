@@ -814,7 +814,8 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     ``process_groups.exchange_replicas``), and the exposed
     collectives of the other groups (``model_parallel_s``) a fixed time of each micro-step, of
     which ``per_sample_extra_s`` grows with the micro-batch instead, and ``per_step_s`` more
-    paid once a step (a pipeline's fill and drain, ``pipeline_batch_remedies``). The exchange
+    paid once a step whole (a pipeline's fill and drain, ``pipeline_batch_remedies``: idle of
+    the schedule, so ``ComputeCurve.per_step_s``, never divided by ZeRO's shards). The exchange
     takes ``dp_comm`` (``traced_dp_comm``: its own time a step and the part hidden, whose share is
     its overlap); None: the traced communication (``cr``'s, waits for peers included).
     ``micro_steps``: the micro-steps a step the traces show (``trace_ranks.traced_micro_steps``): the
@@ -830,7 +831,6 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     (``ComputeCurve.per_step_s``, never sharded), the rest in each micro-step."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
-    from scalesim.model.memory import ZERO1
     from scalesim.model.shard_groups import shard_sizes
     from scalesim.model.stragglers import expected_max_normal
     from scalesim.model.zero_exchange import sent_per_byte
@@ -898,15 +898,15 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
                   / (float(expected_max_normal(world)) * micro * np.sqrt(k)))
     else:  # one rank late by the measured wait, over its k micro-steps
         slow_factor = 1.0 + cr["straggler_wait_s"] / (k * micro)
-    # once a step: the model divides the optimizer step over the shard group (ZeRO), so the
-    # time paid once a step is given times that divisor
-    once = per_step_s * (shard if codes["strategy"] >= ZERO1 else 1)
     profile = Profile(
         name="traced job", hardware=hw,
         workload=Workload(name="traced", params=grad_bytes, wire_bytes_per_param=1.0, micro_batch=1),
         compute=ComputeCurve(overhead_s=idle - per_sample_extra_s,
                              per_sample_s=compute + per_sample_extra_s + loading,
-                             optimizer_step_s=once, per_step_s=aside_once, measured=True,
+                             # paid once a step whole (a pipeline's fill and drain, the
+                             # metric's once-a-step wait): no optimizer update ZeRO shards
+                             optimizer_step_s=0.0, per_step_s=per_step_s + aside_once,
+                             measured=True,
                              source=TRACE_SOURCE),
         input_pipeline=loader, jitter=Jitter(step_time_cv=cv),
     )

@@ -181,3 +181,35 @@ def test_a_real_gloo_dp_x_pp_job_is_read_and_its_batch_remedies_split_its_loss(t
     assert more.title == "Accumulate gradients over 4x the pipeline's micro-batches (4 -> 16 a step)"
     assert "the fill and drain" in more.note
     assert remedies["bigger_batch"].note.startswith("the pipeline's span")
+
+
+def test_the_fill_and_drain_are_not_an_optimizer_step_zero_shards(tmp_path, monkeypatch):
+    """The model that prices 4x the micro-batches pays the 3-unit fill and drain once a step.
+    It is the schedule's idle, not an optimizer update: sharding the optimizer state (DDP ->
+    ZeRO-1 over the 2 replicas, the same bytes sent) leaves it whole. Before, it went in as
+    ``optimizer_step_s`` and ZeRO-1 halved it: 16 -> 14.5 units, sharding +10.28 % (by hand
+    16 / 14.5 - 1 = 10.34 %, less the device-spread wait the model adds to both steps) in that
+    model; the report took only its accumulation remedy, which is the same either way."""
+    from scalesim import trace_diagnosis
+
+    models = []
+    real = trace_diagnosis.pipeline_batch_remedies
+
+    def keep(pipeline, model, mp_exposed_s, loss_s):
+        models.append((pipeline, model, mp_exposed_s + loss_s))
+        return real(pipeline, model, mp_exposed_s, loss_s)
+
+    monkeypatch.setattr(trace_diagnosis, "pipeline_batch_remedies", keep)
+    report = _report(tmp_path)
+    (pipeline, model, fixed), = models
+    unit = UNIT_US * 1e-6
+    _, once = accumulation_split_s(pipeline, 4)
+    assert once == pytest.approx(3 * unit) and fixed == pytest.approx(6 * unit)
+    _, ranked = model(0.0, once, fixed - once)
+    priced = {r.key: r for r in ranked}
+    assert priced["sharding"].title.startswith("Shard optimizer state (ddp -> zero1")
+    assert priced["sharding"].gain == pytest.approx(0.0, abs=1e-9)
+    # the same model's 4x the micro-batches is the report's: 16 - 15 + 51 = 52 units
+    more = {r.key: r for r in report.remedies}["accumulation"]
+    assert priced["accumulation"].gain == pytest.approx(more.gain, rel=1e-12)
+    assert more.gain == pytest.approx(4 * 16 / 52 - 1, abs=0.003)
