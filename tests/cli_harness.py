@@ -43,10 +43,11 @@ def fitted_of(report):
 
 
 def whole_lines(text: str) -> str:
-    """Decide's text as it read before it fit a terminal (``cli.terminal``): each wrapped line
-    joined to the line it continues (a line that starts with a space), and each short title of
-    the table ('Settings [1]') replaced by its '[1] ...' note, the notes taken out; a test then
-    reads a row or a note whole. A key without its note fails here."""
+    """Decide's or goal's text as it read before it fit a terminal (``cli.terminal``): each
+    wrapped line (``wrap``, a ``hanging_table``'s last cell) joined to the line it continues (a
+    line that starts with a space: no row does), and each short title of decide's table
+    ('Settings [1]') replaced by its '[1] ...' note, the notes taken out; a test then reads a
+    sentence, a row or a note whole. A key without its note fails here."""
     import re
 
     lines: list[str] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_harness import run_cli
+from cli_harness import run_cli, whole_lines
 
 from scalesim.goal import seek
 from scalesim.goal_layouts import default_layout, reference_batch_at
@@ -91,6 +91,7 @@ def test_layout_search_of_a_workload_without_a_shape_is_one_line(capsys):
 def test_the_text_says_each_plans_layout_and_the_note_how_it_was_chosen(capsys):
     code, out, err = run_cli(capsys, [*GOAL, "--max-devices", "64"])
     assert code == 0, err
+    out = whole_lines(out)  # each sentence on one line again
     assert "x tp 2 x pp 1 (recompute none, sequence parallel)" in out.splitlines()[0]
     assert "note: layouts searched: at each device count the planner's best" in out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from cli_harness import whole_lines
 
 from scalesim.cli.main import main
 from scalesim.goal import seek
@@ -60,6 +61,6 @@ def test_no_faster_network_where_every_count_fits_one_server(capsys):
     assert note in answer.notes
     assert main(["goal", "--train-samples", "2e8", "--deadline", "3d", "--budget", "50000",
                  "--max-devices", "8"]) == 0
-    out = capsys.readouterr().out
+    out = whole_lines(capsys.readouterr().out)  # each sentence on one line again
     assert out.splitlines()[1] == ""  # the answer's sentence, then no network sentence
     assert "faster networks" not in out and f"note: {note}" in out

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_harness import whole_lines
 
 from scalesim.cli.main import main
 from scalesim.goal import GoalNetwork, GoalPlan, network_answer, seek
@@ -103,7 +104,7 @@ def test_the_cli_prints_the_networks_and_json_carries_them(capsys):
     args = ["goal", "--train-samples", "2e9", "--critical-batch", "4096", "--deadline", "3d",
             "--budget", "50000"]
     assert main(args) == 0
-    out = capsys.readouterr().out
+    out = whole_lines(capsys.readouterr().out)  # each sentence and table row on one line again
     assert out.splitlines()[1].startswith("Cheapest faster network that meets the goal: 4 x 100")
     assert "faster networks (as scalesim decide runs them), each one's best plan:" in out
     assert ("8 x 200 Gb/s HDR InfiniBand (as in a DGX A100) (8 x 200 Gb/s, 192 GB/s busbw, 6 us, "

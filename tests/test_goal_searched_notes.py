@@ -62,6 +62,6 @@ def test_decide_and_goal_print_the_notes_said_before_their_own_one_way(capsys, c
     assert notes[0].startswith("device 100 is not among the ") and len(notes) >= 2
     code, text, err = run_cli(capsys, flags)
     assert code == 0, err
-    text = whole_lines(text) if command[0] == "decide" else text  # decide's wrapped notes
+    text = whole_lines(text)  # decide's and goal's wrapped notes
     said = [line.removeprefix("note: ") for line in text.splitlines() if line.startswith("note: ")]
     assert said == notes

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from cli_harness import run_cli
+from cli_harness import run_cli, whole_lines
 
 GOAL = ["goal", "--train-samples", "2e9", "--critical-batch", "4096", "--deadline", "3d",
         "--budget", "50000"]
@@ -20,6 +20,7 @@ def _usd(text: str) -> float:
 def test_today_enough_is_said_beside_a_cheaper_faster_network(capsys):
     code, out, err = run_cli(capsys, GOAL)
     assert code == 0, err
+    out = whole_lines(out)  # each sentence on one line again
     first = out.splitlines()[0]
     assert "network 4 x 100 Gb/s EFA" in first.split("Today's")[0]
     m = re.search(r"Today's network is enough: (\d+) devices .*?network as is: ([\d.]+ \w+) for "
@@ -53,6 +54,7 @@ def test_no_today_words_where_today_network_misses(capsys):
     nothing says today's is enough."""
     code, out, err = run_cli(capsys, [*GOAL[:-4], "--deadline", "20h", "--budget", "50000"])
     assert code == 0, err
+    out = whole_lines(out)  # each sentence on one line again
     first, need = out.splitlines()[0], out.splitlines()[2]
     assert "network 4 x 100 Gb/s EFA" in first and "Today's network is enough" not in out
     assert "; today 6.8 GB/s;" in need and "today 6.8 GB/s: enough" not in need

@@ -12,6 +12,8 @@ EFA 4 x 100 x 0.96 = 48; a2-highgpu-8g's one 100 Gb/s NIC 6.8 (every GPU count r
 
 from __future__ import annotations
 
+from cli_harness import whole_lines
+
 from scalesim.cli.main import main
 from scalesim.decision import decide
 from scalesim.figures import busbw_words
@@ -75,7 +77,7 @@ def test_goals_networks_say_what_the_job_reaches(capsys):
     args = ["goal", "--hardware", "dgx1-v100", "--gpus-per-node", "1", "--train-samples", "2e8",
             "--deadline", "10h", "--budget", "5000", "--max-devices", "32"]
     assert main(args) == 0
-    out = capsys.readouterr().out
+    out = whole_lines(capsys.readouterr().out)  # each table row on one line again
     assert ("(8 x 200 Gb/s, 24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server "
             "192), 6 us, needs 8 NICs per server") in out
     # NDR: 8 x 400 x 0.96 = 384, one NIC of eight: 48

@@ -9,7 +9,7 @@ do); predict's cost line on a CPU profile said 'per device-hour' without the hou
 from __future__ import annotations
 
 import pytest
-from cli_harness import run_cli
+from cli_harness import run_cli, whole_lines
 from scalesim.app import charts
 from scalesim.app.plan import finish, headline, make_plan
 from scalesim.app.state import default_state, preset_profile, with_profile_defaults
@@ -85,7 +85,7 @@ def _goal(capsys, pp: int) -> list[str]:
         "1e6", "--deadline", "2d", "--budget", "$50,000", "--price", "$2.50", "--max-devices",
         "96"])
     assert code == 0, err
-    return [line for line in out.splitlines() if line.startswith("note: ")]
+    return [line for line in whole_lines(out).splitlines() if line.startswith("note: ")]
 
 
 def test_goal_says_the_uneven_stages_of_the_split_it_keeps(capsys):
@@ -104,7 +104,7 @@ def test_goal_s_closest_plan_says_what_it_misses_once(capsys):
     code, out, err = run_cli(capsys, ["goal", "--train-samples", "1e12", "--deadline", "1h",
                                       "--budget", "1e3", "--max-devices", "64"])
     assert code == 0, err
-    first = out.splitlines()[0]
+    first = whole_lines(out).splitlines()[0]
     assert first.startswith("No plan meets the goal. Closest: "), first
     assert first.endswith(" (misses the deadline of 1.0 h and the budget of $1,000)."), first
     said = first.split(": ")[-1].split(" (misses")[0]  # '<time> for $<money>'

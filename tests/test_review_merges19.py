@@ -104,7 +104,7 @@ def test_a_bare_short_deadline_says_how_it_was_read(capsys, deadline, note):
     'within 30 s'. A bare number under an hour now gets a note, in the text and --json."""
     code, out, err = run_cli(capsys, [*GOAL, "--deadline", deadline])
     assert code == 0, err
-    said = [line for line in out.splitlines() if "was read as" in line]
+    said = [line for line in whole_lines(out).splitlines() if "was read as" in line]
     assert said == ([] if note is None else [f"note: {note}"])
     code, out, err = run_cli(capsys, [*GOAL, "--deadline", deadline, "--json"])
     assert code == 0, err

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 
+from cli_harness import whole_lines
+
 from scalesim.cli.main import main
 from scalesim.network_upgrades import UPGRADES_BY_KEY, network_scenario, nics_needed_words
 from scalesim.presets import get_hardware, get_workload
@@ -56,7 +58,7 @@ def test_decide_goal_and_the_remedy_say_it_for_a_dgx1(capsys):
     args = ["goal", "--hardware", "dgx1-v100", "--train-samples", "2e8", "--deadline", "3d",
             "--budget", "50000", "--max-devices", "64"]
     assert main(args) == 0
-    out = capsys.readouterr().out
+    out = whole_lines(capsys.readouterr().out)  # each table row on one line again
     assert f"(8 x 200 Gb/s, 192 GB/s busbw, 6 us, {DGX1_WORDS}; no public price" in out
     assert f"(8 x 400 Gb/s, 384 GB/s busbw, 6 us, {DGX1_WORDS}; no public price" in out
     assert main([*args, "--json"]) == 0

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from cli_harness import run_cli
+from cli_harness import run_cli, whole_lines
 
 from scalesim.goal import seek
 from scalesim.predict import predict
@@ -90,6 +90,7 @@ def test_goal_with_one_sample_answers_one_whole_step(capsys):
     assert all(p.time_s == pytest.approx(p.global_batch / p.samples_per_s, rel=1e-9) for p in answer.front)
     code, out, _ = run_cli(capsys, ["goal", "--train-samples", "1", "--deadline", "1s", "--budget", "0.01"])
     assert code == 0
+    out = whole_lines(out)  # each sentence and note on one line again
     assert out.splitlines()[0] == (
         "Cheapest plan that meets the goal: 1 device (1 server), micro-batch 16 x 1 "
         "accumulation, ddp, network as is: 0.034 s for $3.5e-5."

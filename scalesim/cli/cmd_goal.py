@@ -128,40 +128,43 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def render(answer) -> str:
+    """The answer as text, every line at most ``terminal.COLUMNS`` characters: its sentences
+    and notes wrapped (``terminal.wrap``), the Pareto front and the faster networks as tables
+    whose plan wraps inside its column (``terminal.hanging_table``)."""
+    from scalesim.cli.terminal import hanging_table, wrap
     from scalesim.figures import amount
     from scalesim.figures import duration_text as days
 
-    lines = [answer.sentence, *([answer.network_sentence] if answer.network_sentence else []),
-             *([answer.need_sentence] if answer.need_sentence else []),
-        "",
-        f"goal: {answer.goal} within {days(answer.deadline_s)} for at most "
-        f"${amount(answer.budget_usd)}; {answer.evaluated:,} plans evaluated, "
-        f"{answer.runnable:,} fit in memory",
-        "",
-    ]
+    def prose(*texts: str) -> list[str]:  # each wrapped; '' a blank line
+        return [out for text in texts for out in (wrap(text) if text else [""])]
+
+    def cells(p) -> dict[str, str]:  # a plan's time, money and verdict; '-' where none fits
+        if p is None:
+            return {"time": "-", "USD": "-", "meets": "no"}
+        return {"time": days(p.time_s), "USD": amount(p.cost_usd), "meets": "yes" if p.meets else "no"}
+
+    lines = prose(answer.sentence, *([answer.network_sentence] if answer.network_sentence else []),
+                  *([answer.need_sentence] if answer.need_sentence else []), "",
+                  f"goal: {answer.goal} within {days(answer.deadline_s)} for at most "
+                  f"${amount(answer.budget_usd)}; {answer.evaluated:,} plans evaluated, "
+                  f"{answer.runnable:,} fit in memory", "")
     if not answer.front:  # nothing runs: a table header over no rows says nothing
         lines.append("time against money: no Pareto front, no plan fits in memory")
     else:
-        lines += ["time against money (Pareto front: no plan is both sooner and cheaper):",
-                  f"{'time':>9} {'USD':>12}  meets  plan"]
-    for p in answer.front:
-        lines.append(f"{days(p.time_s):>9} {amount(p.cost_usd):>12}  {'yes' if p.meets else ' no':>5}  "
-                     f"{answer.describe(p)}")
-    if answer.networks:
-        lines += ["", "faster networks (as scalesim decide runs them), each one's best plan:",
-                  f"{'time':>9} {'USD':>12}  meets  network"]
+        lines.append("time against money (Pareto front: no plan is both sooner and cheaper):")
+        lines += hanging_table([{**cells(p), "plan": answer.describe(p)} for p in answer.front])
+    networks = []
     for n in answer.networks:
         link = f"{n.nics_per_node} x {n.gbit_per_nic:g} Gb/s, {n.busbw_words}, {n.latency_s * 1e6:g} us"
         link += f", {n.nics_needed}" if n.nics_needed else ""
         price = (f"+${amount(n.extra_usd_per_server_hour)} a {answer.words.server}-hour"
                  if n.priced else "no public price: USD is the devices' alone")
-        p = n.plan
-        if p is None:
-            lines.append(f"{'':>9} {'':>12}  {'':>5}  {n.name} ({link}; {price}): no plan fits")
-            continue
-        lines.append(f"{days(p.time_s):>9} {amount(p.cost_usd):>12}  {'yes' if p.meets else ' no':>5}  "
-                     f"{n.name} ({link}; {price}): {answer.describe(p)}")
-    lines += [f"note: {n}" for n in answer.notes]
+        said = "no plan fits" if n.plan is None else answer.describe(n.plan)
+        networks.append({**cells(n.plan), "network": f"{n.name} ({link}; {price}): {said}"})
+    if networks:
+        lines += ["", "faster networks (as scalesim decide runs them), each one's best plan:",
+                  *hanging_table(networks)]
+    lines += prose(*(f"note: {n}" for n in answer.notes))
     return "\n".join(lines)
 
 

@@ -1,5 +1,6 @@
-"""Text that fits a terminal: lines wrapped at ``COLUMNS`` characters, and a table whose long
-first cells are cut to a short title keyed to a note with the whole text (``fit_table``)."""
+"""Text that fits a terminal: lines wrapped at ``COLUMNS`` characters, a table whose long
+first cells are cut to a short title keyed to a note with the whole text (``fit_table``), and
+a table whose long last cells wrap inside their column (``hanging_table``)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,24 @@ def fit_table(rows: list[dict[str, str]]) -> tuple[list[str], list[str]]:
         lines.append(line(cell[0], [r[k] for k in others]))
         lines += [line(more, [""] * len(others)) for more in cell[1:]]
     return lines, notes
+
+
+def hanging_table(rows: list[dict[str, str]]) -> list[str]:
+    """``rows`` (the same keys; the first column's left-aligned and never empty, the middle
+    ones right-aligned, the last a long text) as lines of at most ``COLUMNS`` characters: the
+    last cell wraps inside the room the others leave (at least ``MIN_TITLE``), its later lines
+    indented to its column. A row starts with its first cell, never a space, so a reader joins
+    each line that does to the row it continues, as it does a ``wrap``ped line."""
+    first, *middle, last = list(rows[0])
+    if any(not r[first].strip() for r in rows):
+        raise ValueError(f"hanging_table: an empty '{first}' cell would start its row with a space")
+    widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in (first, *middle)}
+    indent = sum(widths.values()) + len(GAP) * len(widths)
+    room = max(MIN_TITLE, COLUMNS - indent)
+    lines = []
+    for r in [{k: k for k in rows[0]}, *rows]:
+        text = textwrap.wrap(r[last], room, break_long_words=False, break_on_hyphens=False) or [""]
+        cells = [r[first].ljust(widths[first]), *(r[k].rjust(widths[k]) for k in middle)]
+        lines.append(GAP.join([*cells, text[0]]).rstrip())
+        lines += [" " * indent + more for more in text[1:]]
+    return lines
