@@ -23,7 +23,7 @@ from test_app_browser import CHROMIUM, CHROMIUM_FLAGS, server  # noqa: F401 - th
 from test_app_profiles import one_server_profile
 
 from scalesim.decision import card_rows
-from scalesim.figures import amount
+from scalesim.figures import throughput
 
 pytestmark = pytest.mark.slow
 WAIT_MS = 60_000
@@ -204,8 +204,8 @@ def test_a_layout_link_opens_with_the_same_numbers(server, browser, tmp_path):  
     page = _open(browser, server + "?" + "&".join(f"{k}={v}" for k, v in query.items()))
     _settled(page)
     metrics = page.locator("[data-testid='stMetric']").all_inner_texts()
-    throughput = next(m for m in metrics if m.startswith(f"Throughput ({plan.unit}/s)"))
-    assert amount(plan.focus.samples_per_s) in throughput
+    shown = next(m for m in metrics if m.startswith(f"Throughput ({plan.unit}/s)"))
+    assert throughput(plan.focus.samples_per_s) in shown  # as the app writes it
     efficiency = next(m for m in metrics if m.startswith("Scaling efficiency at"))
     assert h["efficiency"] in efficiency and f"at {h['devices']} devices" in efficiency
     got = _query(page)

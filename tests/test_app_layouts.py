@@ -16,7 +16,7 @@ from scalesim.app.state import (
     with_profile_defaults,
 )
 
-from scalesim.figures import amount
+from scalesim.figures import throughput
 from scalesim.predict import predict
 from scalesim.schemas import ScenarioLayout
 
@@ -84,7 +84,7 @@ def test_the_layout_link_opens_the_page_with_the_split_and_its_controls():
     plan = make_plan(preset_profile(state), with_profile_defaults(state, preset_profile(state))
                      .model_copy(update={k: state.__dict__[k] for k in ("mb", "acc")}))
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics[f"Throughput ({plan.unit}/s)"] == amount(plan.focus.samples_per_s)
+    assert metrics[f"Throughput ({plan.unit}/s)"] == throughput(plan.focus.samples_per_s)
     # changing tp in the sidebar changes the link
     at.sidebar.number_input(key="k_tp").set_value(4)
     at.run()

@@ -33,7 +33,7 @@ from scalesim.decision import (
     money_ratio,
     usd_text,
 )
-from scalesim.figures import amount
+from scalesim.figures import throughput
 from scalesim.predict import predict
 from scalesim.profiles import default_profile
 from scalesim.schemas import Scenario
@@ -225,7 +225,7 @@ def test_the_app_card_and_its_link_show_the_same_option():
     at = open_app(encode_query(plan.state, plan.profile))
     buttons = {b.proto.label: b.proto.url for b in at.get("link_button")}
     opened = open_app(dict(parse_qsl(urlsplit(buttons[f"Open in the planner: {o.title}"]).query)))
-    assert next(m for m in opened.metric if m.label.startswith("Throughput")).value == amount(
+    assert next(m for m in opened.metric if m.label.startswith("Throughput")).value == throughput(
         o.samples_per_s)
     time_and_money = next(m for m in opened.metric if m.label.startswith("Time to"))
     assert time_and_money.value == duration_text(o.time_s)

@@ -14,7 +14,7 @@ from test_collective_waits import GPT, HW
 from test_hsdp import BAD_SHARD_GROUPS, _ring_s
 from test_hsdp import _inputs as layout_inputs
 
-from scalesim.figures import amount
+from scalesim.figures import throughput
 from scalesim.model import collectives as coll
 from scalesim.model.layout_step import evaluate_layouts
 from scalesim.model.step import StepInputs, evaluate
@@ -254,9 +254,9 @@ def test_an_hsdp_link_of_a_parameter_count_opens_with_predicts_numbers():
     at = open_app(BERT_16)
     assert not at.error and link_param(at, "sg") == "8"
     shown = {m.label: m.value for m in at.metric}
-    throughput = next(v for k, v in shown.items() if k.startswith("Throughput"))
-    assert throughput == amount(rows[-1].samples_per_s)
-    assert throughput != amount(full[-1].samples_per_s)
+    pace = next(v for k, v in shown.items() if k.startswith("Throughput"))
+    assert pace == throughput(rows[-1].samples_per_s)  # as the app writes it
+    assert pace != throughput(full[-1].samples_per_s)
 
 
 @pytest.mark.parametrize("workload, tp", [("bert-large", 1), ("gpt-1.7b", 2)])
