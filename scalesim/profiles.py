@@ -27,7 +27,7 @@ from scalesim.errors import (
     require_path,
     require_text,
 )
-from scalesim.figures import count
+from scalesim.figures import count, rate, whole
 from scalesim.jsonio import parse_model, read_json, version_text
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.precision import PUBLISHED_RUN
@@ -171,9 +171,9 @@ def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, syst
     lo = 0.0
     if reference_run_step_s(ref, workload, system, lo, optimizer_s) >= step_s:
         raise ScalesimError(
-            f"reference of '{ref.device_name}' ({ref.samples_per_s:.4g} samples/s per device on "
-            f"{count(ref.devices, 'device')}): the modelled communication of that run alone is slower "
-            "than its step; check the reference's devices, strategy and system")
+            f"reference of '{ref.device_name}' ({rate(ref.samples_per_s, workload.sample_unit)} "
+            f"per device on {count(ref.devices, 'device')}): the modelled communication of that "
+            "run alone is slower than its step; check the reference's devices, strategy and system")
     # The step grows monotonically with per_sample: bracket the root on a grid of 64 per call
     # (one vectorised model evaluation each), then interpolate inside the last bracket.
     for _ in range(6):
@@ -223,8 +223,8 @@ def compute_curve_from_reference(workload: Workload,
         )
     same = [r for r in workload.reference if r.device_name == hardware.device_name]
     ref = same[0] if same else workload.reference[0]
-    note = (f"compute: {ref.samples_per_s:.4g} {workload.sample_unit}/s per device on "
-            f"{count(ref.devices, 'device')}, {ref.samples_per_step} samples per optimizer step "
+    note = (f"compute: {rate(ref.samples_per_s, workload.sample_unit)} per device on "
+            f"{count(ref.devices, 'device')}, {whole(ref.samples_per_step)} samples per optimizer step "
             f"({ref.source})")
     bandwidth = memory_bandwidth_GBps(hardware.device_name, hardware.memory_bandwidth_GBps)
     ref_bandwidth = bandwidth if same else memory_bandwidth_GBps(ref.device_name)
