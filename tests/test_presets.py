@@ -171,3 +171,16 @@ def test_a_reference_run_s_pace_in_a_profile_note_and_its_refusal_is_figures_rat
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert ("reference of 'A100-SXM4 80GB' (123,500 sequences/s per device on 64 devices): the "
             "modelled communication of that run alone is slower than its step") in err
+
+
+def test_presets_write_a_reference_run_s_samples_per_step_thousands_separated(capsys):
+    """Session 43: `scalesim presets` wrote bert-large's reference run as '(65536 samples per
+    step; ...)' beside '569.1 sequences/s' of ``figures.rate``; a count is ``figures.whole``."""
+    from scalesim.cli.main import main
+    from scalesim.figures import whole
+    from scalesim.presets import WORKLOADS
+
+    assert main(["presets"]) == 0
+    said = re.findall(r"\(([\d,]+) samples per step; ", capsys.readouterr().out)
+    steps = [ref.samples_per_step for wl in WORKLOADS.values() for ref in wl.reference]
+    assert said == [whole(n) for n in steps] and "65,536" in said

@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from scalesim import presets
     from scalesim.cli.cmd_predict import intra_words
-    from scalesim.figures import count, rate
+    from scalesim.figures import count, rate, whole
 
     if args.json:
         print(to_json_text({
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                    + ("communication included" if ref.includes_communication
                       else "compute only"))
             print(f"      compute: {rate(ref.samples_per_s, wl.sample_unit)} per {ref.device_name} at batch "
-                  f"{ref.micro_batch} x {ref.accumulation} ({ref.samples_per_step} samples per "
+                  f"{ref.micro_batch} x {ref.accumulation} ({whole(ref.samples_per_step)} samples per "
                   f"step; {run}): {ref.source}")
     print("\ntransformer presets (scalesim plan --workload NAME; also --workload NAME of predict, "
           "sweep, decide and goal, split with --tp --pp):")
