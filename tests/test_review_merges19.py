@@ -123,16 +123,23 @@ def test_a_refused_deadline_is_still_one_line(capsys):
 def test_a_goal_where_nothing_fits_says_what_to_change(capsys):
     """llama3-70b on up to 16 H100s unsplit: 'No plan runs' said nothing of the split that goal
     keeps as given; a note now names --tp/--pp, plan and --max-devices (and, session 42,
-    --recompute full, which goal keeps as given too)."""
+    --recompute full, which goal keeps as given too). Session 43: that is ``--layout given``;
+    the default searches the planner's layouts and finds one that fits (tp 2, full recompute)."""
     code, out, err = run_cli(capsys, ["goal", "--workload", "llama3-70b", "--hardware", "dgx-h100",
                                       "--train-samples", "1e6", "--deadline", "30d", "--budget",
-                                      "1e6", "--max-devices", "16"])
+                                      "1e6", "--max-devices", "16", "--layout", "given"])
     assert code == 0, err
     assert out.startswith("No plan runs: none of the layouts searched fits in device memory.")
     assert ("note: goal keeps the split and recompute as given (tp 1 x pp 1, recompute none) and "
             "nothing fits at them: recompute the activations (--recompute full), split the model "
             "further (--tp, --pp; scalesim plan ranks the layouts that fit), or search more "
-            "devices (--max-devices, now 16)") in out.splitlines()
+            "devices (--max-devices, now 16)") in whole_lines(out).splitlines()
+    code, out, err = run_cli(capsys, ["goal", "--workload", "llama3-70b", "--hardware", "dgx-h100",
+                                      "--train-samples", "1e6", "--deadline", "30d", "--budget",
+                                      "1e6", "--max-devices", "16", "--json"])
+    assert code == 0, err
+    best = json.loads(out)["best"]
+    assert best["meets"] and best["tp"] * best["pp"] > 1 and best["recompute"] == "full"
 
 
 def test_a_split_given_to_plan_names_the_abbreviation_not_a_close_flag(capsys):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_harness import run_cli
+from cli_harness import run_cli, whole_lines
 
 from scalesim.presets import TRANSFORMERS, WORKLOADS
 
@@ -71,7 +71,8 @@ def test_diagnose_of_a_shapeless_workload_preset_says_it_has_no_shape(capsys, tm
 # --- goal where nothing fits: the note names the knob that makes it fit --------------------------
 
 GOAL_405B = ["goal", "--workload", "llama3-405b", "--hardware", "dgx-h100", "--train-samples",
-             "1e6", "--deadline", "7d", "--budget", "1e6", "--max-devices", "256"]
+             "1e6", "--deadline", "7d", "--budget", "1e6", "--max-devices", "256",
+             "--layout", "given"]  # the layout as given (session 43: the default searches)
 
 
 def test_goal_where_nothing_fits_names_full_recompute_and_it_fits_then(capsys):
@@ -83,7 +84,7 @@ def test_goal_where_nothing_fits_names_full_recompute_and_it_fits_then(capsys):
     code, out, err = run_cli(capsys, GOAL_405B)
     assert code == 0, err
     assert out.startswith("No plan runs")
-    note = next(line for line in out.splitlines() if line.startswith("note: goal keeps"))
+    note = next(line for line in whole_lines(out).splitlines() if line.startswith("note: goal keeps"))
     assert "(tp 1 x pp 1, recompute none)" in note and "--recompute full" in note
 
     code, out, err = run_cli(capsys, [*GOAL_405B, "--recompute", "full", "--json"])
@@ -96,7 +97,7 @@ def test_goal_where_nothing_fits_names_full_recompute_and_it_fits_then(capsys):
 def test_goal_note_leaves_recompute_out_where_it_is_full_already(capsys):
     code, out, err = run_cli(capsys, [*GOAL_405B, "--recompute", "full", "--max-devices", "8"])
     assert code == 0, err
-    note = next(line for line in out.splitlines() if line.startswith("note: goal keeps"))
+    note = next(line for line in whole_lines(out).splitlines() if line.startswith("note: goal keeps"))
     assert note.startswith("note: goal keeps the split as given (tp 1 x pp 1)")
     assert "--recompute" not in note
 
