@@ -248,36 +248,6 @@ def shard_group_problem(shard_group: int | None, dp: int, cp: int = 1) -> str:
                    f"(e.g. {dp * cp}: full sharding)", ("shard_group",))
 
 
-def shard_group_left_out(shard_group: int, ranks: dict[int, tuple[int, int]],
-                         devices: str = "devices", which: str = "") -> str:
-    """The one note of predict and sweep where a one-value ``shard_group`` leaves device counts
-    out (``shard_group_problem``: below their dp x cp and not dividing it): ``ranks`` maps
-    each count the command runs to its (dp, cp); ``devices`` the profile's noun; ``which``
-    the rows' kind where others at those counts run ('ZeRO ': a sweep's ddp rows run without
-    the group). '' where it
-    leaves none out. Names the counts, their data-parallel group and a shard group that runs
-    every count where one does (the largest common divisor of the group and the groups left
-    out, 2 or more): 'shard group 16 does not divide dp 24 or 40: the rows on 24 and 40 devices
-    are left out; --shard-group 8 runs every count, or give counts whose dp it divides'."""
-    import math
-
-    from scalesim.figures import count_list
-
-    left = {p: r for p, r in ranks.items() if shard_group_problem(shard_group, *r)}
-    if not left:
-        return ""
-    group = "dp x cp" if any(cp > 1 for _, cp in left.values()) else "dp"
-    sizes = list(dict.fromkeys(dp * cp for dp, cp in left.values()))
-    common = math.gcd(shard_group, *sizes)
-    runs_all = common >= 2 and not any(shard_group_problem(common, *r) for r in ranks.values())
-    fix = f"--shard-group {common} runs every count, or " if runs_all else ""
-    one = len(left) == 1
-    named = ", ".join(str(n) for n in sizes[:-1]) + (" or " if len(sizes) > 1 else "")
-    return (f"shard group {shard_group} does not divide {group} {named}{sizes[-1]}: the "
-            f"{which}{'row' if one else 'rows'} on {count_list(sorted(left))} {devices} "
-            f"{'is' if one else 'are'} left out; {fix}give counts whose {group} it divides")
-
-
 def recompute_style_field():
     """The pydantic field of a layout's recompute style (``ParallelLayout``, ``ScenarioLayout``):
     one default and one description."""

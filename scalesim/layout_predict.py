@@ -27,15 +27,23 @@ docs/model.md §22 gives the equations and the measured gap.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from scalesim.attention_kernel import ATTENTION_KERNELS, VENDOR_KERNEL, planner_kernel_of
 from scalesim.billing import job_sizes
+from scalesim.counts_left_out import (
+    LeftOut,
+    batch_left_out,
+    flag_of,
+    shard_group_left_out,
+    split_left_out,
+)
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, knobs_of
-from scalesim.figures import MIB_BYTES
+from scalesim.figures import MIB_BYTES, count_list
 from scalesim.layout import (
     SCHEDULES,
     ZERO_STRATEGIES,
@@ -46,7 +54,6 @@ from scalesim.layout import (
     op_sac_of,
     replica_devices,
     schedule_words,
-    shard_group_left_out,
     shard_group_problem,
     shard_group_refusal,
     split_words,
@@ -601,22 +608,27 @@ def first_problem(profile: Profile, dp, tp, pp, zero, micro, global_batch, split
 
 def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS, cp=1):
     """dp of each row; ScalesimError where tp x pp (x cp where cp > 1) does not divide the
-    devices (``nouns``: the profile's, 'processes 3 are not divisible' on CPU)."""
+    devices (``nouns``: the profile's, 'processes 3 are not divisible' on CPU), naming every
+    count of the first row's split that it does not divide: 'devices 8 and 24 are not divisible
+    by tp x pp = 16; give device counts that are multiples of it (16 or 32), or a tp x pp that
+    divides 8' (8: their gcd)."""
     p = np.asarray(devices, dtype=np.int64)
     model = replica_devices(np.asarray(tp, dtype=np.int64), np.asarray(pp, dtype=np.int64),
                             np.asarray(cp, dtype=np.int64))
     bad = p % model != 0
     if np.any(bad):
-        i = int(np.flatnonzero(np.broadcast_to(bad, np.broadcast(p, model).shape))[0])
-        pb, mb, cb = np.broadcast_arrays(p, model, np.asarray(cp))
-        what = "tp x pp x cp" if int(cb.flat[i]) > 1 else "tp x pp"
-        n, m = int(pb.flat[i]), int(mb.flat[i])
-        near = " or ".join(str(k) for k in dict.fromkeys(x for x in (n // m * m, -(-n // m) * m)
-                                                          if x))
-        raise ScalesimError(f"{nouns.devices} {n} are not divisible by {what} = {m}; give "
-                            f"{nouns.device} counts that are multiples of it ({near}), or a "
-                            f"{what} that divides {n}",
-                            knobs=("devices", "tp", "pp", *(("cp",) if int(cb.flat[i]) > 1 else ())))
+        pb, mb, cb = (a.ravel() for a in np.broadcast_arrays(p, model, np.asarray(cp)))
+        rows = np.flatnonzero(np.broadcast_to(bad, pb.shape).ravel())
+        i = int(rows[0])
+        m, c = int(mb[i]), int(cb[i])
+        what = "tp x pp x cp" if c > 1 else "tp x pp"
+        counts = sorted({int(pb[j]) for j in rows if int(mb[j]) == m and int(cb[j]) == c})
+        near = sorted({x for n in counts for x in (n // m * m, -(-n // m) * m) if x})
+        raise ScalesimError(f"{nouns.devices} {count_list(counts, None)} are not divisible by "
+                            f"{what} = {m}; give {nouns.device} counts that are multiples of it "
+                            f"({' or '.join(str(x) for x in near)}), or a {what} that divides "
+                            f"{math.gcd(*counts)}",
+                            knobs=("devices", "tp", "pp", *(("cp",) if c > 1 else ())))
     return p // model
 
 
@@ -638,43 +650,87 @@ def shard_group_problems(shard_group, dp, zero, framework, cp=1) -> np.ndarray:
     return np.array([judged[key] for key in keys], dtype=object).reshape(s.shape)
 
 
-def shard_group_counts(profile: Profile, scenario: Scenario) -> tuple[Scenario, str]:
-    """(``scenario`` with only the device counts its one-value shard group can run, the note
-    naming those left out: ``layout.shard_group_left_out``; '' where none is). A count whose
-    dp x cp the group is below and does not divide is left out, as a sweep drops its rows (one
-    rule, predict's and sweep's); the scenario is returned whole where no count is left, or
-    where the group cannot run at any count (DDP, a group of 1, DeepSpeed), or a count is no
-    multiple of tp x pp x cp: predict then refuses it in its one line."""
-    shard_group = layout_of(scenario).shard_group
-    if shard_group is None or shard_group_refusal(shard_group, scenario.strategy,
-                                                  scenario.zero_framework):
-        return scenario, ""
+COUNT_RULES = ("split", "global_batch", "shard_group")  # predict's order of checks
+
+
+def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = "",
+                    named=flag_of) -> tuple[list[int], list[str]]:
+    """(the scenario's device counts that its one-value settings run, the notes naming those
+    left out: ``counts_left_out``). Each rule of ``COUNT_RULES`` judges the counts the one
+    before kept, in predict's order of checks: tp x pp x cp dividing the count, the fixed global
+    batch splitting over dp x accumulation, the shard group dividing dp x cp (one rule,
+    predict's, sweep's and the app's). Every count and no note where a rule leaves none, or
+    where a shard group runs at no count (DDP, a group of 1, DeepSpeed): predict then refuses
+    in its one line, naming them. A count that fills no whole servers is refused first, as
+    predict does. ``skip``: rules whose setting a sweep varies; ``which``: the shard group's
+    rows where others run at its counts ('ZeRO '); ``named``: a knob's name in a fix (the CLI
+    flag; the app's control label)."""
+    from scalesim.predict import layout
+
+    nouns = nouns_for(profile.hardware.device_name)
+    layout(scenario.devices, scenario.devices_per_node or profile.hardware.devices_per_node, nouns)
     split = layout_of(scenario)
     on_layouts = uses_layouts(split_profile(profile, scenario), scenario)
     model = replica_devices(split.tp, split.pp, split.cp) if on_layouts else 1
-    if any(p % model for p in scenario.devices):
-        return scenario, ""
     cp = split.cp if on_layouts else 1  # the data-parallel path: every device a rank
-    ranks = {p: (p // model, cp) for p in scenario.devices}
-    kept = [p for p in scenario.devices if not shard_group_problem(shard_group, *ranks[p])]
-    if not kept or len(kept) == len(scenario.devices):
-        return scenario, ""
-    note = shard_group_left_out(shard_group, ranks, nouns_for(profile.hardware.device_name).devices)
-    return scenario.model_copy(update={"devices": kept}), note
+    group = split.shard_group
+    if group is not None and shard_group_refusal(group, scenario.strategy,
+                                                 scenario.zero_framework):
+        group = None  # predict refuses it at every count
+    gb, k = scenario.global_batch, scenario.accumulation
+    rules = {
+        "split": lambda ps: split_left_out(model, ps, nouns.devices, cp > 1),
+        "global_batch": lambda ps: LeftOut() if gb is None else batch_left_out(
+            gb, k, {p: p // model for p in ps}, nouns.devices, on_layouts, named),
+        "shard_group": lambda ps: LeftOut() if group is None else shard_group_left_out(
+            group, {p: (p // model, cp) for p in ps}, nouns.devices, which, named),
+    }
+    counts, notes = list(scenario.devices), []
+    for name in COUNT_RULES:
+        out = LeftOut() if name in skip else rules[name](counts)
+        if len(out.counts) == len(counts):
+            return list(scenario.devices), []
+        counts = [p for p in counts if p not in out.counts]
+        notes += [out.note] if out.note else []
+    return counts, notes
+
+
+def runnable_counts(profile: Profile, scenario: Scenario) -> tuple[Scenario, list[str]]:
+    """(``scenario`` with only the device counts it runs, the notes naming the rest):
+    ``counts_that_run``, for predict."""
+    counts, notes = counts_that_run(profile, scenario)
+    return (scenario.model_copy(update={"devices": counts}) if notes else scenario), notes
 
 
 def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
                       nouns: Nouns = GPU_NOUNS, cp=1) -> None:
-    """ScalesimError in one line at the first row (arrays broadcast) where the shard group
-    cannot run (``shard_group_problems``; '(at 4 processes)' for a CPU profile's ``nouns``)."""
+    """ScalesimError in one line where the shard group cannot run at some row (arrays
+    broadcast; ``shard_group_problems``; '(at 4 processes)' for a CPU profile's ``nouns``): the
+    first row's reason, or where the group divides the dp x cp of several counts asked, every
+    one of them ('shard group 16 does not divide dp 24 or 40; give a divisor of each (e.g. 8),
+    or drop it: full sharding (at 24 and 40 devices)')."""
     if shard_group is None:
         return
     why = shard_group_problems(shard_group, dp, zero, framework, cp)
     bad = np.flatnonzero(why.ravel() != "")
-    if bad.size:
-        p = np.broadcast_to(np.asarray(devices), why.shape).ravel()
-        first = why.ravel()[bad[0]]
+    if not bad.size:
+        return
+    p = np.broadcast_to(np.asarray(devices), why.shape).ravel()
+    first = why.ravel()[bad[0]]
+    d, c = (np.broadcast_to(np.asarray(a), why.shape).ravel() for a in (dp, cp))
+    sizes = {int(p[i]): (int(d[i]), int(c[i])) for i in bad
+             if shard_group_problem(shard_group, int(d[i]), int(c[i]))}
+    if len(sizes) < 2 or not shard_group_problem(shard_group, int(d[bad[0]]), int(c[bad[0]])):
         raise ScalesimError(f"{first} (at {nouns.count(int(p[bad[0]]))})", knobs=knobs_of(first))
+    group = "dp x cp" if any(k > 1 for _, k in sizes.values()) else "dp"
+    ranks = list(dict.fromkeys(a * b for a, b in sizes.values()))
+    common = math.gcd(*ranks)
+    named = (f"{', '.join(map(str, ranks[:-1]))} or {ranks[-1]}" if len(ranks) > 1
+             else str(ranks[0]))
+    offer = f"give a divisor of each (e.g. {common}), or " if common >= 2 else ""
+    raise ScalesimError(f"shard group {shard_group} does not divide {group} {named}; {offer}drop "
+                        f"it: full sharding (at {count_list(sorted(sizes), None)} "
+                        f"{nouns.devices})", knobs=("shard_group",))
 
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,

@@ -28,8 +28,6 @@ from scalesim.figures import MIB_BYTES
 from scalesim.layout import (
     P2P_OVERLAP_WORDS,
     SCHEDULES,
-    replica_devices,
-    shard_group_left_out,
     shard_group_refusal,
     unused_settings,
 )
@@ -357,25 +355,29 @@ def _one_value_shard_group(arrays: dict[str, np.ndarray], base: Scenario) -> tup
     return ("shard_group",) if any(s == "ddp" for s, _ in pairs) else ()
 
 
-def shard_group_left_out_note(plan: SweepPlan) -> str:
-    """predict's note of the device counts a one-value shard group leaves out
-    (``layout.shard_group_left_out``; their rows dropped and counted as broken layouts), where
-    the split is one value (a swept tp, pp or cp gives a count several dp: the dropped note's
-    example names the first); '' where none is left out or the group is swept."""
-    from scalesim.layout_predict import layout_of
+def left_out_notes(plan: SweepPlan) -> list[str]:
+    """predict's notes of the device counts a one-value split, global batch or shard group
+    leaves out (``layout_predict.counts_that_run``; their rows dropped and counted), for the
+    rules whose settings the sweep holds at one value (a swept tp, pp or cp gives a count
+    several dp: the dropped note's example names the first); [] where none is left out."""
+    from scalesim.layout_predict import counts_that_run
 
-    split = layout_of(plan.base)
-    if split.shard_group is None or any(a in plan.axes for a in ("shard_group", "tp", "pp",
-                                                                  "cp")):
-        return ""
-    on_layouts = plan.profile.workload.transformer is not None  # as ``_evaluate_grid`` goes
-    model = replica_devices(split.tp, split.pp, split.cp) if on_layouts else 1
-    cp = split.cp if on_layouts else 1
-    ranks = {int(p): (int(p) // model, cp) for p in plan.axes["devices"] if p % model == 0}
-    ddp = "ddp" in [str(s) for s in plan.axes.get("strategy", [plan.base.strategy])]
-    return shard_group_left_out(split.shard_group, ranks,
-                                nouns_for(plan.profile.hardware.device_name).devices,
-                                "ZeRO " if ddp else "")
+    base, axes = plan.base, plan.axes
+    skip = set()
+    if any(a in axes for a in ("tp", "pp", "cp")):
+        skip |= {"split", "global_batch", "shard_group"}
+    if "global_batch" in axes or "accumulation" in axes:
+        skip.add("global_batch")
+    strategies = [str(s) for s in axes.get("strategy", [base.strategy])]
+    zero = [s for s in strategies if s != "ddp"]
+    frameworks = [str(f) for f in axes.get("zero_framework", [base.zero_framework])]
+    if "shard_group" in axes or not zero:
+        skip.add("shard_group")
+    scenario = base.model_copy(update={  # a ZeRO row's, as the shard group runs there
+        "devices": [int(p) for p in axes["devices"]], "strategy": (zero or strategies)[0],
+        "zero_framework": "fsdp" if "fsdp" in frameworks else frameworks[0]})
+    return counts_that_run(plan.profile, scenario, skip,
+                           "ZeRO " if "ddp" in strategies else "")[1]
 
 
 def one_value_words(name: str, value) -> str:

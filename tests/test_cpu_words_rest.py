@@ -12,6 +12,8 @@ import pytest
 from app_harness import open_app, run_clean, upload_profile
 from cli_harness import run_cli
 from h200_gpt import H200
+from test_cpu_words import cpu_profile
+
 from scalesim.app.plan import (
     against_now_text,
     build_scenario,
@@ -22,8 +24,6 @@ from scalesim.app.plan import (
 )
 from scalesim.app.report import report_html
 from scalesim.app.state import default_state, with_profile_defaults
-from test_cpu_words import cpu_profile
-
 from scalesim.device_nouns import CPU_NOUNS
 from scalesim.layout import ParallelLayout, check_layout, layout_problems
 from scalesim.profiles import load_profile
@@ -76,10 +76,17 @@ def test_predict_sweep_decide_refuse_a_layout_in_processes_and_hosts(capsys, tmp
     assert _refusal(capsys, ["predict", "--profile", cpu, "--devices", "3", "--tp", "2"]).endswith(
         "error: 3 processes do not fill whole hosts of 2; use a multiple of 2 above 2, or set "
         "--gpus-per-node")
-    assert _refusal(capsys, ["predict", "--profile", cpu, "--devices", "1,2,4", "--tp", "2",
+    # no count of the list is a multiple of 4: every one named (session 43: the first alone)
+    assert _refusal(capsys, ["predict", "--profile", cpu, "--devices", "1,2", "--tp", "2",
                              "--pp", "2"]).endswith(
-        "error: processes 1 are not divisible by tp x pp = 4; give process counts that are "
+        "error: processes 1 and 2 are not divisible by tp x pp = 4; give process counts that are "
         "multiples of it (4), or a tp x pp that divides 1")
+    # 4 runs, 1 and 2 are left out in one note, in processes (the list was refused)
+    code, out, err = run_cli(capsys, ["predict", "--profile", cpu, "--devices", "1,2,4", "--tp",
+                                      "2", "--pp", "2"])
+    assert code == 0, err
+    assert ("note: tp x pp = 4 does not divide the processes: the rows on 1 and 2 processes are "
+            "left out; give counts that are multiples of 4") in out.splitlines()
     assert "(e.g. tp 4 x pp 1 on 6 processes: tp x pp does not divide the processes)" in _refusal(
         capsys, ["sweep", "--profile", cpu, "--devices", "6", "--tp", "4"])
     gpu = _refusal(capsys, ["predict", "--profile", str(H200), "--gpus-per-node", "8", "--devices",
@@ -159,10 +166,18 @@ def test_the_fit_hint_and_the_batch_refusals_say_processes(capsys, tmp_path):
                                       "--strategy", "zero3", "--batch", "1"])
     assert code == 0, err
     assert "try more devices per model replica" in out
-    batch = _refusal(capsys, ["predict", "--profile", cpu, "--devices", "2,4", "--global-batch", "6"])
+    batch = _refusal(capsys, ["predict", "--profile", cpu, "--devices", "4", "--global-batch", "6"])
     assert batch.endswith(
         "does not split evenly over 4 processes x 1 accumulation steps; pick a global batch "
-        "divisible by processes x accumulation at every count asked (2 and 4): 4 or 8")
+        "divisible by processes x accumulation: 4 or 8")
+    # 6 splits over 2 processes, not 4: 2 runs and 4 is left out, said in processes (session
+    # 43: the list was refused); the multiples of lcm(2, 4) = 4 nearest 6 split over both
+    code, out, err = run_cli(capsys, ["predict", "--profile", cpu, "--devices", "2,4",
+                                      "--global-batch", "6"])
+    assert code == 0, err
+    assert ("note: global batch 6 does not split evenly over processes x accumulation 4: the row "
+            "on 4 processes is left out; --global-batch 4 or 8 runs every count, or give counts "
+            "whose processes x accumulation divides it") in out.splitlines()
     assert _refusal(capsys, ["predict", "--profile", cpu, "--devices", "4", "--strategy", "zero1",
                              "--shard-group", "3"]).endswith("(at 4 processes)")
     # 2 is within the group (full sharding) and runs; 4 is left out, said in processes

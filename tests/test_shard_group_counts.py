@@ -81,8 +81,25 @@ def test_dp_times_cp_is_named_and_no_common_group_is_offered_where_none_runs_all
 
 
 def test_a_list_the_group_runs_nowhere_is_refused_in_one_line(capsys):
+    """predict names every count it cannot run (it named 24 alone before): gcd(24, 40) = 8
+    divides both dp; sweep's refusal keeps its first dropped row as its example."""
     for command in ("predict", "sweep"):
         code, out, err = run_cli(capsys, [command, "--devices", "24,40", "--strategy", "zero3",
                                           "--shard-group", "16"])
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-        assert "shard group 16 does not divide dp 24; give a divisor of it" in err
+        assert "shard group 16 does not divide dp 24" in err
+    assert err.startswith("scalesim sweep: error: no combination of the sweep is left")
+    code, out, err = run_cli(capsys, ["predict", "--devices", "24,40", "--strategy", "zero3",
+                                      "--shard-group", "16"])
+    assert err == ("scalesim predict: error: shard group 16 does not divide dp 24 or 40; give a "
+                   "divisor of each (e.g. 8), or drop it: full sharding (at 24 and 40 devices)\n")
+    # one count: the old words; dp 9 and 10 share no divisor of 2 or more (gcd 1): none offered
+    code, out, err = run_cli(capsys, ["predict", "--devices", "24", "--strategy", "zero3",
+                                      "--shard-group", "16"])
+    assert err.endswith("shard group 16 does not divide dp 24; give a divisor of it (e.g. 24: "
+                        "full sharding) (at 24 devices)\n")
+    code, out, err = run_cli(capsys, ["predict", "--devices", "9,10", "--gpus-per-node", "10",
+                                      "--strategy", "zero3", "--shard-group", "4"])
+    assert err.endswith("shard group 4 does not divide dp 9 or 10; drop it: full sharding (at 9 "
+                        "and 10 devices)\n"), err
+

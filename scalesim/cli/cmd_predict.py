@@ -212,10 +212,10 @@ def _fit_hints(profile, scenario, unfit) -> str:
         hints[0] if hints else f"more {nouns_for(profile.hardware.device_name).devices} per model replica")
 
 
-def render_table(profile, scenario, rows, left_out: str = "") -> str:
+def render_table(profile, scenario, rows, left_out: list[str] | None = None) -> str:
     """predict's text: its header lines, the table of ``rows`` and its notes; ``left_out``:
-    the note of the device counts a one-value shard group leaves out
-    (``layout_predict.shard_group_counts``), '' for none."""
+    the notes of the device counts asked that a one-value split, global batch or shard group
+    cannot run (``layout_predict.runnable_counts``)."""
     from scalesim.billing import billing_words
     from scalesim.cli.options import condition_words
     from scalesim.figures import amount, count_columns, fixed, number, speedup
@@ -352,8 +352,8 @@ def render_table(profile, scenario, rows, left_out: str = "") -> str:
                      "efficiency "
                      f"{before.efficiency:.1%} -> {rows[knee.index].efficiency:.1%}"
                      f" (-{knee.efficiency_drop * 100:.1f} points): {knee.label_in(words)}")
-    if left_out:  # the counts asked that the shard group cannot run, and why
-        lines.append(f"note: {left_out}")
+    # the counts asked that the split, global batch or shard group cannot run, and why
+    lines += [f"note: {note}" for note in left_out or ()]
     if note := above_linear_note(rows, words):
         lines.append(f"note: {note}")
     if unfit := [r for r in rows if not r.fits]:
@@ -484,12 +484,12 @@ def unmeasured_link_notes(profile, inter: bool, intra: bool) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from scalesim.layout_predict import shard_group_counts
+    from scalesim.layout_predict import runnable_counts
     from scalesim.predict import predict
 
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
-    scenario, left_out = shard_group_counts(profile, scenario)  # as sweep drops their rows
+    scenario, left_out = runnable_counts(profile, scenario)  # as sweep drops their rows
     rows = predict(profile, scenario)
     if scenario.price_per_device_hour is not None and all(r.cost_usd is None for r in rows):
         raise ScalesimError("--price needs a training length (--train-samples, or --epochs with "
@@ -507,8 +507,8 @@ def run(args: argparse.Namespace) -> int:
             "--train-samples); give both, or drop " + ("it" if len(given) == 1 else "them"))
     if args.json:
         print(to_json_text(json_rows(profile, scenario, rows), what="the prediction"))
-        if left_out:  # stdout holds the rows only, as sweep's notes go to stderr
-            print(f"note: {left_out}", file=sys.stderr)
+        for note in left_out:  # stdout holds the rows only, as sweep's notes go to stderr
+            print(f"note: {note}", file=sys.stderr)
     else:
         print(render_table(profile, scenario, rows, left_out))
     return 0

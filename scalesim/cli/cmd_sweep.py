@@ -507,7 +507,7 @@ def sweep_notes(plan) -> list[str]:
         layout,
         slow_device_note,
     )
-    from scalesim.sweep import shard_group_left_out_note
+    from scalesim.sweep import left_out_notes
 
     profile, base = plan.profile, plan.base
     swept = {
@@ -544,8 +544,7 @@ def sweep_notes(plan) -> list[str]:
         out.append(STALL_NOT_MODELLED)  # predict's note; data_stall_s empty / null
     if "shard_group" in plan.axes:
         out.append(SHARD_GROUP_WORDS)
-    if note := shard_group_left_out_note(plan):  # predict's note of the counts it leaves out
-        out.append(note)
+    out += left_out_notes(plan)  # predict's notes of the counts it leaves out
     if FP8 in plan.axes.get("precision", ()) and len(plan.axes["precision"]) > 1:
         # not every row's words, so the notes above drop them
         out.append("rows at precision fp8: " + FP8_WORDS.removeprefix("precision: "))

@@ -1,0 +1,111 @@
+"""The device counts of a ``--devices`` list that a one-value setting cannot run, and the one
+note that names them: predict leaves them out and sweep drops their rows, in the same words
+(the app, the shard group's; docs/model.md §16, "Counts a setting cannot run").
+
+Three rules, each a ``LeftOut`` of the counts it is given: a model split tp x pp (x cp) that
+does not divide a count (``split_left_out``), a fixed global batch that dp x accumulation does
+not divide (``batch_left_out``), a shard group below a count's dp (x cp) that does not divide
+it (``shard_group_left_out``). ``layout_predict.counts_that_run`` applies them in predict's
+order of checks. Each note names the rule's values, the counts left out and, where one exists,
+a value of the setting that runs every count (the gcd or lcm of the counts' sizes)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD
+from scalesim.figures import count_list
+from scalesim.layout import shard_group_problem
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """The device counts a rule leaves out (ascending; empty: none) and its note ('' for none)."""
+
+    counts: tuple[int, ...] = ()
+    note: str = ""
+
+
+def flag_of(field: str) -> str:
+    """The CLI flag of knob ``field`` ('--shard-group'): the knob table's (``bounds``)."""
+    return (KNOB_BY_FIELD.get(field) or LAYOUT_KNOB_BY_FIELD[field]).flag
+
+
+def left_out_note(why: str, left, devices: str, fix: str, instead: str, which: str = "") -> str:
+    """'<why>: the rows on 24 and 40 devices are left out; <fix> runs every count, or
+    <instead>': the one sentence of every rule (``fix`` '' where no value runs every count;
+    ``which`` the rows' kind where others at those counts run, 'ZeRO ')."""
+    one = len(left) == 1
+    runs = f"{fix} runs every count, or " if fix else ""
+    return (f"{why}: the {which}{'row' if one else 'rows'} on {count_list(sorted(left))} "
+            f"{devices} {'is' if one else 'are'} left out; {runs}{instead}")
+
+
+def _either(sizes) -> str:
+    """'24', '24 or 40', '12, 20 or 28': the sizes a rule fails at, once each, in order."""
+    words = [str(n) for n in dict.fromkeys(sizes)]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def split_left_out(model: int, counts, devices: str = "devices", cp: bool = False) -> LeftOut:
+    """The ``counts`` that ``model`` = tp x pp (x cp where ``cp``) devices of one replica do not
+    divide: 'tp x pp = 16 does not divide the devices: the rows on 8 and 24 devices are left
+    out; a tp x pp that divides 8 runs every count, or give counts that are multiples of 16'
+    (8: the gcd of every count, offered where it is 2 or more)."""
+    left = tuple(sorted(p for p in counts if p % model))
+    if not left:
+        return LeftOut()
+    what = "tp x pp x cp" if cp else "tp x pp"
+    common = math.gcd(*counts)
+    fix = f"a {what} that divides {common}" if common >= 2 else ""
+    return LeftOut(left, left_out_note(f"{what} = {model} does not divide the {devices}", left,
+                                       devices, fix, f"give counts that are multiples of {model}"))
+
+
+def batch_left_out(global_batch: int, accumulation: int, replicas: dict[int, int],
+                   devices: str = "devices", split: bool = False,
+                   named: Callable[[str], str] = flag_of) -> LeftOut:
+    """The counts (keys of ``replicas``: each count's model replicas, dp where ``split``, else
+    the count) whose replicas x ``accumulation`` micro-steps do not divide ``global_batch``
+    samples: 'global batch 64 does not split evenly over dp x accumulation 12 or 20: the rows
+    on 24 and 40 devices are left out; --global-batch 60 or 120 runs every count, or give counts
+    whose dp x accumulation divides it' (``predict.nearest_splitting_batches`` of every count;
+    ``named``: a knob's name, its CLI flag by default)."""
+    from scalesim.predict import nearest_splitting_batches
+
+    share = {p: r * accumulation for p, r in replicas.items()}
+    left = tuple(sorted(p for p, s in share.items() if global_batch % s))
+    if not left:
+        return LeftOut()
+    rule = "dp x accumulation" if split else f"{devices} x accumulation"
+    nearest = nearest_splitting_batches(global_batch, list(replicas.values()), accumulation)
+    fix = f"{named('global_batch')} {' or '.join(str(b) for b in nearest)}" if nearest else ""
+    why = (f"global batch {global_batch} does not split evenly over {rule} "
+           f"{_either(share[p] for p in left)}")
+    return LeftOut(left, left_out_note(why, left, devices, fix, f"give counts whose {rule} "
+                                                                 "divides it"))
+
+
+def shard_group_left_out(shard_group: int, ranks: dict[int, tuple[int, int]],
+                         devices: str = "devices", which: str = "",
+                         named: Callable[[str], str] = flag_of) -> LeftOut:
+    """The counts (keys of ``ranks``: each count's (dp, cp)) whose dp x cp ``shard_group`` is
+    below and does not divide (``layout.shard_group_problem``): 'shard group 16 does not divide
+    dp 24 or 40: the rows on 24 and 40 devices are left out; --shard-group 8 runs every count,
+    or give counts whose dp it divides' (8: the gcd of the group and the groups left out, where
+    it is 2 or more and runs every count; ``which``: 'ZeRO ' where a sweep's ddp rows run at
+    those counts)."""
+    left = {p: r for p, r in ranks.items() if shard_group_problem(shard_group, *r)}
+    if not left:
+        return LeftOut()
+    group = "dp x cp" if any(cp > 1 for _, cp in left.values()) else "dp"
+    sizes = [dp * cp for dp, cp in left.values()]
+    common = math.gcd(shard_group, *sizes)
+    runs_all = common >= 2 and not any(shard_group_problem(common, *r) for r in ranks.values())
+    fix = f"{named('shard_group')} {common}" if runs_all else ""
+    why = f"shard group {shard_group} does not divide {group} {_either(sizes)}"
+    return LeftOut(tuple(sorted(left)), left_out_note(why, left, devices, fix,
+                                                      f"give counts whose {group} it divides",
+                                                      which))
