@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from scalesim import presets
-from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOBS, validation_knobs
+from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, LAYOUT_KNOBS, validation_knobs
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import (
     DOES_NOT_FIT,
@@ -55,6 +55,7 @@ from scalesim.layout import (
 from scalesim.layout_predict import (
     asked_split,
     attention_kernel_note,
+    counts_that_run,
     kernel_refused,
     layout_of,
     own_timings_words,
@@ -400,6 +401,13 @@ def _precision(state: AppState, profile: Profile, fields: dict) -> list[str]:
     return []
 
 
+def _control_label(field: str) -> str:
+    """The sidebar control of knob ``field`` as a note names it ('Shard group (HSDP)'): the
+    label of its link key (``bounds``' knob table)."""
+    knob = KNOB_BY_FIELD.get(field) or LAYOUT_KNOB_BY_FIELD[field]
+    return FIELD_LABELS[knob.url_key]
+
+
 def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[str]]:
     """The Scenario the controls describe (device counts that cannot run are left out, noted)."""
     g, words = state.dpn or profile.hardware.devices_per_node, nouns_for(profile.hardware.device_name)
@@ -513,13 +521,20 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     else:
         fields["micro_batch"] = state.mb
     fields["devices"] = devices
-    if note := slow_device_note(state.slow, devices, nouns=words):
-        notes.append(note)
     try:
         scenario = Scenario(**fields)
     except ValidationError as exc:  # a combination the scenario refuses: its words, one line
         raise ScalesimError("scenario: " + "; ".join(error_text(e) for e in exc.errors()),
                             knobs=validation_knobs(exc.errors())) from None
+    # the counts the shard group cannot run: left out, in predict's and sweep's note (the
+    # split's and the batch's are left out above); none left: predict's one-line refusal
+    counts, left = counts_that_run(profile, scenario, skip=("split", "global_batch"),
+                                   named=_control_label)
+    if left:
+        notes += left
+        scenario = scenario.model_copy(update={"devices": counts})
+    if note := slow_device_note(state.slow, scenario.devices, nouns=words):
+        notes.append(note)
     words = nouns_for(profile.hardware.device_name)
     used = server_use_words(profile.hardware, scenario, f"the {label('dpn', words)} setting")
     if used:  # predict's header words, as the CLI shows them

@@ -30,9 +30,11 @@ CASES = {  # link, the control set back, its label
     "cp no count is a multiple of, with tp 2": (
         {"hw": "dgx-h100", "wl": "llama3-8b", "tp": "2", "cp": "3"}, "cp",
         "Context parallelism"),
+    # on a list whose every dp it does not divide (on powers of two 1 and 2 run, within the
+    # group, and the rest are left out with a note: tests/test_shard_group_counts.py)
     "a shard group that does not divide dp": (
-        {"hw": "dgx-h100", "wl": "llama3-8b", "strat": "zero3", "sg": "3"}, "sg",
-        "Shard group (HSDP)"),
+        {"hw": "dgx-h100", "wl": "llama3-8b", "strat": "zero3", "sg": "3", "grid": "list",
+         "dlist": "4,8,16,32,64"}, "sg", "Shard group (HSDP)"),
     "a fixed global batch no count splits": (
         {"mode": "strong", "gb": "3000000000", "acc": "2"}, "gb", "Global batch"),
     # session 43: the profile's own global batch (64) that accumulation 3 does not divide: the

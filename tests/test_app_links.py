@@ -155,14 +155,15 @@ def test_an_old_link_with_a_later_scenario_b_is_said_and_ignored():
 
 
 def test_the_fallback_box_names_the_layout_control_it_dropped_not_a_split_never_made():
-    """ZeRO-3 with shard group 3 on powers of two (3 does not divide dp 4): the page below the
-    error box is the what-if with the shard group at its default. Before, the box said 'this
-    what-if without its model split (tp 1, pp 1)' of a what-if that had no split (tp 1, pp 1
-    already); it names the control it set back, and the split where there was one."""
+    """ZeRO-3 with shard group 3 on the list 4, 8, 16 (3 divides no dp: on powers of two 1 and
+    2 run, within the group, since session 43): the page below the error box is the what-if with
+    the shard group at its default. Before, the box said 'this what-if without its model split
+    (tp 1, pp 1)' of a what-if that had no split (tp 1, pp 1 already); it names the control it
+    set back, and the split where there was one."""
     at = open_app({"v": "9", "hw": "dgx-h100", "wl": "gpt-7.5b", "strat": "zero3", "sg": "3",
-                   "dmax": "64"})
+                   "grid": "list", "dlist": "4,8,16"})
     errors = [e.value for e in at.error if e.value.startswith("Cannot predict")]
-    assert len(errors) == 1 and "shard group 3 does not divide dp 4" in errors[0]
+    assert len(errors) == 1 and "shard group 3 does not divide dp 4, 8 or 16" in errors[0]
     assert "model split" not in errors[0]
     assert "Below: this what-if with Shard group (HSDP) at its default until" in errors[0]
     assert len(at.metric) == 4

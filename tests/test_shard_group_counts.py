@@ -103,3 +103,36 @@ def test_a_list_the_group_runs_nowhere_is_refused_in_one_line(capsys):
     assert err.endswith("shard group 4 does not divide dp 9 or 10; drop it: full sharding (at 9 "
                         "and 10 devices)\n"), err
 
+
+APP_QUERY = {"v": "9", "wl": "llama3-8b", "strat": "zero3", "sg": "16", "dmax": "64",
+             "grid": "server"}
+APP_NOTE = ("shard group 16 does not divide dp 24, 40 or 56: the rows on 24, 40 and 56 devices "
+            "are left out; Shard group (HSDP) 8 runs every count, or give counts whose dp it "
+            "divides")
+
+
+def test_the_app_runs_the_counts_the_group_divides_and_shows_the_note():
+    """The app's every-server grid up to 64 (1, 2, 4, then 8 to 64 by 8) with shard group 16:
+    dp 24, 40 and 56 are left out (gcd(16, 24, 40, 56) = 8 divides every count, 1 to 4 within
+    it), in predict's note with the control's label for the flag; each row the app's of the
+    counts kept, typed as a list. Was an error box and the what-if without the group."""
+    from app.plan import make_plan
+    from app.state import decode_query
+
+    state, profile, _ = decode_query(APP_QUERY)
+    plan = make_plan(profile, state)
+    assert [r.devices for r in plan.rows] == [1, 2, 4, 8, 16, 32, 48, 64]
+    assert APP_NOTE in plan.notes
+    state, profile, _ = decode_query({**APP_QUERY, "grid": "list",
+                                      "dlist": "1,2,4,8,16,32,48,64"})
+    listed = make_plan(profile, state)
+    assert [r.step_time_s for r in listed.rows] == [r.step_time_s for r in plan.rows]
+    assert not any("shard group 16" in n for n in listed.notes)
+
+
+def test_the_app_page_shows_the_note_and_no_error_box():
+    from app_harness import open_app
+
+    at = open_app(APP_QUERY)
+    assert not [e.value for e in at.error if e.value.startswith("Cannot predict")]
+    assert any(APP_NOTE in i.value for i in at.info)
