@@ -12,8 +12,6 @@ import pytest
 from app_harness import open_app, run_clean, upload_profile
 from cli_harness import run_cli
 from h200_gpt import H200
-from test_cpu_words import cpu_profile
-
 from scalesim.app.plan import (
     against_now_text,
     build_scenario,
@@ -24,6 +22,8 @@ from scalesim.app.plan import (
 )
 from scalesim.app.report import report_html
 from scalesim.app.state import default_state, with_profile_defaults
+from test_cpu_words import cpu_profile
+
 from scalesim.device_nouns import CPU_NOUNS
 from scalesim.layout import ParallelLayout, check_layout, layout_problems
 from scalesim.profiles import load_profile

@@ -1089,6 +1089,7 @@ def test_decide_says_the_calibrated_ceiling_not_a_need_that_fits():
     of 80 GiB: a contradiction. It now says the ceiling (``decision.ceiling_words``), as the
     app's words do (``app.plan.misfit_words``); a need over the memory keeps its GiB."""
     from scalesim.app.plan import misfit_words
+
     from scalesim.decision import decide, need_words
 
     capped = _gpt_with_ceiling(8)
