@@ -135,6 +135,9 @@ class Remedy:
     # "split the model": the layout it runs (``remedies.split_change``: layout, ZeRO strategy,
     # accumulation, micro-batch); None for the other remedies and where it does not apply
     split_layout: dict | None = None
+    # a batch remedy's factor, as the model's remedy says it (``remedies.RemedyResult.factor``:
+    # twice the batch, 4x or 2x the micro-steps); None for the other remedies
+    factor: int | None = None
     helps: bool = field(init=False)  # a remedy: it runs and gains (verdict "remedy")
 
     def __post_init__(self) -> None:
@@ -221,8 +224,8 @@ def pinned(se: float, absolute: bool = False) -> bool:
 # (``trace_ranks.traced_micro_steps``), else ``TRACED_ACCUMULATION_TITLE`` with the traced count
 NOMINAL_BATCH_TITLES = {
     "bigger_batch": "Double the per-{device} batch (the traces do not record its size)",
-    "accumulation": "Accumulate gradients over 4x the micro-steps (the traces do not record how "
-                    "many)",
+    "accumulation": "Accumulate gradients over {factor}x the micro-steps (the traces do not "
+                    "record how many)",
 }
 TRACED_ACCUMULATION_TITLE = ("Accumulate gradients over {after} micro-steps (the traces show "
                              "{now} micro-step{s} a step)")
@@ -265,11 +268,12 @@ def model_remedies(profile, scenario, devices: int, cause: str | tuple[str, ...]
                 s="s" if traced_micro_steps != 1 else "")
         elif nominal_batch and r.key in NOMINAL_BATCH_TITLES:
             title = NOMINAL_BATCH_TITLES[r.key].format(
-                device=nouns_for(profile.hardware.device_name).device)
+                device=nouns_for(profile.hardware.device_name).device, factor=r.factor)
         split = r.key == "split_model" and r.applicable
         remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason, r.verdict,
                                float(r.objective_gain), r.measure,
-                               split_layout=split_change(r.scenario, r.title) if split else None))
+                               split_layout=split_change(r.scenario, r.title) if split else None,
+                               factor=r.factor))
     error = least_decisive_gain(profile, scenario) if decisive_gain is None else decisive_gain
     return first_remedy(remedies, cause, error), remedies
 

@@ -91,6 +91,14 @@ DP_EXCHANGE_SHARE = MODEL_PARALLEL_MEDIAN_ERROR / (1.0 + MODEL_PARALLEL_MEDIAN_E
 # scalesim.accuracy): it is no change, not a remedy (a display rounding, not a model figure).
 NO_CHANGE = 0.0005
 VERDICTS = ("remedy", "no change", "loses", "not runnable", "not applicable")  # display order
+# The batch remedies' factors, one place for every reader: each such remedy says its own
+# (``RemedyResult.factor``, ``diagnosis.Remedy.factor``), which a traced pipeline's pricing of
+# it reads (``trace_diagnosis.pipeline_batch_remedies``). Twice the per-device batch (or, where a
+# global batch is set, twice it); gradient accumulation over 4x the micro-steps, or, where a set
+# global batch splits into 2x but not 4x the micro-steps of each replica, 2x
+# (``accumulation_factor``).
+BIGGER_BATCH_FACTOR = 2
+ACCUMULATION_FACTORS = (4, 2)  # tried in this order; the first is the one without a global batch
 # The remedies whose gain is the data-parallel exchange's (overlapping it, sending it fewer times
 # a sample or over other collectives, a faster link): held back where traces show none of its
 # collectives (``trace_collectives.unseen_exchange_note``)
@@ -175,6 +183,9 @@ class RemedyResult:
     # the named hardware a faster-network remedy runs on (its price None where none is
     # public: the decision card then prices another, ``decision.card_upgrade``); None otherwise
     upgrade: NetworkUpgrade | None = None
+    # the batch remedies' factor (``BIGGER_BATCH_FACTOR``, ``accumulation_factor``): how many
+    # times today's batch or micro-steps it runs; None for the other remedies
+    factor: int | None = None
 
     @property
     def helps(self) -> bool:
@@ -300,6 +311,19 @@ class Candidate:
     reason: str  # why the remedy does not apply; '' where it is to be predicted
     caveat: str  # what the change costs or assumes, said under its gain; '' for none
     upgrade: NetworkUpgrade | None = None  # RemedyResult.upgrade: a named faster network
+    factor: int | None = None  # RemedyResult.factor: a batch remedy's factor
+
+
+def accumulation_factor(global_batch: int | None, replicas: int,
+                        accumulation: int) -> int | None:
+    """The accumulation remedy's factor (``ACCUMULATION_FACTORS``): 4x the micro-steps; where a
+    global batch is set (samples a step), the first factor f that splits it whole into f x
+    ``accumulation`` micro-steps of each of the ``replicas`` model replicas, None where none
+    does."""
+    if global_batch is None:
+        return ACCUMULATION_FACTORS[0]
+    return next((f for f in ACCUMULATION_FACTORS
+                 if global_batch % (replicas * f * accumulation) == 0), None)
 
 
 def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
@@ -315,26 +339,32 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     per = ("per-replica" if now.dp is not None and now.tp * now.pp > 1
            else f"per-{words.device}")
     out = []
-    big_reason = (f"a micro-batch of {2 * b:,} is past the bounds table's {micro_batch_max():,}"
-                  if 2 * b > micro_batch_max() else "")
+    big = BIGGER_BATCH_FACTOR
+    big_reason = (f"a micro-batch of {big * b:,} is past the bounds table's {micro_batch_max():,}"
+                  if big * b > micro_batch_max() else "")
     if strong:
         out.append(Candidate("bigger_batch", f"Double the global batch ({per} batch "
-                             f"{b} -> {2 * b})", scenario.model_copy(
-                                 update={"global_batch": 2 * scenario.global_batch}), profile,
-                             big_reason, "changes the optimisation: check time-to-quality"))
+                             f"{b} -> {big * b})", scenario.model_copy(
+                                 update={"global_batch": big * scenario.global_batch}), profile,
+                             big_reason, "changes the optimisation: check time-to-quality",
+                             factor=big))
     else:
-        out.append(Candidate("bigger_batch", f"Double the {per} batch ({b} -> {2 * b})",
-                             scenario.model_copy(update={"micro_batch": 2 * b}), profile, big_reason,
-                             "check time-to-quality"))  # rank_remedies adds 'global batch 2x: '
+        out.append(Candidate("bigger_batch", f"Double the {per} batch ({b} -> {big * b})",
+                             scenario.model_copy(update={"micro_batch": big * b}), profile,
+                             big_reason, "check time-to-quality",  # rank_remedies adds
+                             factor=big))  # 'global batch 2x: '
     out.append(Candidate("overlap", "Overlap gradient exchange with backward",
                          scenario.model_copy(update={"overlap": True}), profile,
                          "overlap is already on" if scenario.overlap
                          else no_exchange_reason(scenario, now, words), ""))
-    k, factor = scenario.accumulation, 4
-    if strong:  # the same global batch in 4x (else 2x) the micro-steps of each model replica
-        whole = [f for f in (4, 2) if scenario.global_batch % ((now.dp or now.devices) * f * k) == 0]
-        factor = whole[0] if whole else 4
-        acc_reason = "" if whole else "global batch does not split into 2x or 4x more micro-steps"
+    k = scenario.accumulation
+    # the same global batch in 4x (else 2x) the micro-steps of each model replica
+    whole = accumulation_factor(scenario.global_batch, now.dp or now.devices, k)
+    factor = whole or ACCUMULATION_FACTORS[0]
+    if strong:
+        acc_reason = "" if whole else (
+            "global batch does not split into "
+            + " or ".join(f"{f}x" for f in sorted(ACCUMULATION_FACTORS)) + " more micro-steps")
         caveat = f"same global batch, {factor}x smaller micro-batches"
     else:
         acc_reason, caveat = "", "check time-to-quality"  # after 'global batch 4x: '
@@ -346,7 +376,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     if reducing:
         acc_reason = acc_reason or DDP_REDUCING_ACCUMULATION
     out.append(Candidate("accumulation", f"Accumulate gradients over {factor * k} micro-steps (now {k})",
-                         acc_scn, profile, acc_reason, caveat))
+                         acc_scn, profile, acc_reason, caveat, factor=factor))
     if reducing:
         out.append(_ddp_no_sync(profile, scenario, ddp_reductions))
     out.append(Candidate("loader", "Cache the input / add loader workers (no data stall)",
@@ -932,12 +962,14 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
                          relative_links, split_layout, ddp_reductions):
         key, title, scn, prof, caveat = c.key, c.title, c.scenario, c.profile, c.caveat
         if c.reason:
-            results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, c.reason))
+            results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, c.reason,
+                                        factor=c.factor))
             continue
         try:
             after = _one(prof, scn, devices)
         except ScalesimError as exc:
-            results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, str(exc)))
+            results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, str(exc),
+                                        factor=c.factor))
             continue
         if key == "split_model":  # one title for every report: what changes, if split today
             title = layout_title(prof, scenario, now, scn, after, title)
@@ -970,7 +1002,8 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             if verdict in did:
                 note = f"{did[verdict]} here" + (f"; {caveat}" if caveat else "")
         results.append(RemedyResult(key, title, scn, prof, after, gain, True, note, t, cost,
-                                    objective_gain, verdict, measure, batch, c.upgrade))
+                                    objective_gain, verdict, measure, batch, c.upgrade,
+                                    c.factor))
 
     def order(r: RemedyResult):
         loader_first = not (stalled and r.key == "loader" and r.helps)

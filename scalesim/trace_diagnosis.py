@@ -41,7 +41,13 @@ from scalesim.process_groups import (
     layout_words,
     splits_the_model,
 )
-from scalesim.remedies import EXCHANGE_REMEDIES, gain_verdict
+from scalesim.remedies import (
+    ACCUMULATION_FACTORS,
+    BIGGER_BATCH_FACTOR,
+    EXCHANGE_REMEDIES,
+    accumulation_factor,
+    gain_verdict,
+)
 from scalesim.trace_collectives import (
     by_group,
     ddp_reductions,
@@ -213,7 +219,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
                                       dp_comm, mp_exposed + pipeline_fixed,
                                       micro_steps=micro_steps, exchange_seen=not unseen,
                                       ddp_reductions=reductions, set_aside_once=aside_once)
-    if pipeline is not None and any(r.key in BATCH_FACTORS for r in remedies):
+    if pipeline is not None and any(r.factor is not None for r in remedies):
         def model(per_sample_extra_s: float, per_step_s: float, fixed_s: float):
             return _trace_remedies(cr, summaries, cause.key, exchange, degrees,
                                    dp_comm, fixed_s, per_sample_extra_s, per_step_s,
@@ -498,7 +504,11 @@ def pipeline_batch_remedies(pipeline, model, mp_exposed_s: float,
 
     fixed = mp_exposed_s + loss_s
     _, bigger = model(fixed, 0.0, fixed)
-    per_pass, once = accumulation_split_s(pipeline, BATCH_FACTORS["accumulation"])
+    # the accumulation remedy's own factor (``remedies.accumulation_factor``), as the model says it
+    factor = next((r.factor for r in bigger if r.key == "accumulation" and r.factor), None)
+    if factor is None:  # no accumulation remedy to price: the bigger batch alone
+        factor = ACCUMULATION_FACTORS[0]
+    per_pass, once = accumulation_split_s(pipeline, factor)
     once = min(once, fixed)  # what the micro-step holds beside the compute
     _, more = model(0.0, once, fixed - once)
     m, v = pipeline.micro_batches, pipeline.virtual_stages
@@ -514,15 +524,17 @@ def pipeline_batch_remedies(pipeline, model, mp_exposed_s: float,
         r = next((r for r in ranked if r.key == key), None)
         if r is None or not r.applicable:
             continue
-        title = r.title if key == "bigger_batch" else _pipeline_accumulation_title(pipeline)
+        title = (r.title if key == "bigger_batch" else
+                 _pipeline_accumulation_title(pipeline, r.factor or factor))
         note = f"{how}; " + r.note if r.note else how
         out.append(replace(r, title=title, note=note))
     return out
 
 
-def _pipeline_accumulation_title(pipeline) -> str:
-    """'Accumulate gradients over 4x the pipeline's micro-batches (m -> 4m a step)'."""
-    k, m = BATCH_FACTORS["accumulation"], pipeline.micro_batches
+def _pipeline_accumulation_title(pipeline, factor: int) -> str:
+    """'Accumulate gradients over 4x the pipeline's micro-batches (m -> 4m a step)', 4 the
+    accumulation remedy's ``factor``."""
+    k, m = factor, pipeline.micro_batches
     fitted = "" if pipeline.counted else ", fitted"
     return (f"Accumulate gradients over {k}x the pipeline's micro-batches ({m} -> {k * m} a "
             f"step{fitted})")
@@ -547,7 +559,8 @@ def pipeline_only_batch_remedies(pipeline, step_s: float, mp_exposed_s: float,
     per_sample = pipeline.span_s + mp_exposed_s + data_wait_s
     rest = step_s - per_sample
     rest = rest if rest > 1e-9 * step_s else 0.0  # 0 but rounding
-    big, acc = BATCH_FACTORS["bigger_batch"], BATCH_FACTORS["accumulation"]
+    # no exchange, so no model remedy to say its factor: the remedies' own, no global batch set
+    big, acc = BIGGER_BATCH_FACTOR, accumulation_factor(None, 1, 1)
     per_pass, once = accumulation_split_s(pipeline, acc)
     per_pass += mp_exposed_s + data_wait_s
     others = [f"the other groups' collectives {milliseconds(mp_exposed_s)}"] if mp_exposed_s > 0 else []
@@ -563,7 +576,7 @@ def pipeline_only_batch_remedies(pipeline, step_s: float, mp_exposed_s: float,
          f"sends){with_them} grows with the micro-batch"
          + (f", the rest of the step {milliseconds(rest)} is paid once" if rest else
             ": the traced step is all of it, so nothing is amortised")),
-        ("accumulation", _pipeline_accumulation_title(pipeline),
+        ("accumulation", _pipeline_accumulation_title(pipeline, acc),
          step_s + (acc - 1) * per_pass, acc,
          f"each more pass of {m * v} micro-batch chunks adds {milliseconds(per_pass)} (the replayed "
          f"1F1B's steady state and the sends' own time{with_them.rstrip(',')}), the fill "
@@ -572,13 +585,9 @@ def pipeline_only_batch_remedies(pipeline, step_s: float, mp_exposed_s: float,
     ):
         gain = float(samples * step_s / new_step - 1.0)
         note = f"{how}; global batch {samples}x: check time-to-quality"
-        out.append(Remedy(key, title, gain, True, note, verdict=gain_verdict(gain)))
+        out.append(Remedy(key, title, gain, True, note, verdict=gain_verdict(gain),
+                          factor=samples))
     return out
-
-
-# The batch remedies of the exchange's model (``remedies._candidates``): twice the per-device
-# batch, 4x the micro-steps
-BATCH_FACTORS = {"bigger_batch": 2, "accumulation": 4}
 
 
 def _with_measured(remedies: list[Remedy], measured: Remedy) -> list[Remedy]:
@@ -924,7 +933,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
                     for r in remedies]
         first = first_remedy(remedies, cause, least_decisive_gain(profile, scenario))
     if not exchange_seen:
-        remedies = [Remedy(r.key, r.title, 0.0, False, UNSEEN_EXCHANGE_REASON)
+        remedies = [Remedy(r.key, r.title, 0.0, False, UNSEEN_EXCHANGE_REASON, factor=r.factor)
                     if r.key in EXCHANGE_REMEDIES else r for r in remedies]
         first = first_remedy(remedies, cause, least_decisive_gain(profile, scenario))
     capped = [_loader_within_wait(r, cr["data_wait_s"], step) for r in remedies]
