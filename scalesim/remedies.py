@@ -151,6 +151,15 @@ def measure_words(measure: str) -> str:
     return {"time": "time to finish", "quality": "time to quality"}.get(measure, "throughput")
 
 
+def verdict_words(verdict: str, measure: str = "throughput") -> str:
+    """How a runnable change that is no remedy says so at the head of its note: 'loses
+    throughput here', 'does not change the throughput here'; '' for a remedy (or any other
+    verdict). ``measure``: ``RemedyResult.measure``."""
+    what = measure_words(measure)
+    return {"no change": f"does not change the {what} here",
+            "loses": f"loses {what} here"}.get(verdict, "")
+
+
 def global_batch_change(batch: int, now_batch: int, said: bool = False) -> str:
     """'global batch 4x' ('1.125x' exactly, ``figures.multiple``) where a run trains at global
     batch ``batch`` against today's ``now_batch``, so no report compares unlike runs unsaid
@@ -997,10 +1006,8 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             # no change (ZeRO-1 where the optimizer step is not known: the same bytes sent; a
             # gain that prints as +0.0 %) is not a loss, nor a remedy
             verdict = gain_verdict(objective_gain)
-            what = measure_words(measure)
-            did = {"no change": f"does not change the {what}", "loses": f"loses {what}"}
-            if verdict in did:
-                note = f"{did[verdict]} here" + (f"; {caveat}" if caveat else "")
+            if did := verdict_words(verdict, measure):
+                note = did + (f"; {caveat}" if caveat else "")
         results.append(RemedyResult(key, title, scn, prof, after, gain, True, note, t, cost,
                                     objective_gain, verdict, measure, batch, c.upgrade,
                                     c.factor))

@@ -440,10 +440,15 @@ def _replayed_at(pipeline) -> str:
 def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
     """Evening the stages and halving the bubble, priced by replaying the traced schedule
     (``pipeline_trace``): each saves its replayed span's difference off the measured step,
-    gain ``step / (step - saving) - 1``."""
-    from scalesim.remedies import PIPELINE_BUBBLE_TITLE, PIPELINE_EVEN_TITLE
+    gain ``step / (step - saving) - 1``. Halving the bubble with m counted also pays the time
+    the replay leaves once more (twice the messages: ``PipelineReading.halved_s``); where that
+    outweighs the bubble it halves, the remedy loses, and its note says so and why, as the
+    model's remedies that lose say it (``remedies.verdict_words``)."""
+    from scalesim.remedies import PIPELINE_BUBBLE_TITLE, PIPELINE_EVEN_TITLE, verdict_words
 
     k, m, v = pipeline.pacing_stage, pipeline.micro_batches, pipeline.virtual_stages
+    extra_s = pipeline.unreplayed_s  # the time the replay leaves, paid once more at 2m
+    extra_s = extra_s if extra_s > 1e-9 * pipeline.span_s else 0.0  # 0 but rounding
     out = []
     for key, title, new_s, most_s, how in (
         ("pipeline_even", PIPELINE_EVEN_TITLE, pipeline.even_s, pipeline.lost_s,
@@ -455,8 +460,8 @@ def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
         ("pipeline_bubble", PIPELINE_BUBBLE_TITLE, pipeline.halved_s, pipeline.bubble_s,
          f"{m} -> {2 * m} micro-batches of half the size, the bubble {v} -> {2 * v} virtual "
          "stages per rank (an interleaved schedule) also halves"
-         + (f", twice the messages adding {milliseconds(pipeline.unreplayed_s)} once more"
-            if pipeline.counted else "")
+         + (f", twice the messages adding {milliseconds(extra_s)} once more"
+            if extra_s > 0 else "")
          + "; a ceiling: a micro-batch's fixed costs stay and smaller ones run the matmuls less "
          "efficiently. Megatron-LM "
          "--num-layers-per-virtual-pipeline-stage; torchtitan pipeline_parallel_schedule "
@@ -468,15 +473,28 @@ def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
         # stage's waits (a replay longer than the traced span would promise more)
         capped = saving > min(most_s, 0.99 * step_s)
         saving = min(saving, most_s, 0.99 * step_s)
-        gain = step_s / (step_s - saving) - 1.0
+        gain = float(step_s / (step_s - saving) - 1.0)
+        verdict = gain_verdict(gain)
         change = (f"{milliseconds(saving)} off the step" if saving >= 0
                   else f"{milliseconds(-saving)} onto the step")
-        extra = (" with the extra messages' time" if key == "pipeline_bubble"
-                 and pipeline.unreplayed_s > 0 else "")
+        messages = key == "pipeline_bubble" and extra_s > 0
+        # the replayed spans without the time the replay leaves, then the traced span it moves
+        replayed_s = new_s - extra_s if messages else new_s
+        span = f"span {milliseconds(pipeline.replay_s)} -> {milliseconds(replayed_s)}"
+        if messages:
+            span += (f", the traced span {milliseconds(pipeline.span_s)} -> "
+                     f"{milliseconds(pipeline.span_s - saving)} with the extra messages' time")
         cap = (f", capped at what the traces lost to it ({milliseconds(saving)})" if capped else "")
-        note = (f"replayed 1F1B at {_replayed_at(pipeline)}: span {milliseconds(pipeline.replay_s)} -> "
-                f"{milliseconds(new_s)}{extra}, {change}{cap}; {how}")
-        out.append(Remedy(key, title, float(gain), True, note, verdict=gain_verdict(float(gain))))
+        note = (f"replayed 1F1B at {_replayed_at(pipeline)}: {span}, {change}{cap}; {how}")
+        if did := verdict_words(verdict):
+            why = ""
+            if messages and verdict == "loses":
+                why = (f": twice the messages pay the {milliseconds(extra_s)} a step the replay "
+                       "leaves (the sends' own time and waits outside the schedule) once more, "
+                       f"more than the {milliseconds(pipeline.replay_s - replayed_s)} the "
+                       "halved bubble saves")
+            note = f"{did}{why}; {note}"
+        out.append(Remedy(key, title, gain, True, note, verdict=verdict))
     return out
 
 
