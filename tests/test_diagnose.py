@@ -333,7 +333,8 @@ def test_the_remedy_for_the_cause_goes_first_from_the_models_median_error(monkey
 
     def ranked(*_, **__):
         return None, [SimpleNamespace(key=k, title=k, gain=g, applicable=True, reason="",
-                                      verdict="remedy", objective_gain=g, measure="throughput")
+                                      verdict="remedy", objective_gain=g, measure="throughput",
+                                      factor=None)
                       for k, g in (("slow_device", 0.30), ("interconnect", gain))]
 
     monkeypatch.setattr(scalesim.remedies, "rank_remedies", ranked)

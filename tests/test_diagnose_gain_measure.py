@@ -131,7 +131,7 @@ def test_the_first_remedy_threshold_compares_the_figure_shown(monkeypatch, gain,
     def ranked(*_, **__):
         return None, [SimpleNamespace(key="bigger_batch", title="b", gain=gain, applicable=True,
                                       reason="", verdict="remedy", objective_gain=objective,
-                                      measure="quality")]
+                                      measure="quality", factor=2)]
 
     monkeypatch.setattr(scalesim.remedies, "rank_remedies", ranked)
     first, _ = model_remedies(default_profile(), Scenario(devices=[16]), 16, "small_work")
