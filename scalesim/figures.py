@@ -205,6 +205,25 @@ def duration_text(seconds: float) -> str:
     return f"{years:.1f} years" if years < 100 else f"{years:,.0f} years"
 
 
+def durations_apart(value_s: float, bound_s: float) -> tuple[str, str]:
+    """``value_s`` and ``bound_s`` as ``duration_text`` writes them, or where the two read alike
+    in the same unit, at as many more decimals of it (up to four more) as tell them apart: a
+    plan of 14.41 h past a deadline of 0.6 days (14.4 h) reads '14.41 h' and '14.40 h', never
+    '14.4 h (misses the deadline of 14.4 h)' (``percents_apart``'s rule for two durations)."""
+    shown = duration_text(value_s), duration_text(bound_s)
+    if shown[0] != shown[1] or value_s == bound_s:
+        return shown
+    unit = shown[1].split(" ", 1)[1]  # the unit duration_text chose for both: s, min, h...
+    seconds = {"s": 1.0, "min": 60.0, "h": 3600.0, "days": 86400.0,
+               "years": DAYS_PER_YEAR * 86400.0}[unit]
+    for decimals in range(2, 6):
+        shown = (f"{value_s / seconds:,.{decimals}f} {unit}",
+                 f"{bound_s / seconds:,.{decimals}f} {unit}")
+        if shown[0] != shown[1]:
+            break
+    return shown
+
+
 SIG3_WHOLE_BELOW = 1e6  # sig3 writes whole numbers from 100 up to this, then an exponent
 
 

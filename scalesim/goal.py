@@ -45,7 +45,15 @@ from scalesim import training_time
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, LAYOUT_KNOB_BY_FIELD, bound
 from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, busbw_words, count, duration_text, link_GBps, whole
+from scalesim.figures import (
+    amount,
+    busbw_words,
+    count,
+    duration_text,
+    durations_apart,
+    link_GBps,
+    whole,
+)
 from scalesim.goal_layouts import (
     LayoutGroup,
     check_layout_mode,
@@ -201,7 +209,7 @@ class GoalAnswer:
             return ("No plan runs: none of the layouts searched fits in "
                     f"{self.words.memory}.")
         c = self.closest
-        return (f"No plan meets the goal. Closest: {describe(c)}: {duration_text(c.time_s)} for "
+        return (f"No plan meets the goal. Closest: {describe(c)}: {self.time_of(c)} for "
                 f"${amount(c.cost_usd)} (misses {self.misses(c)}).")
 
     @property
@@ -219,12 +227,21 @@ class GoalAnswer:
                 f"{duration_text(b.time_s)} against {whole(t.devices)} for "
                 f"{duration_text(t.time_s)}), which saves more than its higher price costs.")
 
+    def time_of(self, p: GoalPlan) -> str:
+        """``p``'s time to the goal, where it misses the deadline written apart from it
+        (``figures.durations_apart``: '14.41 h' past a deadline of 14.40 h), as ``misses``
+        writes the deadline."""
+        if p.time_s > self.deadline_s:
+            return durations_apart(p.time_s, self.deadline_s)[0]
+        return duration_text(p.time_s)
+
     def misses(self, p: GoalPlan) -> str:
-        """What ``p`` misses, each limit said once (its time and money are said before): 'the
-        deadline of 3.0 days and the budget of $50,000'."""
+        """What ``p`` misses, each limit said once (its time and money are said before, its time
+        by ``time_of``): 'the deadline of 3.0 days and the budget of $50,000'; a deadline its
+        time would read alike at one decimal at as many more as tell them apart."""
         misses = []
         if p.time_s > self.deadline_s:
-            misses.append(f"the deadline of {duration_text(self.deadline_s)}")
+            misses.append(f"the deadline of {durations_apart(p.time_s, self.deadline_s)[1]}")
         if p.cost_usd > self.budget_usd:  # by how much, where the two print alike
             by = (f" by ${amount(p.cost_usd - self.budget_usd)}"
                   if amount(p.cost_usd) == amount(self.budget_usd) else "")
@@ -246,7 +263,7 @@ class GoalAnswer:
         p = self.unlimited
         return (f"No inter-server network reaches the goal: on an unlimited one "
                 f"({link_GBps(UNLIMITED_BUSBW_GBps)} busbw, 0 us a hop) the closest plan is "
-                f"{self.describe(p)}: {duration_text(p.time_s)} for ${amount(p.cost_usd)} "
+                f"{self.describe(p)}: {self.time_of(p)} for ${amount(p.cost_usd)} "
                 f"(misses {self.misses(p)}), of which its compute alone takes "
                 f"{duration_text(self.unlimited_compute_s)}.")
 
