@@ -840,8 +840,9 @@ def _tab_goal(plan: Plan) -> None:
     chart = charts.pareto_chart(answer)
     if chart is not None:
         _chart(chart, charts.pareto_text(answer))
-    st.caption(f"{answer.evaluated:,} plans searched ({plan.words.devices}, micro-batch, accumulation, "
-               f"strategy, priced network upgrades); {answer.runnable:,} fit in memory. "
+    searched = answer.searched_words(f"plans searched ({plan.words.devices}, micro-batch, "
+                                     "accumulation, strategy, priced network upgrades)")
+    st.caption(f"{searched[0].upper()}{searched[1:]}. "
                + " ".join(_md(n[0].upper() + n[1:]) + "." for n in answer.notes))
     show_table(pd.DataFrame([{
         "hours": to_hours(p.time_s), "cost USD": p.cost_usd, "meets goal": p.meets,

@@ -192,10 +192,30 @@ class GoalAnswer:
     # how each plan's layout was chosen (``goal_layouts.LAYOUT_MODES``): the scenario's own
     # ('given'), or the planner's best at each device count ('search')
     layout: str = "given"
+    # searched: the layouts the planner evaluated (fitting or not) to choose them, and the
+    # device counts it searched; None where the layout is given
+    layouts_tried: int | None = None
+    layout_counts: int | None = None
 
     def describe(self, p: GoalPlan) -> str:
         """``describe`` of one of this answer's plans, in its devices' nouns."""
         return describe(p, self.words)
+
+    def searched_words(self, plans: str = "plans evaluated") -> str:
+        """How much was searched: '12,576 plans evaluated, 6,824 fit in memory'; searched
+        layouts add what the planner ranked to choose them; where none of its layouts fits, that
+        it tried them and none fits, not '0 plans evaluated'. ``plans``: what the count is of
+        (the app's 'plans searched (...)')."""
+        counted = f"{self.evaluated:,} {plans}, {self.runnable:,} fit in memory"
+        if self.layouts_tried is None:
+            return counted
+        counts = f"{self.layout_counts:,} {self.words.device} count" + (
+            "s" if self.layout_counts != 1 else "")
+        if not self.evaluated:
+            return (f"the planner tried {self.layouts_tried:,} layouts at {counts} and none fits "
+                    f"in {self.words.memory}, so there was no plan to evaluate")
+        return (f"{counted} (around the planner's best layouts, chosen from the "
+                f"{self.layouts_tried:,} it tried at {counts})")
 
     @property
     def sentence(self) -> str:
@@ -509,15 +529,16 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         "accumulation": searched_accumulations(k0),
         "strategy": list(STRATEGIES),
     }
-    groups = [LayoutGroup(None, axes)]
+    groups, tried = [LayoutGroup(None, axes)], None
     if mode == "search":  # the planner's best layout at each count, on today's network
-        groups, _ = searched_groups(profile, base, grid, reference, g, lambda row: (
+        searched = searched_groups(profile, base, grid, reference, g, lambda row: (
             searched_micro_batches(row.micro_batch), searched_accumulations(row.accumulation),
             STRATEGIES))
+        groups, tried = searched.groups, (searched.layouts_tried, len(grid))
         notes.append(searched_note(reference, g, bool(faster and grid[-1] > g)))
     if not groups:  # the planner found no layout that fits at any count
         return _nothing_fits(profile, base, deadline_s, budget_usd, goal, reference, max_devices,
-                             controls, notes)
+                             controls, notes, tried)
     graded = [_graded(profile, base, groups, goal, reference, None) if n is None else
               _graded(n.profile, n.scenario, groups, goal, reference, n) for n in nets]
     runs = [r for r, _, _ in graded]
@@ -601,7 +622,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                       evaluated=int(costed.sum()), runnable=int(ok.sum()), notes=notes,
                       words=nouns_for(profile.hardware.device_name), network_need=need,
                       unlimited=unlimited, unlimited_compute_s=compute_s, today=today,
-                      layout=mode,
+                      layout=mode, layouts_tried=None if tried is None else tried[0],
+                      layout_counts=None if tried is None else tried[1],
                       networks=[_network_row(net, _best_on((on == i) & across, runs_ok, within,
                                                            time_s, cost, deadline_s, budget_usd),
                                              plan, server_part_words(profile.hardware, base))
@@ -624,14 +646,17 @@ def searched_note(reference: int, devices_per_node: int, networks: bool) -> str:
 
 def _nothing_fits(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                   goal: training_time.Goal, reference: int, max_devices: int,
-                  controls: GoalControls, notes: list[str]) -> GoalAnswer:
-    """The answer where the planner found no layout that fits at any count searched."""
+                  controls: GoalControls, notes: list[str],
+                  tried: tuple[int, int]) -> GoalAnswer:
+    """The answer where the planner found no layout that fits at any count searched;
+    ``tried``: the layouts it evaluated and the device counts it searched."""
     notes.append(no_fit_note(profile, base, max_devices, controls, searched=True))
     return GoalAnswer(deadline_s=float(deadline_s), budget_usd=float(budget_usd),
                       goal=goal.label(), train_samples=goal.train_samples,
                       reference_batch=int(reference), best=None, closest=None, front=[],
                       evaluated=0, runnable=0, notes=notes,
-                      words=nouns_for(profile.hardware.device_name), layout="search")
+                      words=nouns_for(profile.hardware.device_name), layout="search",
+                      layouts_tried=tried[0], layout_counts=tried[1])
 
 
 def _goal_plan(c: dict, i: int, time_s: np.ndarray, cost: np.ndarray, meets: bool,

@@ -67,22 +67,34 @@ def reference_batch_at(reference: int, devices_per_node: int, devices: int) -> i
     return max(1, round(reference * devices / devices_per_node))
 
 
+@dataclass(frozen=True)
+class Searched:
+    """What the planner found for ``searched_groups``: the layout groups, the best row of each
+    device count searched (a ``plan.PlanRow``; None where no layout is valid or fits), and how
+    many layouts it evaluated over those counts, fitting or not (``plan.RankedRows.evaluated``)."""
+
+    groups: list[LayoutGroup]
+    best: dict[int, object]
+    layouts_tried: int
+
+
 def searched_groups(profile: Profile, base: Scenario, counts: list[int], reference: int,
-                    devices_per_node: int, around) -> tuple[list[LayoutGroup], dict[int, object]]:
+                    devices_per_node: int, around) -> Searched:
     """The planner's best layout at each of ``counts`` (``plan_at``, ranked by throughput, at
     ``reference_batch_at``) grouped by layout, each group's axes ``around(row)`` of its
-    counts' rows merged; and the best row of each count (a ``plan.PlanRow``; None where no
-    layout is valid or fits)."""
+    counts' rows merged; the best row of each count; the layouts the planner tried."""
     from scalesim.layout_predict import plan_at, scenario_of_row
 
     best: dict[int, object] = {}
+    tried = 0
     for n in counts:
-        try:
+        try:  # the unfit ranked too (after every fitting one), so a count of none is counted
             ranked = plan_at(profile, base, [n], reference_batch_at(reference, devices_per_node, n),
-                             top=1)
-        except ScalesimError:  # no valid layout at that batch, or none fits
+                             top=1, include_unfit=True)
+        except ScalesimError:  # no valid layout at that batch
             best[n] = None
             continue
+        tried += ranked.evaluated
         best[n] = ranked.by_count[0].best
     groups: dict[str, tuple[ScenarioLayout, dict]] = {}
     for n, row in best.items():
@@ -98,6 +110,6 @@ def searched_groups(profile: Profile, base: Scenario, counts: list[int], referen
         axes["micro_batch"] |= set(micro)
         axes["accumulation"] |= set(accumulation)
         axes["strategy"] = list(strategies)
-    return [LayoutGroup(layout, {**axes, "micro_batch": sorted(axes["micro_batch"]),
-                                 "accumulation": sorted(axes["accumulation"])})
-            for layout, axes in groups.values()], best
+    return Searched([LayoutGroup(layout, {**axes, "micro_batch": sorted(axes["micro_batch"]),
+                                          "accumulation": sorted(axes["accumulation"])})
+                     for layout, axes in groups.values()], best, tried)

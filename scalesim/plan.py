@@ -187,11 +187,13 @@ class RankedRows(list):
     """``rank_layouts``' rows, best first (a list of ``PlanRow``: the ranking of every count's
     layouts together), and ``by_count``: a ``CountBest`` for each device count asked, fewest
     first. Ranked together, the largest count's layouts fill the top rows (its throughput is
-    the highest); ``by_count`` says what the others run at best, or why they run nothing."""
+    the highest); ``by_count`` says what the others run at best, or why they run nothing;
+    ``evaluated``: the valid layouts evaluated over every count, fitting or not."""
 
-    def __init__(self, rows: list[PlanRow], by_count: list[CountBest]):
+    def __init__(self, rows: list[PlanRow], by_count: list[CountBest], evaluated: int = 0):
         super().__init__(rows)
         self.by_count = by_count
+        self.evaluated = evaluated
 
 
 def count_scaling(by_count: list[CountBest]) -> list[float | None]:
@@ -1024,7 +1026,7 @@ def rank_layouts(
             by_count.append(CountBest(n, rows[k] if k < len(rows) else row_of(order[k], k + 1)))
             continue
         by_count.append(CountBest(n, None, nothing_fits([n])))
-    return RankedRows(rows, by_count)
+    return RankedRows(rows, by_count, int(grid["dp"].size))
 
 
 def exhaustive_scalar(setting: Setting, devices: list[int], cp_values=(1,)) -> list[tuple]:

@@ -146,8 +146,7 @@ def render(answer) -> str:
     lines = prose(answer.sentence, *([answer.network_sentence] if answer.network_sentence else []),
                   *([answer.need_sentence] if answer.need_sentence else []), "",
                   f"goal: {answer.goal} within {days(answer.deadline_s)} for at most "
-                  f"${amount(answer.budget_usd)}; {answer.evaluated:,} plans evaluated, "
-                  f"{answer.runnable:,} fit in memory", "")
+                  f"${amount(answer.budget_usd)}; {answer.searched_words()}", "")
     if not answer.front:  # nothing runs: a table header over no rows says nothing
         lines.append("time against money: no Pareto front, no plan fits in memory")
     else:
