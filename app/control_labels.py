@@ -31,7 +31,12 @@ LABELS = {  # state field -> label
     "focus": "{Device} count for remedies and A vs B",
     "mm": "Memory margin (share of each {device}'s memory kept free, 0 to 0.5)",
     "gmax": "Largest {device} count goal searches",
+    "glay": "Goal's layouts",
 }
+# goal --layout's choices (the knob table's row goal_layout) and the app's auto (its default)
+GOAL_LAYOUT_LABELS = {"auto": "auto: search unless the Layout sets a split",
+                      "search": "search: the planner's best at each {device} count",
+                      "given": "given: the sidebar's Layout at every count"}
 STRATEGY_LABELS = {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3 / FSDP"}
 ZERO_FRAMEWORK_LABELS = {"fsdp": "FSDP (ZeRO-1: Megatron-Core distributed optimizer)",
                          "deepspeed": "DeepSpeed"}

@@ -341,6 +341,20 @@ def layout_of_state(state: AppState) -> ScenarioLayout | None:
         raise ScalesimError(f"layout: {exc}", knobs=validation_knobs(exc.errors())) from None
 
 
+def goal_layout_mode(state: AppState, profile: Profile, scenario: Scenario) -> str:
+    """The Goal tab's layout mode (``goal_layouts.LAYOUT_MODES``): the sidebar's choice, or
+    for auto goal --layout's default (``goal_layouts.default_layout``) of the split the
+    sidebar sets, as the CLI's flags give it: the layout fields away from their defaults (a
+    control at its default is a flag not given; ``scenario`` is ``build_scenario``'s)."""
+    from scalesim.goal_layouts import default_layout
+
+    if state.glay != "auto":
+        return state.glay
+    split = scenario.layout
+    asked = None if split is None else ScenarioLayout(**split.model_dump(exclude_defaults=True))
+    return default_layout(profile, scenario.model_copy(update={"layout": asked}))
+
+
 def state_of_scenario(scenario: Scenario, profile: Profile, focus: int | None = None) -> AppState:
     """The planner's controls for ``scenario`` on ``profile``: ``build_scenario``'s inverse
     for every field the planner has a control for (a scenario's value of None keeps the

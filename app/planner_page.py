@@ -77,6 +77,7 @@ from .plan import (
     device_counts,
     duration,
     finish,
+    goal_layout_mode,
     headline,
     layout_memory_note,
     layout_ranking,
@@ -462,6 +463,13 @@ GOAL_MAX_HELP = ("How far the Goal tab searches: powers of two below one server,
                  "servers up to this count (scalesim goal --max-devices). Its own control, not "
                  "the largest count the charts plot: goal looks for the cheapest plan that "
                  "meets the deadline, often far past the counts plotted.")
+GOAL_LAYOUT_HELP = ("How the Goal tab chooses each plan's layout (scalesim goal --layout): "
+                    "search runs the planner's best layout at each device count (tp x pp x cp, "
+                    "schedule, recompute, sequence parallelism, as the Layouts tab ranks them); "
+                    "given keeps the sidebar's Layout at every count; auto searches unless the "
+                    "Layout sets a split (tp, pp, cp, schedule, virtual stages, recompute, "
+                    "sequence parallelism, shard group), as the CLI does without --layout. A "
+                    "workload without a transformer shape has no layouts to search.")
 
 
 def _goal_section(c: _Controls) -> None:
@@ -474,6 +482,10 @@ def _goal_section(c: _Controls) -> None:
     c(st.sidebar.number_input, "dl", "Deadline (hours; empty: none)", step=24.0, format="%.1f")
     c(st.sidebar.number_input, "bud", "Budget (USD; empty: none)", step=1000.0, format="%.0f")
     c(st.sidebar.number_input, "gmax", c.label("gmax"), step=64, help=GOAL_MAX_HELP)
+    labels = control_labels.choice_labels(control_labels.GOAL_LAYOUT_LABELS, c.words)
+    c(st.sidebar.selectbox, "glay", c.label("glay"), options=list(labels),
+      format_func=labels.get, help=GOAL_LAYOUT_HELP,
+      disabled=ss["profile"].workload.transformer is None and c.state.glay != "search")
 
 
 def _advanced_section(c: _Controls) -> None:
@@ -805,17 +817,20 @@ def goal_controls(words: Nouns) -> GoalControls:
     return GoalControls(
         name=lambda f: in_words(FIELD_LABELS[LAYOUT_KNOB_BY_FIELD[f].url_key], words),
         max_devices=f"{in_words(FIELD_LABELS['gmax'], words)} in the sidebar's {GOAL_SECTION}",
-        layouts="the Layouts tab ranks the layouts that fit", place="in the sidebar's Layout")
+        layouts="the Layouts tab ranks the layouts that fit", place="in the sidebar's Layout",
+        layout=f"{FIELD_LABELS['glay']} '{{mode}}' in the sidebar's {GOAL_SECTION}",
+        transformers="pick a transformer workload (e.g. llama3-8b) in the sidebar")
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _cached_goal(profile_json: str, scenario_json: str, deadline_s: float, budget_usd: float,
-                 max_devices: int):
+                 max_devices: int, layout: str):
+    """``seek`` at the sidebar's what-if; ``layout``: goal's layout mode, resolved by
+    ``goal_layout_mode`` (before the scenario's JSON, which marks every field given)."""
     profile = Profile.model_validate_json(profile_json)
-    # the sidebar's split as given: the app has no control for goal --layout search yet
     return seek(profile, Scenario.model_validate_json(scenario_json), deadline_s, budget_usd,
                 max_devices, controls=goal_controls(nouns_for(profile.hardware.device_name)),
-                layout="given")
+                layout=layout)
 
 
 def _tab_goal(plan: Plan) -> None:
@@ -828,7 +843,8 @@ def _tab_goal(plan: Plan) -> None:
     try:
         answer = _cached_goal(plan.profile.model_dump_json(),
                               plan.scenario.model_copy(update={"global_batch": None})
-                              .model_dump_json(), state.dl * 3600.0, state.bud, state.gmax)
+                              .model_dump_json(), state.dl * 3600.0, state.bud, state.gmax,
+                              goal_layout_mode(state, plan.profile, plan.scenario))
     except ScalesimError as exc:
         st.info(f"Goal seeking needs more: {_md(str(exc))}.")
         return

@@ -130,6 +130,8 @@ StratChoice = url_choices("strat")
 AlgoChoice = url_choices("algo")
 SchedChoice = url_choices("sched", "auto")  # auto: the schedule's default for pp (1f1b)
 RecChoice = url_choices("rec", "auto")  # auto: the workload's recompute
+# auto: goal --layout's default (search unless the sidebar sets a split: goal_layouts)
+GoalLayoutChoice = url_choices("glay", "auto")
 
 
 # the workload presets: the data-parallel ones, then the transformer shapes (split by a layout)
@@ -211,6 +213,9 @@ class AppState(BaseModel):
     # the largest device count the Goal tab searches (goal --max-devices, v17): its own, not
     # dmax, which only draws the charts (and a device list ignores)
     gmax: int = url_field("gmax", GOAL_DEFAULT_MAX_DEVICES, "largest device count goal searches")
+    # how the Goal tab chooses each plan's layout (goal --layout, v18): the planner's best at
+    # each count (search), the sidebar's split (given), or goal's default (auto)
+    glay: GoalLayoutChoice = "auto"  # type: ignore[valid-type]
 
     _price_floor = field_validator("price")(nonzero_floor("price_per_device_hour"))
 
@@ -257,6 +262,7 @@ FIELD_LABELS = {
     "cp": "Context parallelism", "seq": "Sequence length",
     "sg": "Shard group (HSDP)", "zfw": "ZeRO framework", "strat": "Strategy",
     "mm": "Memory margin", "gmax": "Largest {device} count goal searches",
+    "glay": "Goal's layouts",
 }
 
 
@@ -557,7 +563,7 @@ V2_DEFAULTS: dict[str, Any] = {
     "gbit": 400.0, "ebw": None, "elat": None, "cbs": None, "emin": None, "train": None,
     "price": None, "focus": None, "b": "best", "tab": "curve", "dl": None, "bud": None,
 }
-# The defaults of the controls v3 to v17 added, frozen at the version that added each (ak: ''
+# The defaults of the controls v3 to v18 added, frozen at the version that added each (ak: ''
 # from v13, where a v6-v12 link's fused-vendor, then the default, opens as ''). A link leaves a
 # control out at its frozen default (``encode_query``) and is read back with the same one
 # (``decode_query``), not with AppState's: a later change of an AppState default then changes
@@ -567,6 +573,7 @@ LATER_DEFAULTS: dict[str, Any] = {
     "rs": "whole-forward", "gs": "every-micro-step", "ak": "", "tpo": False,  # v4-v7
     "sg": None, "zfw": "fsdp", "pr": "bf16", "p2p": True, "cp": 1, "seq": None,  # v9-v16
     "mm": 0.0, "gmax": 1024,  # v17
+    "glay": "auto",  # v18 (an older link opens at auto: goal's default, as the CLI's)
 }
 LINK_DEFAULTS: dict[str, Any] = {**V2_DEFAULTS, **LATER_DEFAULTS}  # every control's
 

@@ -434,7 +434,10 @@ KNOBS: tuple[Knob, ...] = (
          link_before=f"goal search range (up to {GOAL_DEFAULT_MAX_DEVICES:,} devices)"),
     # no scenario field: how goal chooses each plan's layout (goal.seek's layout,
     # scalesim.goal_layouts): the planner's best at each device count, or the scenario's own
-    Knob("goal_layout", "--layout", None, None, choices=("search", "given")),
+    # (the app's Goal tab, v18; its link's 'auto': goal's default, goal_layouts.default_layout)
+    Knob("goal_layout", "--layout", "glay", None, choices=("search", "given"), link_since=18,
+         link_before="goal layout choice (goal searches layouts unless the sidebar sets a "
+         "split)"),
     # GPUs of each instance shape a cloud rents (a list: scalesim.billing); from the hardware
     # in the app
     Knob("instance_sizes", "--instance-sizes", None, "devices_per_node"),

@@ -417,6 +417,11 @@ class GoalControls:
     max_devices: str | None
     layouts: str
     place: str = ""  # where those controls are ('in the sidebar's Layout')
+    # how goal's layout choice ``mode`` (``goal_layouts.LAYOUT_MODES``) is asked: the CLI's
+    # flag ('--layout given'), the app's control and where it is
+    layout: str = "--layout {mode}"
+    # where a workload with a transformer shape is found
+    transformers: str = "give a transformer workload (scalesim presets)"
 
     def split(self, *fields: str, sep: str = ", ") -> str:
         """'--tp, --pp' (the CLI), 'Tensor parallel, Pipeline stages in the sidebar's Layout'
@@ -485,7 +490,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     if goal.price_per_device_hour is None:
         raise ScalesimError("goal seeking needs a price per device-hour (price_per_device_hour)")
     mode = layout or default_layout(profile, base)
-    check_layout_mode(profile, mode)
+    check_layout_mode(profile, mode, controls.transformers,
+                      controls.layout.format(mode="search"))
     g = base.devices_per_node or profile.hardware.devices_per_node
     b0 = base.micro_batch or profile.workload.micro_batch
     k0 = base.accumulation
@@ -535,7 +541,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             searched_micro_batches(row.micro_batch), searched_accumulations(row.accumulation),
             STRATEGIES))
         groups, tried = searched.groups, (searched.layouts_tried, len(grid))
-        notes.append(searched_note(reference, g, bool(faster and grid[-1] > g)))
+        notes.append(searched_note(reference, g, bool(faster and grid[-1] > g),
+                                   controls.layout.format(mode="given")))
     if not groups:  # the planner found no layout that fits at any count
         return _nothing_fits(profile, base, deadline_s, budget_usd, goal, reference, max_devices,
                              controls, notes, tried)
@@ -630,9 +637,11 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                                 for i, net in enumerate(nets) if net is not None])
 
 
-def searched_note(reference: int, devices_per_node: int, networks: bool) -> str:
+def searched_note(reference: int, devices_per_node: int, networks: bool,
+                  given: str = "--layout given") -> str:
     """What ``--layout search`` did, in a note; ``networks``: faster networks were searched
-    too (they run the layouts chosen on today's)."""
+    too (they run the layouts chosen on today's); ``given``: how the scenario's own layout is
+    asked (``GoalControls.layout``)."""
     share = reference / devices_per_node
     return (f"layouts searched: at each device count the planner's best (scalesim plan, ranked "
             f"by throughput at the reference global batch scaled to the count, {share:g} samples "
@@ -641,7 +650,7 @@ def searched_note(reference: int, devices_per_node: int, networks: bool) -> str:
             + ("; chosen on today's network, and run as chosen on each faster one (another "
                "layout may be faster there: its time is at most the one shown)" if networks
                else "")
-            + "; --layout given keeps the scenario's own")
+            + f"; {given} keeps the scenario's own")
 
 
 def _nothing_fits(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,

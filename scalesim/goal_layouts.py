@@ -50,15 +50,19 @@ def default_layout(profile: Profile, base: Scenario) -> str:
     return "given" if chosen & PLANNED_FIELDS else "search"
 
 
-def check_layout_mode(profile: Profile, mode: str) -> None:
-    """A mode of ``LAYOUT_MODES`` that the workload can run; else one line saying what to do."""
+def check_layout_mode(profile: Profile, mode: str,
+                      transformers: str = "give a transformer workload (scalesim presets)",
+                      search: str = "--layout search") -> None:
+    """A mode of ``LAYOUT_MODES`` that the workload can run; else one line saying what to do,
+    naming where a transformer workload is found (``transformers``) and the choice of search
+    (``search``) as the caller asks them (``goal.GoalControls``: the CLI's, the app's)."""
     if mode not in LAYOUT_MODES:
         raise ScalesimError(f"layout {mode!r}: choose {' or '.join(LAYOUT_MODES)}")
     if mode == "search" and profile.workload.transformer is None:
         raise ScalesimError(
             f"layout search: workload '{profile.workload.name}' has no transformer shape, so "
-            "there are no layouts to search (it runs data parallel); give a transformer "
-            "workload (scalesim presets) or drop --layout search")
+            f"there are no layouts to search (it runs data parallel); {transformers} or drop "
+            f"{search}")
 
 
 def reference_batch_at(reference: int, devices_per_node: int, devices: int) -> int:

@@ -767,7 +767,8 @@ def _base_links() -> list[dict[str, str]]:
     (the split in fp8), v12 (its scenario B 'run the weight matmuls in fp8'), v13 (the split
     asking the fused vendor attention kernel), v14 (the interleaved split with its pipeline
     sends blocking), v15 (the split with context parallelism), v16 (the split at 16,384 tokens), v17
-    (the split with a 5 % memory margin, goal searching to 4,096), v1 (a v2 link
+    (the split with a 5 % memory margin, goal searching to 4,096), v18 (the split with goal's
+    layouts given, on the Goal tab), v1 (a v2 link
     labelled v1, with model-split fields a v1 link cannot have)."""
     from scalesim.app.state import AppState, default_state, encode_query, preset_profile
 
@@ -793,13 +794,14 @@ def _base_links() -> list[dict[str, str]]:
     ring = split.model_copy(update={"cp": 2})
     longer = split.model_copy(update={"seq": 16384})
     margin = split.model_copy(update={"mm": 0.05, "gmax": 4096})
+    goal_given = split.model_copy(update={"glay": "given", "tab": "goal"})
     links = [dict(encode_query(s, preset_profile(s)))
              for s in (base, split, custom, stop, overlap, grad, kernel, b_overlap, b_kernel,
                        op_sac, hybrid, deepspeed, fp8, b_fp8, vendor, blocking, ring, longer,
-                       margin)]
+                       margin, goal_given)]
     assert [link["v"] for link in links] == ["2", "3", "2", "4", "7", "5", "6", "7", "7", "8",
                                              "9", "10", "11", "12", "13", "14", "15",
-                                             "16", "17"]
+                                             "16", "17", "18"]
     links.append({**links[0], "v": "1", "tp": "4", "sp": "true"})
     return links
 

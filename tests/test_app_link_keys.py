@@ -23,9 +23,10 @@ from scalesim.app.state import (
 FIXTURE = Path(__file__).parent / "fixtures" / "app_links_before_url_keys.json"
 LINKS = json.loads(FIXTURE.read_text())["links"]
 # controls added after the capture, which every captured link opens at (their frozen link
-# default): the sequence length (seq, v16: the workload's own), the memory margin (mm, v17: none)
-# and the largest count goal searches (gmax, v17: 1,024)
-ADDED_SINCE_CAPTURE = {"seq": None, "mm": 0.0, "gmax": 1024}
+# default): the sequence length (seq, v16: the workload's own), the memory margin (mm, v17: none),
+# the largest count goal searches (gmax, v17: 1,024) and goal's layout choice (glay, v18: auto,
+# goal's default)
+ADDED_SINCE_CAPTURE = {"seq": None, "mm": 0.0, "gmax": 1024, "glay": "auto"}
 
 
 def _read(query: str):

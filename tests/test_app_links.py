@@ -88,11 +88,11 @@ def test_a_focus_the_controls_stop_plotting_is_said_in_the_sidebar():
 def test_a_link_from_a_newer_version_says_what_to_do_once():
     """A newer link's box (v14 when written) said `... (ask the sender for a link from this
     version). To fix it: ... or ask the sender for a new link.`: the same advice twice."""
-    at = open_app({"v": "18", "mb": "64"})
+    at = open_app({"v": "19", "mb": "64"})
     assert len(at.warning) == 1
     text = at.warning[0].value
-    assert text == ("Share link: this link is in format v18, made by a newer scalesim; this "
-                    "scalesim reads v1 to v17 links, so it shows the defaults. To fix it: set the "
+    assert text == ("Share link: this link is in format v19, made by a newer scalesim; this "
+                    "scalesim reads v1 to v18 links, so it shows the defaults. To fix it: set the "
                     "controls in the sidebar (the link follows them), or ask the sender for a new "
                     "link.")
     assert text.count("ask the sender") == 1 and text.count("fix") == 1

@@ -25,6 +25,7 @@ from scalesim.app.state import (
     default_state,
     encode_query,
     link_checksum,
+    keys_added_in,
     link_version,
     preset_fingerprint,
     preset_profile,
@@ -67,7 +68,7 @@ def test_the_keys_come_from_the_knob_table_at_v17():
     assert (KNOB_BY_FIELD["memory_margin"].url_key, KNOB_BY_FIELD["memory_margin"].link_since,
             KNOB_BY_FIELD["max_devices"].url_key, KNOB_BY_FIELD["max_devices"].link_since) == (
         "mm", 17, "gmax", 17)
-    assert LINK_VERSION == 17
+    assert LINK_VERSION >= 17 and keys_added_in(17) == ("mm", "gmax")
     assert AppState().mm == 0.0 and AppState().gmax == GOAL_DEFAULT_MAX_DEVICES
 
 
@@ -153,7 +154,8 @@ def test_the_layouts_tab_shows_the_note_and_a_margin_link_ranks_with_it():
 def test_the_goal_tab_searches_to_gmax_and_its_no_fit_note_names_it():
     """The Goal tab's answer is ``seek`` with ``max_devices`` = the control's value (a smaller
     search: fewer plans), and its no-fit note names the control and its value."""
-    at = open_app({"v": "17", **GOAL, "gmax": "64"})
+    # the sidebar's split kept (Goal's layouts 'given', v18), where nothing fits unsplit
+    at = open_app({"v": "18", **GOAL, "gmax": "64", "glay": "given"})
     caption = next(c.value for c in at.caption if "plans searched" in c.value)
     assert ("or search more devices (Largest device count goal searches in the sidebar's "
             "Training goal and price, now 64)") in caption

@@ -174,9 +174,9 @@ def test_a_broken_field_falls_back_alone_and_says_so():
 
 
 @pytest.mark.parametrize("params, expect", [
-    ({"v": "18", "mb": "64"}, "format v18"),  # v17 is the newest this scalesim reads
+    ({"v": "19", "mb": "64"}, "format v19"),  # v18 is the newest this scalesim reads
     # a superscript two is a digit to str.isdigit but no number to int(): was a ValueError
-    ({"v": "\u00b2", "mb": "64"}, "format v\u00b2; this scalesim reads v1 to v17"),
+    ({"v": "\u00b2", "mb": "64"}, "format v\u00b2; this scalesim reads v1 to v18"),
     ({"mb": "64"}, "has no version"),
     ({"v": "1", "mb": "9" * 5000}, "too long"),
     ({"v": "1", "hw": "<img src=x onerror=alert(1)>"}, "is not valid"),

@@ -24,7 +24,9 @@ def test_each_versions_keys_are_the_ones_typed_by_hand_before():
     assert {v: keys for v, keys in computed.items() if keys and v <= 16} == HAND_LISTS
     # session 42: v17, the first version only the table made (the memory margin, goal's range)
     assert computed[17] == ("mm", "gmax")
-    assert st.LINK_VERSION == 17 and tuple(str(v) for v in range(1, 18)) == st.READ_VERSIONS
+    # session 43: v18, goal's layout choice (glay)
+    assert computed[18] == ("glay",)
+    assert st.LINK_VERSION == 18 and tuple(str(v) for v in range(1, 19)) == st.READ_VERSIONS
 
 
 def test_every_later_key_says_what_older_links_have_and_has_a_frozen_default():
@@ -33,7 +35,7 @@ def test_every_later_key_says_what_older_links_have_and_has_a_frozen_default():
     assert later == set(st.LATER_DEFAULTS)  # a frozen link default for each key v3+ added
     assert all(k.link_before for k in rows if k.link_since > 1)
     assert not any(k.link_before for k in rows if k.link_since == 1)
-    assert max(k.link_since for k in rows) == st.LINK_VERSION  # a row of v18 would raise it
+    assert max(k.link_since for k in rows) == st.LINK_VERSION  # a row of v19 would raise it
 
 
 def test_a_key_moved_to_a_new_version_in_the_table_alone_is_written_and_read_so(monkeypatch):
