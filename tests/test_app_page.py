@@ -95,8 +95,8 @@ def test_tampered_link_warns_falls_back_and_never_crashes():
 
 
 def test_link_from_another_version_shows_the_defaults():
-    at = open_app({"v": "18", "mb": "16"})
-    assert "v1 to v17 links" in at.warning[0].value
+    at = open_app({"v": "19", "mb": "16"})
+    assert "v1 to v18 links" in at.warning[0].value
     assert at.session_state["app_state"].mb == default_state().mb
 
 
