@@ -599,6 +599,15 @@ def _splits(devices: list[int], devices_per_node: int, cp_values) -> list[tuple[
     return splits
 
 
+def no_split_words(devices: list[int], cp_values) -> str:
+    """Why ``devices`` have no dp x tp x pp x cp split at all (``_splits`` empty): no degree
+    of ``cp_values`` divides a count (tp 1, pp 1 split any count): the plan's error where no
+    count asked has one, a count's note where others do."""
+    return (f"no dp x tp x pp x cp split of devices {list_text(devices)} with cp "
+            f"{list_text(cp_values)}: a context-parallel degree must divide the "
+            "device count (over tp); give --cp degrees that divide it, e.g. 1,2")
+
+
 def fewest_replicas(devices: list[int], setting: Setting, cp_values=(1,)) -> int | None:
     """The smallest data-parallel degree of a split of these device counts that breaks no
     placement rule (``valid_mask`` at one micro-batch per pipeline stage, a batch every split
@@ -622,6 +631,8 @@ def no_layout_words(devices: list[int], setting: Setting, cp_values=(1,)) -> str
     g, nouns = hardware.devices_per_node, nouns_for(hardware.device_name)
     head = (f"no valid layout for {nouns.devices} {list_text(devices)} and global batch "
             f"{setting.global_batch} on {nouns.servers} of {g}")
+    if not _splits(sorted(set(devices)), g, sorted(set(cp_values))):  # cp divides no count
+        return no_split_words(devices, cp_values)
     if fewest := fewest_replicas(sorted(set(devices)), setting, sorted(set(cp_values))):
         return (f"{head}: every valid split has {fewest} or more data-parallel replicas, and none "
                 "of their counts divides the global batch; give a global batch that is a "
@@ -661,11 +672,7 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
     shape = setting.shape
     splits = _splits(devices, g, cp_values)
     if not splits:  # tp 1, pp 1 split any count: only the cp degrees can leave none
-        raise ScalesimError(
-            f"no dp x tp x pp x cp split of devices {list_text(devices)} with cp "
-            f"{list_text(cp_values)}: a context-parallel degree must divide the "
-            "device count (over tp); give --cp degrees that divide it, e.g. 1,2"
-        )
+        raise ScalesimError(no_split_words(devices, cp_values))
     used = sorted({split[3] for split in splits})  # the cp degrees that divide a count
     if all(c > 1 and shape.seq_len % (2 * c) for c in used):
         # valid_mask drops each of them, and rank_layouts then blamed the global batch
