@@ -209,13 +209,21 @@ RATIO_PINNED_FACTOR = 2.0
 OVERLAP_PINNED_HALF_WIDTH = 0.25
 
 
+def band_factor(se: float) -> float:
+    """The 95 % band of a positive fitted quantity whose standard error ``se`` is in log, as a
+    factor either way: exp(Z95 se); inf where that passes a float (a standard error over ~360,
+    runs that pin nothing), without numpy's overflow warning on the user's terminal."""
+    with np.errstate(over="ignore"):
+        return float(np.exp(Z95 * se))
+
+
 def pinned(se: float, absolute: bool = False) -> bool:
     """Whether a fitted quantity's 95 % band is narrow enough to act on: the overlap within
     ``OVERLAP_PINNED_HALF_WIDTH`` (``absolute``), a positive parameter or a ratio of two within
     ``RATIO_PINNED_FACTOR`` either way (its error is in log)."""
     if absolute:
         return Z95 * se <= OVERLAP_PINNED_HALF_WIDTH
-    return float(np.exp(Z95 * se)) <= RATIO_PINNED_FACTOR
+    return band_factor(se) <= RATIO_PINNED_FACTOR
 
 
 # Traces record no batch size: the trace model runs a nominal micro-batch of 1, and these titles

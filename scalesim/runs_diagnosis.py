@@ -24,6 +24,7 @@ from scalesim.diagnosis import (
     Finding,
     Remedy,
     Report,
+    band_factor,
     finding,
     first_remedy,
     least_decisive_gain,
@@ -168,7 +169,7 @@ def remedy_caveat(fit, remedy, multi_server: bool, words: Nouns = GPU_NOUNS) -> 
                 f"{min(value + Z95 * se, 1.0):.0%})")
         tail = "if the exchange already overlaps backward in full there is nothing to gain; "
     else:
-        spread = float(np.exp(Z95 * se))
+        spread = band_factor(se)
         loader = name == "node_loader_samples_per_s"
         unit = throughput if loader else (lambda v: f"{sig3(v * 1e3)} ms")
         band = (f"95%: {unit(value / spread)}-{unit(value * spread)}" if spread <= WIDE_BAND_FACTOR
@@ -1324,7 +1325,7 @@ def _check_runs_model(profile, scenario, runs, transformer, fit) -> str:
                 "(FlashAttention-2's rate there)") if slow_core else ""
 
     errors = [fit.stderr(n) for n in ("per_sample_s", "overhead_s") if n in fit.fitted]
-    spread = float(np.exp(Z95 * max(errors))) if errors and None not in errors else np.inf
+    spread = band_factor(max(errors)) if errors and None not in errors else np.inf
     if measured_s * spread >= fastest_s:  # the runs leave room for the peak's time
         return (f"the fitted micro-step of {b:g} samples, {milliseconds(measured_s)} (95% band up to "
                 + ("unbounded" if not np.isfinite(spread) else milliseconds(measured_s * spread))
