@@ -837,6 +837,13 @@ def check_values(quantity: str, values: Any, name: str) -> np.ndarray:
     b = bound(quantity)
     if isinstance(values, str | bytes | dict) or not hasattr(values, "__len__"):
         raise ScalesimError(f"{name}: expected a list of numbers, got {type(values).__name__}")
+    if isinstance(values, np.ndarray) and values.ndim != 1:  # a table's rows, or a scalar
+        raise ScalesimError(f"{name}: expected a flat list of numbers, got an array of shape "
+                            f"{values.shape}; give a one-dimensional one (numpy's ravel)")
+    if not isinstance(values, np.ndarray) and any(isinstance(v, list | tuple | np.ndarray)
+                                                  for v in values):
+        raise ScalesimError(f"{name}: expected a flat list of numbers, got a nested list; "
+                            "give one number an item")
     if not (isinstance(values, np.ndarray) and values.dtype.kind in "iuf" and b.allows(values)):
         for v in values:  # a value-by-value check finds the first bad one and says why
             why = b.problem(v)

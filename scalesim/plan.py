@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, field_serializer
 
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices
-from scalesim.bounds import bound, check_number, clip, list_text
+from scalesim.bounds import bound, check_number, check_values, clip, list_text
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import MIB_BYTES, count, gib, latency_us, link_GBps
@@ -864,6 +864,15 @@ def plan(
     """
     check_number("matmul_efficiency", efficiency, "efficiency")
     check_number("slow_factor", slow_factor, "slow_factor")
+    check_number("params", params, "params", optional=True)
+    check_number("cv", jitter_cv, "jitter_cv")
+    for name, value in (("param_bytes_per_param", param_bytes_per_param),
+                        ("grad_bytes_per_param", grad_bytes_per_param),
+                        ("optimizer_bytes_per_param", optimizer_bytes_per_param)):
+        check_number("bytes_per_param", value, name)
+    check_number("wire_bytes_per_param", wire_bytes_per_param, "wire_bytes_per_param")
+    if oom_micro_batch != 0:  # 0: no out-of-memory micro-batch seen
+        check_number("micro_batch", oom_micro_batch, "oom_micro_batch")
     if slow_device is not None and slow_device < 0:
         raise ScalesimError(f"slow_device {slow_device}: give a device rank of 0 or more")
     if zero_framework not in FRAMEWORKS:
@@ -927,10 +936,17 @@ def rank_layouts(
     (the rows, and the best on each count: ``RankedRows.by_count``)."""
     global_batch, hardware = setting.global_batch, setting.hardware
     recompute_style = setting.recompute_style
-    if not devices or min(devices) < 1:
+    devices = [int(n) for n in check_values("devices", devices, "devices")]
+    if not devices:
         raise ScalesimError("devices: give one or more device counts of 1 or more")
-    if global_batch < 1:
-        raise ScalesimError(f"global_batch {global_batch} must be 1 or more")
+    check_number("global_batch", global_batch, "global_batch")
+    cp_values = [int(c) for c in check_values("cp_degree", cp_values, "cp_values")]
+    if not cp_values:
+        raise ScalesimError("cp_values: give one or more context-parallel degrees (1: none)")
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int | np.integer)
+                            or top < 1):
+        raise ScalesimError(f"top {top!r}: give a whole number of layouts to list, 1 or more "
+                            "(None: every layout)")
     if rank_by not in ("throughput", "cost"):
         raise ScalesimError(f"rank_by '{rank_by}': use throughput or cost")
     g, nouns = hardware.devices_per_node, nouns_for(hardware.device_name)
