@@ -207,3 +207,17 @@ def test_every_base_link_plans():
         for link in BASE_LINKS:
             state, profile, _ = decode_query(link)
             assert make_plan(profile, state).rows, link
+
+
+def test_the_time_limit_counts_cpu_time_not_waiting():
+    """A runaway loop is stopped; a line that only waits (for busy cores, here a sleep) is not,
+    so the limit holds on a loaded machine (session 43)."""
+    import time
+
+    from fuzz_inputs import TookTooLong, time_limit
+
+    with pytest.raises(TookTooLong), time_limit(0.05):
+        while True:
+            pass
+    with time_limit(0.05):
+        time.sleep(0.2)
