@@ -27,7 +27,7 @@ from scalesim.errors import (
     require_path,
     require_text,
 )
-from scalesim.figures import count, rate, whole
+from scalesim.figures import count, rate
 from scalesim.jsonio import parse_model, read_json, version_text
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.precision import PUBLISHED_RUN
@@ -223,8 +223,11 @@ def compute_curve_from_reference(workload: Workload,
         )
     same = [r for r in workload.reference if r.device_name == hardware.device_name]
     ref = same[0] if same else workload.reference[0]
-    note = (f"compute: {rate(ref.samples_per_s, workload.sample_unit)} per device on "
-            f"{count(ref.devices, 'device')}, {whole(ref.samples_per_step)} samples per optimizer step "
+    # written as it always was ('1376 images/s', '65536 samples'), not with figures.rate: a preset
+    # link's fingerprint hashes the profile's notes (app.state.preset_fingerprint), so a new
+    # wording would tell every older link that its numbers may have changed (session 43)
+    note = (f"compute: {ref.samples_per_s:.4g} {workload.sample_unit}/s per device on "
+            f"{count(ref.devices, 'device')}, {ref.samples_per_step} samples per optimizer step "
             f"({ref.source})")
     bandwidth = memory_bandwidth_GBps(hardware.device_name, hardware.memory_bandwidth_GBps)
     ref_bandwidth = bandwidth if same else memory_bandwidth_GBps(ref.device_name)
