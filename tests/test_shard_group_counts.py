@@ -116,8 +116,8 @@ def test_the_app_runs_the_counts_the_group_divides_and_shows_the_note():
     dp 24, 40 and 56 are left out (gcd(16, 24, 40, 56) = 8 divides every count, 1 to 4 within
     it), in predict's note with the control's label for the flag; each row the app's of the
     counts kept, typed as a list. Was an error box and the what-if without the group."""
-    from app.plan import make_plan
-    from app.state import decode_query
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import decode_query
 
     state, profile, _ = decode_query(APP_QUERY)
     plan = make_plan(profile, state)
