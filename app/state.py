@@ -42,7 +42,7 @@ from scalesim.jsonio import error_text, parse_json_text
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.precision import DEFAULT_PRECISION, Precision
 from scalesim.profiles import parse_profile, profile_from_presets
-from scalesim.schemas import GradSync, Profile, ZeroFramework
+from scalesim.schemas import GradSync, Profile, Scenario, ZeroFramework
 
 from .control_labels import in_words
 
@@ -573,9 +573,28 @@ LATER_DEFAULTS: dict[str, Any] = {
     "rs": "whole-forward", "gs": "every-micro-step", "ak": "", "tpo": False,  # v4-v7
     "sg": None, "zfw": "fsdp", "pr": "bf16", "p2p": True, "cp": 1, "seq": None,  # v9-v16
     "mm": 0.0, "gmax": 1024,  # v17
-    "glay": "auto",  # v18 (an older link opens at auto: goal's default, as the CLI's)
+    "glay": "auto",  # v18 (an older link opens as its Goal tab was: ``opened_before``)
 }
 LINK_DEFAULTS: dict[str, Any] = {**V2_DEFAULTS, **LATER_DEFAULTS}  # every control's
+
+
+def opened_before(name: str, state: AppState, profile: Profile) -> Any:
+    """The value a link older than the version that added control ``name`` opens it at: its
+    frozen default, but for goal's layout choice (glay, v18) what the Goal tab did before it,
+    the sidebar's Layout kept: 'given' where auto would search layouts (a transformer workload
+    whose Layout sets no split), else auto, which there keeps it too (the same answer). So an
+    old link's Goal tab shows what its sender saw, and a state at auto that shows the same is
+    still written at the older version (``link_version``)."""
+    if name != "glay":
+        return LINK_DEFAULTS[name]
+    from .plan import goal_layout_mode, layout_of_state
+
+    auto = state.model_copy(update={"glay": "auto"})
+    try:
+        split = layout_of_state(auto)
+    except ScalesimError:  # a split no scenario takes: no Goal tab to open
+        return "given"
+    return "given" if goal_layout_mode(auto, profile, Scenario(layout=split)) == "search" else "auto"
 
 
 def _meant(state: AppState) -> AppState:
@@ -584,16 +603,19 @@ def _meant(state: AppState) -> AppState:
     return state.model_copy(update={"zfw": "fsdp"}) if state.strat == "ddp" else state
 
 
-def link_version(state: AppState) -> int:
-    """The least link version that shows ``state``: the newest whose added keys
-    (``keys_added_in``: set away from their frozen defaults), values (``values_added_in``: op-sac
+def link_version(state: AppState, profile: Profile | None = None) -> int:
+    """The least link version that shows ``state`` (on ``profile``; None: its presets'): the
+    newest whose added keys (``keys_added_in``: set away from what an older link opens them
+    at, ``opened_before``), values (``values_added_in``: op-sac
     v8, the fused vendor kernel asked v13) or scenario B choices (``b_added_in``) it uses; else
     3 when it uses what v3 added (a model split, a transformer workload preset, the Layouts tab,
     scenario B 'split the model'); else 2, so a link opens in every scalesim that can show it
     the same."""
     state = _meant(state)
+    profile = profile or preset_profile(state)
     for version in range(LINK_VERSION, MODEL_SPLIT_SINCE, -1):
-        if (any(getattr(state, n) != LINK_DEFAULTS[n] for n in keys_added_in(version))
+        if (any(getattr(state, n) != opened_before(n, state, profile)
+                for n in keys_added_in(version))
                 or any(getattr(state, n) in values
                        for n, values in values_added_in(version).items())
                 or state.b in b_added_in(version)):
@@ -609,9 +631,12 @@ def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
     (the v2 table, then the profile's own values), presets by name; an uploaded profile's
     fitted parameters and caveats as a compact blob."""
     state = _meant(state)
-    params = {"v": str(link_version(state)), CHECK_KEY: ""}  # the checksum's place: after v
+    version = link_version(state, profile)
+    params = {"v": str(version), CHECK_KEY: ""}  # the checksum's place: after v
     brought = profile_defaults(profile)
     for name in FIELDS:
+        if name in LINK_KEY_ROWS and LINK_KEY_ROWS[name].link_since > version:
+            continue  # the version opens it as the state has it (``opened_before``)
         value = getattr(state, name)
         default = brought.get(name, LINK_DEFAULTS[name])
         if value != default:
@@ -860,6 +885,8 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     missing = {k: v for k, v in profile_defaults(profile, messages).items() if k not in raw}
     if missing:
         state = state.model_copy(update=missing)
+    if int(version) < LINK_KEY_ROWS["glay"].link_since:  # as its Goal tab showed it
+        state = state.model_copy(update={"glay": opened_before("glay", state, profile)})
     if state.focus is not None:  # the focus control offers the plotted counts only
         from .plan import device_counts
 

@@ -435,9 +435,9 @@ KNOBS: tuple[Knob, ...] = (
     # no scenario field: how goal chooses each plan's layout (goal.seek's layout,
     # scalesim.goal_layouts): the planner's best at each device count, or the scenario's own
     # (the app's Goal tab, v18; its link's 'auto': goal's default, goal_layouts.default_layout)
+    # (a link older than v18 opens as its Goal tab showed: given; app.state.opened_before)
     Knob("goal_layout", "--layout", "glay", None, choices=("search", "given"), link_since=18,
-         link_before="goal layout choice (goal searches layouts unless the sidebar sets a "
-         "split)"),
+         link_before="goal layout choice (the Goal tab keeps the sidebar's Layout)"),
     # GPUs of each instance shape a cloud rents (a list: scalesim.billing); from the hardware
     # in the app
     Knob("instance_sizes", "--instance-sizes", None, "devices_per_node"),

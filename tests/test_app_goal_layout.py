@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from app_harness import link_param, open_app, run_clean
-from cli_harness import run_cli
+from cli_harness import run_cli, whole_lines
 from scalesim.app.plan import build_scenario, goal_layout_mode
 from scalesim.app.state import default_state
 
@@ -47,22 +47,24 @@ def test_the_row_gives_the_key_and_the_choices():
 @pytest.mark.parametrize("version, glay, flags", [
     ("18", "search", ["--layout", "search"]),
     ("18", "given", ["--layout", "given"]),
-    ("17", None, []),  # an older link opens at auto: goal's default, as the CLI without --layout
+    ("18", None, []),  # auto: goal's default, as the CLI without --layout
+    # an older link opens as its Goal tab was before v18: the sidebar's Layout kept (given)
+    ("17", None, ["--layout", "given"]),
 ])
 def test_the_goal_tab_answers_as_the_cli_in_each_mode(capsys, version, glay, flags):
     query = {"v": version, **LINK, **({"glay": glay} if glay else {})}
     app = _goal_sentence(query)
     code, out, err = run_cli(capsys, [*CLI, *flags])
     assert code == 0, err
-    assert app == out.splitlines()[0]
-    if glay == "given":  # data parallel: nothing fits on 40 GB
+    assert app == whole_lines(out).splitlines()[0]  # goal's text wraps at 110
+    if "given" in flags:  # data parallel: nothing fits on 40 GB
         assert app.startswith("No plan runs")
     else:  # the planner's layouts: a plan that says its split
         assert "x tp " in app and not app.startswith("No plan runs")
 
 
 def test_the_sidebar_has_the_control_and_the_link_follows_it():
-    at = open_app({"v": "17", **LINK})
+    at = open_app({"v": "18", **LINK})
     control = at.sidebar.selectbox(key="k_glay")
     assert control.label == "Goal's layouts" and control.value == "auto"
     assert control.options == ["auto: search unless the Layout sets a split",
@@ -70,8 +72,13 @@ def test_the_sidebar_has_the_control_and_the_link_follows_it():
                                "given: the sidebar's Layout at every count"]
     control.set_value("given")
     run_clean(at)
-    assert (link_param(at, "v"), link_param(at, "glay")) == ("18", "given")
+    # given is what a link before v18 opens this split at (``opened_before``): written as v17
+    # (gmax's), without the key; search is written as v18
+    assert link_param(at, "v") == "17" and "glay" not in at.query_params
     assert any(w.value.startswith("No plan runs") for w in at.warning)
+    at.sidebar.selectbox(key="k_glay").set_value("search")
+    run_clean(at)
+    assert (link_param(at, "v"), link_param(at, "glay")) == ("18", "search")
     # the search note names the app's control, not the CLI's flag
     at = open_app({"v": "18", **LINK, "glay": "search"})
     caption = next(c.value for c in at.caption if "plans searched" in c.value)
@@ -114,3 +121,32 @@ def test_search_on_a_parameter_count_workload_names_the_apps_controls():
             "'search' in the sidebar's Training goal and price") in _unescaped(info)
     assert not at.sidebar.selectbox(key="k_glay").disabled  # search: kept open to set back
     assert open_app({"v": "18", "tab": "goal"}).sidebar.selectbox(key="k_glay").disabled
+
+
+def test_an_older_link_opens_its_goal_tab_as_its_sender_saw_it():
+    """Before, a v17 link opened at auto, so for llama3-8b with no split its Goal tab searched
+    the planner's layouts where the sender's (v17) had kept data parallelism: 'Cheapest plan
+    ... as dp 4 x tp 2 ...' for the sender's 'No plan runs'. Now it opens at given; where auto
+    keeps the Layout too (a split, a parameter-count workload) at auto, the same answer, so
+    such a state is written at its older version as before; and a link re-shared from an
+    older one opens the same again."""
+    from urllib.parse import parse_qs
+
+    from scalesim.app.state import decode_query, encode_query, link_version, opened_before
+
+    at = open_app({"v": "17", **LINK})
+    assert at.sidebar.selectbox(key="k_glay").value == "given"
+    assert any(w.value.startswith("No plan runs") for w in at.warning)
+    for query, opens in (({"v": "17", **LINK}, "given"), ({"v": "17", **LINK, "tp": "2"}, "auto"),
+                         ({"v": "17", **LINK, "wl": "bert-large"}, "auto"),
+                         ({"v": "18", **LINK}, "auto")):
+        state, profile, _ = decode_query(query)
+        assert state.glay == opens, query
+        again = encode_query(state, profile)
+        assert decode_query(parse_qs("&".join(f"{k}={v}" for k, v in again.items())))[0] == state
+    # the default page's state (auto) for llama3-8b searches, which no older link says: v18
+    state, profile, _ = decode_query({"v": "18", **LINK})
+    assert (opened_before("glay", state, profile), link_version(state, profile)) == ("given", 18)
+    assert "glay" not in encode_query(state, profile)  # auto: v18's frozen default
+    given = state.model_copy(update={"glay": "given"})
+    assert link_version(given, profile) < 18 and "glay" not in encode_query(given, profile)

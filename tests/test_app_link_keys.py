@@ -24,8 +24,9 @@ FIXTURE = Path(__file__).parent / "fixtures" / "app_links_before_url_keys.json"
 LINKS = json.loads(FIXTURE.read_text())["links"]
 # controls added after the capture, which every captured link opens at (their frozen link
 # default): the sequence length (seq, v16: the workload's own), the memory margin (mm, v17: none),
-# the largest count goal searches (gmax, v17: 1,024) and goal's layout choice (glay, v18: auto,
-# goal's default)
+# the largest count goal searches (gmax, v17: 1,024) and goal's layout choice (glay, v18: these
+# links are a parameter-count workload or a split, where a link before v18 opens at auto, which
+# keeps the Layout as their Goal tab did: ``state.opened_before``)
 ADDED_SINCE_CAPTURE = {"seq": None, "mm": 0.0, "gmax": 1024, "glay": "auto"}
 
 

@@ -350,7 +350,9 @@ def test_a_link_with_a_shard_group_round_trips_as_v9_and_predicts_it():
     state, profile, messages = decode_query(LLAMA_16)
     assert messages == [] and state.sg is None
     assert encode_query(state, profile)["v"] == "3"  # no shard group: still a v3 link
-    changed = state.model_copy(update={"sg": 8})
+    # (the v3 link opens goal's layouts at given, its Goal tab then; with a shard group goal
+    # keeps the Layout at auto too, which a link before v18 opens at: session 43)
+    changed = state.model_copy(update={"sg": 8, "glay": "auto"})
     params = encode_query(changed, profile)
     assert (params["v"], params["sg"], link_version(changed)) == ("9", "8", 9)
     state2, profile2, messages = decode_query(params)

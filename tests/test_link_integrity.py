@@ -239,8 +239,9 @@ def test_links_before_v16_without_a_checksum_open_as_before():
 
 
 def test_the_page_says_a_v16_link_without_its_checksum_looks_cut():
+    # (goal's layouts given: what a v16 link opens at, so the state is a v16 link: session 43)
     state = default_state().model_copy(update={"hw": "dgx-h100", "wl": "llama3-8b",
-                                               "seq": 16384})
+                                               "seq": 16384, "glay": "given"})
     params = {k: v for k, v in encode_query(state, preset_profile(state)).items()
               if k not in (CHECK_KEY, "ph")}  # cut before its fingerprint, no checksum
     assert params["v"] == "16"

@@ -95,7 +95,10 @@ WRITTEN = [
      "v=14&ck=331d4d5d&wl=llama3-8b&mb=32&gb=2048&pp=4&sched=interleaved&vs=2&p2p=0&ph=5d48c9ba"),
     ({"wl": "llama3-8b", "tp": 2, "cp": 2},
      "v=15&ck=519565f0&wl=llama3-8b&mb=32&gb=2048&tp=2&cp=2&ph=5d48c9ba"),
-    ({"wl": "llama3-8b", "seq": 8192}, "v=16&ck=74507efd&wl=llama3-8b&mb=32&gb=2048&seq=8192&ph=5d48c9ba"),
+    # glay given: what a v16 link opens llama3-8b with no split at (session 43); at auto, the
+    # default, the Goal tab searches, which no link before v18 says: v18
+    ({"wl": "llama3-8b", "seq": 8192, "glay": "given"},
+     "v=16&ck=74507efd&wl=llama3-8b&mb=32&gb=2048&seq=8192&ph=5d48c9ba"),
 ]
 
 
@@ -106,12 +109,35 @@ def test_a_link_written_now_is_the_one_written_before(update, link):
     assert query_string(encode_query(state, preset_profile(state))) == link
 
 
+# the fields that set a split (goal_layouts.PLANNED_FIELDS in the app's keys; sg under ZeRO)
+SPLIT_KEYS = ("tp", "pp", "cp", "sched", "vs", "rec", "sp")
+
+
+def _goal_tab_as_sent(opened: dict) -> dict:
+    """What a captured link opens since session 43: the same, and where its llama3-8b sets no
+    split, Goal's layouts at given, as its Goal tab kept the Layout before v18 (captured then
+    at auto, which now searches; ``state.opened_before``)."""
+    state = opened["state"]
+    split = any(k in state for k in SPLIT_KEYS) or (
+        state.get("sg") is not None and state.get("strat", "ddp") != "ddp")
+    return opened if split else {**opened, "state": {**state, "glay": "given"}}
+
+
 def test_every_version_opens_each_later_key_and_value_as_before():
     captured = json.loads(FIXTURE.read_text())["links"]
     links = _old_links()
     assert list(captured) == links  # 16 versions x the probes, none lost
-    changed = [link for link in links if _opened(link) != captured[link]]
+    changed = [link for link in links if _opened(link) != _goal_tab_as_sent(captured[link])]
     assert changed == []
+    given = [link for link in links if _goal_tab_as_sent(captured[link]) != captured[link]]
+    assert len(given) > len(links) // 4  # v1/v2 links ignore every split: many open at given
+
+
+def test_a_transformer_state_at_auto_with_no_split_is_a_v18_link():
+    state = default_state().model_copy(update={"wl": "llama3-8b", "seq": 8192})
+    params = encode_query(state, preset_profile(state))
+    assert (params["v"], "glay" in params) == ("18", False)
+    assert decode_query(params)[0] == state
 
 
 def test_the_capture_ignores_something_in_every_version_but_the_newest():
