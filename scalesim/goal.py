@@ -196,6 +196,9 @@ class GoalAnswer:
     # device counts it searched; None where the layout is given
     layouts_tried: int | None = None
     layout_counts: int | None = None
+    # given: the layout every plan kept, in words ('tp 1 x pp 1, recompute none'; 'data
+    # parallel' for a workload with no transformer shape), said where none fits; None searched
+    kept_layout: str | None = None
 
     def describe(self, p: GoalPlan) -> str:
         """``describe`` of one of this answer's plans, in its devices' nouns."""
@@ -226,11 +229,20 @@ class GoalAnswer:
             return (f"Cheapest plan that meets the goal: {describe(b)}: {duration_text(b.time_s)} for "
                     f"${amount(b.cost_usd)}.{self.today_enough_words}")
         if self.closest is None:
-            return ("No plan runs: none of the layouts searched fits in "
-                    f"{self.words.memory}.")
+            return f"No plan runs: {self.no_fit_words}."
         c = self.closest
         return (f"No plan meets the goal. Closest: {describe(c)}: {self.time_of(c)} for "
                 f"${amount(c.cost_usd)} (misses {self.misses(c)}).")
+
+    @property
+    def no_fit_words(self) -> str:
+        """Why no plan runs, by how the layouts were chosen: 'none of the layouts searched fits
+        in device memory' (search), 'nothing fits in device memory at the layout kept as given
+        (tp 1 x pp 1, recompute none)' (given)."""
+        if self.kept_layout is None:
+            return f"none of the layouts searched fits in {self.words.memory}"
+        return (f"nothing fits in {self.words.memory} at the layout kept as given "
+                f"({self.kept_layout})")
 
     @property
     def today_enough_words(self) -> str:
@@ -349,6 +361,17 @@ def _split_of(split) -> str:
     """A scenario's split (``ScenarioLayout``) in words: 'tp 2 x pp 1', ' x cp 2' after where
     context parallelism splits it."""
     return split_words(None, split.tp, split.pp, split.cp if split.cp > 1 else None)
+
+
+def kept_layout_words(profile: Profile, base: Scenario) -> str:
+    """The layout ``--layout given`` keeps at every count, in words: its split and recompute
+    ('tp 1 x pp 1, recompute none'), 'data parallel' for a workload with no transformer shape."""
+    from scalesim.layout_predict import layout_of
+
+    if profile.workload.transformer is None:
+        return "data parallel"
+    split = layout_of(base)
+    return f"{_split_of(split)}, recompute {split.recompute_of(profile.workload)}"
 
 
 def describe(p: GoalPlan, words: Nouns = GPU_NOUNS) -> str:
@@ -630,6 +653,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                       words=nouns_for(profile.hardware.device_name), network_need=need,
                       unlimited=unlimited, unlimited_compute_s=compute_s, today=today,
                       layout=mode, layouts_tried=None if tried is None else tried[0],
+                      kept_layout=kept_layout_words(profile, base) if mode == "given" else None,
                       layout_counts=None if tried is None else tried[1],
                       networks=[_network_row(net, _best_on((on == i) & across, runs_ok, within,
                                                            time_s, cost, deadline_s, budget_usd),

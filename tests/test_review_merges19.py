@@ -129,7 +129,8 @@ def test_a_goal_where_nothing_fits_says_what_to_change(capsys):
                                       "--train-samples", "1e6", "--deadline", "30d", "--budget",
                                       "1e6", "--max-devices", "16", "--layout", "given"])
     assert code == 0, err
-    assert out.startswith("No plan runs: none of the layouts searched fits in device memory.")
+    assert out.startswith("No plan runs: nothing fits in device memory at the layout kept as "
+                          "given (tp 1 x pp 1, recompute none).")
     assert ("note: goal keeps the split and recompute as given (tp 1 x pp 1, recompute none) and "
             "nothing fits at them: recompute the activations (--recompute full), split the model "
             "further (--tp, --pp; scalesim plan ranks the layouts that fit), or search more "
