@@ -110,7 +110,7 @@ from .state import (
     widget_bounds,
     with_profile_defaults,
 )
-from .table_columns import show_table, to_hours
+from .table_columns import LAYOUT_COLUMNS as LAID, searched_layout_cells, show_table, to_hours
 
 PROFILES_DIR_ENV = "SCALESIM_APP_PROFILES"  # set by `scalesim app --profiles DIR`
 MAX_UPLOAD_MB = 2
@@ -863,9 +863,11 @@ def _tab_goal(plan: Plan) -> None:
     show_table(pd.DataFrame([{
         "hours": to_hours(p.time_s), "cost USD": p.cost_usd, "meets goal": p.meets,
         plan.words.header("devices"): p.devices, plan.words.header("servers"): p.servers,
+        **layout,  # a searched layout's, as the sentence names it
         "micro-batch": p.micro_batch,
         "accumulation": p.accumulation, "strategy": p.strategy, "network": p.network,
-    } for p in answer.front]), {"hours": "%.1f"})
+    } for p, layout in zip(answer.front, searched_layout_cells(answer.front), strict=True)]),
+        {"hours": "%.1f"})
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -916,12 +918,12 @@ def _tab_layouts(plan: Plan) -> None:
            f"{best.step_time_s * 1e3:,.0f} ms per step; the slowest shown "
            f"{rows[-1].step_time_s * 1e3:,.0f} ms")
     st.dataframe(pd.DataFrame([{
-        "rank": r.rank, "dp": r.dp, "tp": r.tp, "pp": r.pp, "ZeRO": r.zero,
+        "rank": r.rank, "dp": r.dp, LAID["tp"]: r.tp, LAID["pp"]: r.pp, "ZeRO": r.zero,
         "shard group": r.shard_group if r.zero else None,  # HSDP where below dp (§16)
         "micro-batch": r.micro_batch, "accumulation": r.accumulation,
-        "schedule": SCHEDULE_SHORT[r.schedule],
-        "virtual stages": r.virtual_stages, "recompute": r.recompute,
-        "seq. parallel": r.sequence_parallel, "step ms": r.step_time_s * 1e3,
+        LAID["schedule"]: SCHEDULE_SHORT[r.schedule],
+        LAID["virtual_stages"]: r.virtual_stages, LAID["recompute"]: r.recompute,
+        LAID["sequence_parallel"]: r.sequence_parallel, "step ms": r.step_time_s * 1e3,
         f"{plan.unit}/s": r.samples_per_s, "MFU %": r.mfu * 100,
         "memory GiB": r.memory_bytes / GIB_BYTES, "why it ranks here": r.why,
     } for r in rows]), hide_index=True, key="layouts_table", column_config={

@@ -9,6 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from scalesim.layout import SCHEDULE_SHORT
+
 HOURS_PER_S = 1 / 3600.0
 
 # the unit a name ends in ('step ms') or, for a word, starts with ('hours to finish') -> the
@@ -21,6 +23,26 @@ FORMATS = (
     (" USD", "dollar"),
     (" hours", "%.1f"),
 )
+
+
+# a plan's layout, as the Layouts tab's table names its columns (a searched goal plan's too)
+LAYOUT_COLUMNS = {"tp": "tp", "pp": "pp", "cp": "cp", "schedule": "schedule",
+                  "virtual_stages": "virtual stages", "recompute": "recompute",
+                  "sequence_parallel": "seq. parallel"}
+
+
+def searched_layout_cells(plans: list) -> list[dict]:
+    """Each of goal's ``plans`` (``goal.GoalPlan``) as its layout's cells, by
+    ``LAYOUT_COLUMNS``: tp, pp (cp where one is above 1), schedule (virtual stages where one is
+    interleaved), recompute, sequence parallel; none (empty dicts) where the plans carry no
+    searched layout (``goal --layout given``: the scenario's own, said in the notes)."""
+    if not plans or any(p.recompute is None for p in plans):
+        return [{} for _ in plans]
+    fields = ["tp", "pp", *(["cp"] if any(p.cp > 1 for p in plans) else []), "schedule",
+              *(["virtual_stages"] if any(p.schedule == "interleaved" for p in plans) else []),
+              "recompute", "sequence_parallel"]
+    return [{LAYOUT_COLUMNS[f]: SCHEDULE_SHORT.get(p.schedule, p.schedule) if f == "schedule"
+             else getattr(p, f) for f in fields} for p in plans]
 
 
 def to_hours(seconds: float | None) -> float | None:
