@@ -110,7 +110,8 @@ from .state import (
     widget_bounds,
     with_profile_defaults,
 )
-from .table_columns import LAYOUT_COLUMNS as LAID, searched_layout_cells, show_table, to_hours
+from .table_columns import LAYOUT_COLUMNS as LAID
+from .table_columns import searched_layout_cells, show_table, to_hours
 
 PROFILES_DIR_ENV = "SCALESIM_APP_PROFILES"  # set by `scalesim app --profiles DIR`
 MAX_UPLOAD_MB = 2
