@@ -542,7 +542,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
                             knobs=validation_knobs(exc.errors())) from None
     # the counts the shard group cannot run: left out, in predict's and sweep's note (the
     # split's and the batch's are left out above); none left: predict's one-line refusal
-    counts, left = counts_that_run(profile, scenario, skip=("split", "global_batch"),
+    counts, left = counts_that_run(profile, scenario, skip=("split", "global_batch",
+                                                                "micro_batch"),
                                    named=_control_label)
     if left:
         notes += left

@@ -2,10 +2,11 @@
 note that names them: predict leaves them out and sweep drops their rows, in the same words
 (the app, the shard group's; docs/model.md §16, "Counts a setting cannot run").
 
-Three rules, each a ``LeftOut`` of the counts it is given: a model split tp x pp (x cp) that
+Four rules, each a ``LeftOut`` of the counts it is given: a model split tp x pp (x cp) that
 does not divide a count (``split_left_out``), a fixed global batch that dp x accumulation does
-not divide (``batch_left_out``), a shard group below a count's dp (x cp) that does not divide
-it (``shard_group_left_out``). ``layout_predict.counts_that_run`` applies them in predict's
+not divide (``batch_left_out``) or splits into micro-batches past the bounds table's largest
+(``micro_batch_left_out``), a shard group below a count's dp (x cp) that does not divide it
+(``shard_group_left_out``). ``layout_predict.counts_that_run`` applies them in predict's
 order of checks. Each note names the rule's values, the counts left out and, where one exists,
 a value of the setting that runs every count (the gcd or lcm of the counts' sizes)."""
 
@@ -86,6 +87,42 @@ def batch_left_out(global_batch: int, accumulation: int, replicas: dict[int, int
            f"{_either(share[p] for p in left)}")
     return LeftOut(left, left_out_note(why, left, devices, fix, f"give counts whose {rule} "
                                                                  "divides it"))
+
+
+def micro_batch_left_out(global_batch: int, accumulation: int, replicas: dict[int, int],
+                         devices: str = "devices", split: bool = False,
+                         named: Callable[[str], str] = flag_of) -> LeftOut:
+    """The counts (keys of ``replicas``, as ``batch_left_out``'s) where ``global_batch`` samples
+    over replicas x ``accumulation`` micro-steps is a micro-batch past the bounds table's
+    largest (``predict.micro_batch_max``; strong scaling on few devices): 'global batch
+    67,108,864 over devices x accumulation 1 or 2 is a micro-batch of 67,108,864 or 33,554,432
+    samples, past the largest of the bounds table (16,777,216): the rows on 1 and 2 devices are
+    left out; --accumulation 4 or --global-batch 16777216 runs every count, or give counts whose
+    devices x accumulation is at least 4' (the fewest micro-steps that split the batch at every
+    count into such micro-batches, at most ``predict.accumulation_max``; the largest global
+    batch that does at this accumulation: a multiple of lcm(replicas) x accumulation up to the
+    fewest replicas' largest; each where one exists)."""
+    from scalesim.predict import accumulation_max, micro_batch_max
+
+    largest = micro_batch_max()
+    share = {p: r * accumulation for p, r in replicas.items()}
+    left = tuple(sorted(p for p, s in share.items() if global_batch // s > largest))
+    if not left:
+        return LeftOut()
+    rule = "dp x accumulation" if split else f"{devices} x accumulation"
+    ranks = list(replicas.values())
+    steps = next((a for a in range(accumulation + 1, accumulation_max() + 1)
+                  if all(global_batch % (r * a) == 0 and global_batch // (r * a) <= largest
+                         for r in ranks)), None)
+    step = math.lcm(*ranks) * accumulation
+    batch = largest * min(ranks) * accumulation // step * step
+    fix = " or ".join([f"{named('accumulation')} {steps}"] * (steps is not None)
+                      + [f"{named('global_batch')} {batch}"] * (batch >= step))
+    why = (f"global batch {global_batch:,} over {rule} {_either(share[p] for p in left)} is a "
+           f"micro-batch of {_either(f'{global_batch // share[p]:,}' for p in left)} samples, "
+           f"past the largest of the bounds table ({largest:,})")
+    return LeftOut(left, left_out_note(why, left, devices, fix, f"give counts whose {rule} is "
+                                                                f"at least {-(-global_batch // largest)}"))
 
 
 def shard_group_left_out(shard_group: int, ranks: dict[int, tuple[int, int]],

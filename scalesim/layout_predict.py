@@ -38,6 +38,7 @@ from scalesim.counts_left_out import (
     LeftOut,
     batch_left_out,
     flag_of,
+    micro_batch_left_out,
     shard_group_left_out,
     split_left_out,
 )
@@ -650,7 +651,7 @@ def shard_group_problems(shard_group, dp, zero, framework, cp=1) -> np.ndarray:
     return np.array([judged[key] for key in keys], dtype=object).reshape(s.shape)
 
 
-COUNT_RULES = ("split", "global_batch", "shard_group")  # predict's order of checks
+COUNT_RULES = ("split", "global_batch", "micro_batch", "shard_group")  # predict's order of checks
 
 
 def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = "",
@@ -658,7 +659,8 @@ def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = 
     """(the scenario's device counts that its one-value settings run, the notes naming those
     left out: ``counts_left_out``). Each rule of ``COUNT_RULES`` judges the counts the one
     before kept, in predict's order of checks: tp x pp x cp dividing the count, the fixed global
-    batch splitting over dp x accumulation, the shard group dividing dp x cp (one rule,
+    batch splitting over dp x accumulation into micro-batches no larger than the bounds table's,
+    the shard group dividing dp x cp (one rule,
     predict's, sweep's and the app's). Every count and no note where a rule leaves none, or
     where a shard group runs at no count (DDP, a group of 1, DeepSpeed): predict then refuses
     in its one line, naming them. A count that fills no whole servers is refused first, as
@@ -681,6 +683,8 @@ def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = 
     rules = {
         "split": lambda ps: split_left_out(model, ps, nouns.devices, cp > 1),
         "global_batch": lambda ps: LeftOut() if gb is None else batch_left_out(
+            gb, k, {p: p // model for p in ps}, nouns.devices, on_layouts, named),
+        "micro_batch": lambda ps: LeftOut() if gb is None else micro_batch_left_out(
             gb, k, {p: p // model for p in ps}, nouns.devices, on_layouts, named),
         "shard_group": lambda ps: LeftOut() if group is None else shard_group_left_out(
             group, {p: (p // model, cp) for p in ps}, nouns.devices, which, named),

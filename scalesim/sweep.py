@@ -356,18 +356,19 @@ def _one_value_shard_group(arrays: dict[str, np.ndarray], base: Scenario) -> tup
 
 
 def left_out_notes(plan: SweepPlan) -> list[str]:
-    """predict's notes of the device counts a one-value split, global batch or shard group
-    leaves out (``layout_predict.counts_that_run``; their rows dropped and counted), for the
-    rules whose settings the sweep holds at one value (a swept tp, pp or cp gives a count
-    several dp: the dropped note's example names the first); [] where none is left out."""
+    """predict's notes of the device counts a one-value split, global batch (uneven, or a
+    micro-batch past the bounds table's) or shard group leaves out
+    (``layout_predict.counts_that_run``; their rows dropped and counted), for the rules whose
+    settings the sweep holds at one value (a swept tp, pp or cp gives a count several dp: the
+    dropped note's example names the first); [] where none is left out."""
     from scalesim.layout_predict import counts_that_run
 
     base, axes = plan.base, plan.axes
     skip = set()
     if any(a in axes for a in ("tp", "pp", "cp")):
-        skip |= {"split", "global_batch", "shard_group"}
+        skip |= {"split", "global_batch", "micro_batch", "shard_group"}
     if "global_batch" in axes or "accumulation" in axes:
-        skip.add("global_batch")
+        skip |= {"global_batch", "micro_batch"}
     strategies = [str(s) for s in axes.get("strategy", [base.strategy])]
     zero = [s for s in strategies if s != "ddp"]
     frameworks = [str(f) for f in axes.get("zero_framework", [base.zero_framework])]
