@@ -654,8 +654,40 @@ def shard_group_problems(shard_group, dp, zero, framework, cp=1) -> np.ndarray:
 COUNT_RULES = ("split", "global_batch", "micro_batch", "shard_group")  # predict's order of checks
 
 
+def refuse_counts(profile: Profile, scenario: Scenario, skip=()) -> None:
+    """predict's one-line refusal of the scenario's device counts where its one-value split,
+    global batch or shard group (the rules of ``COUNT_RULES`` not in ``skip``) cannot run some
+    of them: predict's own checks, in its order (a tp past a server, ``split_devices``,
+    ``predict.micro_batches``, the shard group's ``check_shard_group``), so a sweep that no
+    count runs says predict's words, every count named; returns where none refuses."""
+    from scalesim.layout import tp_above_server
+    from scalesim.predict import layout, micro_batches, shard_group_of
+
+    nouns = nouns_for(profile.hardware.device_name)
+    p = np.asarray(scenario.devices, dtype=np.int64)
+    g = scenario.devices_per_node or profile.hardware.devices_per_node
+    layout(p, g, nouns)
+    split = layout_of(scenario)
+    if not uses_layouts(split_profile(profile, scenario), scenario):
+        if not {"global_batch", "micro_batch"} <= set(skip):
+            micro_batches(scenario, profile, p)
+        if "shard_group" not in skip:
+            shard_group_of(scenario, p, nouns)
+        return
+    if "split" in skip:
+        return  # a swept split: each count's dp differs by row
+    if split.tp > g:
+        raise ScalesimError(tp_above_server(split.tp, g, nouns))
+    dp = split_devices(p, split.tp, split.pp, nouns, split.cp)
+    if not {"global_batch", "micro_batch"} <= set(skip):
+        micro_batches(scenario, profile, p, dp)
+    if "shard_group" not in skip:
+        check_shard_group(split.shard_group, p, dp, ZERO_OF_STRATEGY[scenario.strategy],
+                          scenario.zero_framework, nouns, split.cp)
+
+
 def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = "",
-                    named=flag_of) -> tuple[list[int], list[str]]:
+                    named=flag_of, refuse=()) -> tuple[list[int], list[str]]:
     """(the scenario's device counts that its one-value settings run, the notes naming those
     left out: ``counts_left_out``). Each rule of ``COUNT_RULES`` judges the counts the one
     before kept, in predict's order of checks: tp x pp x cp dividing the count, the fixed global
@@ -666,7 +698,9 @@ def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = 
     in its one line, naming them. A count that fills no whole servers is refused first, as
     predict does. ``skip``: rules whose setting a sweep varies; ``which``: the shard group's
     rows where others run at its counts ('ZeRO '); ``named``: a knob's name in a fix (the CLI
-    flag; the app's control label)."""
+    flag; the app's control label); ``refuse``: rules that, leaving every count out, are
+    refused here in predict's words (``refuse_counts``; a sweep, whose rows predict's checks
+    do not see)."""
     from scalesim.predict import layout
 
     nouns = nouns_for(profile.hardware.device_name)
@@ -693,6 +727,8 @@ def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = 
     for name in COUNT_RULES:
         out = LeftOut() if name in skip else rules[name](counts)
         if len(out.counts) == len(counts):
+            if name in refuse:
+                refuse_counts(profile, scenario, skip)
             return list(scenario.devices), []
         counts = [p for p in counts if p not in out.counts]
         notes += [out.note] if out.note else []

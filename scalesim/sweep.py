@@ -191,11 +191,15 @@ def _axis_array(name: str, values) -> np.ndarray:
 
 
 def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
-               at_sequence: Callable[[int], Profile] | None = None) -> SweepPlan:
+               at_sequence: Callable[[int], Profile] | None = None,
+               refuse_counts: bool = False) -> SweepPlan:
     """Check every axis value and count the rows, before anything is evaluated. Axis
     ``seq_len``: the profile of each value from ``at_sequence`` (the CLI's: ``resolve_profile``
     of its --profile, --hardware and --workload at that value, as predict --seq-len resolves
-    it), by default ``profiles.profile_at_sequence`` of ``profile``'s own model."""
+    it), by default ``profiles.profile_at_sequence`` of ``profile``'s own model.
+    ``refuse_counts`` (the CLI's): a one-value split, global batch or shard group that runs
+    no device count is refused in predict's line (the API's ``sweep`` keeps an empty result,
+    its drops counted, which goal reads)."""
     profile = require_model(profile, Profile, "profile")
     base = require_model(base, Scenario, "base")
     if not isinstance(axes, dict):
@@ -260,6 +264,8 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
     g_max = base.devices_per_node or profile.hardware.devices_per_node
     # a clear error for counts that do not fill servers (hosts of a CPU calibration)
     layout(np.unique(arrays["devices"]), g_max, nouns_for(profile.hardware.device_name))
+    if refuse_counts:
+        _counts_left_out(profile, base, arrays, refuse=True)  # none run: predict's words
     shape = [len(v) for v in arrays.values()]
     combinations = int(np.prod(shape, dtype=object))
     rows = combinations
@@ -361,9 +367,17 @@ def left_out_notes(plan: SweepPlan) -> list[str]:
     (``layout_predict.counts_that_run``; their rows dropped and counted), for the rules whose
     settings the sweep holds at one value (a swept tp, pp or cp gives a count several dp: the
     dropped note's example names the first); [] where none is left out."""
-    from scalesim.layout_predict import counts_that_run
+    return _counts_left_out(plan.profile, plan.base, plan.axes)
 
-    base, axes = plan.base, plan.axes
+
+def _counts_left_out(profile: Profile, base: Scenario, axes: dict[str, np.ndarray],
+                     refuse: bool = False) -> list[str]:
+    """``left_out_notes`` of the sweep's profile, base scenario and axes; ``refuse``: a rule
+    that leaves every count out is refused in predict's one line, every count named
+    (``layout_predict.refuse_counts``), where it leaves out every row (not a shard group
+    beside ddp rows, which run without it)."""
+    from scalesim.layout_predict import COUNT_RULES, counts_that_run
+
     skip = set()
     if any(a in axes for a in ("tp", "pp", "cp")):
         skip |= {"split", "global_batch", "micro_batch", "shard_group"}
@@ -377,8 +391,10 @@ def left_out_notes(plan: SweepPlan) -> list[str]:
     scenario = base.model_copy(update={  # a ZeRO row's, as the shard group runs there
         "devices": [int(p) for p in axes["devices"]], "strategy": (zero or strategies)[0],
         "zero_framework": "fsdp" if "fsdp" in frameworks else frameworks[0]})
-    return counts_that_run(plan.profile, scenario, skip,
-                           "ZeRO " if "ddp" in strategies else "")[1]
+    ddp = "ddp" in strategies
+    refused = [r for r in COUNT_RULES if not (ddp and r == "shard_group")] if refuse else []
+    return counts_that_run(profile, scenario, skip, "ZeRO " if ddp else "",
+                           refuse=refused)[1]
 
 
 def one_value_words(name: str, value) -> str:

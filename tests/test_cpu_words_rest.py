@@ -87,8 +87,12 @@ def test_predict_sweep_decide_refuse_a_layout_in_processes_and_hosts(capsys, tmp
     assert code == 0, err
     assert ("note: tp x pp = 4 does not divide the processes: the rows on 1 and 2 processes are "
             "left out; give counts that are multiples of 4") in out.splitlines()
+    # a one-value tp no count runs: sweep says predict's line (session 43: its first dropped
+    # row); a swept one keeps the dropped row's example, in processes
+    assert _refusal(capsys, ["sweep", "--profile", cpu, "--devices", "6", "--tp", "4"]).endswith(
+        "error: tp 4 > 2 processes per host (tensor parallelism stays inside one host); use tp <= 2")
     assert "(e.g. tp 4 x pp 1 on 6 processes: tp x pp does not divide the processes)" in _refusal(
-        capsys, ["sweep", "--profile", cpu, "--devices", "6", "--tp", "4"])
+        capsys, ["sweep", "--profile", cpu, "--devices", "6", "--tp-values", "4"])
     gpu = _refusal(capsys, ["predict", "--profile", str(H200), "--gpus-per-node", "8", "--devices",
                             "16", "--tp", "16"])
     assert gpu.endswith("error: tp 16 > 8 GPUs per server (tensor parallelism stays inside one "

@@ -53,7 +53,13 @@ def test_predict_at_the_largest_micro_batch_still_runs(capsys):
 def test_sweep_drops_a_micro_batch_past_the_table(capsys, extra):
     code, out, err = run_cli(capsys, ["sweep", "--global-batch", HUGE, "--devices", "8", *extra])
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
-    assert "into micro-batches of at most 16,777,216 samples" in err
+    # a one-value global batch no count runs: predict's line (session 43)
+    _, _, said = run_cli(capsys, ["predict", "--global-batch", HUGE, "--devices", "8", *extra])
+    assert err == said.replace("scalesim predict:", "scalesim sweep:")
+    assert "past the largest of the bounds table (16,777,216)" in err
+    code, out, err = run_cli(capsys, ["sweep", "--global-batch-values", HUGE, "--devices", "8",
+                                      *extra])  # a swept one: sweep's own count of the drops
+    assert code == 2 and "into micro-batches of at most 16,777,216 samples" in err
     # of 8 and 16 devices x 1 and 2 micro-steps, 8 x 1 is past the bound: dropped and counted
     code, out, err = run_cli(capsys, ["sweep", "--global-batch", str(2**28), "--devices", "8,16",
                                       "--accumulation-values", "1,2", "--format", "json"])

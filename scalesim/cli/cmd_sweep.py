@@ -579,7 +579,8 @@ def run(args: argparse.Namespace) -> int:
     if "global_batch" in axes and scenario.micro_batch is not None:
         raise ScalesimError("--global-batch-values sweeps strong scaling; drop --batch")
     plan = plan_sweep(profile, scenario, axes, at_sequence=lambda seq: profile_from_args(
-        argparse.Namespace(**{**vars(args), "seq_len": seq})))  # as predict --seq-len reads it
+        argparse.Namespace(**{**vars(args), "seq_len": seq})),  # as predict --seq-len reads it
+        refuse_counts=True)  # a list none runs: predict's line, every count named
     check_size(plan)
     bubbles = BubbleRows()
     if args.out is not None:  # '' too: refused by name, not taken for stdout
