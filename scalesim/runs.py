@@ -62,6 +62,7 @@ from scalesim.errors import ScalesimError, excerpt, require_path, require_text
 from scalesim.figures import count
 from scalesim.jsonio import parse_json_text, validation_message
 from scalesim.layout import Schedule
+from scalesim.runs_units import check_units
 
 REQUIRED = ("devices", "nodes")
 COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch", "global_batch",
@@ -691,6 +692,7 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
         notes.append(f"{len(rows)} rows aggregated into {len(groups)} runs: the median of every "
                      "measured column per (devices, nodes, batch, accumulation)")
     runs = Runs(groups, source, tuple(notes))
+    check_units(runs)
     return runs if server is None else on_servers_of(runs, server, f"{source}: gpus_per_node")
 
 

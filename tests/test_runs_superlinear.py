@@ -14,11 +14,12 @@ from scalesim.runs_diagnosis import diagnose_runs
 
 def test_far_past_linear_is_refused_naming_the_run(tmp_path, capsys):
     path = tmp_path / "runs.csv"
-    path.write_text("devices,nodes,step_time_s\n1,1,1.0\n2,1,0.1\n4,1,0.01\n")
+    # 10x per device past the first: past 20x a run is named as in other units (runs_units)
+    path.write_text("devices,nodes,step_time_s\n1,1,1.0\n2,1,0.2\n4,1,0.1\n")
     assert main(["diagnose", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "the run at 4 devices is 10000% efficient" in err and "throughput 400x" in err
+    assert "the run at 4 devices is 1000% efficient" in err and "throughput 40x" in err
 
 
 def test_somewhat_past_linear_gets_a_note():
