@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import json
 import math
 import os
@@ -502,13 +503,39 @@ def _csv_cell_limit(chars: int):
         csv.field_size_limit(previous)
 
 
+def _is_comment(line: str) -> bool:
+    """A line that starts with '#' (after blanks): a note, as pandas' ``comment='#'`` reads."""
+    return line.lstrip().startswith("#")
+
+
+def _csv_lines(text: str) -> tuple[int, object, str | None]:
+    """(lines before the header, the lines from the header on, a skipped comment line that
+    names the required columns: a header commented out, or None): blank and '#' comment lines
+    before the header are skipped, a comment line after it is read as a blank line (which csv
+    skips), so csv's line numbers plus the first count the file's lines."""
+    lines = io.StringIO(text)
+    skipped, commented = 0, None
+    for line in lines:
+        if line.strip() and not _is_comment(line):
+            return skipped, itertools.chain([line], ("\n" if _is_comment(rest) else rest
+                                                     for rest in lines)), commented
+        names = [n.strip().lower() for n in line.lstrip().lstrip("#").split(",")]
+        if all(c in names for c in REQUIRED):
+            commented = line.strip()
+        skipped += 1
+    return skipped, iter(()), commented
+
+
 def parse_csv_text(text: str, source: str) -> list[dict]:
-    reader = csv.DictReader(io.StringIO(text))
+    """The rows of a runs CSV as dicts of lower-case column names ('DEVICES' reads 'devices');
+    blank and '#' comment lines skipped (``_csv_lines``)."""
+    skipped, lines, commented = _csv_lines(text)
+    reader = csv.DictReader(lines)
     try:
         with _csv_cell_limit(MAX_CSV_CELL_CHARS):
-            return _csv_rows(reader, source)
+            return _csv_rows(reader, source, skipped, commented)
     except csv.Error as exc:
-        line = reader.line_num + 1  # the record being read when it failed
+        line = skipped + reader.line_num + 1  # the record being read when it failed
         if str(exc).startswith("field larger"):
             raise ScalesimError(f"{source}: line {line} has a cell over {MAX_CSV_CELL_CHARS} "
                                 "characters; not a runs file") from None
@@ -562,11 +589,20 @@ def unknown_columns_note(names) -> str | None:
             f"{', '.join(COLUMNS)} (docs/diagnose.md)")
 
 
-def _csv_rows(reader: csv.DictReader, source: str) -> list[dict]:
+def _csv_rows(reader: csv.DictReader, source: str, skipped: int = 0,
+              commented: str | None = None) -> list[dict]:
+    """The rows of ``reader`` (its column names stripped and in lower case); ``skipped``: the
+    file's lines before the reader's first, for the line numbers of messages; ``commented``: a
+    comment line before them that names the required columns (``_csv_lines``)."""
+    if commented is not None and (reader.fieldnames is None or not any(
+            h.strip().lower() in REQUIRED for h in reader.fieldnames)):
+        raise ScalesimError(f"{source}: the header line is a # comment ('{excerpt(commented, 60)}'"
+                            "); remove its '#' (lines starting with # are skipped)")
     if reader.fieldnames is None:
-        raise ScalesimError(f"{source}: empty file; expected a header line with devices,nodes,"
+        what = "no line but blank and # comment lines" if skipped else "empty file"
+        raise ScalesimError(f"{source}: {what}; expected a header line with devices,nodes,"
                             "samples_per_s (or step_time_s)")
-    header = [h.strip() for h in reader.fieldnames]
+    header = [h.strip().lower() for h in reader.fieldnames]
     twice = sorted(h for h, n in Counter(header).items() if h and n > 1)  # linear: 100k columns
     if twice:  # csv.DictReader would keep the last column of each name, silently
         raise ScalesimError(f"{source}: column(s) {', '.join(excerpt(h, 40) for h in twice)} "
@@ -580,13 +616,16 @@ def _csv_rows(reader: csv.DictReader, source: str) -> list[dict]:
     if missing and (other := _other_separator(header)):
         raise ScalesimError(f"{source}: {other}")
     if missing:
-        raise ScalesimError(f"{source}: missing column(s) {', '.join(missing)}; the header has "
+        raise ScalesimError(f"{source}: missing column(s) {', '.join(missing)}; name them in "
+                            "the first line that is not a # comment, e.g. devices,nodes,"
+                            f"step_time_s (docs/diagnose.md); the header has "
                             f"{_header_text(header)}")
     rows = []
     for raw in reader:
         if None in raw:
-            raise ScalesimError(f"{source}: line {reader.line_num} has more cells than the header")
-        cleaned = {k.strip(): _cell(v or "") for k, v in raw.items() if k is not None}
+            raise ScalesimError(f"{source}: line {skipped + reader.line_num} has more cells "
+                                "than the header")
+        cleaned = {k.strip().lower(): _cell(v or "") for k, v in raw.items() if k is not None}
         if any(v is not None for v in cleaned.values()):
             rows.append(cleaned)
     return rows
