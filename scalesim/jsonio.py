@@ -315,6 +315,13 @@ def validation_message(exc: ValidationError, what: str, model: type[BaseModel] |
         # another version explains the other fields' problems: say it alone
         given = None if version.get("type") == "missing" else version.get("input")
         return f"{what}: {version_text(given, model)}"
+    for error in errors:  # a block of another version inside (a profile's hardware): the same
+        loc = tuple(error.get("loc", ()))
+        block = _block_model(model, loc[:-1]) if loc[-1:] == ("schema_version",) else None
+        if block is not None and "schema_version" in block.model_fields:
+            given = None if error.get("type") == "missing" else error.get("input")
+            where = ".".join(str(part) for part in loc[:-1])
+            return f"{what}: its {where} block: {version_text(given, block, model)}"
     first = errors[0]
     msg = error_text(first)
     loc = tuple(first.get("loc", ()))
@@ -340,31 +347,60 @@ def validation_message(exc: ValidationError, what: str, model: type[BaseModel] |
     return f"{what}: field '{where}': {msg}{extra}"
 
 
-def version_text(given: Any, model: type[BaseModel]) -> str:
-    """What to do with a file of another ``schema_version`` than ``model``'s: the version this
-    scalesim reads, and that nothing converts another (re-run what wrote the file)."""
+def _block_model(model: type[BaseModel] | None, loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model of the block at ``loc`` inside ``model`` (('hardware',) of a profile:
+    Hardware), or None where ``loc`` is empty or names no model."""
+    import typing
+
+    cls = None
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if model is None or part not in model.model_fields:
+            return None
+        annotation = model.model_fields[part].annotation
+        kinds = [annotation, *typing.get_args(annotation)]
+        kinds += [a for k in kinds for a in typing.get_args(k)]
+        cls = model = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)),
+                           None)
+    return cls
+
+
+def _version_number(version: Any) -> int | None:
+    """The N of 'scalesim-hardware/N', or None."""
+    tail = version.rpartition("/")[2] if isinstance(version, str) else ""
+    return int(tail) if tail.isdigit() else None
+
+
+def version_text(given: Any, model: type[BaseModel], outer: type[BaseModel] | None = None) -> str:
+    """What to do with a file (or, with ``outer``, a block of an ``outer`` file) of another
+    ``schema_version`` than ``model``'s: the version this scalesim reads, that nothing converts
+    another, and the fix: a newer scalesim for a newer version, else re-run what wrote the file
+    (``outer``'s writer for a block)."""
     from scalesim import __version__
 
     expected = model.model_fields["schema_version"].default
     name = _schema_name(model)
     other = _schema_kind_of_version(given)
-    if other is not None and other != name:
+    if other is not None and other != name and outer is None:
         # a file of another kind (a calibration profile given as --hardware), not another version
         return (
             f"a scalesim {other} file (schema_version {given!r}), not a {name} file: "
             f"commands take it as --{other} FILE"
         )
+    writer = _schema_name(outer) if outer is not None else name
     redo = (
         "re-run the scalesim calibrate command that wrote it (with the same --from-... "
         "files if it read logs, traces or a topology)"
-        if name == "profile"
+        if writer == "profile"
         else "write it again for this version"
-        + (f" (scalesim schema {name} lists the fields)" if name else "")
+        + (f" (scalesim schema {writer} lists the fields)" if writer else "")
     )
+    fix = f": {redo}"
+    if (_version_number(given) or 0) > (_version_number(expected) or 0):
+        fix = f"; a newer scalesim wrote it: upgrade scalesim, or {redo}"
     said = "no schema_version" if given is None else f"schema_version is {given!r}"
-    return (
-        f"{said}; this scalesim ({__version__}) reads {expected!r} only and converts no other version: {redo}"
-    )
+    return f"{said}; this scalesim ({__version__}) reads {expected!r} only and converts no other version{fix}"
 
 
 def _schema_kind_of_version(version: Any) -> str | None:
