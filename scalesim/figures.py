@@ -80,6 +80,15 @@ def count_list(counts, shown: int | None = 6) -> str:
     return words[0] if len(words) == 1 else f"{sep.join(words[:-1])} and {words[-1]}"
 
 
+def either(words) -> str:
+    """Alternatives in prose, once each, in order, the last after 'or': '8', '8 or 16',
+    '1, 2 or 4'; where one has a thousands comma, '; ' between them, as ``count_list``:
+    '67,108,864 or 33,554,432', '4,096; 2,048 or 1,024'."""
+    words = list(dict.fromkeys(words))
+    sep = "; " if any("," in w for w in words) else ", "
+    return words[0] if len(words) == 1 else f"{sep.join(words[:-1])} or {words[-1]}"
+
+
 def count(n: int, noun: str) -> str:
     """A count with its noun, singular for one: '1 device', '16 devices', '1,024 devices'."""
     return f"{whole(n)} {noun}{'' if n == 1 else 's'}"

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import Refusal, ScalesimError, knobs_of, require_model
-from scalesim.figures import MIB_BYTES, count_list, link_GBps, sig3
+from scalesim.figures import MIB_BYTES, count_list, either, link_GBps, sig3
 from scalesim.layout import (
     SCHEDULES,
     replica_devices,
@@ -201,13 +201,14 @@ def global_batch_splits(global_batch, replicas, accumulation) -> np.ndarray:
     return (gb % share == 0) & (gb >= share) & (gb // share <= micro_batch_max())
 
 
-def too_big_micro_batch(global_batch: int, micro_batch: int, over: str) -> Refusal:
-    """The one-line refusal of a global batch whose micro-batch, ``global_batch`` split
-    ``over`` ('8 devices x 1 accumulation step'), is past the bounds table's, naming the flags
+def too_big_micro_batch(global_batch: int, micro_batch: str, over: str) -> Refusal:
+    """The one-line refusal of a global batch whose micro-batch (``micro_batch`` samples, one
+    or several: '67,108,864 or 33,554,432'), ``global_batch`` split ``over`` ('8 devices x 1
+    accumulation step', '1 and 2 devices x ...'), is past the bounds table's, naming the flags
     that change it (``bounds.KNOBS``)."""
     flag = {f: KNOB_BY_FIELD[f].flag for f in ("devices", "accumulation", "global_batch")}
     return Refusal(f"global batch {global_batch:,} over {over} is a micro-batch of "
-                   f"{micro_batch:,} samples, past the largest of the bounds table "
+                   f"{micro_batch} samples, past the largest of the bounds table "
                    f"({micro_batch_max():,}); raise {flag['devices']} or {flag['accumulation']} (at "
                    f"most {accumulation_max():,}), or lower {flag['global_batch']}",
                    ("global_batch", "accumulation", "devices"))
@@ -268,12 +269,14 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
                             f"accumulation {k}", knobs=("global_batch", "accumulation"))
     b = scenario.global_batch // share
     over = np.flatnonzero(b > micro_batch_max())
-    if over.size:
-        i = int(over[0])
+    if over.size:  # every count past it, named: 'over 1 and 2 devices x 1 accumulation step'
+        rows = dict(sorted({int(devices[i]): (int(replicas[i]), int(b[i])) for i in over}.items()))
         steps = f"{k} accumulation step{'s' if k > 1 else ''}"
+        counts = f"{count_list(rows, None)} {nouns.devices}"
         raise ScalesimError(too_big_micro_batch(
-            scenario.global_batch, int(b[i]), f"{int(devices[i])} {nouns.devices} x {steps}"
-            if dp is None else f"dp {int(dp[i])} x {steps} ({int(devices[i])} {nouns.devices})"))
+            scenario.global_batch, either(f"{m:,}" for _, m in rows.values()),
+            f"{counts} x {steps}" if dp is None
+            else f"dp {either(str(r) for r, _ in rows.values())} x {steps} ({counts})"))
     return b, np.full(replicas.shape, scenario.global_batch // k)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cli_harness import run_cli
 
-from scalesim.figures import latency_us, link_GBps, number, sig3
+from scalesim.figures import either, latency_us, link_GBps, number, sig3
 from scalesim.profiles import default_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -81,3 +81,10 @@ def test_a_number_in_a_sentence_is_exact_and_separated_never_1e_plus(value, text
     """``figures.number`` writes bounds and the values they refuse (session 19): not ':g'
     ('1.67772e+07' for 2**24) nor Python's float text ('1e+20', '1000000.0')."""
     assert number(value) == text
+
+
+def test_either_lists_alternatives_once_each_with_a_semicolon_between_thousands():
+    """``figures.either``: the alternatives of a refusal naming every count (session 43)."""
+    assert either(["8"]) == "8"
+    assert either(["1", "2", "2", "4"]) == "1, 2 or 4"
+    assert either(["67,108,864", "33,554,432", "512"]) == "67,108,864; 33,554,432 or 512"

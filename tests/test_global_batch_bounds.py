@@ -43,6 +43,24 @@ def test_a_micro_batch_past_the_table_is_refused_in_one_line(capsys, command, ex
             else "over 8 devices x 1 accumulation step") in err
 
 
+@pytest.mark.parametrize("command", ["predict", "sweep"])
+@pytest.mark.parametrize("extra, over", [
+    ([], "over 1, 2 and 4 devices x 1 accumulation step"),
+    (["--workload", "llama3-8b", "--hardware", "dgx-h100", "--tp", "8"],
+     "over dp 1, 2 or 4 x 1 accumulation step (8, 16 and 32 devices)")])
+def test_a_list_whose_every_micro_batch_is_past_the_table_names_every_count(capsys, command,
+                                                                              extra, over):
+    """`predict --devices 1,2 --global-batch 67108864` named only '1 devices' (session 43). By
+    hand: 2**26 over 1, 2, 4 replicas is 2**26, 2**25, 2**24 x 2 samples, each past 2**24."""
+    devices = "8,16,32" if extra else "1,2,4"
+    code, out, err = run_cli(capsys, [command, "--global-batch", str(2**27), "--devices",
+                                      devices, *extra])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
+    assert (f"global batch 134,217,728 {over} is a micro-batch of 134,217,728; 67,108,864 or "
+            "33,554,432 samples, past the largest of the bounds table (16,777,216); raise "
+            "--devices or --accumulation (at most 4,096), or lower --global-batch") in err
+
+
 def test_predict_at_the_largest_micro_batch_still_runs(capsys):
     code, out, _ = run_cli(capsys, ["predict", "--global-batch", str(8 * 2**24), "--devices",
                                     "8", "--json"])

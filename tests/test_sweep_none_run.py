@@ -26,8 +26,9 @@ CASES = {
                     "shard group 16 does not divide dp 24 or 40; give a divisor of each (e.g. 8), "
                     "or drop it: full sharding (at 24 and 40 devices)"),
     "micro-batch": (["--devices", "1,2", "--global-batch", str(2**26)],
-                    "global batch 67,108,864 over 1 devices x 1 accumulation step is a "
-                    "micro-batch of 67,108,864 samples, past the largest of the bounds table "
+                    "global batch 67,108,864 over 1 and 2 devices x 1 accumulation step is a "
+                    "micro-batch of 67,108,864 or 33,554,432 samples, past the largest of the "
+                    "bounds table "
                     "(16,777,216); raise --devices or --accumulation (at most 4,096), or lower "
                     "--global-batch"),
     # the split leaves out 8 and 24, the batch 3 the rest (dp 2 on 32): predict's first check
