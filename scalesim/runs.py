@@ -632,15 +632,36 @@ def _csv_rows(reader: csv.DictReader, source: str, skipped: int = 0,
 
 
 def parse_json_data(data, source: str) -> list[dict]:
+    """The run objects of a JSON runs file (a list, or ``{"runs": [...]}``), each key stripped
+    and in lower case, as a CSV header's (``_lower_keys``)."""
     if isinstance(data, dict) and "traceEvents" in data:
         raise ScalesimError(f"{source}: this is a profiler trace, not a runs file; use "
                             f"scalesim diagnose --trace {source}")
-    if isinstance(data, dict) and "runs" in data:
-        data = data["runs"]
+    if isinstance(data, dict) and any(k.strip().lower() == "runs" for k in data):
+        data = _lower_keys(data, "its top-level object", source)["runs"]
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise ScalesimError(f"{source}: expected a JSON list of run objects (or {{\"runs\": "
                             "[...]}) with devices, nodes and samples_per_s or step_time_s")
-    return data
+    return [_lower_keys(run, f"run {i}", source) for i, run in enumerate(data, start=1)]
+
+
+def _lower_keys(block: dict, where: str, source: str) -> dict:
+    """``block`` with each key stripped and in lower case ('DEVICES' is devices, as in a CSV
+    header); ScalesimError (one line) where two keys differ only in case or spaces, naming both
+    in the file's order and which to keep: "run 2 gives both 'devices' and 'DEVICES', one key
+    (keys are read in any case); keep 'devices' and remove the other"."""
+    out, said = {}, {}
+    for key, value in block.items():
+        name = key.strip().lower()
+        if name in out:
+            both = [key, said[name]] if key == name else [said[name], key]
+            keep = (f"keep '{excerpt(name, 40)}' and remove the other" if both[0] == name
+                    else f"keep one of them, written '{excerpt(name, 40)}'")
+            raise ScalesimError(f"{source}: {where} gives both '{excerpt(both[0], 40)}' and "
+                                f"'{excerpt(both[1], 40)}', one key (keys are read in any "
+                                f"case); {keep}")
+        out[name], said[name] = value, key
+    return out
 
 
 def runs_from_records(records: list[dict], source: str) -> Runs:
