@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD
+from scalesim.device_nouns import CPU_NOUNS, GPU_NOUNS
 from scalesim.figures import count_list
 from scalesim.layout import shard_group_problem
 
@@ -37,17 +38,24 @@ def flag_of(field: str) -> str:
 def left_out_note(why: str, left, devices: str, fix: str, instead: str, which: str = "") -> str:
     """'<why>: the rows on 24 and 40 devices are left out; <fix> runs every count, or
     <instead>': the one sentence of every rule (``fix`` '' where no value runs every count;
-    ``which`` the rows' kind where others at those counts run, 'ZeRO ')."""
+    ``which`` the rows' kind where others at those counts run, 'ZeRO '; 'the row on 1 device'
+    in the singular)."""
     one = len(left) == 1
     runs = f"{fix} runs every count, or " if fix else ""
+    noun = _singular(devices) if sorted(left) == [1] else devices
     return (f"{why}: the {which}{'row' if one else 'rows'} on {count_list(sorted(left))} "
-            f"{devices} {'is' if one else 'are'} left out; {runs}{instead}")
+            f"{noun} {'is' if one else 'are'} left out; {runs}{instead}")
+
+
+def _singular(devices: str) -> str:
+    """The noun of one count for the plural ``devices``: 'device', 'process' (``device_nouns``)."""
+    return next((n.device for n in (GPU_NOUNS, CPU_NOUNS) if n.devices == devices), devices)
 
 
 def _either(sizes) -> str:
-    """'24', '24 or 40', '12, 20 or 28': the sizes a rule fails at, once each, in order."""
-    words = [str(n) for n in dict.fromkeys(sizes)]
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+    """'24', '24 or 40', '12, 20 or 28': the sizes a rule fails at, once each, in order, as
+    ``count_list`` writes counts ('1,024; 2,048 or 4,096'; past six, the first and the last)."""
+    return count_list(list(dict.fromkeys(sizes)), last="or")
 
 
 def split_left_out(model: int, counts, devices: str = "devices", cp: bool = False) -> LeftOut:
@@ -119,7 +127,7 @@ def micro_batch_left_out(global_batch: int, accumulation: int, replicas: dict[in
     fix = " or ".join([f"{named('accumulation')} {steps}"] * (steps is not None)
                       + [f"{named('global_batch')} {batch}"] * (batch >= step))
     why = (f"global batch {global_batch:,} over {rule} {_either(share[p] for p in left)} is a "
-           f"micro-batch of {_either(f'{global_batch // share[p]:,}' for p in left)} samples, "
+           f"micro-batch of {_either(global_batch // share[p] for p in left)} samples, "
            f"past the largest of the bounds table ({largest:,})")
     return LeftOut(left, left_out_note(why, left, devices, fix, f"give counts whose {rule} is "
                                                                 f"at least {-(-global_batch // largest)}"))

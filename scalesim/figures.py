@@ -67,8 +67,9 @@ def whole(n: int) -> str:
     return f"{int(n):,}"
 
 
-def count_list(counts, shown: int | None = 6) -> str:
-    """Counts in prose, each as ``whole`` writes it, the last after 'and': '16, 32 and 64';
+def count_list(counts, shown: int | None = 6, last: str = "and") -> str:
+    """Counts in prose, each as ``whole`` writes it, the last after ``last``: '16, 32 and 64'
+    ('16, 32 or 64' for the values a rule fails at);
     where one has a thousands comma, '; ' between them, so that a comma is a number's and never
     the list's ('1,024; 2,048 and 4,096', not '1,024, 2,048 and 4,096'); past ``shown`` counts
     (None: all), the first ones and the last: '1; 2; 4; 8; 16; ... and 4,096 (13 in all)'. Not
@@ -76,8 +77,8 @@ def count_list(counts, shown: int | None = 6) -> str:
     words = [whole(n) for n in counts]
     sep = "; " if any("," in w for w in words) else ", "
     if shown is not None and len(words) > shown:
-        return f"{sep.join(words[:shown - 1])}{sep}... and {words[-1]} ({len(words)} in all)"
-    return words[0] if len(words) == 1 else f"{sep.join(words[:-1])} and {words[-1]}"
+        return f"{sep.join(words[:shown - 1])}{sep}... {last} {words[-1]} ({len(words)} in all)"
+    return words[0] if len(words) == 1 else f"{sep.join(words[:-1])} {last} {words[-1]}"
 
 
 def either(words) -> str:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -218,8 +219,9 @@ def nearest_splitting_batches(global_batch: int, replicas, accumulation: int) ->
     """The global batches nearest ``global_batch`` (below, above; either left out where none)
     that split over every count of ``replicas`` x ``accumulation`` micro-steps into whole
     micro-batches of 1 to ``micro_batch_max`` samples (``global_batch_splits``): the multiples
-    of lcm(replicas) x accumulation."""
-    step = int(np.lcm.reduce(np.asarray(replicas, dtype=np.int64))) * accumulation
+    of lcm(replicas) x accumulation (in Python's integers: numpy's int64 lcm of many counts
+    wraps, to 0 or a negative))."""
+    step = math.lcm(*(int(r) for r in np.ravel(replicas))) * accumulation
     below, above = global_batch // step * step, (global_batch // step + 1) * step
     largest = micro_batch_max() * int(np.min(replicas)) * accumulation  # the fewest replicas'
     return [b for b in (below, above) if step <= b <= largest]
