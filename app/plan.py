@@ -53,6 +53,7 @@ from scalesim.layout import (
     split_words,
 )
 from scalesim.layout_predict import (
+    COUNT_RULES,
     asked_split,
     attention_kernel_note,
     counts_that_run,
@@ -499,38 +500,25 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             notes.append(note)  # what the pipeline's stages hold, where uneven in a framework
         fields["layout"] = split
         model = replica_devices(split.tp, split.pp, split.cp)
-        kept = [d for d in devices if d % model == 0]
-        if len(kept) < len(devices):
-            left = [d for d in devices if d not in kept]
-            what = (f"1 {words.device} is" if left == [1] else
-                    f"{count_list(left, 8)} {words.devices} are")
-            cp = split.cp if split.cp > 1 else None
-            notes.append(f"layout {split_words(None, split.tp, split.pp, cp)}: {what} not a "
-                         f"multiple of {model}; left out")
-        if not kept:  # each degree with its value: the page's fallback sets back those named
+        if not any(d % model == 0 for d in devices):  # each degree with its value: the
+            # page's fallback sets back those named (the counts some run: predict's note below)
             degrees = f"tp {split.tp} x pp {split.pp}" + (f" x cp {split.cp}" if split.cp > 1
                                                          else "")
             raise ScalesimError(f"no {words.device} count is a multiple of {degrees} = {model}; "
                                 f"raise the largest {words.device} count or lower tp / pp / cp",
                                 knobs=("tp", "pp", "cp"))
-        devices = kept
     if state.mode == "strong":
         gb = state.gb or profile.workload.micro_batch * g
-        share = [d for d in devices if global_batch_splits(gb, d // model, state.acc)]
-        if len(share) < len(devices):
-            left = [d for d in devices if d not in share]
-            notes.append(f"strong scaling: global batch {gb} does not split evenly over "
-                         f"{count_list(left, 8)} {words.devices} x {state.acc} accumulation "
-                         f"into micro-batches of at most {micro_batch_max():,}; left out")
-        if not share:  # predict refuses it: the numbers of another batch would read as its
+        kept = [d for d in devices if d % model == 0]
+        if not global_batch_splits(gb, [d // model for d in kept], state.acc).any():
+            # predict refuses it: the numbers of another batch would read as its
             raise ScalesimError(
                 f"strong scaling: global batch {gb} does not split evenly over "
-                f"{count_list(devices)} {words.device if devices == [1] else words.devices} x "
+                f"{count_list(kept)} {words.device if kept == [1] else words.devices} x "
                 f"{state.acc} accumulation into micro-batches of at most {micro_batch_max():,}; "
                 f"pick a global batch that {words.devices} x accumulation divide into such "
                 f"micro-batches, or other {words.device} counts",
                 knobs=("global_batch", "accumulation"))
-        devices = share
         fields["global_batch"] = gb
     else:
         fields["micro_batch"] = state.mb
@@ -540,14 +528,16 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     except ValidationError as exc:  # a combination the scenario refuses: its words, one line
         raise ScalesimError("scenario: " + "; ".join(error_text(e) for e in exc.errors()),
                             knobs=validation_knobs(exc.errors())) from None
-    # the counts the shard group cannot run: left out, in predict's and sweep's note (the
-    # split's and the batch's are left out above); none left: predict's one-line refusal
-    counts, left = counts_that_run(profile, scenario, skip=("split", "global_batch",
-                                                                "micro_batch"),
-                                   named=_control_label)
-    if left:
-        notes += left
-        scenario = scenario.model_copy(update={"devices": counts})
+    # the counts the split and the fixed global batch cannot run, then those the shard group
+    # cannot run of the rest: left out in predict's and sweep's notes, a fix naming the control
+    # (each stage runs some count: the split's and the batch's are refused above where none
+    # runs, the shard group's by predict in its one line, naming its own problem)
+    for rules in (("split", "global_batch", "micro_batch"), ("shard_group",)):
+        counts, left = counts_that_run(profile, scenario, named=_control_label,
+                                       skip=tuple(r for r in COUNT_RULES if r not in rules))
+        if left:
+            notes += left
+            scenario = scenario.model_copy(update={"devices": counts})
     if note := slow_device_note(state.slow, scenario.devices, nouns=words):
         notes.append(note)
     words = nouns_for(profile.hardware.device_name)

@@ -21,7 +21,8 @@ def test_a_thinned_server_grid_keeps_the_counts_a_model_split_runs():
     assert scenario.devices == list(range(64, 16384 + 1, 64))
     assert notes[0] == ("every server: 2,048 servers thinned to one point every 8 servers up to "
                         "16,384 devices, the first and the largest kept (260 points)")
-    assert "layout tp 8 x pp 4: 1, 2, 4 and 8 devices are not a multiple of 32; left out" in notes
+    assert ("tp x pp = 32 does not divide the devices: the rows on 1, 2, 4 and 8 devices are left "
+            "out; give counts that are multiples of 32") in notes
 
 
 def test_the_thinned_stride_is_a_multiple_of_the_servers_whole_replicas_fill():

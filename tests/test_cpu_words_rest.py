@@ -273,4 +273,5 @@ def test_app_strong_scaling_notes_say_processes(tmp_path):
     state = with_profile_defaults(default_state(), profile).model_copy(
         update={"tp": 2, "grid": "list", "dlist": "1,2,4"})
     _, notes = build_scenario(state, profile)
-    assert "layout tp 2 x pp 1: 1 process is not a multiple of 2; left out" in notes
+    assert ("tp x pp = 2 does not divide the processes: the row on 1 process is left out; "
+            "give counts that are multiples of 2") in notes
