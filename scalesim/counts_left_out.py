@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD
 from scalesim.device_nouns import CPU_NOUNS, GPU_NOUNS
-from scalesim.figures import count_list
+from scalesim.figures import count_list, either
 from scalesim.layout import shard_group_problem
 
 
@@ -50,12 +50,6 @@ def left_out_note(why: str, left, devices: str, fix: str, instead: str, which: s
 def _singular(devices: str) -> str:
     """The noun of one count for the plural ``devices``: 'device', 'process' (``device_nouns``)."""
     return next((n.device for n in (GPU_NOUNS, CPU_NOUNS) if n.devices == devices), devices)
-
-
-def _either(sizes) -> str:
-    """'24', '24 or 40', '12, 20 or 28': the sizes a rule fails at, once each, in order, as
-    ``count_list`` writes counts ('1,024; 2,048 or 4,096'; past six, the first and the last)."""
-    return count_list(list(dict.fromkeys(sizes)), last="or")
 
 
 def split_left_out(model: int, counts, devices: str = "devices", cp: bool = False) -> LeftOut:
@@ -92,7 +86,7 @@ def batch_left_out(global_batch: int, accumulation: int, replicas: dict[int, int
     nearest = nearest_splitting_batches(global_batch, list(replicas.values()), accumulation)
     fix = f"{named('global_batch')} {' or '.join(str(b) for b in nearest)}" if nearest else ""
     why = (f"global batch {global_batch} does not split evenly over {rule} "
-           f"{_either(share[p] for p in left)}")
+           f"{either(share[p] for p in left)}")
     return LeftOut(left, left_out_note(why, left, devices, fix, f"give counts whose {rule} "
                                                                  "divides it"))
 
@@ -126,8 +120,8 @@ def micro_batch_left_out(global_batch: int, accumulation: int, replicas: dict[in
     batch = largest * min(ranks) * accumulation // step * step
     fix = " or ".join([f"{named('accumulation')} {steps}"] * (steps is not None)
                       + [f"{named('global_batch')} {batch}"] * (batch >= step))
-    why = (f"global batch {global_batch:,} over {rule} {_either(share[p] for p in left)} is a "
-           f"micro-batch of {_either(global_batch // share[p] for p in left)} samples, "
+    why = (f"global batch {global_batch:,} over {rule} {either(share[p] for p in left)} is a "
+           f"micro-batch of {either(global_batch // share[p] for p in left)} samples, "
            f"past the largest of the bounds table ({largest:,})")
     return LeftOut(left, left_out_note(why, left, devices, fix, f"give counts whose {rule} is "
                                                                 f"at least {-(-global_batch // largest)}"))
@@ -150,7 +144,7 @@ def shard_group_left_out(shard_group: int, ranks: dict[int, tuple[int, int]],
     common = math.gcd(shard_group, *sizes)
     runs_all = common >= 2 and not any(shard_group_problem(common, *r) for r in ranks.values())
     fix = f"{named('shard_group')} {common}" if runs_all else ""
-    why = f"shard group {shard_group} does not divide {group} {_either(sizes)}"
+    why = f"shard group {shard_group} does not divide {group} {either(sizes)}"
     return LeftOut(tuple(sorted(left)), left_out_note(why, left, devices, fix,
                                                       f"give counts whose {group} it divides",
                                                       which))

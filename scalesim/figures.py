@@ -81,13 +81,11 @@ def count_list(counts, shown: int | None = 6, last: str = "and") -> str:
     return words[0] if len(words) == 1 else f"{sep.join(words[:-1])} {last} {words[-1]}"
 
 
-def either(words) -> str:
-    """Alternatives in prose, once each, in order, the last after 'or': '8', '8 or 16',
-    '1, 2 or 4'; where one has a thousands comma, '; ' between them, as ``count_list``:
-    '67,108,864 or 33,554,432', '4,096; 2,048 or 1,024'."""
-    words = list(dict.fromkeys(words))
-    sep = "; " if any("," in w for w in words) else ", "
-    return words[0] if len(words) == 1 else f"{sep.join(words[:-1])} or {words[-1]}"
+def either(values) -> str:
+    """Numbers a rule fails at, once each, in order, the last after 'or', as ``count_list``
+    writes counts: '8', '8 or 16', '1, 2 or 4', '67,108,864; 33,554,432 or 512' (past six, the
+    first ones and the last)."""
+    return count_list(list(dict.fromkeys(values)), last="or")
 
 
 def count(n: int, noun: str) -> str:

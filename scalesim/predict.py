@@ -276,9 +276,9 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
         steps = f"{k} accumulation step{'s' if k > 1 else ''}"
         counts = f"{count_list(rows, None)} {nouns.devices}"
         raise ScalesimError(too_big_micro_batch(
-            scenario.global_batch, either(f"{m:,}" for _, m in rows.values()),
+            scenario.global_batch, either(m for _, m in rows.values()),
             f"{counts} x {steps}" if dp is None
-            else f"dp {either(str(r) for r, _ in rows.values())} x {steps} ({counts})"))
+            else f"dp {either(r for r, _ in rows.values())} x {steps} ({counts})"))
     return b, np.full(replicas.shape, scenario.global_batch // k)
 
 

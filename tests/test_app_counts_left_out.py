@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from scalesim.app.plan import build_scenario
 from scalesim.app.state import default_state, preset_profile
+
 from scalesim.layout_predict import runnable_counts
 from scalesim.predict import nearest_splitting_batches
 

@@ -85,6 +85,6 @@ def test_a_number_in_a_sentence_is_exact_and_separated_never_1e_plus(value, text
 
 def test_either_lists_alternatives_once_each_with_a_semicolon_between_thousands():
     """``figures.either``: the alternatives of a refusal naming every count (session 43)."""
-    assert either(["8"]) == "8"
-    assert either(["1", "2", "2", "4"]) == "1, 2 or 4"
-    assert either(["67,108,864", "33,554,432", "512"]) == "67,108,864; 33,554,432 or 512"
+    assert either([8]) == "8"
+    assert either([1, 2, 2, 4]) == "1, 2 or 4"
+    assert either([67108864, 33554432, 512]) == "67,108,864; 33,554,432 or 512"
