@@ -60,7 +60,7 @@ from scalesim.goal_layouts import (
     default_layout,
     searched_groups,
 )
-from scalesim.layout import replica_devices, split_words
+from scalesim.layout import replica_devices, schedule_words, split_words
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
@@ -393,12 +393,10 @@ def describe(p: GoalPlan, words: Nouns = GPU_NOUNS) -> str:
 
 
 def searched_layout_words(p: GoalPlan) -> str:
-    """The rest of a searched plan's layout in words: '1f1b, recompute full, sequence
-    parallel'; 'recompute none' without a pipeline."""
-    parts = []
-    if p.pp and p.pp > 1:
-        parts.append(p.schedule if p.schedule != "interleaved" else
-                     f"interleaved x {p.virtual_stages} virtual stages")
+    """The rest of a searched plan's layout in words: '1F1B, recompute full, sequence
+    parallel'; 'recompute none' without a pipeline; the schedule as every title writes it
+    (``layout.schedule_words``: 'interleaved 1F1B, 2 virtual stages')."""
+    parts = [schedule_words(p.schedule, p.virtual_stages)] if p.pp and p.pp > 1 else []
     parts.append(f"recompute {p.recompute}")
     parts += ["sequence parallel"] if p.sequence_parallel else []
     return ", ".join(parts)

@@ -1,5 +1,5 @@
 """The Goal tab's table of plans had no layout columns (session 43), though its sentence names
-each searched plan's layout ('as dp 4 x tp 4 x pp 4 (interleaved x 2 virtual stages, ...)'):
+each searched plan's layout ('as dp 4 x tp 4 x pp 4 (interleaved 1F1B, 2 virtual stages, ...)'):
 a manager could not read which split each row on the front runs. Where the plans carry a
 searched layout the table now has tp, pp (cp where one is above 1), schedule (virtual stages
 where one is interleaved), recompute and sequence parallel, named as the Layouts tab's

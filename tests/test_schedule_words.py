@@ -64,3 +64,19 @@ def test_a_layout_of_one_replica_names_no_data_parallel_strategy():
         "recompute none, sequence parallel")
     assert ", no data parallelism, " in row_title(_row(dp=1, zero=3))
     assert ", zero1, " in row_title(_row(dp=1, cp=2))
+
+
+def test_goals_searched_layout_writes_its_schedule_as_every_title_does():
+    """Session 43's goal search wrote its own schedule words ('1f1b', 'interleaved x 2 virtual
+    stages') beside ``layout.schedule_words``, which every other title uses."""
+    from types import SimpleNamespace
+
+    from scalesim.goal import searched_layout_words
+
+    plan = SimpleNamespace(pp=4, schedule="interleaved", virtual_stages=2, recompute="full",
+                           sequence_parallel=True)
+    assert searched_layout_words(plan) == ("interleaved 1F1B, 2 virtual stages, recompute full, "
+                                           "sequence parallel")
+    plan = SimpleNamespace(pp=2, schedule="1f1b", virtual_stages=1, recompute="none",
+                           sequence_parallel=False)
+    assert searched_layout_words(plan) == "1F1B, recompute none"
