@@ -44,7 +44,7 @@ from scalesim.counts_left_out import (
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, knobs_of
-from scalesim.figures import MIB_BYTES, count_list
+from scalesim.figures import MIB_BYTES, count_list, either
 from scalesim.layout import (
     SCHEDULES,
     ZERO_STRATEGIES,
@@ -765,11 +765,9 @@ def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
     group = "dp x cp" if any(k > 1 for _, k in sizes.values()) else "dp"
     ranks = list(dict.fromkeys(a * b for a, b in sizes.values()))
     common = math.gcd(*ranks)
-    named = (f"{', '.join(map(str, ranks[:-1]))} or {ranks[-1]}" if len(ranks) > 1
-             else str(ranks[0]))
     offer = f"give a divisor of each (e.g. {common}), or " if common >= 2 else ""
-    raise ScalesimError(f"shard group {shard_group} does not divide {group} {named}; {offer}drop "
-                        f"it: full sharding (at {count_list(sorted(sizes), None)} "
+    raise ScalesimError(f"shard group {shard_group} does not divide {group} {either(ranks)}; "
+                        f"{offer}drop it: full sharding (at {count_list(sorted(sizes), None)} "
                         f"{nouns.devices})", knobs=("shard_group",))
 
 
