@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
 
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES
@@ -22,6 +23,10 @@ from scalesim.goal import device_grid, seek
 from scalesim.goal_layouts import searched_groups
 from scalesim.profiles import resolve_profile
 from scalesim.schemas import Scenario
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # this folder: one_core
+
+from one_core import pin_to_one_core  # noqa: E402
 
 DEADLINE_S, BUDGET_USD = 30 * 86400.0, 1e6
 
@@ -43,8 +48,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    pin_to_one_core()
     profile = resolve_profile(None, None, "llama3-8b")
     base = Scenario(train_samples=1e9, price_per_device_hour=3.0)
     g = profile.hardware.devices_per_node

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
 import tracemalloc
 
@@ -19,6 +20,10 @@ from scalesim.model.step import evaluate_scaling
 from scalesim.profiles import default_profile
 from scalesim.schemas import Scenario
 from scalesim.sweep import sweep
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # this folder: one_core
+
+from one_core import pin_to_one_core  # noqa: E402
 
 DEVICES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 AXES = {
@@ -35,8 +40,7 @@ def main() -> None:
     parser.add_argument("--scalar-samples", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    pin_to_one_core()
 
     profile = default_profile()
     base = Scenario(devices=DEVICES)

@@ -13,12 +13,17 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
 
 from scalesim.decision import decide
 from scalesim.figures import GIB_BYTES
 from scalesim.profiles import default_profile, load_workload
 from scalesim.schemas import Scenario
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # this folder: one_core
+
+from one_core import pin_to_one_core  # noqa: E402
 
 
 def _time(profile, repeats: int) -> tuple[float, str]:
@@ -35,8 +40,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    pin_to_one_core()
     profile = default_profile().model_copy(update={"workload": load_workload("gpt-76.1b")})
     tiny = profile.model_copy(
         update={"hardware": profile.hardware.model_copy(update={"device_memory_bytes": GIB_BYTES})}

@@ -14,12 +14,17 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
 
 import numpy as np
 
 from scalesim.plan import RECOMPUTE_CHOICES, Setting, candidate_grid, evaluate_layout, plan
 from scalesim.presets import HARDWARE, get_transformer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # this folder: one_core
+
+from one_core import pin_to_one_core  # noqa: E402
 
 DEVICES = [2**k for k in range(13)]  # 1 .. 4096
 
@@ -32,8 +37,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scalar-samples", type=int, default=2000)
     args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    pin_to_one_core()
     shape, hw = get_transformer(args.model), HARDWARE[args.hardware]
     setting = Setting(shape, hw, args.global_batch)
 

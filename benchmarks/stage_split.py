@@ -16,12 +16,17 @@ import io
 import json
 import os
 import platform
+import sys
 import tempfile
 import time
 
 from scalesim.cli.main import main as cli
 from scalesim.pipeline_stages import _split_stages, stage_split
 from scalesim.schemas import TransformerShape
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # this folder: one_core
+
+from one_core import pin_to_one_core  # noqa: E402
 
 CASES = [(4096, 3), (10_000, 2), (10_000, 3)]  # (layers, pp)
 
@@ -65,8 +70,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     cases = [tuple(int(x) for x in c.split("x")) for c in args.cases.split(",")]
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    pin_to_one_core()
     print(f"python {platform.python_version()}, {platform.machine()}, one core\n")
     print("| layers | pp | stage_split s | predict s | plan s | split |")
     print("|---:|---:|---:|---:|---:|---|")
