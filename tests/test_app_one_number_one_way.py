@@ -17,6 +17,25 @@ def _plan(**update):
     return make_plan(preset_profile(state), state)
 
 
+def _layouts_tab_best():
+    """gpt-7.5b on 64 A100s at tp 2 x pp 2, the Layouts tab open: its plan, its best layout, that
+    layout's gain on today's as ``signed_percent`` writes it, and the tab's 'Best of every' line."""
+    from app_harness import open_app
+    from scalesim.app.plan import layout_ranking
+    from scalesim.app.state import decode_query
+
+    from scalesim.figures import signed_percent
+
+    query = {"v": "3", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64", "tp": "2", "pp": "2",
+             "sp": "1", "mb": "1", "acc": "8", "tab": "layouts"}
+    state = decode_query(query)[0]
+    plan = make_plan(preset_profile(state), state)
+    best = layout_ranking(plan.profile, plan.scenario, plan.focus)[0]
+    gain = signed_percent(best.samples_per_s / plan.focus.samples_per_s - 1)
+    (said,) = [m.value for m in open_app(query).markdown if "Best of every" in m.value]
+    return plan, best, gain, said
+
+
 def test_the_largest_gain_says_why_the_card_prices_another_network():
     plan = _plan()  # a2-highgpu-8g + bert-large, 16 A100 40GB on two servers, 6.8 GB/s
     assert plan.best.key == "interconnect"
@@ -97,23 +116,15 @@ def test_the_layouts_tab_writes_a_gain_as_the_card_does():
     the layout now') beside the card's and the headline's one decimal (``signed_percent``). A
     layout at 1.5577x today's pace is +55.8 %; on the page (gpt-7.5b, 64 A100s at tp 2 x pp 2)
     the best layout, dp 64 ZeRO-3, against today's split: '+20.7%', not '+21%'."""
-    from app_harness import open_app
-    from scalesim.app.plan import against_now_text, layout_ranking
-    from scalesim.app.state import decode_query
+    from scalesim.app.plan import against_now_text
 
-    from scalesim.figures import signed_percent, throughput
+    from scalesim.figures import throughput
 
     now = _plan().focus
     assert against_now_text(1.5577 * now.samples_per_s, now) == (
         f"+55.8% against the layout now, {throughput(now.samples_per_s)}")
-    query = {"v": "3", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64", "tp": "2", "pp": "2",
-             "sp": "1", "mb": "1", "acc": "8", "tab": "layouts"}
-    state = decode_query(query)[0]
-    plan = make_plan(preset_profile(state), state)
-    best = layout_ranking(plan.profile, plan.scenario, plan.focus)[0]
-    gain = signed_percent(best.samples_per_s / plan.focus.samples_per_s - 1)
+    _, _, gain, said = _layouts_tab_best()
     assert gain == "+20.7%"
-    (said,) = [m.value for m in open_app(query).markdown if "Best of every" in m.value]
     assert f"({gain} against the layout now, " in said and "+21%" not in said
 
 
@@ -123,23 +134,15 @@ def test_the_layouts_tab_and_the_charts_write_a_throughput_as_the_tables_do():
     '104.7 ... (+20.7% against the layout now, 86.7)' beside the metric's 86.71), and the
     throughput and remedies charts' tooltips with ',.0f' ('87' for 86.71, '0' for 0.4): every
     one now as ``figures.throughput`` writes it."""
-    from app_harness import open_app
     from scalesim.app.charts import remedies_chart, throughput_chart
-    from scalesim.app.plan import against_now_text, layout_ranking
-    from scalesim.app.state import decode_query
+    from scalesim.app.plan import against_now_text
 
-    from scalesim.figures import rate, signed_percent, throughput
+    from scalesim.figures import rate, throughput
 
     now = _plan().focus  # bert-large, 16 A100 40GB: 3,813.7 samples/s
     assert f"{now.samples_per_s:,.1f}" == "3,813.7"
     assert against_now_text(2 * now.samples_per_s, now).endswith("against the layout now, 3,814")
-    query = {"v": "3", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64", "tp": "2", "pp": "2",
-             "sp": "1", "mb": "1", "acc": "8", "tab": "layouts"}
-    state = decode_query(query)[0]
-    plan = make_plan(preset_profile(state), state)
-    best = layout_ranking(plan.profile, plan.scenario, plan.focus)[0]
-    gain = signed_percent(best.samples_per_s / plan.focus.samples_per_s - 1)
-    (said,) = [m.value for m in open_app(query).markdown if "Best of every" in m.value]
+    plan, best, gain, said = _layouts_tab_best()
     assert (f": {rate(best.samples_per_s, plan.unit)} ({gain} against the layout now, "
             f"{throughput(plan.focus.samples_per_s)})." in said), said
     assert said.endswith("tokens/s (+20.7% against the layout now, 86.71)."), said
