@@ -14,62 +14,24 @@ time 20.3 ms as "span", now the replayed spans and the traced span each as they 
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-from test_pipeline_trace import RECEIVES_AT, SCHEDULE, STEPS, UNIT_US, _event
+from test_pipeline_trace import STEP_UNITS, UNIT_US, _hand_made
 
 from scalesim import trace_ranks
 from scalesim.diagnosis_text import render_text
 from scalesim.pipeline_trace import read_pipeline, replay_1f1b_s
 from scalesim.trace_diagnosis import diagnose_traces, pipeline_remedies
 
-SPAN_UNITS = 15.0  # the schedule's replayed span (tests/test_pipeline_trace.py)
+SPAN_UNITS = STEP_UNITS  # the schedule's replayed span, 15 (tests/test_pipeline_trace.py)
 OUTSIDE_UNITS = 3.0  # what each stage waits a step beyond it: the time the replay leaves
-SEND_RECV = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
-
-
-def _stage_trace(rank: int) -> dict:
-    """tests/test_pipeline_trace.py's two-stage 1F1B (2 micro-batches counted from the host's
-    receives), each step then waiting OUTSIDE_UNITS more in a receive: an 18-unit step."""
-    group = {"Process Group Name": "1", "Process Group Description":
-             "PIPELINE_MODEL_PARALLEL_GROUP", "Group size": 2, "Process Group Ranks": "[0, 1]"}
-    step = SPAN_UNITS + OUTSIDE_UNITS
-    events = []
-    for n in range(1, STEPS + 1):
-        t0 = (n - 1) * step * UNIT_US
-        events += [_event(f"ProfilerStep#{n}", t0, step * UNIT_US, "user_annotation", 1),
-                   _event(f"ProfilerStep#{n}", t0, step * UNIT_US, "gpu_user_annotation")]
-        free = 0.0
-        for a, b in SCHEDULE[rank]:
-            if a > free:
-                events.append(_event(SEND_RECV, t0 + free * UNIT_US, (a - free) * UNIT_US,
-                                     tid=8, **group))
-            events.append(_event("sm90_xmma_gemm_bf16bf16_bf16f32", t0 + a * UNIT_US,
-                                 (b - a) * UNIT_US))
-            free = b
-        events.append(_event(SEND_RECV, t0 + free * UNIT_US, (step - free) * UNIT_US, tid=8,
-                             **group))
-        name = f"nccl:recv {rank}<-{1 - rank}"
-        for at in RECEIVES_AT[rank]:
-            events += [_event(name, t0 + at * UNIT_US, 1.0, "user_annotation", 1),
-                       _event(name, t0 + at * UNIT_US, 1.0, "gpu_user_annotation")]
-    config = [{"pg_name": "1", "pg_desc": "PIPELINE_MODEL_PARALLEL_GROUP", "pg_size": 2,
-               "ranks": [0, 1]}]
-    return {"schemaVersion": 1, "traceEvents": events,
-            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2,
-                                "pg_config": config},
-            "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}
 
 
 def _report(tmp_path):
-    paths = []
-    for rank in (0, 1):
-        path = tmp_path / f"rank{rank}.json"
-        path.write_text(json.dumps(_stage_trace(rank)))
-        paths.append(str(path))
-    return diagnose_traces(trace_ranks.load_traces(paths), "hand-made")
+    """tests/test_pipeline_trace.py's two-stage 1F1B (2 micro-batches counted from the host's
+    receives), each step then waiting OUTSIDE_UNITS more in a receive: an 18-unit step."""
+    traces = _hand_made(tmp_path, host_receives=True, step_units=SPAN_UNITS + OUTSIDE_UNITS)
+    return diagnose_traces(traces, "hand-made")
 
 
 def test_halving_the_bubble_loses_where_the_time_the_replay_leaves_outweighs_it(tmp_path):

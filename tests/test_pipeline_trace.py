@@ -81,14 +81,17 @@ def _event(name, ts, dur, cat="kernel", tid=7, **args):
 
 
 def _stage_trace(rank: int, desc: str = "PIPELINE_MODEL_PARALLEL_GROUP",
-                 host_receives: bool = False, all_reduce: bool = False) -> dict:
+                 host_receives: bool = False, all_reduce: bool = False,
+                 step_units: float = STEP_UNITS) -> dict:
+    """Rank ``rank``'s trace of the schedule above, STEPS steps of ``step_units`` (units, the
+    schedule's 15 or more: a stage waits out the rest of its step in a receive)."""
     group = {"Process Group Name": "1", "Process Group Description": desc, "Group size": 2,
              "Process Group Ranks": "[0, 1]"}
     events = []
     for n in range(1, STEPS + 1):
-        t0 = (n - 1) * STEP_UNITS * UNIT_US
-        events += [_event(f"ProfilerStep#{n}", t0, STEP_UNITS * UNIT_US, "user_annotation", 1),
-                   _event(f"ProfilerStep#{n}", t0, STEP_UNITS * UNIT_US, "gpu_user_annotation")]
+        t0 = (n - 1) * step_units * UNIT_US
+        events += [_event(f"ProfilerStep#{n}", t0, step_units * UNIT_US, "user_annotation", 1),
+                   _event(f"ProfilerStep#{n}", t0, step_units * UNIT_US, "gpu_user_annotation")]
         free = 0.0
         for a, b in SCHEDULE[rank]:
             if a > free:  # waiting on the other stage: a receive kernel
@@ -106,9 +109,9 @@ def _stage_trace(rank: int, desc: str = "PIPELINE_MODEL_PARALLEL_GROUP",
             for at in RECEIVES_AT[rank]:
                 events += [_event(name, t0 + at * UNIT_US, 1.0, "user_annotation", 1),
                            _event(name, t0 + at * UNIT_US, 1.0, "gpu_user_annotation")]
-        if free < STEP_UNITS:
+        if free < step_units:
             events.append(_event("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
-                                 t0 + free * UNIT_US, (STEP_UNITS - free) * UNIT_US, tid=8,
+                                 t0 + free * UNIT_US, (step_units - free) * UNIT_US, tid=8,
                                  **group))
     config = [{"pg_name": "1", "pg_desc": desc, "pg_size": 2, "ranks": [0, 1]}]
     return {"schemaVersion": 1, "traceEvents": events,
