@@ -94,19 +94,9 @@ def test_strong_scaling_keeps_global_batch(capsys):
 
 
 def test_time_and_money(capsys):
-    code, out, _ = run_cli(
-        capsys,
-        "predict",
-        "--hardware",
-        "dgx-a100",
-        "--workload",
-        "bert-large",
-        "--train-samples",
-        "1e8",
-        "--price",
-        "4",
-        "--json",
-    )
+    bert_on_dgx = ("predict", "--hardware", "dgx-a100", "--workload", "bert-large",
+                   "--train-samples", "1e8", "--price", "4")
+    code, out, _ = run_cli(capsys, *bert_on_dgx, "--json")
     rows = json.loads(out)
     assert code == 0
     # AWS p4de is rented whole: 1, 2, 4 and 8 GPUs bill one 8-GPU instance, 16 bill two
@@ -116,21 +106,7 @@ def test_time_and_money(capsys):
         steps = math.ceil(1e8 / r["global_batch"])
         assert r["time_to_train_s"] == pytest.approx(steps * r["step_time_s"])
         assert r["cost_usd"] == pytest.approx(r["time_to_train_s"] / 3600 * r["billed_devices"] * 4)
-    code, out, _ = run_cli(
-        capsys,
-        "predict",
-        "--hardware",
-        "dgx-a100",
-        "--workload",
-        "bert-large",
-        "--train-samples",
-        "1e8",
-        "--price",
-        "4",
-        "--instance-sizes",
-        "1",
-        "--json",
-    )
+    code, out, _ = run_cli(capsys, *bert_on_dgx, "--instance-sizes", "1", "--json")
     per_gpu = json.loads(out)
     assert [r["billed_devices"] for r in per_gpu] == [1, 2, 4, 8, 16]
     assert per_gpu[0]["cost_usd"] == pytest.approx(rows[0]["cost_usd"] / 8)
