@@ -63,6 +63,11 @@ def torchrun(module: str, *args: str, nproc: int = 2) -> list[str]:
     ]
 
 
+def calibrate_cli(*args: str) -> list[str]:
+    """``scalesim calibrate ARGS`` as a user runs it (``--nproc-per-node N``: its own launcher)."""
+    return [sys.executable, "-m", "scalesim.cli.main", "calibrate", *args]
+
+
 def run(cmd: list[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
     return subprocess.run(
         cmd, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout, check=False
@@ -398,28 +403,10 @@ def test_user_model_and_dataset_factories_and_a_slow_rank(tmp_path):
     out = tmp_path / "user.json"
     # Through the CLI's own launcher (scalesim calibrate --nproc-per-node 2 starts torchrun).
     result = run(
-        [
-            sys.executable,
-            "-m",
-            "scalesim.cli.main",
-            "calibrate",
-            "--nproc-per-node",
-            "2",
-            "--quick",
-            "--no-progress",
-            "--model",
-            "calib_factories:slow_rank_one_model",
-            "--dataset",
-            "calib_factories:npy_dataset",
-            "--batches",
-            FACTORY_BATCHES,
-            "--micro-batch",
-            "256",
-            "--phases",
-            "compute,loader,jitter",
-            "--out",
-            str(out),
-        ],
+        calibrate_cli("--nproc-per-node", "2", "--quick", "--no-progress",
+                      "--model", "calib_factories:slow_rank_one_model",
+                      "--dataset", "calib_factories:npy_dataset", "--batches", FACTORY_BATCHES,
+                      "--micro-batch", "256", "--phases", "compute,loader,jitter", "--out", str(out)),
         tmp_path,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -448,22 +435,9 @@ def test_a_killed_rank_stops_the_run_and_is_named(tmp_path):
 
 def test_resume_keeps_finished_phases(tmp_path):
     out = tmp_path / "resume.json"
-    base = [
-        sys.executable,
-        "-m",
-        "scalesim.cli.main",
-        "calibrate",
-        "--quick",
-        "--no-progress",
-        "--threads",
-        "1",
-        "--model",
-        "calib_factories:regression_model",
-        "--batches",
-        FACTORY_BATCHES,
-        "--out",
-        str(out),
-    ]
+    base = calibrate_cli("--quick", "--no-progress", "--threads", "1",
+                         "--model", "calib_factories:regression_model", "--batches", FACTORY_BATCHES,
+                         "--out", str(out))
     first = run([*base, "--phases", "compute"], tmp_path)
     assert first.returncode == 0, first.stderr
     before = load_profile(out)
@@ -480,24 +454,8 @@ def test_resume_keeps_finished_phases(tmp_path):
 def test_out_of_memory_batch_is_the_ceiling(tmp_path):
     out = tmp_path / "oom.json"
     result = run(
-        [
-            sys.executable,
-            "-m",
-            "scalesim.cli.main",
-            "calibrate",
-            "--quick",
-            "--no-progress",
-            "--threads",
-            "1",
-            "--model",
-            "calib_factories:oom_model",
-            "--phases",
-            "compute",
-            "--batches",
-            "256,1024,4096,16384",
-            "--out",
-            str(out),
-        ],
+        calibrate_cli("--quick", "--no-progress", "--threads", "1", "--model", "calib_factories:oom_model",
+                      "--phases", "compute", "--batches", "256,1024,4096,16384", "--out", str(out)),
         tmp_path,
     )
     assert result.returncode == 0, result.stderr
@@ -517,20 +475,8 @@ def test_out_of_memory_batch_is_the_ceiling(tmp_path):
 )
 def test_bad_model_factories_give_one_clear_line(tmp_path, factory, expected):
     result = run(
-        [
-            sys.executable,
-            "-m",
-            "scalesim.cli.main",
-            "calibrate",
-            "--quick",
-            "--no-progress",
-            "--phases",
-            "compute",
-            "--model",
-            factory,
-            "--out",
-            str(tmp_path / "x.json"),
-        ],
+        calibrate_cli("--quick", "--no-progress", "--phases", "compute", "--model", factory,
+                      "--out", str(tmp_path / "x.json")),
         tmp_path,
     )
     assert result.returncode == 2
@@ -543,22 +489,8 @@ def test_a_factory_that_raises_under_the_cli_launcher_is_one_line(tmp_path):
     """``scalesim calibrate --nproc-per-node 2``: both ranks fail alike, rank 0 says so once,
     torchrun's traceback and failure table are dropped, exit 2."""
     result = run(
-        [
-            sys.executable,
-            "-m",
-            "scalesim.cli.main",
-            "calibrate",
-            "--nproc-per-node",
-            "2",
-            "--quick",
-            "--no-progress",
-            "--phases",
-            "compute",
-            "--model",
-            "calib_factories:broken_model",
-            "--out",
-            str(tmp_path / "x.json"),
-        ],
+        calibrate_cli("--nproc-per-node", "2", "--quick", "--no-progress", "--phases", "compute",
+                      "--model", "calib_factories:broken_model", "--out", str(tmp_path / "x.json")),
         tmp_path,
     )
     lines = [line for line in result.stderr.splitlines() if line.strip()]
