@@ -232,6 +232,17 @@ def chart_svgs(plan: Plan) -> dict[str, str]:
             for name, chart in all_charts(plan, REPORT_CHART_WIDTH_PX).items()}
 
 
+# the headline's entries a report lists where the plan has them (``headline`` key, title), in order
+OPTIONAL_HEADS = (
+    ("data_stall", "Data stall"),
+    ("not_runnable", "Not runnable"),
+    ("one_device", "One-device baseline"),
+    ("above_linear", "Efficiency above 100%"),
+    ("time_to_train", "Time to train"),
+    ("cost", "Cost"),
+)
+
+
 def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str:
     """The whole report as one HTML document with no external resources."""
     when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
@@ -247,18 +258,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         ("Knee", h["knee"]),
         ("Largest single gain", h["best_remedy"]),
     ]
-    if "data_stall" in h:
-        heads.append(("Data stall", h["data_stall"]))
-    if "not_runnable" in h:
-        heads.append(("Not runnable", h["not_runnable"]))
-    if "one_device" in h:
-        heads.append(("One-device baseline", h["one_device"]))
-    if "above_linear" in h:
-        heads.append(("Efficiency above 100%", h["above_linear"]))
-    if "time_to_train" in h:
-        heads.append(("Time to train", h["time_to_train"]))
-    if "cost" in h:
-        heads.append(("Cost", h["cost"]))
+    heads += [(title, h[key]) for key, title in OPTIONAL_HEADS if key in h]
     caveats = profile_caveats(plan.profile)
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
