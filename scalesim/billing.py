@@ -30,7 +30,7 @@ def check_sizes(sizes: Sequence[int] | None, name: str = "instance_sizes") -> No
         return
     if len(sizes) == 0 or any(int(s) < 1 for s in sizes):
         raise ScalesimError(f"{name} {list_text(sizes)}: give the GPUs of each instance shape, "
-                            "1 or more each (e.g. 1,2,4,8)")
+                            "1 or more each (e.g. 1,2,4,8)", knobs=("instance_sizes",))
 
 
 def _shape(n: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -90,7 +90,7 @@ def job_sizes(chosen: Sequence[int] | None, listed: Sequence[int] | None, server
     puts on each) or does not divide it: the hardware file's rules (``schemas.Hardware``), so
     ``--instance-sizes 3`` is refused as a file's ``[3]`` is, not billed as 9 of 8 GPUs."""
     if problem := shapes_problem(chosen, max(server_devices, used_per_server or 0)):
-        raise ScalesimError(problem)
+        raise ScalesimError(problem, knobs=("instance_sizes",))  # ``chosen``: the scenario's
     return [int(n) for n in chosen or listed or [server_devices]]
 
 

@@ -136,12 +136,13 @@ class Bound:
                 ok &= ~((np.abs(x) > 0) & (np.abs(x) < self.least_nonzero))
         return bool(np.all(ok))
 
-    def check(self, value: Any, name: str, typed: str | None = None) -> Any:
+    def check(self, value: Any, name: str, typed: str | None = None, knobs=()) -> Any:
         """``value`` if allowed, else ScalesimError naming ``name`` (and quoting ``typed``, the
-        text ``value`` was read from, when given)."""
+        text ``value`` was read from, when given) with ``knobs`` (``ScalesimError.knobs``: the
+        knob the value is of, where it is one)."""
         why = self.problem(value, typed)
         if why is not None:
-            raise ScalesimError(f"{name}: {why}")
+            raise ScalesimError(f"{name}: {why}", knobs=knobs)
         return value
 
 
@@ -824,31 +825,35 @@ def clip(quantity: str, value: float) -> float:
     return min(max(value, low), high)
 
 
-def check_number(quantity: str, value: Any, name: str, optional: bool = False) -> Any:
+def check_number(quantity: str, value: Any, name: str, optional: bool = False,
+                 knobs=()) -> Any:
     """``value`` within ``quantity``'s bounds (None allowed when ``optional``); ScalesimError
-    naming ``name`` otherwise."""
+    naming ``name`` otherwise, with ``knobs`` (the knob the value is of, where it is one)."""
     if value is None and optional:
         return None
-    return bound(quantity).check(value, name)
+    return bound(quantity).check(value, name, knobs=knobs)
 
 
-def check_values(quantity: str, values: Any, name: str) -> np.ndarray:
-    """``values`` (a list or array) as a 1-D numpy array within ``quantity``'s bounds."""
+def check_values(quantity: str, values: Any, name: str, knobs=()) -> np.ndarray:
+    """``values`` (a list or array) as a 1-D numpy array within ``quantity``'s bounds; else
+    ScalesimError naming ``name``, with ``knobs`` (the knob the values are of, where one)."""
     b = bound(quantity)
     if isinstance(values, str | bytes | dict) or not hasattr(values, "__len__"):
-        raise ScalesimError(f"{name}: expected a list of numbers, got {type(values).__name__}")
+        raise ScalesimError(f"{name}: expected a list of numbers, got {type(values).__name__}",
+                            knobs=knobs)
     if isinstance(values, np.ndarray) and values.ndim != 1:  # a table's rows, or a scalar
         raise ScalesimError(f"{name}: expected a flat list of numbers, got an array of shape "
-                            f"{values.shape}; give a one-dimensional one (numpy's ravel)")
+                            f"{values.shape}; give a one-dimensional one (numpy's ravel)",
+                            knobs=knobs)
     if not isinstance(values, np.ndarray) and any(isinstance(v, list | tuple | np.ndarray)
                                                   for v in values):
         raise ScalesimError(f"{name}: expected a flat list of numbers, got a nested list; "
-                            "give one number an item")
+                            "give one number an item", knobs=knobs)
     if not (isinstance(values, np.ndarray) and values.dtype.kind in "iuf" and b.allows(values)):
         for v in values:  # a value-by-value check finds the first bad one and says why
             why = b.problem(v)
             if why is not None:
-                raise ScalesimError(f"{name}: {why}")
+                raise ScalesimError(f"{name}: {why}", knobs=knobs)
     return np.asarray(values, dtype=np.int64 if b.integer else float)
 
 

@@ -1291,7 +1291,7 @@ def _shown(ctx: _Ctx, winners: list[DecisionOption]) -> list[DecisionOption]:
 def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     """The decision card at ``devices`` (see the module docstring)."""
     if devices < 1:
-        raise ScalesimError("devices must be 1 or more")
+        raise ScalesimError("devices must be 1 or more", knobs=("devices",))
     now = _one(profile, scenario, devices)
     ctx = _Ctx(profile, scenario, now)
     # a split model's micro-batch is per replica of tp x pp devices: the layout says so

@@ -500,16 +500,17 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
 
     bound("deadline_s").check(deadline_s, "deadline_s")
     bound("budget_usd").check(budget_usd, "budget_usd")
-    bound("devices").check(max_devices, "max_devices")
+    bound("devices").check(max_devices, "max_devices", knobs=("max_devices",))
     if base.global_batch is not None:
         raise ScalesimError("goal seeking varies the per-device batch: give a micro-batch, not a "
-                            "fixed global batch")
+                            "fixed global batch", knobs=("global_batch",))
     goal = training_time.resolve_goal(profile, base)
     if goal.kind is None:
         raise ScalesimError("goal seeking needs a training length (train_samples) or E_min with "
-                            "a critical batch size")
+                            "a critical batch size", knobs=training_time.TRAINING_LENGTH_KNOBS)
     if goal.price_per_device_hour is None:
-        raise ScalesimError("goal seeking needs a price per device-hour (price_per_device_hour)")
+        raise ScalesimError("goal seeking needs a price per device-hour (price_per_device_hour)",
+                            knobs=("price_per_device_hour",))
     mode = layout or default_layout(profile, base)
     check_layout_mode(profile, mode, controls.transformers,
                       controls.layout.format(mode="search"))
@@ -582,7 +583,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             f"{nouns.devices}, tp stays in a {nouns.server}, the layers and heads must split"
             f"{', 2 x cp the sequence' if split.cp > 1 else ''}); change "
             + controls.split("tp", "pp", *(["cp"] if split.cp > 1 else []), sep="/")
-            + (f" or {controls.max_devices}" if controls.max_devices else ""))
+            + (f" or {controls.max_devices}" if controls.max_devices else ""),
+            knobs=("tp", "pp", *(("cp",) if split.cp > 1 else ()), "max_devices"))
     time_s = np.concatenate([t for _, t, _ in graded])
     cost = np.concatenate([m for _, _, m in graded])
     runs_ok = _runs(c, time_s, cost)

@@ -57,12 +57,13 @@ def check_layout_mode(profile: Profile, mode: str,
     naming where a transformer workload is found (``transformers``) and the choice of search
     (``search``) as the caller asks them (``goal.GoalControls``: the CLI's, the app's)."""
     if mode not in LAYOUT_MODES:
-        raise ScalesimError(f"layout {mode!r}: choose {' or '.join(LAYOUT_MODES)}")
+        raise ScalesimError(f"layout {mode!r}: choose {' or '.join(LAYOUT_MODES)}",
+                            knobs=("goal_layout",))
     if mode == "search" and profile.workload.transformer is None:
         raise ScalesimError(
             f"layout search: workload '{profile.workload.name}' has no transformer shape, so "
             f"there are no layouts to search (it runs data parallel); {transformers} or drop "
-            f"{search}")
+            f"{search}", knobs=("goal_layout",))
 
 
 def reference_batch_at(reference: int, devices_per_node: int, devices: int) -> int:

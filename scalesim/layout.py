@@ -315,7 +315,8 @@ def early_stop_of(style: str) -> bool:
     """True when a recompute style stops early (``LayoutInputs.recompute_early_stop``; the model
     applies it to full recompute only)."""
     if style not in RECOMPUTE_STYLES:
-        raise ScalesimError(f"recompute_style {style!r}: choose {' or '.join(RECOMPUTE_STYLES)}")
+        raise ScalesimError(f"recompute_style {style!r}: choose {' or '.join(RECOMPUTE_STYLES)}",
+                            knobs=("recompute_style",))
     return style == "early-stop"
 
 

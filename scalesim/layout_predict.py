@@ -72,7 +72,7 @@ from scalesim.model.layout_step import (
 )
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
-from scalesim.plan import Setting, measured_p2p, rank_layouts, setting_inputs
+from scalesim.plan import Setting, checked_devices, measured_p2p, rank_layouts, setting_inputs
 from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS, PUBLISHED_RUN, no_fp8_peak_words
 from scalesim.predict import (
     _pick,
@@ -881,7 +881,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     if wl.transformer is None:
         raise ScalesimError(f"workload '{wl.name}' has no transformer shape: there are no "
                             "layouts to plan")
-    counts = [int(d) for d in np.atleast_1d(devices)]
+    counts = checked_devices(np.atleast_1d(devices))  # before the loader's supply reads them
     peak, _, bandwidth = _peak_and_bandwidth(profile)
     setting = scenario_setting(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
                                measured_p2p(profile), global_batch,

@@ -28,7 +28,7 @@ from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices
 from scalesim.bounds import bound, check_number, check_values, clip, list_text
 from scalesim.device_nouns import Nouns, nouns_for
-from scalesim.errors import ScalesimError
+from scalesim.errors import Refusal, ScalesimError
 from scalesim.figures import MIB_BYTES, count, gib, latency_us, link_GBps
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
@@ -314,7 +314,8 @@ def fp8_peak_ratio(device_name: str) -> float:
 
     peak8, peak16 = (peak_tflops_of(device_name, fp8=f) for f in (True, False))
     if peak8 is None:
-        raise ScalesimError(f"precision fp8: {no_fp8_peak_words(device_name)}; leave it at bf16")
+        raise ScalesimError(f"precision fp8: {no_fp8_peak_words(device_name)}; leave it at bf16",
+                            knobs=("precision",))
     return peak8[0] / peak16[0]
 
 
@@ -569,20 +570,20 @@ def evaluate_layout(setting: Setting, layout: ParallelLayout) -> LayoutResult:
         seq_len=s.seq_len,
     )
     if layout.global_batch != setting.global_batch:
-        raise ScalesimError(f"layout global_batch {layout.global_batch} != the plan's {setting.global_batch}")
+        raise ScalesimError(f"layout global_batch {layout.global_batch} != the plan's {setting.global_batch}",
+                            knobs=("global_batch",))
     if layout.recompute_style != setting.recompute_style:
         raise ScalesimError(
             f"layout recompute_style {layout.recompute_style} != the plan's "
-            f"{setting.recompute_style} (the framework's)"
-        )
+            f"{setting.recompute_style} (the framework's)", knobs=("recompute_style",))
     if layout.tp_overlap != setting.tp_overlap:
         raise ScalesimError(
-            f"layout tp_overlap {layout.tp_overlap} != the plan's {setting.tp_overlap} (the framework's)"
-        )
+            f"layout tp_overlap {layout.tp_overlap} != the plan's {setting.tp_overlap} (the framework's)",
+            knobs=("tp_overlap",))
     if layout.p2p_overlap != setting.p2p_overlap:
         raise ScalesimError(
-            f"layout p2p_overlap {layout.p2p_overlap} != the plan's {setting.p2p_overlap} (the framework's)"
-        )
+            f"layout p2p_overlap {layout.p2p_overlap} != the plan's {setting.p2p_overlap} (the framework's)",
+            knobs=("p2p_overlap",))
     return evaluate_layouts(setting_inputs(setting, **{k: v[0] for k, v in _layout_arrays([layout]).items()}))
 
 
@@ -603,9 +604,9 @@ def no_split_words(devices: list[int], cp_values) -> str:
     """Why ``devices`` have no dp x tp x pp x cp split at all (``_splits`` empty): no degree
     of ``cp_values`` divides a count (tp 1, pp 1 split any count): the plan's error where no
     count asked has one, a count's note where others do."""
-    return (f"no dp x tp x pp x cp split of devices {list_text(devices)} with cp "
-            f"{list_text(cp_values)}: a context-parallel degree must divide the "
-            "device count (over tp); give --cp degrees that divide it, e.g. 1,2")
+    return Refusal(f"no dp x tp x pp x cp split of devices {list_text(devices)} with cp "
+                   f"{list_text(cp_values)}: a context-parallel degree must divide the "
+                   "device count (over tp); give --cp degrees that divide it, e.g. 1,2", ("cp",))
 
 
 def fewest_replicas(devices: list[int], setting: Setting, cp_values=(1,)) -> int | None:
@@ -634,12 +635,13 @@ def no_layout_words(devices: list[int], setting: Setting, cp_values=(1,)) -> str
     if not _splits(sorted(set(devices)), g, sorted(set(cp_values))):  # cp divides no count
         return no_split_words(devices, cp_values)
     if fewest := fewest_replicas(sorted(set(devices)), setting, sorted(set(cp_values))):
-        return (f"{head}: every valid split has {fewest} or more data-parallel replicas, and none "
-                "of their counts divides the global batch; give a global batch that is a "
-                f"multiple of {fewest}, or fewer {nouns.devices}")
-    return (f"{head}: no dp x micro-batch divides the global batch with a valid tp and pp in at "
-            f"most {bound('accumulation').high:,.0f} micro-steps; add {nouns.devices} or lower "
-            "the global batch")
+        return Refusal(f"{head}: every valid split has {fewest} or more data-parallel replicas, "
+                       "and none of their counts divides the global batch; give a global batch "
+                       f"that is a multiple of {fewest}, or fewer {nouns.devices}",
+                       ("global_batch", "devices"))
+    return Refusal(f"{head}: no dp x micro-batch divides the global batch with a valid tp and pp "
+                   f"in at most {bound('accumulation').high:,.0f} micro-steps; add "
+                   f"{nouns.devices} or lower the global batch", ("devices", "global_batch"))
 
 
 def capacity_words(device_memory_bytes: float, memory_margin: float = 0.0) -> str:
@@ -680,8 +682,7 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
             f"cp {list_text(used)}: context parallelism cuts each sequence into 2 x cp "
             f"chunks (load-balanced ring attention), and the sequence of {shape.seq_len:,} "
             "tokens does not split so; give --cp degrees with 2 x cp dividing the sequence "
-            "length (or 1), or another --seq-len"
-        )
+            "length (or 1), or another --seq-len", knobs=("cp", "seq_len"))
     split = np.array(splits)
     # each split with the micro-batches that divide its replicas' share of the global batch
     # (valid_mask's rule, taken first: of 32 micro-batches few divide it)
@@ -863,7 +864,7 @@ def plan(
     ``rank_layouts`` does the same for a ``Setting`` (a scenario's: ``layout_predict.plan_at``).
     """
     check_number("matmul_efficiency", efficiency, "efficiency")
-    check_number("slow_factor", slow_factor, "slow_factor")
+    check_number("slow_factor", slow_factor, "slow_factor", knobs=("slow_factor",))
     check_number("params", params, "params", optional=True)
     check_number("cv", jitter_cv, "jitter_cv")
     for name, value in (("param_bytes_per_param", param_bytes_per_param),
@@ -874,22 +875,26 @@ def plan(
     if oom_micro_batch != 0:  # 0: no out-of-memory micro-batch seen
         check_number("micro_batch", oom_micro_batch, "oom_micro_batch")
     if slow_device is not None and slow_device < 0:
-        raise ScalesimError(f"slow_device {slow_device}: give a device rank of 0 or more")
+        raise ScalesimError(f"slow_device {slow_device}: give a device rank of 0 or more",
+                            knobs=("slow_device",))
     if zero_framework not in FRAMEWORKS:
-        raise ScalesimError(f"zero_framework {zero_framework!r}: choose {' or '.join(FRAMEWORKS)}")
+        raise ScalesimError(f"zero_framework {zero_framework!r}: choose {' or '.join(FRAMEWORKS)}",
+                            knobs=("zero_framework",))
     if grad_sync not in GRAD_SYNCS:
-        raise ScalesimError(f"grad_sync {grad_sync!r}: choose {' or '.join(GRAD_SYNCS)}")
-    if grad_sync_refused(zero_framework, grad_sync):
-        raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
-    check_number("bucket_mib", bucket_mib, "bucket_mib")
-    check_number("memory_margin", memory_margin, "memory_margin")
+        raise ScalesimError(f"grad_sync {grad_sync!r}: choose {' or '.join(GRAD_SYNCS)}",
+                            knobs=("grad_sync",))
+    if grad_sync_refused(zero_framework, grad_sync):  # the scenario validator's knobs
+        raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR, knobs=("grad_sync", "zero_framework"))
+    check_number("bucket_mib", bucket_mib, "bucket_mib", knobs=("bucket_mib",))
+    check_number("memory_margin", memory_margin, "memory_margin", knobs=("memory_margin",))
     if not loader_samples_per_s > 0:
         raise ScalesimError(
             f"loader_samples_per_s {loader_samples_per_s}: give a positive "
             "supply, samples/s (inf: no input stall)"
         )
     if algorithm not in coll.ALGORITHMS:
-        raise ScalesimError(f"algorithm {algorithm!r}: choose {', '.join(coll.ALGORITHMS)}")
+        raise ScalesimError(f"algorithm {algorithm!r}: choose {', '.join(coll.ALGORITHMS)}",
+                            knobs=("algorithm",))
     attention_efficiency_of(hardware.device_name, attention_kernel)  # a known kernel
     setting = Setting(
         shape,
@@ -922,6 +927,16 @@ def plan(
     return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
 
 
+def checked_devices(devices) -> list[int]:
+    """The device counts a plan ranks layouts on, as ints: one or more, each within the bounds
+    table's; else ScalesimError naming the devices knob."""
+    devices = [int(n) for n in check_values("devices", devices, "devices", knobs=("devices",))]
+    if not devices:
+        raise ScalesimError("devices: give one or more device counts of 1 or more",
+                            knobs=("devices",))
+    return devices
+
+
 def rank_layouts(
     setting: Setting,
     devices: list[int],
@@ -936,13 +951,13 @@ def rank_layouts(
     (the rows, and the best on each count: ``RankedRows.by_count``)."""
     global_batch, hardware = setting.global_batch, setting.hardware
     recompute_style = setting.recompute_style
-    devices = [int(n) for n in check_values("devices", devices, "devices")]
-    if not devices:
-        raise ScalesimError("devices: give one or more device counts of 1 or more")
-    check_number("global_batch", global_batch, "global_batch")
-    cp_values = [int(c) for c in check_values("cp_degree", cp_values, "cp_values")]
+    devices = checked_devices(devices)
+    check_number("global_batch", global_batch, "global_batch", knobs=("global_batch",))
+    cp_values = [int(c) for c in check_values("cp_degree", cp_values, "cp_values",
+                                              knobs=("cp",))]
     if not cp_values:
-        raise ScalesimError("cp_values: give one or more context-parallel degrees (1: none)")
+        raise ScalesimError("cp_values: give one or more context-parallel degrees (1: none)",
+                            knobs=("cp",))
     if top is not None and (isinstance(top, bool) or not isinstance(top, int | np.integer)
                             or top < 1):
         raise ScalesimError(f"top {top!r}: give a whole number of layouts to list, 1 or more "
@@ -954,8 +969,7 @@ def rank_layouts(
         if n > g and n % g:
             raise ScalesimError(
                 f"{nouns.devices} {n} do not fill whole {nouns.servers} of {g} {nouns.gpus}; give a "
-                f"multiple of {g} above one {nouns.server}"
-            )
+                f"multiple of {g} above one {nouns.server}", knobs=("devices", "devices_per_node"))
     early_stop_of(recompute_style)  # a clear error for an unknown style
     grid = candidate_grid(sorted(set(devices)), setting, sorted(set(cp_values)))
     if split_only:
@@ -1031,7 +1045,7 @@ def rank_layouts(
             raise ScalesimError(
                 f"{nothing_fits(sorted(set(devices)))}; every ZeRO stage, recompute and "
                 f"micro-batch was tried: add {nouns.devices}, or use {nouns.devices} with more "
-                "memory")
+                "memory", knobs=("devices",))
     if include_unfit:
         unfit = order[~fits[order]]
         order = np.concatenate([order[fits[order]], unfit[np.argsort(r.memory_bytes[unfit], kind="stable")]])

@@ -172,7 +172,7 @@ def layout(devices, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> tuple[np
     (``nouns``: the profile's, '3 processes do not fill whole hosts of 2' on CPU)."""
     p = np.asarray(devices, dtype=np.int64)
     if np.any(p < 1):
-        raise ScalesimError("device counts must be 1 or more")
+        raise ScalesimError("device counts must be 1 or more", knobs=("devices",))
     bad = p[(p > devices_per_node) & (p % devices_per_node != 0)]
     if bad.size:
         raise ScalesimError(

@@ -881,7 +881,7 @@ def _objective(goal: training_time.Goal, objective: str) -> str:
         return "time" if goal.kind is not None else "throughput"
     if objective == "time" and goal.kind is None:
         raise ScalesimError("objective 'time' needs a training length or E_min with a critical "
-                            "batch size")
+                            "batch size", knobs=training_time.TRAINING_LENGTH_KNOBS)
     return objective
 
 
@@ -956,7 +956,7 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     no_sync remedy (``_ddp_no_sync``) is added and more accumulation held back.
     """
     if devices < 1:
-        raise ScalesimError("devices must be 1 or more")
+        raise ScalesimError("devices must be 1 or more", knobs=("devices",))
     now = _one(profile, scenario, devices)
     memory = nouns_for(profile.hardware.device_name).memory
     goal = training_time.resolve_goal(profile, scenario)

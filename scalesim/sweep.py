@@ -168,25 +168,27 @@ class SweepPlan:
 def _axis_array(name: str, values) -> np.ndarray:
     """One axis as a 1-D array of allowed values (scalesim.bounds): names, true/false, or
     numbers within the knob's bounds; anything else is a one-line error naming the axis."""
-    what = f"sweep axis '{name}'"
+    what, knobs = f"sweep axis '{name}'", (name,)  # every axis is a knob (AXES)
     if isinstance(values, str | bytes | dict) or not hasattr(values, "__len__"):
-        raise ScalesimError(f"{what}: expected a list of values, got {type(values).__name__}")
+        raise ScalesimError(f"{what}: expected a list of values, got {type(values).__name__}",
+                            knobs=knobs)
     if len(values) == 0:
-        raise ScalesimError(f"{what} has no values")
+        raise ScalesimError(f"{what} has no values", knobs=knobs)
     if name in NAMED_AXES:
         bad = [v for v in values if not isinstance(v, str | np.str_)]
         if bad:
-            raise ScalesimError(f"{what}: expected names, got {bad[0]!r}")
+            raise ScalesimError(f"{what}: expected names, got {bad[0]!r}", knobs=knobs)
         array = np.asarray([str(v) for v in values])
         _codes(array, NAMED_AXES[name], name)
         return array
     if name in SWITCH_AXES:
         bad = [v for v in values if not isinstance(v, bool | np.bool_)]
         if bad:
-            raise ScalesimError(f"{what}: expected true/false values, got {bad[0]!r}")
+            raise ScalesimError(f"{what}: expected true/false values, got {bad[0]!r}",
+                                knobs=knobs)
         return np.asarray(values, dtype=bool)
     knob = KNOB_BY_FIELD.get(name) or LAYOUT_KNOB_BY_FIELD[name]
-    array = check_values(knob.quantity, values, what)
+    array = check_values(knob.quantity, values, what, knobs=knobs)
     return array.astype(np.int64) if name in WHOLE_AXES else array.astype(float)
 
 
@@ -210,11 +212,12 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
         raise ScalesimError(f"axes: cannot sweep {unknown}; sweepable: {', '.join(AXES)}")
     if "micro_batch" in axes and ("global_batch" in axes or base.global_batch is not None):
         raise ScalesimError("sweep per-device batches (weak scaling) or global batches "
-                            "(strong scaling), not both")
+                            "(strong scaling), not both", knobs=("micro_batch", "global_batch"))
     frameworks = axes.get("zero_framework", [base.zero_framework])
     syncs = axes.get("grad_sync", [base.grad_sync])
     if all(grad_sync_refused(f, g) for f in frameworks for g in syncs):  # else rows dropped
-        raise ScalesimError(f"axes zero_framework, grad_sync: {GRAD_SYNC_DEEPSPEED_ERROR}")
+        raise ScalesimError(f"axes zero_framework, grad_sync: {GRAD_SYNC_DEEPSPEED_ERROR}",
+                            knobs=("zero_framework", "grad_sync"))
     from scalesim.layout_predict import (
         check_attention_kernel,
         check_precision,
@@ -240,7 +243,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
     if not split and (given := [n for n in SPLIT_AXES if n in axes]):
         axis = (f"axis {given[0]} splits" if len(given) == 1
                 else f"axes {', '.join(given[:-1])} and {given[-1]} split")
-        raise ScalesimError(f"sweep {axis} the model: {no_shape_words(profile)}")
+        raise ScalesimError(f"sweep {axis} the model: {no_shape_words(profile)}", knobs=given)
     for name, why, flag in (("attention_kernel", "a parameter count has no attention core",
                              "--attention-kernel-values"),
                             ("tp_overlap", "a parameter count has no tensor parallelism",
@@ -260,7 +263,8 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
         if not split and name in axes:
             raise ScalesimError(f"sweep axis {name} needs a transformer workload ({why}): "
                                 f"profile '{profile.name}' gives none; give --workload with a "
-                                f"'transformer' shape (e.g. llama3-8b) or drop {flag}")
+                                f"'transformer' shape (e.g. llama3-8b) or drop {flag}",
+                                knobs=(name,))
     g_max = base.devices_per_node or profile.hardware.devices_per_node
     # a clear error for counts that do not fill servers (hosts of a CPU calibration)
     layout(np.unique(arrays["devices"]), g_max, nouns_for(profile.hardware.device_name))
@@ -284,7 +288,8 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
             raise ScalesimError("no combination of the sweep splits the global batch evenly "
                                 "over devices x accumulation into micro-batches of at most "
                                 f"{micro_batch_max():,} samples (the bounds table's); change "
-                                "--global-batch, --devices or --accumulation")
+                                "--global-batch, --devices or --accumulation",
+                                knobs=("global_batch", "devices", "accumulation"))
     return SweepPlan(profile, base, arrays, combinations, rows, sequences,
                      (_ignorable(arrays, base, g_max) if split else ())
                      + _one_value_shard_group(arrays, base))
@@ -325,7 +330,8 @@ def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tup
             what, drop = _setting_words(name, nowhere, arrays)
             raise ScalesimError(f"{rules[name, nowhere[0]]}: {what} "
                                 f"{'mean' if len(nowhere) > 1 else 'means'} nothing on every "
-                                f"row of the sweep; {_TO_APPLY[name]}, or drop {drop}")
+                                f"row of the sweep; {_TO_APPLY[name]}, or drop {drop}",
+                                knobs=(name,))
     return tuple(name for name in ONE_VALUE_SETTINGS if name in some and name not in arrays)
 
 
@@ -425,14 +431,14 @@ def _sequence_profiles(profile: Profile, base: Scenario, arrays: dict[str, np.nd
         raise ScalesimError("sweep axis seq_len needs a transformer workload (a parameter count "
                             f"has no sequence length): profile '{profile.name}' gives none; give "
                             "--workload with a 'transformer' shape (e.g. llama3-8b) or drop "
-                            "--seq-len-values")
+                            "--seq-len-values", knobs=("seq_len",))
     cps = [int(cp) for cp in arrays.get("cp", [layout_of(base).cp])]
     for seq in (int(v) for v in arrays["seq_len"]):
         if all(cp > 1 and seq % (2 * cp) for cp in cps):
             cp = "cp " + ", ".join(map(str, cps)) if len(cps) > 1 else f"cp {cps[0]}"
             raise ScalesimError(f"sweep axis seq_len value {seq}: seq_len {seq} is not divisible "
                                 f"by 2 x {cp} (load-balanced context parallelism); give "
-                                "sequence lengths that 2 x cp divides")
+                                "sequence lengths that 2 x cp divides", knobs=("seq_len", "cp"))
     resolve = at_sequence or (lambda seq: profile_at_sequence(profile, seq)[0])
     return {int(seq): resolve(int(seq)) for seq in arrays["seq_len"]}
 
@@ -951,6 +957,7 @@ def _codes(values: np.ndarray, table: dict[str, int], what: str) -> np.ndarray:
     names = np.unique(values)
     bad = [str(v) for v in names if str(v) not in table]
     if bad:
-        raise ScalesimError(f"unknown {what} {bad[0]!r}; choose from {', '.join(table)}")
+        raise ScalesimError(f"unknown {what} {bad[0]!r}; choose from {', '.join(table)}",
+                            knobs=(what,))  # ``what``: the axis, a knob
     lookup = np.array([table[str(v)] for v in names])
     return lookup[np.searchsorted(names, values)]

@@ -84,6 +84,11 @@ class Goal:
         return {"quality": "time to quality", "train": "time to train"}.get(self.kind or "", "")
 
 
+# the knobs that state a training length (``ScalesimError.knobs`` of a refusal that needs one):
+# a sample count, or the samples to quality with the critical batch size (docs/model.md §9)
+TRAINING_LENGTH_KNOBS = ("train_samples", "min_samples_to_quality", "critical_batch_size")
+
+
 def resolve_goal(profile: Profile, scenario: Scenario) -> Goal:
     """The goal the scenario (over the profile's workload, hardware and noise scale) states."""
     wl = profile.workload

@@ -183,20 +183,19 @@ def check_goal_inputs(profile, scenario) -> None:
     """What ``goal.seek`` needs and cannot find, said with the flags that give it (seek's own
     messages name the scenario's fields, for the app and Python callers)."""
     from scalesim.errors import ScalesimError
-    from scalesim.training_time import resolve_goal
+    from scalesim.training_time import TRAINING_LENGTH_KNOBS, resolve_goal
 
     goal = resolve_goal(profile, scenario)
     if goal.kind is None:
         raise ScalesimError(
             "goal needs a training length: give --train-samples N (or --epochs "
             "with --dataset-size), or --min-samples with --critical-batch for "
-            "time to quality"
-        )
+            "time to quality", knobs=TRAINING_LENGTH_KNOBS)
     if goal.price_per_device_hour is None:
         raise ScalesimError(
             f"goal needs a price: hardware '{profile.hardware.name}' lists none; "
-            f"give --price USD per {nouns_for(profile.hardware.device_name).device}-hour"
-        )
+            f"give --price USD per {nouns_for(profile.hardware.device_name).device}-hour",
+            knobs=("price_per_device_hour",))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -206,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
 
     for dest, why in SEARCHED.items():
         if getattr(args, dest) is not None:
-            raise ScalesimError(why)
+            raise ScalesimError(why, knobs=(dest,))  # each a knob's field
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
     check_goal_inputs(profile, scenario)

@@ -486,6 +486,7 @@ def run(args: argparse.Namespace) -> int:
 
     from scalesim.layout_predict import runnable_counts
     from scalesim.predict import predict
+    from scalesim.training_time import TRAINING_LENGTH_KNOBS
 
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
@@ -494,7 +495,8 @@ def run(args: argparse.Namespace) -> int:
     if scenario.price_per_device_hour is not None and all(r.cost_usd is None for r in rows):
         raise ScalesimError("--price needs a training length (--train-samples, or --epochs with "
                             "--dataset-size) or a quality target (--critical-batch with "
-                            "--min-samples) to price")
+                            "--min-samples) to price",
+                            knobs=("price_per_device_hour", *TRAINING_LENGTH_KNOBS))
     given = [f for f, v in (("--critical-batch", args.critical_batch),
                             ("--min-samples", args.min_samples)) if v is not None]
     if given and all(r.time_to_quality_s is None for r in rows):
@@ -504,7 +506,8 @@ def run(args: argparse.Namespace) -> int:
             f"{' and '.join(given)} given, but --critical-batch and --min-samples go together: "
             "predict uses them only for the time to quality (its time to train takes no "
             "large-batch penalty; decide and goal charge one with --critical-batch and "
-            "--train-samples); give both, or drop " + ("it" if len(given) == 1 else "them"))
+            "--train-samples); give both, or drop " + ("it" if len(given) == 1 else "them"),
+            knobs=("critical_batch_size", "min_samples_to_quality"))
     if args.json:
         print(to_json_text(json_rows(profile, scenario, rows), what="the prediction"))
         for note in left_out:  # stdout holds the rows only, as sweep's notes go to stderr

@@ -398,8 +398,7 @@ def check_one_value_flags(args: argparse.Namespace) -> None:
         values_flag = "--" + dest.replace("_", "-")
         raise ScalesimError(
             f"{flag} and {values_flag} both set {axis}: give {values_flag} to "
-            f"sweep it or {flag} to fix it, not both"
-        )
+            f"sweep it or {flag} to fix it, not both", knobs=(axis,))
 
 
 # fields of the scenario (recompute: of its layout) whose values change what predict's notes
@@ -573,11 +572,14 @@ def run(args: argparse.Namespace) -> int:
     }
     check_one_value_flags(args)
     if "micro_batch" in axes and "global_batch" in axes:
-        raise ScalesimError("give --batch-values or --global-batch-values, not both")
+        raise ScalesimError("give --batch-values or --global-batch-values, not both",
+                            knobs=("micro_batch", "global_batch"))
     if "micro_batch" in axes and scenario.global_batch is not None:
-        raise ScalesimError("--batch-values sweeps weak scaling; drop --global-batch")
+        raise ScalesimError("--batch-values sweeps weak scaling; drop --global-batch",
+                            knobs=("global_batch",))
     if "global_batch" in axes and scenario.micro_batch is not None:
-        raise ScalesimError("--global-batch-values sweeps strong scaling; drop --batch")
+        raise ScalesimError("--global-batch-values sweeps strong scaling; drop --batch",
+                            knobs=("micro_batch",))
     plan = plan_sweep(profile, scenario, axes, at_sequence=lambda seq: profile_from_args(
         argparse.Namespace(**{**vars(args), "seq_len": seq})),  # as predict --seq-len reads it
         refuse_counts=True)  # a list none runs: predict's line, every count named

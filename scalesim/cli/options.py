@@ -15,6 +15,7 @@ from scalesim.bounds import (
     check_number,
     flag_list_type,
     flag_type,
+    validation_knobs,
 )
 from scalesim.errors import ScalesimError, require_path
 from scalesim.jsonio import parse_model, read_json, validation_message
@@ -121,8 +122,7 @@ def check_loader_workers(
         raise ScalesimError(
             f"{given} {workers}: {what} no measured input pipeline (the presets have "
             "none), so no worker count changes a number; measure one (scalesim calibrate with "
-            f"its loader phase) or drop {drop}"
-        )
+            f"its loader phase) or drop {drop}", knobs=("loader_workers",))
 
 
 def check_scenario_loader_workers(scenario: Scenario, profile: Profile) -> None:
@@ -358,8 +358,8 @@ def check_slow_device(args: argparse.Namespace) -> None:
     """--slow-device and --slow-factor come together."""
     if (args.slow_factor is not None) != (args.slow_device is not None):
         raise ScalesimError(
-            "--slow-device RANK and --slow-factor F go together (e.g. --slow-device 3 --slow-factor 1.3)"
-        )
+            "--slow-device RANK and --slow-factor F go together (e.g. --slow-device 3 --slow-factor 1.3)",
+            knobs=("slow_device", "slow_factor"))
 
 
 def add_layout_arguments(p: argparse.ArgumentParser) -> None:
@@ -494,24 +494,25 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
             missing = f"slow_factor {base['slow_factor']:g} is given without a slow_device"
         raise ScalesimError(
             f"{args.scenario}: {missing}; slow_device and slow_factor go together (in the file "
-            "or as --slow-device RANK --slow-factor F, e.g. --slow-device 3 --slow-factor 1.3)"
-        )
+            "or as --slow-device RANK --slow-factor F, e.g. --slow-device 3 --slow-factor 1.3)",
+            knobs=("slow_device", "slow_factor"))
     if (args.epochs is None) != (args.dataset_size is None):
         raise ScalesimError(
             "--epochs and --dataset-size go together (e.g. --epochs 3 "
             "--dataset-size 1281167: the run is their product in samples), or "
-            "give --train-samples alone"
-        )
+            "give --train-samples alone", knobs=("train_samples",))
     if args.epochs is not None:
         if args.train_samples is not None:
-            raise ScalesimError("give --train-samples or --epochs with --dataset-size, not both")
+            raise ScalesimError("give --train-samples or --epochs with --dataset-size, not both",
+                                knobs=("train_samples",))
         base["train_samples"] = check_number(  # named by the flags, not the scenario field
             "samples_total", args.epochs * args.dataset_size,
-            "--epochs x --dataset-size (the run's samples)")
+            "--epochs x --dataset-size (the run's samples)", knobs=("train_samples",))
     try:
         return Scenario.model_validate(base)
     except ValidationError as exc:
-        raise ScalesimError(validation_message(exc, "scenario", Scenario)) from None
+        raise ScalesimError(validation_message(exc, "scenario", Scenario),
+                            knobs=validation_knobs(exc.errors())) from None
 
 
 def profile_from_args(args: argparse.Namespace, scenario: Scenario | None = None, axes=()) -> Profile:
