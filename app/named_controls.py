@@ -13,9 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from scalesim.bounds import KNOBS, LAYOUT_KNOBS
+from scalesim.device_nouns import Nouns
 from scalesim.errors import knobs_of
 
-from .state import AppState
+from .control_labels import in_words
+from .state import FIELD_LABELS, AppState
 
 # each refusable name's control: a knob's link key, or for a quantity with no knob row its own
 CONTROL_OF_KNOB = {
@@ -31,3 +33,21 @@ def named_controls(error: BaseException, state: AppState, defaults: dict[str, An
     named = [CONTROL_OF_KNOB[k] for k in knobs_of(error) if k in CONTROL_OF_KNOB]
     return [key for key in dict.fromkeys(named)
             if getattr(state, key) != defaults.get(key, AppState.model_fields[key].default)]
+
+
+def controls_to_change(error: BaseException, state: AppState, words: Nouns) -> str:
+    """' Controls to change: Samples in the training run, E_min, Critical batch size.' for a
+    tab's box (the Layouts tab's, the Goal tab's: a refusal of what a tab asks, where the page
+    above it was predicted): the labels of the controls ``error``'s knobs name, at their default
+    or not, in the order named (the device counts by the control the sidebar shows for them: its
+    list, else the largest count); '' for an error that names none. The knobs say which controls;
+    a label the line already shows (goal's refusals in the app's words, ``GoalControls``) is not
+    said twice."""
+    shown = {"dlist": "dlist" if state.grid == "list" else "dmax"}
+    keys = dict.fromkeys(shown.get(k, k) for k in (CONTROL_OF_KNOB.get(n) for n in knobs_of(error))
+                         if k is not None)
+    labels = [label for label in (in_words(FIELD_LABELS.get(k, k), words) for k in keys)
+              if label not in str(error)]
+    if not labels:
+        return ""
+    return f" {'Control' if len(labels) == 1 else 'Controls'} to change: {', '.join(labels)}."

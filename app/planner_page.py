@@ -67,7 +67,7 @@ from .control_labels import (
 )
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
-from .named_controls import named_controls
+from .named_controls import controls_to_change, named_controls
 from .plan import (
     MAKES_IT_RUN,
     VS_SCHEDULES,
@@ -847,7 +847,8 @@ def _tab_goal(plan: Plan) -> None:
                               .model_dump_json(), state.dl * 3600.0, state.bud, state.gmax,
                               goal_layout_mode(state, plan.profile, plan.scenario))
     except ScalesimError as exc:
-        st.info(f"Goal seeking needs more: {_md(str(exc))}.")
+        st.info(f"Goal seeking needs more: {_md(str(exc))}."
+                + _md(controls_to_change(exc, state, plan.words)))
         return
     (st.success if answer.best is not None else st.warning)(_md(answer.sentence))
     if answer.network_sentence:  # which faster network reaches the goal (goal.network_answer)
@@ -902,7 +903,8 @@ def _tab_layouts(plan: Plan) -> None:
         rows = _cached_layouts(plan.profile.model_dump_json(), plan.scenario.model_dump_json(),
                                f.model_dump_json())
     except ScalesimError as exc:
-        st.info(f"No layout to rank: {_md(str(exc))}.")
+        st.info(f"No layout to rank: {_md(str(exc))}."
+                + _md(controls_to_change(exc, plan.state, plan.words)))
         return
     best = rows[0]
     st.markdown(f"**Best of every dp x tp x pp, ZeRO, micro-batch, schedule, recompute and "
