@@ -53,7 +53,6 @@ from scalesim.layout import (
     split_words,
 )
 from scalesim.layout_predict import (
-    COUNT_RULES,
     asked_split,
     attention_kernel_note,
     counts_that_run,
@@ -76,9 +75,7 @@ from scalesim.predict import (
     Prediction,
     above_linear_note,
     cores_shared_note,
-    global_batch_splits,
     input_pipeline_modelled,
-    micro_batch_max,
     one_device_note,
     predict,
     server_use_words,
@@ -423,6 +420,17 @@ def _control_label(field: str) -> str:
     return FIELD_LABELS[knob.url_key]
 
 
+def _control_namer(state: AppState, words: Nouns):
+    """A knob's name in a fix, as the sidebar labels its control in the profile's nouns
+    (``_control_label``): the device counts by the control that sets them, the list's or the
+    largest count's."""
+    def named(field: str) -> str:
+        if field == "devices":
+            return label("dlist" if state.grid == "list" else "dmax", words)
+        return in_words(_control_label(field), words)
+    return named
+
+
 def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[str]]:
     """The Scenario the controls describe (device counts that cannot run are left out, noted)."""
     g, words = state.dpn or profile.hardware.devices_per_node, nouns_for(profile.hardware.device_name)
@@ -469,7 +477,6 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         notes.append(f"{FIELD_LABELS['lw']} ignored: this profile has no measured input "
                      "pipeline (the control is off; a link may carry it)")
     split = layout_of_state(state)
-    model = 1
     if split is not None and splittable_shape(profile) is None:
         # a shard group splits no model: the data-parallel path shards over it (§16)
         hsdp = (ScenarioLayout(shard_group=split.shard_group) if split.shard_group is not None
@@ -499,26 +506,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         if note := layout_stage_words(profile, split):
             notes.append(note)  # what the pipeline's stages hold, where uneven in a framework
         fields["layout"] = split
-        model = replica_devices(split.tp, split.pp, split.cp)
-        if not any(d % model == 0 for d in devices):  # each degree with its value: the
-            # page's fallback sets back those named (the counts some run: predict's note below)
-            degrees = f"tp {split.tp} x pp {split.pp}" + (f" x cp {split.cp}" if split.cp > 1
-                                                         else "")
-            raise ScalesimError(f"no {words.device} count is a multiple of {degrees} = {model}; "
-                                f"raise the largest {words.device} count or lower tp / pp / cp",
-                                knobs=("tp", "pp", "cp"))
     if state.mode == "strong":
         gb = state.gb or profile.workload.micro_batch * g
-        kept = [d for d in devices if d % model == 0]
-        if not global_batch_splits(gb, [d // model for d in kept], state.acc).any():
-            # predict refuses it: the numbers of another batch would read as its
-            raise ScalesimError(
-                f"strong scaling: global batch {gb} does not split evenly over "
-                f"{count_list(kept)} {words.device if kept == [1] else words.devices} x "
-                f"{state.acc} accumulation into micro-batches of at most {micro_batch_max():,}; "
-                f"pick a global batch that {words.devices} x accumulation divide into such "
-                f"micro-batches, or other {words.device} counts",
-                knobs=("global_batch", "accumulation"))
         fields["global_batch"] = gb
     else:
         fields["micro_batch"] = state.mb
@@ -528,16 +517,13 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     except ValidationError as exc:  # a combination the scenario refuses: its words, one line
         raise ScalesimError("scenario: " + "; ".join(error_text(e) for e in exc.errors()),
                             knobs=validation_knobs(exc.errors())) from None
-    # the counts the split and the fixed global batch cannot run, then those the shard group
-    # cannot run of the rest: left out in predict's and sweep's notes, a fix naming the control
-    # (each stage runs some count: the split's and the batch's are refused above where none
-    # runs, the shard group's by predict in its one line, naming its own problem)
-    for rules in (("split", "global_batch", "micro_batch"), ("shard_group",)):
-        counts, left = counts_that_run(profile, scenario, named=_control_label,
-                                       skip=tuple(r for r in COUNT_RULES if r not in rules))
-        if left:
-            notes += left
-            scenario = scenario.model_copy(update={"devices": counts})
+    # the counts the split, the fixed global batch and the shard group cannot run: left out in
+    # predict's and sweep's notes, a list none runs refused in predict's line (one function,
+    # ``counts_that_run``), each fix naming the control
+    counts, left = counts_that_run(profile, scenario, named=_control_namer(state, words))
+    if left:
+        notes += left
+        scenario = scenario.model_copy(update={"devices": counts})
     if note := slow_device_note(state.slow, scenario.devices, nouns=words):
         notes.append(note)
     words = nouns_for(profile.hardware.device_name)

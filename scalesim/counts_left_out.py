@@ -6,9 +6,10 @@ Four rules, each a ``LeftOut`` of the counts it is given: a model split tp x pp 
 does not divide a count (``split_left_out``), a fixed global batch that dp x accumulation does
 not divide (``batch_left_out``) or splits into micro-batches past the bounds table's largest
 (``micro_batch_left_out``), a shard group below a count's dp (x cp) that does not divide it
-(``shard_group_left_out``). ``layout_predict.counts_that_run`` applies them in predict's
-order of checks. Each note names the rule's values, the counts left out and, where one exists,
-a value of the setting that runs every count (the gcd or lcm of the counts' sizes)."""
+(``shard_group_left_out``). ``layout_predict.counts_that_run`` applies them in one order, for
+predict, sweep and the app, and refuses a list none of whose counts runs. Each note names the
+rule's values, the counts left out and, where one exists, a value of the setting that runs
+every count (the gcd or lcm of the counts' sizes)."""
 
 from __future__ import annotations
 
@@ -24,10 +25,15 @@ from scalesim.layout import shard_group_problem
 
 @dataclass(frozen=True)
 class LeftOut:
-    """The device counts a rule leaves out (ascending; empty: none) and its note ('' for none)."""
+    """The device counts a rule leaves out (ascending; empty: none), its note ('' for none),
+    the rule's reason alone ('shard group 16 does not divide dp 24 or 40', for a refusal that
+    names these counts beside another rule's: ``layout_predict.counts_that_run``) and the knobs
+    whose values it refuses (``ScalesimError.knobs``)."""
 
     counts: tuple[int, ...] = ()
     note: str = ""
+    why: str = ""
+    knobs: tuple[str, ...] = ()
 
 
 def flag_of(field: str) -> str:
@@ -63,8 +69,10 @@ def split_left_out(model: int, counts, devices: str = "devices", cp: bool = Fals
     what = "tp x pp x cp" if cp else "tp x pp"
     common = math.gcd(*counts)
     fix = f"a {what} that divides {common}" if common >= 2 else ""
-    return LeftOut(left, left_out_note(f"{what} = {model} does not divide the {devices}", left,
-                                       devices, fix, f"give counts that are multiples of {model}"))
+    why = f"{what} = {model} does not divide the {devices}"
+    return LeftOut(left, left_out_note(why, left, devices, fix,
+                                       f"give counts that are multiples of {model}"), why,
+                   ("devices", "tp", "pp", *(("cp",) if cp else ())))
 
 
 def batch_left_out(global_batch: int, accumulation: int, replicas: dict[int, int],
@@ -88,7 +96,8 @@ def batch_left_out(global_batch: int, accumulation: int, replicas: dict[int, int
     why = (f"global batch {global_batch} does not split evenly over {rule} "
            f"{either(share[p] for p in left)}")
     return LeftOut(left, left_out_note(why, left, devices, fix, f"give counts whose {rule} "
-                                                                 "divides it"))
+                                                                 "divides it"), why,
+                   ("global_batch", "accumulation"))
 
 
 def micro_batch_left_out(global_batch: int, accumulation: int, replicas: dict[int, int],
@@ -124,7 +133,8 @@ def micro_batch_left_out(global_batch: int, accumulation: int, replicas: dict[in
            f"micro-batch of {either(global_batch // share[p] for p in left)} samples, "
            f"past the largest of the bounds table ({largest:,})")
     return LeftOut(left, left_out_note(why, left, devices, fix, f"give counts whose {rule} is "
-                                                                f"at least {-(-global_batch // largest)}"))
+                                                                f"at least {-(-global_batch // largest)}"),
+                   why, ("global_batch", "accumulation", "devices"))
 
 
 def shard_group_left_out(shard_group: int, ranks: dict[int, tuple[int, int]],
@@ -147,4 +157,4 @@ def shard_group_left_out(shard_group: int, ranks: dict[int, tuple[int, int]],
     why = f"shard group {shard_group} does not divide {group} {either(sizes)}"
     return LeftOut(tuple(sorted(left)), left_out_note(why, left, devices, fix,
                                                       f"give counts whose {group} it divides",
-                                                      which))
+                                                      which), why, ("shard_group",))

@@ -651,62 +651,34 @@ def shard_group_problems(shard_group, dp, zero, framework, cp=1) -> np.ndarray:
     return np.array([judged[key] for key in keys], dtype=object).reshape(s.shape)
 
 
-COUNT_RULES = ("split", "global_batch", "micro_batch", "shard_group")  # predict's order of checks
-
-
-def refuse_counts(profile: Profile, scenario: Scenario, skip=()) -> None:
-    """predict's one-line refusal of the scenario's device counts where its one-value split,
-    global batch or shard group (the rules of ``COUNT_RULES`` not in ``skip``) cannot run some
-    of them: predict's own checks, in its order (a tp past a server, ``split_devices``,
-    ``predict.micro_batches``, the shard group's ``check_shard_group``), so a sweep that no
-    count runs says predict's words, every count named; returns where none refuses."""
-    from scalesim.layout import tp_above_server
-    from scalesim.predict import layout, micro_batches, shard_group_of
-
-    nouns = nouns_for(profile.hardware.device_name)
-    p = np.asarray(scenario.devices, dtype=np.int64)
-    g = scenario.devices_per_node or profile.hardware.devices_per_node
-    layout(p, g, nouns)
-    split = layout_of(scenario)
-    if not uses_layouts(split_profile(profile, scenario), scenario):
-        if not {"global_batch", "micro_batch"} <= set(skip):
-            micro_batches(scenario, profile, p)
-        if "shard_group" not in skip:
-            shard_group_of(scenario, p, nouns)
-        return
-    if "split" in skip:
-        return  # a swept split: each count's dp differs by row
-    if split.tp > g:
-        raise ScalesimError(tp_above_server(split.tp, g, nouns))
-    dp = split_devices(p, split.tp, split.pp, nouns, split.cp)
-    if not {"global_batch", "micro_batch"} <= set(skip):
-        micro_batches(scenario, profile, p, dp)
-    if "shard_group" not in skip:
-        check_shard_group(split.shard_group, p, dp, ZERO_OF_STRATEGY[scenario.strategy],
-                          scenario.zero_framework, nouns, split.cp)
+COUNT_RULES = ("split", "global_batch", "micro_batch", "shard_group")  # the one order of checks
 
 
 def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = "",
-                    named=flag_of, refuse=()) -> tuple[list[int], list[str]]:
+                    named=flag_of, refuse=COUNT_RULES) -> tuple[list[int], list[str]]:
     """(the scenario's device counts that its one-value settings run, the notes naming those
-    left out: ``counts_left_out``). Each rule of ``COUNT_RULES`` judges the counts the one
-    before kept, in predict's order of checks: tp x pp x cp dividing the count, the fixed global
-    batch splitting over dp x accumulation into micro-batches no larger than the bounds table's,
-    the shard group dividing dp x cp (one rule,
-    predict's, sweep's and the app's). Every count and no note where a rule leaves none, or
-    where a shard group runs at no count (DDP, a group of 1, DeepSpeed): predict then refuses
-    in its one line, naming them. A count that fills no whole servers is refused first, as
-    predict does. ``skip``: rules whose setting a sweep varies; ``which``: the shard group's
-    rows where others run at its counts ('ZeRO '); ``named``: a knob's name in a fix (the CLI
-    flag; the app's control label); ``refuse``: rules that, leaving every count out, are
-    refused here in predict's words (``refuse_counts``; a sweep, whose rows predict's checks
-    do not see)."""
+    left out: ``counts_left_out``); the one function that decides it, for predict, sweep and
+    the app. A count that fills no whole servers, then a tp past a server, are refused first.
+    Each rule of ``COUNT_RULES`` judges the counts the one before kept: tp x pp x cp dividing
+    the count, the fixed global batch splitting over dp x accumulation into micro-batches no
+    larger than the bounds table's, the shard group dividing dp x cp. Where the rules leave no
+    count, a rule of ``refuse`` that leaves the last out is refused in one line
+    (``count_refusal``); any other returns every count and no note (a sweep's rows, dropped by
+    its own checks; a shard group beside ddp rows). A shard group that runs at no count (DDP,
+    a group of 1, DeepSpeed) is no rule here: predict refuses it in its layout's words.
+    ``skip``: rules whose setting a sweep varies; ``which``: the shard group's rows where
+    others run at its counts ('ZeRO '); ``named``: a knob's name in a fix (the CLI flag; the
+    app's control label)."""
+    from scalesim.layout import tp_above_server
     from scalesim.predict import layout
 
     nouns = nouns_for(profile.hardware.device_name)
-    layout(scenario.devices, scenario.devices_per_node or profile.hardware.devices_per_node, nouns)
+    g = scenario.devices_per_node or profile.hardware.devices_per_node
+    layout(scenario.devices, g, nouns)
     split = layout_of(scenario)
     on_layouts = uses_layouts(split_profile(profile, scenario), scenario)
+    if on_layouts and split.tp > g and "split" in set(refuse) - set(skip):
+        raise ScalesimError(tp_above_server(split.tp, g, nouns))  # at every count
     model = replica_devices(split.tp, split.pp, split.cp) if on_layouts else 1
     cp = split.cp if on_layouts else 1  # the data-parallel path: every device a rank
     group = split.shard_group
@@ -723,21 +695,61 @@ def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = 
         "shard_group": lambda ps: LeftOut() if group is None else shard_group_left_out(
             group, {p: (p // model, cp) for p in ps}, nouns.devices, which, named),
     }
-    counts, notes = list(scenario.devices), []
+    counts, notes, outs = list(scenario.devices), [], {}
     for name in COUNT_RULES:
         out = LeftOut() if name in skip else rules[name](counts)
+        if out.counts:
+            outs[name] = out
         if len(out.counts) == len(counts):
             if name in refuse:
-                refuse_counts(profile, scenario, skip)
+                raise count_refusal(profile, scenario, outs, on_layouts, named)
             return list(scenario.devices), []
         counts = [p for p in counts if p not in out.counts]
         notes += [out.note] if out.note else []
     return counts, notes
 
 
+def count_refusal(profile: Profile, scenario: Scenario, outs: dict[str, LeftOut],
+                  on_layouts: bool, named=flag_of) -> ScalesimError:
+    """The one line refusing a device list no count of which runs (``counts_that_run``):
+    predict's refusal of the first rule that leaves out a count (``outs``: each rule's
+    ``LeftOut``, in ``COUNT_RULES`` order; that rule judged every count, so its check names
+    the counts it leaves out: ``split_devices``, ``predict.micro_batches``,
+    ``check_shard_group``), then every other count with its rule's reason: '...; at 32
+    devices, global batch 3 does not split evenly over dp x accumulation 2'."""
+    from scalesim.predict import micro_batches
+
+    nouns = nouns_for(profile.hardware.device_name)
+    split = layout_of(scenario)
+    p = np.asarray(scenario.devices, dtype=np.int64)
+    model = replica_devices(split.tp, split.pp, split.cp) if on_layouts else 1
+    cp = split.cp if on_layouts else 1
+    checks = {
+        "split": lambda: split_devices(p, split.tp, split.pp, nouns, split.cp),
+        "global_batch": lambda: micro_batches(scenario, profile, p,
+                                              p // model if on_layouts else None, named),
+        "shard_group": lambda: check_shard_group(split.shard_group, p, p // model,
+                                                 ZERO_OF_STRATEGY[scenario.strategy],
+                                                 scenario.zero_framework, nouns, cp),
+    }
+    checks["micro_batch"] = checks["global_batch"]
+    first, *rest = outs
+    try:
+        checks[first]()
+    except ScalesimError as exc:
+        refused = exc
+    else:  # its check passes where its rule left every count it judged out: the rule's note
+        refused = ScalesimError(outs[first].note, knobs=outs[first].knobs)
+    also = "".join(f"; at {count_list(outs[r].counts)} "
+                   f"{nouns.device if list(outs[r].counts) == [1] else nouns.devices}, "
+                   f"{outs[r].why}" for r in rest)
+    return ScalesimError(f"{refused}{also}", knobs=dict.fromkeys(
+        (*knobs_of(refused), *(k for r in rest for k in outs[r].knobs))))
+
+
 def runnable_counts(profile: Profile, scenario: Scenario) -> tuple[Scenario, list[str]]:
     """(``scenario`` with only the device counts it runs, the notes naming the rest):
-    ``counts_that_run``, for predict."""
+    ``counts_that_run``, for predict (a list none of whose counts runs: its refusal)."""
     counts, notes = counts_that_run(profile, scenario)
     return (scenario.model_copy(update={"devices": counts}) if notes else scenario), notes
 

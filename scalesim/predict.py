@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
@@ -202,12 +203,14 @@ def global_batch_splits(global_batch, replicas, accumulation) -> np.ndarray:
     return (gb % share == 0) & (gb >= share) & (gb // share <= micro_batch_max())
 
 
-def too_big_micro_batch(global_batch: int, micro_batch: str, over: str) -> Refusal:
+def too_big_micro_batch(global_batch: int, micro_batch: str, over: str,
+                        named: Callable[[str], str] | None = None) -> Refusal:
     """The one-line refusal of a global batch whose micro-batch (``micro_batch`` samples, one
     or several: '67,108,864 or 33,554,432'), ``global_batch`` split ``over`` ('8 devices x 1
     accumulation step', '1 and 2 devices x ...'), is past the bounds table's, naming the flags
-    that change it (``bounds.KNOBS``)."""
-    flag = {f: KNOB_BY_FIELD[f].flag for f in ("devices", "accumulation", "global_batch")}
+    that change it (``bounds.KNOBS``; ``named``: a knob's name instead, the app's control)."""
+    flag = {f: named(f) if named else KNOB_BY_FIELD[f].flag
+            for f in ("devices", "accumulation", "global_batch")}
     return Refusal(f"global batch {global_batch:,} over {over} is a micro-batch of "
                    f"{micro_batch} samples, past the largest of the bounds table "
                    f"({micro_batch_max():,}); raise {flag['devices']} or {flag['accumulation']} (at "
@@ -250,10 +253,12 @@ def uneven_split_words(global_batch: int, devices, replicas, accumulation: int, 
             + (f": {' or '.join(str(b) for b in nearest)}" if nearest else ""))
 
 
-def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=None):
+def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=None,
+                  named: Callable[[str], str] | None = None):
     """Per-replica micro-batch at each device count, and the one-device baseline's. ``dp``: the
     model replicas at each row (the split path: the global batch splits over dp replicas, each
-    of tp x pp x cp devices); None: every device is a replica (data parallel)."""
+    of tp x pp x cp devices); None: every device is a replica (data parallel). ``named``: a
+    knob's name in a refusal's fix (``too_big_micro_batch``; the CLI flag by default)."""
     replicas = devices if dp is None else dp
     k, nouns = scenario.accumulation, nouns_for(profile.hardware.device_name)  # 'processes' on CPU
     if scenario.global_batch is None:
@@ -278,7 +283,7 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
         raise ScalesimError(too_big_micro_batch(
             scenario.global_batch, either(m for _, m in rows.values()),
             f"{counts} x {steps}" if dp is None
-            else f"dp {either(r for r, _ in rows.values())} x {steps} ({counts})"))
+            else f"dp {either(r for r, _ in rows.values())} x {steps} ({counts})", named))
     return b, np.full(replicas.shape, scenario.global_batch // k)
 
 

@@ -378,9 +378,9 @@ def left_out_notes(plan: SweepPlan) -> list[str]:
 
 def _counts_left_out(profile: Profile, base: Scenario, axes: dict[str, np.ndarray],
                      refuse: bool = False) -> list[str]:
-    """``left_out_notes`` of the sweep's profile, base scenario and axes; ``refuse``: a rule
-    that leaves every count out is refused in predict's one line, every count named
-    (``layout_predict.refuse_counts``), where it leaves out every row (not a shard group
+    """``left_out_notes`` of the sweep's profile, base scenario and axes; ``refuse``: a list
+    the rules leave no count of is refused in predict's one line, every count named
+    (``layout_predict.counts_that_run``), where they leave out every row (not a shard group
     beside ddp rows, which run without it)."""
     from scalesim.layout_predict import COUNT_RULES, counts_that_run
 

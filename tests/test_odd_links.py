@@ -117,7 +117,7 @@ SAYS = {  # a word of the box each link must show
     "an unknown hardware preset": "unknown hardware preset",
     "an unknown workload preset": "unknown workload preset",
     "a layout that does not fit": "not runnable: needs ",
-    "tp not dividing a server's GPUs": "no device count is a multiple of tp 3 x pp 1 = 3",
+    "tp not dividing a server's GPUs": "are not divisible by tp x pp = 3; give",  # predict's
     "tp above a server's GPUs": "tp 16 \\> 8 GPUs per server",
 }
 

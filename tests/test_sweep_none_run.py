@@ -1,6 +1,6 @@
 """A one-value split, global batch or shard group beside a --devices list that runs at no count:
-sweep refuses in predict's one line, which names every count (``layout_predict.refuse_counts``,
-predict's own checks in its order, through ``counts_that_run``; session 43). Before, sweep said
+sweep refuses in predict's one line, which names every count (session 43; one function,
+``layout_predict.counts_that_run``, decides it for predict, sweep and the app: session 44). Before, sweep said
 'no combination of the sweep is left: all 2 dropped (... e.g. <its first dropped row>)', or for
 the data-parallel batch 'no combination of the sweep splits the global batch evenly ...'.
 
@@ -31,11 +31,13 @@ CASES = {
                     "bounds table "
                     "(16,777,216); raise --devices or --accumulation (at most 4,096), or lower "
                     "--global-batch"),
-    # the split leaves out 8 and 24, the batch 3 the rest (dp 2 on 32): predict's first check
+    # the split leaves out 8 and 24, the batch 3 the rest (dp 2 on 32): the first rule's line,
+    # then the rest named with their rule (session 44: 32 was not named)
     "split, then batch": (["--workload", "llama3-8b", "--tp", "8", "--pp", "2", "--devices",
                            "8,24,32", "--global-batch", "3"],
                           "devices 8 and 24 are not divisible by tp x pp = 16; give device counts "
-                          "that are multiples of it (16 or 32), or a tp x pp that divides 8"),
+                          "that are multiples of it (16 or 32), or a tp x pp that divides 8; at 32 "
+                          "devices, global batch 3 does not split evenly over dp x accumulation 2"),
 }
 
 

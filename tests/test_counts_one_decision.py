@@ -1,0 +1,123 @@
+"""Which device counts of a list run, and the refusal where none runs: one function
+(``layout_predict.counts_that_run``, rules in ``COUNT_RULES`` order) for predict, sweep and the
+app (session 44). Before, predict's refusal came from its own checks, sweep's from a copy of
+their order (``refuse_counts``), and the app wrote its own ('no device count is a multiple of
+...', 'strong scaling: global batch ... does not split evenly ...'), which named another rule
+than predict where two failed at once.
+
+By hand: global batch 64 over 24, 32, 48 devices: 64/24 and 64/48 are not whole, 64/32 = 2 is;
+shard group 12 is below dp 32 and does not divide it. So the batch leaves out 24 and 48 and the
+group 32: none runs; the batch's rule comes first, so its line, then 32 with the group's reason.
+tp 8 x pp 2 = 16 does not divide 8 or 24; at 32 (dp 2) global batch 3 is odd."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_harness import run_cli
+from scalesim.app.plan import _control_namer, build_scenario
+from scalesim.app.state import default_state, preset_profile
+
+from scalesim.counts_left_out import flag_of
+from scalesim.device_nouns import nouns_for
+from scalesim.errors import ScalesimError
+
+FIELDS = ("devices", "global_batch", "accumulation", "shard_group")
+
+# (predict and sweep flags, the app's controls for the same what-if)
+NONE_RUN = {
+    "batch, then shard group": (
+        ["--devices", "24,32,48", "--global-batch", "64", "--strategy", "zero3",
+         "--shard-group", "12"],
+        {"grid": "list", "dlist": "24,32,48", "mode": "strong", "gb": 64, "strat": "zero3",
+         "sg": 12}),
+    "split, then batch": (
+        ["--workload", "llama3-8b", "--tp", "8", "--pp", "2", "--devices", "8,24,32",
+         "--global-batch", "3"],
+        {"wl": "llama3-8b", "tp": 8, "pp": 2, "grid": "list", "dlist": "8,24,32", "mode": "strong",
+         "gb": 3}),
+    "split alone": (
+        ["--workload", "llama3-8b", "--tp", "3", "--devices", "1,2,4,8,16"],
+        {"wl": "llama3-8b", "tp": 3, "grid": "list", "dlist": "1,2,4,8,16"}),
+    "micro-batch past the table": (
+        ["--devices", "1,2", "--global-batch", str(2**26)],
+        {"grid": "list", "dlist": "1,2", "mode": "strong", "gb": 2**26}),
+}
+
+
+def _app(update: dict):
+    state = default_state().model_copy(update=update)
+    profile = preset_profile(state)
+    return state, profile, build_scenario(state, profile)
+
+
+def _in_flags(text: str, state, profile) -> str:
+    """The app's words with each control written as the CLI's flag (``counts_left_out.flag_of``)."""
+    named = _control_namer(state, nouns_for(profile.hardware.device_name))
+    for field in FIELDS:
+        text = text.replace(named(field), flag_of(field))
+    return text
+
+
+@pytest.mark.parametrize("case", list(NONE_RUN))
+def test_a_list_none_runs_is_refused_in_one_line_by_predict_sweep_and_the_app(capsys, case):
+    args, controls = NONE_RUN[case]
+    lines = []
+    for command in ("predict", "sweep"):
+        code, out, err = run_cli(capsys, [command, *args])
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+        lines.append(err.removeprefix(f"scalesim {command}: error: ").rstrip("\n"))
+    state = default_state().model_copy(update=controls)
+    profile = preset_profile(state)
+    with pytest.raises(ScalesimError) as refused:
+        build_scenario(state, profile)
+    lines.append(_in_flags(str(refused.value), state, profile))
+    assert lines[0] == lines[1] == lines[2]
+    assert "\n" not in lines[0] and "--" not in str(refused.value)
+
+
+def test_two_rules_at_once_give_the_same_first_refusal_and_name_every_count(capsys):
+    args, controls = NONE_RUN["batch, then shard group"]
+    code, _, err = run_cli(capsys, ["predict", *args])
+    assert code == 2
+    # the batch's rule first (COUNT_RULES), then 32 with the shard group's reason
+    assert err == ("scalesim predict: error: global batch 64 does not split evenly over 24 and "
+                   "48 devices x 1 accumulation steps; pick a global batch divisible by devices x "
+                   "accumulation at every count asked (24, 32 and 48): 96; at 32 devices, shard "
+                   "group 12 does not divide dp 32\n")
+    state = default_state().model_copy(update=controls)
+    with pytest.raises(ScalesimError) as refused:
+        build_scenario(state, preset_profile(state))
+    # before: the app dropped 24 and 48 itself and predict refused the group at 32 alone
+    assert str(refused.value) == err.removeprefix("scalesim predict: error: ").rstrip("\n")
+    assert refused.value.knobs == ("global_batch", "accumulation", "shard_group")
+
+
+def test_a_partial_list_runs_the_same_counts_with_the_same_notes_everywhere(capsys):
+    """tp 2, global batch 96 on 4 ... 64: 40 (dp 20) does not split it; shard group 8 is below
+    dp 12 (24 devices) and does not divide it, and divides dp 2, 4, 8 and 32 of the rest."""
+    args = ["--hardware", "dgx-h100", "--workload", "llama3-8b", "--tp", "2", "--global-batch",
+            "96", "--strategy", "zero3", "--shard-group", "8", "--devices", "4,8,16,24,40,64"]
+    state, profile, (scenario, notes) = _app({
+        "hw": "dgx-h100", "wl": "llama3-8b", "tp": 2, "mode": "strong", "gb": 96,
+        "strat": "zero3", "sg": 8, "grid": "list", "dlist": "4,8,16,24,40,64"})
+    app_notes = [_in_flags(n, state, profile) for n in notes if "left out;" in n]
+    assert scenario.devices == [4, 8, 16, 64] and len(app_notes) == 2
+    code, out, err = run_cli(capsys, ["predict", "--json", *args])
+    assert code == 0, err
+    assert [r["devices"] for r in json.loads(out)] == scenario.devices
+    assert [n.removeprefix("note: ") for n in err.splitlines() if "left out;" in n] == app_notes
+    code, out, err = run_cli(capsys, ["sweep", *args])
+    assert code == 0, err
+    assert [int(line.split(",")[0]) for line in out.splitlines()[1:]] == scenario.devices
+    assert [n.removeprefix("note: ") for n in err.splitlines() if "left out;" in n] == app_notes
+
+
+def test_a_tp_past_a_server_is_predicts_line_in_sweep_too(capsys):
+    """Was 'no combination of the sweep is left: all 2 dropped (...)' in sweep."""
+    args = ["--workload", "llama3-8b", "--tp", "16", "--devices", "8,16"]
+    words = "tp 16 > 8 GPUs per server (tensor parallelism stays inside one server); use tp <= 8"
+    for command in ("predict", "sweep"):
+        assert run_cli(capsys, [command, *args]) == (2, "", f"scalesim {command}: error: "
+                                                            f"{words}\n")
