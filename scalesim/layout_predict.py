@@ -612,7 +612,9 @@ def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS, cp=1):
     devices (``nouns``: the profile's, 'processes 3 are not divisible' on CPU), naming every
     count of the first row's split that it does not divide: 'devices 8 and 24 are not divisible
     by tp x pp = 16; give device counts that are multiples of it (16 or 32), or a tp x pp that
-    divides 8' (8: their gcd)."""
+    divides 8' (the multiples of it nearest the smallest and the largest count; 8: their gcd,
+    offered where it is 2 or more; the counts cut past six, as ``figures.count_list`` writes
+    them)."""
     p = np.asarray(devices, dtype=np.int64)
     model = replica_devices(np.asarray(tp, dtype=np.int64), np.asarray(pp, dtype=np.int64),
                             np.asarray(cp, dtype=np.int64))
@@ -624,11 +626,13 @@ def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS, cp=1):
         m, c = int(mb[i]), int(cb[i])
         what = "tp x pp x cp" if c > 1 else "tp x pp"
         counts = sorted({int(pb[j]) for j in rows if int(mb[j]) == m and int(cb[j]) == c})
-        near = sorted({x for n in counts for x in (n // m * m, -(-n // m) * m) if x})
-        raise ScalesimError(f"{nouns.devices} {count_list(counts, None)} are not divisible by "
+        ends = (counts[0], counts[-1])  # the smallest and the largest count's nearest
+        near = sorted({x for n in ends for x in (n // m * m, -(-n // m) * m) if x})
+        common = math.gcd(*counts)  # offered where it is 2 or more, as the note offers it
+        raise ScalesimError(f"{nouns.devices} {count_list(counts)} are not divisible by "
                             f"{what} = {m}; give {nouns.device} counts that are multiples of it "
-                            f"({' or '.join(str(x) for x in near)}), or a {what} that divides "
-                            f"{math.gcd(*counts)}",
+                            f"({either(near)})"
+                            + (f", or a {what} that divides {common}" if common >= 2 else ""),
                             knobs=("devices", "tp", "pp", *(("cp",) if c > 1 else ())))
     return p // model
 
