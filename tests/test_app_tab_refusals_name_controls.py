@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 from app_harness import open_app
-
 from scalesim.app.named_controls import controls_to_change
 from scalesim.app.state import AppState
+
 from scalesim.device_nouns import GPU_NOUNS
 from scalesim.errors import ScalesimError
 
