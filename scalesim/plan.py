@@ -691,15 +691,29 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
     sched = np.array([SCHEDULES[name] for name, _ in SCHEDULE_CHOICES])
     virt = np.array([v for _, v in SCHEDULE_CHOICES])
     rec = np.array([RECOMPUTE[r] for r in RECOMPUTE_CHOICES])
-    idx = np.meshgrid(
-        np.arange(len(pairs)),
-        np.arange(len(ZERO_CHOICES)),
-        np.arange(len(sched)),
-        np.arange(len(rec)),
-        np.arange(2),
-        indexing="ij",
-    )
-    i_pair, i_zero, i_sched, i_rec, i_sp = (a.ravel() for a in idx)
+    # the rules on the axes' own shapes (pair, zero, schedule, recompute, sequence parallel),
+    # broadcast, then only the kept rows drawn, in the order of the full product's ravel
+    # (ties are ranked by that order): the full product is ~200 rows a pair, most dropped
+    i_pair = np.arange(len(pairs))[:, None, None, None, None]
+    zero = np.array(ZERO_CHOICES)[None, :, None, None, None]
+    i_sched = np.arange(len(sched))[None, None, :, None, None]
+    i_sp = np.arange(2)[None, None, None, None, :]
+    # (pair, 1, schedule, 1, 1) arrays: valid_mask's rules of the split and schedule
+    dp, tp, pp, cp, micro, schedule, virtual = np.broadcast_arrays(
+        *(split[pairs[i_pair, 0], j] for j in range(4)), pairs[i_pair, 1], sched[i_sched],
+        virt[i_sched])
+    keep = valid_mask(dp, tp, pp, cp, micro, setting.global_batch, schedule, virtual, g,
+                      shape.layers, shape.heads, shape.kv_of(), shape.seq_len)
+    keep = keep & ~(i_sp.astype(bool) & (tp == 1))  # SP is a no-op without tp
+    # no more micro-steps per optimizer step than the bounds table allows (predict's and the
+    # app's --accumulation): a plan no other command could run is no plan
+    keep = keep & (setting.global_batch // np.maximum(dp * micro, 1) <= bound("accumulation").high)
+    keep = keep & ~((zero > 0) & (dp * cp == 1))  # nothing to shard over
+    # under a pipeline FSDP holds a ZeRO-3 stage whole for the step, as ZeRO-2 (the same row,
+    # docs/model.md §16); DeepSpeed refuses ZeRO-2/3 with pipeline parallelism
+    keep = keep & ~((pp > 1) & (zero >= (3 if setting.framework == FSDP else 2)))
+    shape5 = (len(pairs), len(ZERO_CHOICES), len(sched), len(rec), 2)
+    i_pair, i_zero, i_sched, i_rec, i_sp = np.nonzero(np.broadcast_to(keep, shape5))
     i_split = pairs[i_pair, 0]
     grid = {
         "dp": split[i_split, 0],
@@ -714,31 +728,6 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
         "recompute": rec[i_rec],
         "sequence_parallel": i_sp.astype(bool),
     }
-    keep = valid_mask(
-        grid["dp"],
-        grid["tp"],
-        grid["pp"],
-        grid["cp"],
-        grid["micro_batch"],
-        grid["global_batch"],
-        grid["schedule"],
-        grid["virtual_stages"],
-        g,
-        shape.layers,
-        shape.heads,
-        shape.kv_of(),
-        shape.seq_len,
-    )
-    keep &= ~(grid["sequence_parallel"] & (grid["tp"] == 1))  # SP is a no-op without tp
-    # no more micro-steps per optimizer step than the bounds table allows (predict's and the
-    # app's --accumulation): a plan no other command could run is no plan
-    steps = grid["global_batch"] // np.maximum(grid["dp"] * grid["micro_batch"], 1)
-    keep &= steps <= bound("accumulation").high
-    keep &= ~((grid["zero"] > 0) & (grid["dp"] * grid["cp"] == 1))  # nothing to shard over
-    # under a pipeline FSDP holds a ZeRO-3 stage whole for the step, as ZeRO-2 (the same row,
-    # docs/model.md §16); DeepSpeed refuses ZeRO-2/3 with pipeline parallelism
-    keep &= ~((grid["pp"] > 1) & (grid["zero"] >= (3 if setting.framework == FSDP else 2)))
-    grid = {k: v[keep] for k, v in grid.items()}
     grid["shard_group"] = grid["dp"] * grid["cp"]  # full sharding
     # hybrid sharding (FSDP, Megatron-Core): the ZeRO layouts again with each hybrid shard group
     # of their dp x cp group where it spans several servers (``layout.hybrid_shard_groups``, §16)
