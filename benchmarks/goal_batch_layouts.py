@@ -1,0 +1,97 @@
+"""Measurement (session 44): would searching the layout at each global batch goal tries change
+goal's answer? A: ``goal --layout search`` as is (the layout searched at the reference batch B_N,
+``goal_layouts.searched_groups``). B: A's layout groups plus, at each count N and each factor f
+of F, the planner's best row at f*B_N (its layout, micro-batch and accumulation; every strategy),
+so B's plans hold A's. Prints both answers per case (docs/model.md section 21 records them).
+
+Run: python benchmarks/goal_batch_layouts.py {8a,8h,18a,70h} [max devices, default 256]
+(the figures recorded: 128; minutes of CPU each)."""
+import sys
+import time
+
+import scalesim.goal as goal_mod
+from scalesim.errors import ScalesimError
+from scalesim.goal_layouts import LayoutGroup, reference_batch_at
+from scalesim.goal_layouts import searched_groups as orig
+from scalesim.layout_predict import plan_at, scenario_of_row
+from scalesim.profiles import resolve_profile
+from scalesim.schemas import Scenario
+
+F = (0.5, 2, 4, 8, 16, 32)
+CACHE = {}
+
+def cached_plan(key, profile, base, n, G):
+    k = (key, n, G)
+    if k not in CACHE:
+        try:
+            r = plan_at(profile, base, [n], G, top=1, include_unfit=True)
+            CACHE[k] = r.by_count[0].best
+        except ScalesimError:
+            CACHE[k] = None
+    return CACHE[k]
+
+def make_variant(key):
+    def variant(profile, base, counts, reference, g, around):
+        s = orig(profile, base, counts, reference, g, around)
+        extra = []
+        for n in counts:
+            bn = reference_batch_at(reference, g, n)
+            for f in F:
+                G = int(bn * f)
+                if G < 1 or bn * f != G:
+                    continue
+                row = cached_plan(key, profile, base, n, G)
+                if row is None or not row.fits:
+                    continue
+                lay = scenario_of_row(base, row).layout.model_copy(update={"shard_group": None})
+                extra.append(LayoutGroup(lay, {"devices": [n], "micro_batch": [row.micro_batch],
+                    "accumulation": [row.accumulation], "strategy": list(goal_mod.STRATEGIES)}))
+        return type(s)(s.groups + extra, s.best, s.layouts_tried)
+    return variant
+
+def plan_words(p):
+    if p is None:
+        return "-"
+    return (f"{p.devices} dev tp{p.tp} pp{p.pp} cp{p.cp} {p.schedule}/{p.virtual_stages} "
+            f"rc {p.recompute} sp {p.sequence_parallel} mb{p.micro_batch}x{p.accumulation} "
+            f"GB{p.global_batch} {p.strategy}: {p.time_s / 86400:.3f} d ${p.cost_usd:,.0f}")
+
+def run(hw, wl, samples, price, cases, max_devices, critical=None):
+    profile = resolve_profile(None, hw, wl)
+    base = Scenario(train_samples=samples, price_per_device_hour=price, critical_batch_size=critical)
+    key = (hw, wl)
+    out = []
+    for deadline_d, budget in cases:
+        goal_mod.searched_groups = orig
+        a = goal_mod.seek(profile, base, deadline_d * 86400, budget, max_devices, layout="search")
+        goal_mod.searched_groups = make_variant(key)
+        b = goal_mod.seek(profile, base, deadline_d * 86400, budget, max_devices, layout="search")
+        goal_mod.searched_groups = orig
+        pa, pb = a.best or a.closest, b.best or b.closest
+        same = (pa is not None and pb is not None
+                and (pa.devices, round(pa.time_s, 3), round(pa.cost_usd, 2))
+                == (pb.devices, round(pb.time_s, 3), round(pb.cost_usd, 2)))
+        print(f"{wl} on {hw}, {samples:.3g} samples, ${price}/h, crit {critical}, "
+              f"{deadline_d} d, ${budget:,.0f}, up to {max_devices}:", flush=True)
+        print(f"   A {'meets' if a.best else 'closest'}: {plan_words(pa)}", flush=True)
+        print(f"   B {'meets' if b.best else 'closest'}: {plan_words(pb)}  "
+              f"{'SAME' if same else 'DIFFERENT'}", flush=True)
+        out.append(same)
+    return out
+
+if __name__ == "__main__":
+    t0 = time.time()
+    which = sys.argv[1]
+    md = int(sys.argv[2]) if len(sys.argv) > 2 else 256
+    if which == "8a":
+        run("dgx-a100", "llama3-8b", 2e7, 3.0, [(3, 2e5), (10, 1e5), (30, 1e6), (1, 1e6)], md)
+        run("dgx-a100", "llama3-8b", 2e7, 3.0, [(3, 2e5), (10, 1e5), (1, 1e6)], md, critical=2048)
+    elif which == "8h":
+        run("dgx-h100", "llama3-8b", 2e7, 4.0, [(3, 2e5), (10, 1e5), (1, 1e6)], md)
+    elif which == "18a":
+        run("dgx-a100", "gpt-18.4b", 2e6, 3.0, [(0.6, 1e4), (0.3, 1e5), (3, 5e3), (10, 1e6)], md)
+        run("dgx-a100", "gpt-18.4b", 2e6, 3.0, [(0.6, 1e4), (0.3, 1e5)], md, critical=1024)
+    elif which == "70h":
+        run("dgx-h100", "llama3-70b", 2e6, 4.0, [(3, 1e5), (1, 1e6), (10, 5e4)], md)
+        run("dgx-h100", "llama3-70b", 2e6, 4.0, [(3, 1e5), (1, 1e6)], md, critical=1024)
+    print(f"took {time.time()-t0:.0f} s; planner calls {len(CACHE)}")
