@@ -1345,8 +1345,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         notes.append("enter a training length (or E_min with a critical batch size) to compare "
                      "time and total money, not only throughput")
     if ctx.price is None:
-        notes.append("enter a price per device-hour (--price on the command line) to compare "
-                     "money")
+        notes.append(f"enter a price per {words.device}-hour (--price on the command line) to "
+                     "compare money")
     if note := training_time.zero_price_note(ctx.goal):
         notes.append(note)
     if note := training_time.partial_batch_note(ctx.goal, now.global_batch, now.global_batch):

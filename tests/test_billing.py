@@ -218,6 +218,28 @@ def test_a_cpu_calibrations_devices_are_billed_as_its_processes_with_the_price_s
     assert "GPUs" not in _price_source(cpu, given)
 
 
+def test_decides_price_note_names_a_cpu_calibrations_process_hour(tmp_path, capsys):
+    """`decide --profile cpu.json` without --price said 'price (every row): ... enter a price
+    per process-hour' and then 'note: enter a price per device-hour (--price ...)': the same
+    advice in two nouns (session 44). The note takes the profile's noun; a GPU's stays."""
+    from scalesim.profiles import default_profile
+
+    base = default_profile()
+    hw = base.hardware.model_copy(update={"device_name": "CPU: AMD EPYC", "devices_per_node": 2,
+                                          "price_per_device_hour": None, "instance_sizes": None})
+    path = tmp_path / "cpu.json"
+    path.write_text(base.model_copy(update={"hardware": hw}).model_dump_json())
+    code, out, err = run_cli(capsys, ["decide", "--profile", str(path), "--devices", "2,4",
+                                      "--train-samples", "1e6"])
+    assert code == 0, err
+    assert "device-hour" not in out
+    assert "note: enter a price per process-hour (--price on the command line)" in out
+    code, out, err = run_cli(capsys, ["decide", "--hardware", "dgx-h200", "--devices", "16",
+                                      "--train-samples", "1e9"])
+    assert code == 0, err
+    assert "note: enter a price per device-hour (--price on the command line)" in out
+
+
 def test_predicts_cost_line_of_a_cpu_calibration_reads_as_one_sentence(tmp_path, capsys):
     """The cost line of `predict --profile cpu.json --price` ended with two parentheses in a
     row, '(CPU processes of this calibration) (--instance-sizes)'; the flag is said once, after
