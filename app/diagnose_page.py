@@ -503,7 +503,9 @@ def _runs_options() -> dict:
     params = c1.number_input("Model parameters (0 = unknown)", min_value=0.0,
                              max_value=float(bound("params").high), value=0.0, step=1e6,
                              format="%g", key="dg_params",
-                             help="gradient elements, to report link bandwidths in GB/s")
+                             help="gradient elements: link bandwidths in GB/s, and the buckets "
+                                  "the remedies' gains are priced with (0: a nominal gradient "
+                                  "size, said in a note)")
     critical = c2.number_input("Critical batch size (0 = unknown)", min_value=0.0,
                                max_value=float(bound("critical_batch").high), value=0.0,
                                step=64.0, format="%g", key="dg_bcrit",

@@ -44,7 +44,7 @@ from scalesim.figures import (
     whole,
     whole_percent,
 )
-from scalesim.fit_runs import TIED_WORDS, Z95, from_fitted_x
+from scalesim.fit_runs import NOMINAL_GRADIENT_BYTES, TIED_WORDS, Z95, from_fitted_x
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
@@ -941,8 +941,11 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         notes.append(f"the runs exchanged as {exchange.label()}: the fit, the memory and every "
                      "remedy start from it (docs/model.md §4)")
     if not fit.params_known:
-        notes.append("no --params: link speeds are reported as gradient transfer times; give "
-                     "--params (model parameters) for bandwidths in GB/s")
+        notes.append("no --params: link speeds are reported as gradient transfer times, and "
+                     "the exchange's buckets are laid out for a nominal gradient of "
+                     f"{NOMINAL_GRADIENT_BYTES / 1e9:g} GB, which the remedies' gains and the "
+                     "extrapolation rest on (how much of it overlaps backward); give --params "
+                     "(model parameters) for bandwidths in GB/s and your model's buckets")
     if profile.workload.transformer is not None:
         notes.append(f"remedy gains are the layout model's predictions at the largest run for "
                      f"the shape of --workload {transformer.name} on {transformer.gpu}; "

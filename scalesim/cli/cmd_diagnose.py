@@ -75,8 +75,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,"
                    "clocks_throttle_reasons.active --format=csv -l 1 output, recorded during the "
                    "run: names a device that runs slower, with its clocks, heat and throttling")
-    p.add_argument("--params", type=flag_type("params"), help="model parameters (gradient elements), "
-                   "to report link bandwidths in GB/s")
+    p.add_argument("--params", type=flag_type("params"), help="model parameters (gradient elements): link "
+                   "bandwidths in GB/s, and the buckets the remedies' gains are priced with "
+                   "(default: a nominal gradient size, said in a note)")
     p.add_argument("--wire-bytes", type=flag_type("wire_bytes_per_param"), default=4.0,
                    help="bytes per gradient element on the wire (default 4: fp32 DDP gradients)")
     p.add_argument("--critical-batch", type=flag_type("critical_batch"),
