@@ -159,6 +159,17 @@ RECOMPUTE_OP_SAC_SOURCES = {"pytorch/torchtitan": (2024, 4, 22)}
 # benchmark pages name (torchtitan/config_manager.py: choices=["float32"] at 9dec370, 2024-12-26;
 # Literal["float32"] at 820504e and e7c0cae; parallelize_llama.py line 91 at 9dec370).
 REDUCE_FP32_SOURCES = {"mosaicml/llm-foundry": (2024, 1, 6), "pytorch/torchtitan": (2024, 12, 26)}
+# Megatron-Core's distributed optimizer (ZeRO-1) holds its main_grad buffer in the gradients'
+# reduce dtype, fp32 by the framework's default (memory.MAIN_GRAD_BYTES, docs/model.md §4).
+# NVIDIA's performance recipes turn it to bf16: Megatron-Bridge's perf configs set
+# cfg.ddp.grad_reduce_in_fp32 = False, NeMo 2.0's fp8 perf scripts
+# recipe.trainer.plugins.grad_reduce_in_fp32 = False, and the NeMo 1.x launcher's example scripts
+# +training.model.optim.grad_sync_dtype=bf16 (megatron_base_model.py then sets
+# grad_reduce_in_fp32 = grad_sync_dtype == 'fp32'), except its Nemotron scripts, which drop it
+# (79f92438, 2024-04-10): those keep the default. With fp32 main grads the published H100 rows of
+# Llama 3 70B and 405B would need 81 of 80 GiB. Sources naming a repository; models whose names
+# hold an excepted family keep the default.
+BF16_MAIN_GRAD_SOURCES = {"NVIDIA-NeMo/Megatron-Bridge": (), "NVIDIA/NeMo": ("nemotron",)}
 TP_OVERLAP_FROM_YEAR = 2024  # Megatron-Core + Transformer Engine runs overlap tp collectives
 # with the matmuls (userbuffers; on in NeMo / Megatron-Bridge performance recipes)
 # the interleaved schedule's sends overlap compute (Megatron-Core's overlap_p2p_comm): set for
@@ -467,6 +478,15 @@ def reduce_fp32_of(source: str) -> bool:
     return _named_since(source, REDUCE_FP32_SOURCES)
 
 
+def bf16_main_grad_of(source: str, model_name: str) -> bool:
+    """Whether a source's Megatron-Core runs reduce, and so hold, their gradients in bf16
+    (``BF16_MAIN_GRAD_SOURCES``): it names such a repository and the model is not one of its
+    excepted families."""
+    name = model_name.lower()
+    return any(repo in source and not any(f in name for f in excepted)
+               for repo, excepted in BF16_MAIN_GRAD_SOURCES.items())
+
+
 def source_vocab_of(source: str, model_name: str) -> int | None:
     """The vocabulary the framework a source names uses for the case's model family
     (``SOURCE_VOCAB``), or None."""
@@ -563,6 +583,11 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
                      "in float32 assumed (the framework's reduce dtype for this source: "
                      "llm-foundry's Composer DEFAULT from v0.16.4, torchtitan's "
                      "mixed_precision_reduce)")
+    bf16_main_grad = lay.zero == 1 and bf16_main_grad_of(case.source, m.name)
+    if bf16_main_grad:
+        flags.append("gradient dtype not stated: the distributed optimizer's main grads held and "
+                     "reduced in bf16 assumed (NVIDIA's performance recipes set "
+                     "grad_reduce_in_fp32 False / grad_sync_dtype bf16), not the framework's fp32")
     early_stop = recompute == "full" and recompute_early_stop_of(case.source)
     if early_stop:
         flags.append("full recompute: PyTorch's non-reentrant checkpoint with early stop assumed "
@@ -650,7 +675,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         device_memory_bytes=np.inf if memory is None else memory[0],
         fsdp_backward_prefetch_post=prefetch_post,
         recompute_early_stop=early_stop, recompute_op_sac=op_sac,
-        reduce_bytes_per_param=4.0 if reduce_fp32 else np.nan,
+        reduce_bytes_per_param=4.0 if reduce_fp32 else 2.0 if bf16_main_grad else np.nan,
     )
     return inputs, layout
 

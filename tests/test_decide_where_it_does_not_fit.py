@@ -50,11 +50,12 @@ def test_a_split_model_at_dp_1_that_does_not_fit_is_told_to_add_devices_not_zero
     assert "ZeRO shards nothing over one data-parallel replica (dp 1)" in rec
     # the count named is the first doubling at which some layout the planner considers fits
     # (session 18: the planner's layouts, not only this split with ZeRO-3, which needed 256)
-    assert ("add devices: at 128 devices (dp 2 x tp 8 x pp 8 (zero bubble), zero1, micro-batch 1 per "
+    # (zero2 since session 44: ZeRO-1's Megatron-Core fp32 main grads, 2 B a parameter more)
+    assert ("add devices: at 128 devices (dp 2 x tp 8 x pp 8 (zero bubble), zero2, micro-batch 1 per "
             "replica x 1 accumulation, recompute none, sequence parallel)") in rec
     # micro-batch 1 per replica: global batch 1 at dp 1 (64 devices), 2 at dp 2 (128)
     layout = ScenarioLayout(tp=8, pp=8, schedule="zb", recompute="none", sequence_parallel=True)
-    named = scenario.model_copy(update={"devices": [128], "strategy": "zero1", "layout": layout})
+    named = scenario.model_copy(update={"devices": [128], "strategy": "zero2", "layout": layout})
     p = predict(profile, named)[0]
     assert (p.dp, p.tp, p.pp, p.global_batch, p.fits) == (2, 8, 8, 2, True)
     assert f"it needs {gib(p.memory_bytes)} per device, which fits" in rec

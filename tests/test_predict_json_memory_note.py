@@ -3,7 +3,9 @@ the text's note said of that row alone (``memory_margin.rows_note``), null where
 leaves 5% or more of a device free, does not fit, or a margin was asked. Before, the note was
 in the text only.
 
-By hand: llama3-8b on DGX H100 (80 GiB), ZeRO-1, micro-batch 1, 4 accumulation steps, no
+By hand: llama3-8b on DGX H100 (80 GiB), DeepSpeed's ZeRO-1 (16-bit gradients; Megatron-Core's
+distributed optimizer, the default framework's ZeRO-1, holds fp32 main grads, 98.0 GiB on 8 GPUs
+since session 44, and no row fits), micro-batch 1, 4 accumulation steps, no
 recompute: 83.0 GiB on 8 GPUs (does not fit), 77.4 on 16 (2.6 GiB free, 3.2% < 5%), 74.6 on 32
 (5.4 free, 6.7%) and 73.2 on 64 (6.8 free, 8.5%): the note on the 16-GPU row only."""
 
@@ -17,6 +19,7 @@ from scalesim.figures import GIB_BYTES
 
 ARGV = ["predict", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
         "8,16,32,64", "--batch", "1", "--accumulation", "4", "--strategy", "zero1",
+        "--zero-framework", "deepspeed",
         "--recompute", "none"]
 
 

@@ -186,10 +186,15 @@ def test_memory_per_strategy_matches_zero_paper():
                 per_sample_s=1.0, optimizer_step_s=0.0, backward_fraction=0.5, params=7.5e9,
                 wire_bytes_per_param=2.0, intra_latency_s=0.0, intra_busbw_GBps=100.0,
                 inter_latency_s=0.0, inter_busbw_GBps=10.0)
+    # (the paper's stages are DeepSpeed's: its ZeRO-1 holds 16-bit gradients)
     expected = {DDP: 120e9, ZERO1: 31.4e9, ZERO2: 16.6e9, ZERO3: 1.875e9 + 2 * 7.5e9 / 34 * 2}
     for strategy, gb in expected.items():
-        mem = _f(evaluate(StepInputs(strategy=strategy, **base)).memory_bytes)
+        mem = _f(evaluate(StepInputs(strategy=strategy, framework=DEEPSPEED, **base)).memory_bytes)
         assert mem == pytest.approx(gb, rel=0.01)
+    # Megatron-Core's distributed optimizer (the default framework's ZeRO-1): fp32 main grads
+    # whole, 6 + 12/64 bytes per parameter (its dist_optimizer.md table): 46.4 GB
+    megatron = _f(evaluate(StepInputs(strategy=ZERO1, **base)).memory_bytes)
+    assert megatron == pytest.approx(7.5e9 * (6 + 12 / 64), rel=1e-12)
 
 
 @settings(max_examples=100, deadline=None)

@@ -41,6 +41,7 @@ from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import fp8_cast_s, gemm_s, memory_bound_s
 from scalesim.model.memory import (
     ZERO3_GATHERED_UNITS,
+    held_grad_bytes_per_param,
     state_shards,
     under_measured_ceiling,
     usable_memory_bytes,
@@ -663,6 +664,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # theoretical_memory_usage
     shard_params, shard_grads, shard_optim = state_shards(  # as the dp step's
         zero, shards, holds_full_gradients(zero, x.framework, grad_sync, m))
+    # Megatron-Core's distributed optimizer (ZeRO-1) holds its main_grad buffer (§4)
+    held_grad = held_grad_bytes_per_param(zero, x.framework, x.grad_bytes_per_param,
+                                          x.reduce_bytes_per_param)
     per_layer = tf.activation_bytes_per_layer(
         b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
         x.sequence_parallel, x.recompute, x.flash_attention, cp)
@@ -698,7 +702,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         one stage's device."""
         local = params_on_stage / _f(tp)
         return (local * _f(x.param_bytes_per_param) * shard_params,
-                local * _f(x.grad_bytes_per_param) * shard_grads,
+                local * held_grad * shard_grads,
                 local * _f(x.optimizer_bytes_per_param) * shard_optim,
                 per_layer * layers_on_stage * in_flight + recomputing
                 + logits_bytes * logits_in_flight,

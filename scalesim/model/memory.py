@@ -19,8 +19,30 @@ from __future__ import annotations
 
 import numpy as np
 
+from scalesim.model.sharding import FSDP
+
 DDP, ZERO1, ZERO2, ZERO3 = 0, 1, 2, 3
 STRATEGIES = {"ddp": DDP, "zero1": ZERO1, "zero2": ZERO2, "zero3": ZERO3}
+# Megatron-Core's main_grad buffer in bf16 training, bytes per parameter: fp32 by Megatron-LM's
+# default (--bf16 sets accumulate_allreduce_grads_in_fp32, arguments.py; NeMo 1.x
+# optim.grad_sync_dtype 'fp32', NeMo 2.0 bf16_mixed grad_reduce_in_fp32=True); docs/model.md §4
+MAIN_GRAD_BYTES = 4.0
+
+
+def held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param,
+                              reduce_bytes_per_param=np.nan):
+    """Bytes per parameter of the gradients a device holds. ZeRO-1 under the default framework
+    (``framework`` ``sharding.FSDP``) is Megatron-Core's distributed optimizer, whose contiguous grad buffer
+    (``main_grad``, never sharded) is in the gradients' reduce dtype
+    (``param_and_grad_buffer.py``: fp32 if ``grad_reduce_in_fp32`` else the parameters'):
+    ``reduce_bytes_per_param`` where stated (not NaN), else ``max(grad_bytes_per_param,
+    MAIN_GRAD_BYTES)``; every other strategy and framework holds ``grad_bytes_per_param``
+    (docs/model.md §4). Numpy, broadcasts."""
+    grad = np.asarray(grad_bytes_per_param, dtype=float)
+    reduce = np.asarray(reduce_bytes_per_param, dtype=float)
+    main = np.where(np.isnan(reduce), np.maximum(grad, MAIN_GRAD_BYTES), reduce)
+    megatron = (np.asarray(strategy) == ZERO1) & (np.asarray(framework) == FSDP)
+    return np.where(megatron, main, grad)
 
 
 def state_shards(strategy, shards, full_gradients=False):

@@ -28,7 +28,13 @@ import numpy as np
 
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_factor, micro_step_s
-from scalesim.model.memory import DDP, ZERO1, memory_per_device_bytes, usable_memory_bytes
+from scalesim.model.memory import (
+    DDP,
+    ZERO1,
+    held_grad_bytes_per_param,
+    memory_per_device_bytes,
+    usable_memory_bytes,
+)
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.pipeline import data_stall_s
 from scalesim.model.shard_groups import group_coeffs, replica_all_reduce, shard_sizes
@@ -244,7 +250,8 @@ def evaluate(inp: StepInputs) -> StepResult:
 
     global_batch = p * k * b
     memory = memory_per_device_bytes(  # states sharded over the shard group
-        strategy, _as(shard), inp.params, inp.param_bytes_per_param, inp.grad_bytes_per_param,
+        strategy, _as(shard), inp.params, inp.param_bytes_per_param,
+        held_grad_bytes_per_param(strategy, framework, inp.grad_bytes_per_param),
         inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b,
         holds_full_gradients(strategy, framework, inp.grad_sync, k),
         block_count(inp.blocks, inp.params),
