@@ -16,7 +16,7 @@ import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Generic, Literal, TypeVar, get_args
+from typing import Annotated, ClassVar, Generic, Literal, TypeVar, get_args
 
 import numpy as np
 from pydantic import (
@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from scalesim.bounds import bounded
+from scalesim.case_words import DP_WORDS, intra_preset, read_words
 from scalesim.errors import ScalesimError, excerpt, require_model
 from scalesim.figures import count
 from scalesim.jsonio import KeysTwice, key_twice_text, read_json, validation_message
@@ -237,6 +238,7 @@ class Case(_Strict):
     comm: Literal["allreduce", "parameter-server"]
     throughput_unit: Literal["images", "tokens", "sequences", "samples"]
     points: list[CasePoint] = Field(min_length=1)
+    WORDS: ClassVar[dict] = DP_WORDS  # other spellings and null defaults (case_words)
     _read_flags: tuple[str, ...] = PrivateAttr(default=())  # the reader's (read_case_list)
     # each point's index in the file's case, where the reader dropped some (_without_bad_points)
     _point_index: tuple[int, ...] | None = PrivateAttr(default=None)
@@ -311,7 +313,7 @@ def _point_problems(case: Case) -> list[tuple[int, str]]:
 
 def _check_hardware(case: Case, where: str) -> None:
     hw = case.hardware
-    if hw.intra_node not in INTRA_LINKS:
+    if intra_preset(hw.intra_node) not in INTRA_LINKS:
         raise ScalesimError(
             f"{where}: unknown hardware.intra_node '{excerpt(hw.intra_node)}'; "
             f"use one of {', '.join(INTRA_LINKS)}"
@@ -432,6 +434,7 @@ def _read_case(item, model: type[CaseT], where: str, salvage=None) -> CaseT:
     ``(case, flags)`` read without its unreadable parts, or None."""
     if (twice := key_twice(item)) is not None:
         raise ScalesimError(key_twice_text(where, twice))
+    item, word_flags = read_words(item, getattr(model, "WORDS", {}))
     clean, unknown = split_unknown(item, model)
     flags = (
         [
@@ -440,7 +443,7 @@ def _read_case(item, model: type[CaseT], where: str, salvage=None) -> CaseT:
         ]
         if unknown
         else []
-    )
+    ) + word_flags
     try:
         case = model.model_validate(clean)
     except ValidationError as exc:
@@ -797,7 +800,7 @@ def bucket_bytes_of(case: Case, params: float, wire_bytes: float) -> float:
 
 def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> StepInputs:
     hw = case.hardware
-    intra = intra_link(hw.intra_node)
+    intra = intra_link(intra_preset(hw.intra_node))
     inter = (
         intra
         if hw.inter_node is None
@@ -840,7 +843,7 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
 def _model(case: Case, inp: StepInputs):
     """(samples/s, step, compute, exposed comm, straggler) arrays (s) for every point of ``inp``."""
     if case.comm == "parameter-server":
-        host = host_link(case.hardware.intra_node)
+        host = host_link(intra_preset(case.hardware.intra_node))
         r = evaluate_ps(inp, host.latency_s, host.busbw_GBps)
     else:
         r = evaluate(inp)
@@ -906,7 +909,7 @@ def predict_case(case: Case) -> CaseResult:
     wl, flags = case.workload, list(case._read_flags)
     if case.hardware.assumed:
         flags.append("hardware assumed by the case: " + ", ".join(case.hardware.assumed))
-    if note := cube_mesh_note(case.hardware.intra_node, case.hardware.gpus_per_node):
+    if note := cube_mesh_note(intra_preset(case.hardware.intra_node), case.hardware.gpus_per_node):
         flags.append(note)
     params = wl.params
     if params is None:

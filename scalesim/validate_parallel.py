@@ -13,13 +13,22 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import bound, bounded
+from scalesim.case_words import (
+    DEFAULT_GBIT_PER_NIC,
+    DEFAULT_INTER_KIND,
+    INTRA_NODE_ALIASES,
+    NICS_PER_GPU,
+    PC_WORDS,
+    default_gbit_per_nic,
+    intra_preset,
+)
 from scalesim.errors import ScalesimError, excerpt
 from scalesim.figures import GIB_BYTES
 from scalesim.jsonio import read_json
@@ -46,7 +55,6 @@ from scalesim.presets import (
     inter_link,
     intra_link,
     memory_bandwidth_of,
-    name_has_words,
     peak_tflops_of,
 )
 from scalesim.schemas import StrictModel, check_heads
@@ -65,10 +73,8 @@ from scalesim.validate import (
 FORMAT = "scalesim-parallel-cases/1"
 
 # --- one set of documented defaults (docs/validation.md, "Model-parallel cases")
-DEFAULT_INTER_KIND = "infiniband"  # a null network kind: the GPU servers' usual fabric
-NICS_PER_GPU = 1  # a null NIC count: one NIC per GPU (DGX/HGX rail design)
-DEFAULT_GBIT_PER_NIC = {"A100": 200.0, "H100": 400.0, "GB200": 400.0}  # DGX A100 (HDR), DGX
-# H100 (NDR), GB200 NVL72 compute trays (ConnectX-7 400G per GPU) datasheets
+# The network defaults (a null kind, NIC count, line rate) are case_words' (DEFAULT_INTER_KIND,
+# NICS_PER_GPU, DEFAULT_GBIT_PER_NIC), shared with the data-parallel format.
 DEFAULT_VOCAB = 51200  # a null vocabulary: GPT-2's 50,257 BPE tokens padded as Megatron-LM pads
 # them (Narayanan et al. 2021 use V = 51,200)
 # A null vocabulary where the framework the source names states one for the model family:
@@ -323,24 +329,14 @@ class ParallelCase(_Strict):
     precision: Literal["bf16-mixed", "fp16-mixed", "fp8", "fp32"] | None = None
     layout: PCLayout
     measured: PCMeasured
+    WORDS: ClassVar[dict] = PC_WORDS  # other spellings and null defaults (case_words)
     _read_flags: tuple[str, ...] = PrivateAttr(default=())  # the reader's (read_case_list)
-
-
-# The model-parallel format's names for a server's link where they differ from the presets'
-# (parallel_cases.md lists `nvlink-v100` for the V100 DGX-1's hybrid cube-mesh, which the
-# data-parallel format and presets.INTRA_LINKS call `nvlink2`).
-INTRA_NODE_ALIASES = {"nvlink-v100": "nvlink2"}
 
 
 # Every hardware.intra_node this reader takes: the format's names, then the other presets.
 INTRA_NODE_NAMES = tuple(dict.fromkeys(("nvswitch-a100", "nvswitch-h100", "nvl72-gb200",
                                         *INTRA_NODE_ALIASES, "nvswitch-v100", "pcie3", "pcie4",
                                         *INTRA_LINKS)))
-
-
-def intra_preset(intra_node: str) -> str:
-    """The ``presets.INTRA_LINKS`` name of a case's ``hardware.intra_node``."""
-    return INTRA_NODE_ALIASES.get(intra_node, intra_node)
 
 
 def _check_parallel_case(case: ParallelCase, where: str) -> None:
@@ -502,10 +498,6 @@ def source_vocab_of(source: str, model_name: str) -> int | None:
 PARAMS_FLAG_SHARE = 0.25
 
 
-def _gpu_family(gpu: str) -> str | None:
-    return next((f for f in ("GB200", "H100", "A100") if name_has_words(gpu, (f,))), None)
-
-
 def _or_default(value, default, name: str, flags: list[str], note: str = ""):
     """``value``, or ``default`` where the source does not state it (flagged on the case)."""
     if value is not None:
@@ -646,13 +638,12 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
                      f"{-(-lay.devices // hw.gpus_per_node)} servers of {hw.gpus_per_node}: the "
                      "network is read as unstated")
         net = PCInterNode()
-    family = _gpu_family(gpu)
     if net is None:
         inter = intra
     else:
         kind = net.kind or DEFAULT_INTER_KIND
         nics = net.nics_per_node or hw.gpus_per_node * NICS_PER_GPU
-        gbit = net.gbit_per_nic or DEFAULT_GBIT_PER_NIC.get(family or "", 200.0)
+        gbit = net.gbit_per_nic or default_gbit_per_nic(gpu)
         if None in (net.kind, net.nics_per_node, net.gbit_per_nic):
             flags.append(f"inter-node link partly unknown: {nics} x {gbit:g} Gb/s {kind} assumed")
         inter = inter_link(kind, nics, gbit)

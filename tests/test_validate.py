@@ -104,8 +104,9 @@ def test_text_report_has_cases_and_summary(capsys):
         ("{not json", "not valid JSON"),
         (json.dumps({"format": "scalesim-validation-cases/2", "cases": []}), "format is"),
         (json.dumps(_file(_case(points=[]))), "points"),
-        (json.dumps(_file(_case(hardware={"intra_node": "warp-drive"}))), "intra_node"),
-        (json.dumps(_file(_case(hardware={"inter_node": None}, points=[
+        (json.dumps(_file(_case(hardware={"intra_node": 7}))), "intra_node"),
+        (json.dumps(_file(_case(hardware={"inter_node": {
+            "kind": "infiniband", "nics_per_node": 1, "gbit_per_nic": "fast"}}, points=[
             {"devices": 16, "nodes": 2, "throughput": 3000.0},
             {"devices": 32, "nodes": 4, "throughput": 5000.0}]))), "inter_node"),
         (json.dumps(_file(_case(points=[{"devices": 12, "nodes": 1, "throughput": 1.0}]))),
@@ -588,12 +589,14 @@ def _run_json(capsys, path):
 
 
 @pytest.mark.parametrize(("change", "says"), [
-    ({"precision": "fp8"}, "field 'workload.precision'"),
-    ({"trust": None}, "field 'trust'"),
-    ({"notes": None}, "field 'notes'"),
+    # session 44: values a reader knows (fp8, null trust and notes, an unknown link word, a
+    # network kind no preset has) are predicted, flagged (tests/test_case_words.py)
+    ({"precision": "int8"}, "field 'workload.precision'"),
+    ({"trust": 5}, "field 'trust'"),
+    ({"notes": 7}, "field 'notes'"),
     ({"comm": "hierarchical-allreduce"}, "field 'comm'"),
-    ({"intra_node": "nvswitch-b200"}, "unknown hardware.intra_node 'nvswitch-b200'"),
-    ({"inter_node": {"kind": "omni-path", "nics_per_node": 1, "gbit_per_nic": 100}},
+    ({"intra_node": 7}, "field 'hardware.intra_node'"),
+    ({"inter_node": {"kind": 7, "nics_per_node": 1, "gbit_per_nic": 100}},
      "field 'hardware.inter_node.kind'"),
     ({"points": [{"devices": 12, "nodes": 1, "throughput": 1.0}]}, "do not fit"),
     ({"points": [{"devices": 1, "nodes": 1, "throughput": None},
@@ -736,13 +739,17 @@ def test_a_point_the_model_cannot_place_is_dropped_unless_it_is_the_anchor(
     assert "the point is at the case's anchor" in report["skipped"][0]["reason"]
 
 
-def test_a_point_over_servers_of_a_case_without_a_network_is_dropped(tmp_path, capsys):
+def test_a_point_over_servers_of_a_case_without_a_network_gets_the_default_network(tmp_path,
+                                                                                   capsys):
+    """Session 44: the point was dropped; the network is read as unstated, as the parallel
+    format does (case_words: one NIC per GPU, infiniband, 200 Gb/s), and every point predicted."""
     no_net = _case(hardware={"inter_node": None})
     rc, report, err = _run_json(capsys, _write(tmp_path, _file(no_net)))
-    assert rc == 0 and [p["devices"] for p in report["cases"][0]["points"]] == [1, 8]
-    assert report["cases"][0]["flags"][0] == (
-        "point not read, not predicted: points.2: a point spans 4 nodes but "
-        "hardware.inter_node is null; describe the network between the servers")
+    assert rc == 0 and [p["devices"] for p in report["cases"][0]["points"]] == [1, 8, 32]
+    flags = report["cases"][0]["flags"]
+    assert flags[0] == ("hardware.inter_node null but a point spans several nodes: the network "
+                        "is read as unstated")
+    assert "hardware.inter_node.nics_per_node not stated: 8 assumed (one NIC per GPU)" in flags
 
 
 def test_a_dropped_point_is_named_by_its_index_in_the_file(tmp_path, capsys):
@@ -770,8 +777,8 @@ def test_a_dropped_point_is_named_by_its_index_in_the_file(tmp_path, capsys):
 
 
 def test_a_file_whose_cases_none_can_be_read_is_refused_in_one_line(tmp_path, capsys):
-    bad = _case(trust=None)
-    rc, report, err = _run_json(capsys, _write(tmp_path, _file(bad, _case(id="two", notes=None))))
+    bad = _case(trust=5)
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(bad, _case(id="two", notes=7))))
     assert rc == 2 and report is None and len(err) == 1
     assert "case 'toy': field 'trust'" in err[0] and "none of the 2 cases" in err[0]
 
@@ -782,7 +789,7 @@ def test_an_unknown_top_level_field_is_ignored_with_one_stderr_line(tmp_path, ca
     assert "top-level field(s) 'source' ignored" in err[0]
     with pytest.raises(ScalesimError, match="unknown top-level field 'source'"):
         parse_cases({**_file(_case()), "source": "x"})  # the strict reader refuses it
-    rc, report, err = _run_json(capsys, _write(tmp_path, {**_file(_case(), _case(trust=None)),
+    rc, report, err = _run_json(capsys, _write(tmp_path, {**_file(_case(), _case(trust=5)),
                                                            "source": "x"}))
     assert rc == 0 and len(err) == 1 and "1 of 2 cases not predicted" in err[0], err
 

@@ -40,7 +40,7 @@ def test_each_skipped_case_and_dropped_point_says_why_in_text_and_json(tmp_path,
     extra = _case(id="extra")
     extra["colour"] = "blue"
     path = tmp_path / "mine.json"
-    path.write_text(json.dumps(_file(_case(), holed, _case(id="bad", comm="ring"), extra)))
+    path.write_text(json.dumps(_file(_case(), holed, _case(id="bad", comm="hierarchical-allreduce"), extra)))
     text, report = _text_and_json(capsys, str(path))
     assert [s["id"] for s in report["skipped"]] == ["bad"]
     reasons = [s["reason"] for s in report["skipped"]]
