@@ -37,6 +37,7 @@ from scalesim.validate_parallel import (
     TP_OVERLAP_FROM_YEAR,
     ParallelCase,
     _year,
+    allocation_of,
     bf16_main_grad_of,
     case_inputs,
     load_parallel_cases,
@@ -86,8 +87,11 @@ def searched(case: ParallelCase, x: LayoutInputs, cp_degrees=CP_DEGREES):
                              kv_heads=int(x.kv_heads), ffn_hidden=int(x.ffn_hidden),
                              gated_mlp=bool(x.gated), seq_len=int(x.seq_len), vocab=int(x.vocab),
                              flash_attention=bool(x.flash_attention))
-    # candidate_grid reads the server size only of the hardware
-    setting = Setting(shape, SimpleNamespace(devices_per_node=case.hardware.gpus_per_node),
+    # candidate_grid reads the server size and the allocation unit only of the hardware (a GB200
+    # NVL72 case: trays of 4 in a rack of 72, as the validator reads it)
+    g = case.hardware.gpus_per_node
+    setting = Setting(shape, SimpleNamespace(devices_per_node=g,
+                                             allocation_devices=allocation_of(case.hardware) or g),
                       case.layout.global_batch)
     grid = candidate_grid([n], setting, [c for c in cp_degrees if n % c == 0])
     fields = {k: grid[k] for k in (*LAYOUT_FIELDS, "shard_group")}

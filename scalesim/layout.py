@@ -380,12 +380,36 @@ class GroupSpan:
         return "inter_node" if self.nodes > 1 else "intra_node"
 
 
-def group_span(size, stride, devices_per_node):
+def group_span(size, stride, devices_per_node, devices=None):
     """(members per server, servers spanned) of groups of ``size`` ranks ``stride`` apart;
-    numpy, broadcasts (the rule of the module docstring)."""
+    numpy, broadcasts (the rule of the module docstring). ``devices``: the job's ranks, which
+    fill servers (NVLink domains) of ``devices_per_node`` in rank order; a group's ranks lie in
+    a block of ``size x stride`` consecutive ranks, and where that block is smaller than a
+    server but does not divide it, some block straddles a server boundary once the job spans
+    several servers (tp 4 x dp 4 = 16 ranks on 72-GPU NVL72 domains: ranks 64-79): its worst
+    group then spans 2 servers, half its members in each, and is charged the inter-server
+    link (``straddles``). None: the rule alone (a group of the whole job, or a job inside one
+    server)."""
     size = np.asarray(size)
-    per_node = np.clip(np.asarray(devices_per_node) // np.maximum(np.asarray(stride), 1), 1, size)
-    return per_node, -(-size // per_node)
+    g = np.asarray(devices_per_node)
+    per_node = np.clip(g // np.maximum(np.asarray(stride), 1), 1, size)
+    nodes = -(-size // per_node)
+    if devices is None:
+        return per_node, nodes
+    cross = straddles(size, stride, g, devices) & (nodes == 1)
+    return np.where(cross, -(-size // 2), per_node), np.where(cross, 2, nodes)
+
+
+def straddles(size, stride, devices_per_node, devices):
+    """True where some group of ``size`` ranks ``stride`` apart crosses a server boundary
+    though its block of ``size x stride`` ranks fits in a server: the block does not divide the
+    server's ``devices_per_node`` and the job's ``devices`` fill more than one server (numpy,
+    broadcasts). Blocks start at multiples of their size, so the first boundary, at
+    ``devices_per_node``, falls inside one and splits some group of it (docs/model.md §12)."""
+    size = np.asarray(size)
+    block = size * np.maximum(np.asarray(stride), 1)
+    g = np.asarray(devices_per_node)
+    return (size > 1) & (block < g) & (g % block != 0) & (np.asarray(devices) > g)
 
 
 def strides(tp, cp, dp):
@@ -410,7 +434,7 @@ def placement(layout: ParallelLayout, devices_per_node: int) -> dict[str, GroupS
     for name, size, stride in zip(("tp", "cp", "dp", "pp"),
                                   (layout.tp, layout.cp, layout.dp, layout.pp),
                                   strides(layout.tp, layout.cp, layout.dp), strict=True):
-        per_node, nodes = group_span(size, stride, devices_per_node)
+        per_node, nodes = group_span(size, stride, devices_per_node, layout.devices)
         out[name] = GroupSpan(name, size, stride, int(per_node), int(nodes))
     return out
 
@@ -435,10 +459,13 @@ def unrunnable_split(global_batch: int | None = None, dp: int = 1, micro_batch: 
 
 def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int | None = None,
                     heads: int | None = None, kv_heads: int | None = None,
-                    seq_len: int | None = None, nouns: Nouns = GPU_NOUNS) -> list[str]:
+                    seq_len: int | None = None, nouns: Nouns = GPU_NOUNS,
+                    allocation: int | None = None) -> list[str]:
     """Every rule the layout breaks, each naming the values and the rule (a ``Refusal``: the
     knobs its fix changes); empty when valid. ``nouns``: the words of the profile's devices
-    (``device_nouns.nouns_for``)."""
+    (``device_nouns.nouns_for``); ``allocation``: the devices of one allocation unit
+    (``Hardware.allocation_devices``; None: the server's ``devices_per_node``), of which the
+    job's count must be a whole number (``count_problem``)."""
     L, g = layout, devices_per_node
     problems = []
     if L.tp > g:
@@ -446,10 +473,9 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     elif g % L.tp:
         problems.append(Refusal(f"tp {L.tp} does not divide the {g} {nouns.gpus} per "
                                 f"{nouns.server}; use tp {divisors_text(g)}", ("tp",)))
-    if L.devices > g and L.devices % g:
-        problems.append(Refusal(f"{L.devices} {nouns.devices} ({split_words(L.dp, L.tp, L.pp, L.cp)})"
-                                f" do not fill whole {nouns.servers} of {g}",
-                                ("devices", "devices_per_node")))
+    if problem := count_problem(L.devices, g, allocation, nouns,
+                                f" ({split_words(L.dp, L.tp, L.pp, L.cp)})"):
+        problems.append(problem)
     problems += unrunnable_split(L.global_batch, L.dp, L.micro_batch)
     if L.pp == 1 and L.schedule != "none":
         problems.append(schedule_needs_pp(L.schedule))
@@ -484,6 +510,34 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
                                 "(load-balanced context parallelism)"
                                 f"{cp_fix(seq_len, L.cp, L.dp * L.cp)}", ("cp", "seq_len")))
     return problems
+
+
+def runs_on_count(devices, devices_per_node, allocation=None):
+    """True where a job of ``devices`` runs on servers of ``devices_per_node`` whose scheduler
+    hands out ``allocation`` devices at a time (None: the server whole): at most one unit (part
+    of one), or a whole number of units (numpy, broadcasts). The one count rule of plan,
+    predict and sweep (docs/model.md §12)."""
+    a = devices_per_node if allocation is None else allocation
+    p = np.asarray(devices)
+    return (p <= a) | (p % a == 0)
+
+
+def count_problem(devices: int, devices_per_node: int, allocation: int | None = None,
+                  nouns: Nouns = GPU_NOUNS, split: str = "") -> Refusal | None:
+    """Why ``devices`` break ``runs_on_count``, naming the unit ('130 GPUs do not fill whole
+    allocation units of 4 GPUs (...)'); None where they run. ``split``: the layout's degrees
+    after the count (' (dp 4 x ...)'). With the server as the unit (``allocation`` None or the
+    server's devices) the words are the servers' ('do not fill whole servers of 8')."""
+    if bool(runs_on_count(devices, devices_per_node, allocation)):
+        return None
+    if allocation is None or allocation == devices_per_node:
+        return Refusal(f"{devices} {nouns.devices}{split} do not fill whole {nouns.servers} of "
+                       f"{devices_per_node}", ("devices", "devices_per_node"))
+    below, above = devices // allocation * allocation, -(-devices // allocation) * allocation
+    return Refusal(f"{devices} {nouns.devices}{split} do not fill whole allocation units of "
+                   f"{allocation} {nouns.gpus} (the hardware's devices_per_allocation: the tray "
+                   f"or node a scheduler hands out, {devices_per_node} to a {nouns.server}); "
+                   f"give a multiple of {allocation}, e.g. {below} or {above}", ("devices",))
 
 
 def divisors_text(n: int) -> str:
@@ -521,24 +575,26 @@ def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) ->
 
 
 def check_layout(layout: ParallelLayout, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
-                 **shape) -> dict[str, GroupSpan]:
+                 allocation: int | None = None, **shape) -> dict[str, GroupSpan]:
     """Raise ScalesimError naming the first broken rule; else return the placement."""
-    problems = layout_problems(layout, devices_per_node, nouns=nouns, **shape)
+    problems = layout_problems(layout, devices_per_node, nouns=nouns, allocation=allocation,
+                               **shape)
     if problems:
         raise ScalesimError(problems[0])
     return placement(layout, devices_per_node)
 
 
 def valid_mask(dp, tp, pp, cp, micro_batch, global_batch, schedule, virtual_stages,
-               devices_per_node, layers, heads, kv_heads, seq_len):
+               devices_per_node, layers, heads, kv_heads, seq_len, allocation=None):
     """The rules of ``layout_problems`` on arrays (numpy, broadcast): True where valid.
+    ``allocation``: as ``layout_problems``'.
 
     A property test checks it agrees with ``layout_problems`` case by case."""
     dp, tp, pp, cp = (np.asarray(x) for x in (dp, tp, pp, cp))
     b, gb, sch, v = (np.asarray(x) for x in (micro_batch, global_batch, schedule, virtual_stages))
     g = devices_per_node
     devices = dp * tp * pp * cp
-    ok = (tp <= g) & (g % tp == 0) & ((devices <= g) | (devices % g == 0))
+    ok = (tp <= g) & (g % tp == 0) & runs_on_count(devices, g, allocation)
     ok &= gb % (dp * b) == 0
     ok &= (pp == 1) == (sch == NO_PIPELINE)
     k = gb // (dp * b)

@@ -320,8 +320,10 @@ def scenario_hardware(hw: Hardware, scenario: Scenario) -> Hardware:
     reach fewer of its NICs), ``devices_per_node`` the GPUs the job uses per server, the
     instance shapes a cloud bills (the scenario's, else the hardware's, else its whole server:
     a job on 4 GPUs of an 8-GPU server still rents the server, docs/model.md §9, §18),
-    contention and device spread. The one rule for ``scenario_setting`` (predict, the planner
-    of a scenario) and ``scalesim plan --gpus-per-node``."""
+    contention and device spread; the allocation unit (``Hardware.devices_per_allocation``)
+    the largest that divides the devices used per server. The one rule for
+    ``scenario_setting`` (predict, the planner of a scenario) and ``scalesim plan
+    --gpus-per-node``."""
     intra, inter = hw.intra_node, hw.inter_node
     intra_busbw = _pick(scenario.intra_busbw_GBps, intra.busbw_GBps)
     nvls = nvls_busbw_ratio(intra)
@@ -335,8 +337,12 @@ def scenario_hardware(hw: Hardware, scenario: Scenario) -> Hardware:
             "busbw_GBps": inter_busbw_GBps_of(hw, scenario),
             "latency_s": _pick(scenario.inter_latency_s, inter.latency_s)}),
     }
+    used = scenario.devices_per_node or hw.devices_per_node
     return hw.model_copy(update={
-        **links, "devices_per_node": scenario.devices_per_node or hw.devices_per_node,
+        **links, "devices_per_node": used,
+        # the trays of the domain's devices the job uses (whole trays where it uses some)
+        "devices_per_allocation": (None if hw.devices_per_allocation is None
+                                   else math.gcd(hw.devices_per_allocation, used)),
         "instance_sizes": job_sizes(scenario.instance_sizes, hw.instance_sizes,
                                     hw.devices_per_node),
         "comm_compute_contention": _pick(scenario.comm_compute_contention,

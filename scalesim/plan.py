@@ -35,9 +35,11 @@ from scalesim.layout import (
     SCHEDULES,
     ParallelLayout,
     check_layout,
+    count_problem,
     early_stop_of,
     hybrid_shard_groups,
     op_sac_of,
+    runs_on_count,
     valid_mask,
 )
 from scalesim.model import collectives as coll
@@ -564,6 +566,7 @@ def evaluate_layout(setting: Setting, layout: ParallelLayout) -> LayoutResult:
         layout,
         setting.hardware.devices_per_node,
         nouns_for(setting.hardware.device_name),
+        allocation=setting.hardware.allocation_devices,
         layers=s.layers,
         heads=s.heads,
         kv_heads=s.kv_of(),
@@ -617,7 +620,8 @@ def fewest_replicas(devices: list[int], setting: Setting, cp_values=(1,)) -> int
     g, s = setting.hardware.devices_per_node, setting.shape
     dp, tp, pp, cp = np.array(_splits(devices, g, cp_values)).T
     placed = valid_mask(dp, tp, pp, cp, 1, dp * pp, np.where(pp > 1, SCHEDULES["1f1b"], 0), 1, g,
-                        s.layers, s.heads, s.kv_of(), s.seq_len)
+                        s.layers, s.heads, s.kv_of(), s.seq_len,
+                        setting.hardware.allocation_devices)
     if not placed.any() or np.any(setting.global_batch % dp[placed] == 0):
         return None
     return int(dp[placed].min())
@@ -703,7 +707,8 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
         *(split[pairs[i_pair, 0], j] for j in range(4)), pairs[i_pair, 1], sched[i_sched],
         virt[i_sched])
     keep = valid_mask(dp, tp, pp, cp, micro, setting.global_batch, schedule, virtual, g,
-                      shape.layers, shape.heads, shape.kv_of(), shape.seq_len)
+                      shape.layers, shape.heads, shape.kv_of(), shape.seq_len,
+                      setting.hardware.allocation_devices)
     keep = keep & ~(i_sp.astype(bool) & (tp == 1))  # SP is a no-op without tp
     # no more micro-steps per optimizer step than the bounds table allows (predict's and the
     # app's --accumulation): a plan no other command could run is no plan
@@ -954,8 +959,11 @@ def rank_layouts(
     if rank_by not in ("throughput", "cost"):
         raise ScalesimError(f"rank_by '{rank_by}': use throughput or cost")
     g, nouns = hardware.devices_per_node, nouns_for(hardware.device_name)
+    a = hardware.allocation_devices
     for n in devices:
-        if n > g and n % g:
+        if a != g and (problem := count_problem(n, g, a, nouns)):  # trays of an NVL72 rack
+            raise ScalesimError(problem)
+        if not runs_on_count(n, g, a):
             raise ScalesimError(
                 f"{nouns.devices} {n} do not fill whole {nouns.servers} of {g} {nouns.gpus}; give a "
                 f"multiple of {g} above one {nouns.server}", knobs=("devices", "devices_per_node"))
@@ -1095,7 +1103,8 @@ def exhaustive_scalar(setting: Setting, devices: list[int], cp_values=(1,)) -> l
                     p2p_overlap=setting.p2p_overlap,
                 )
                 if layout_problems(
-                    layout, g, layers=s.layers, heads=s.heads, kv_heads=s.kv_of(), seq_len=s.seq_len
+                    layout, g, layers=s.layers, heads=s.heads, kv_heads=s.kv_of(), seq_len=s.seq_len,
+                    allocation=setting.hardware.allocation_devices,
                 ):
                     continue
                 out.append((layout, evaluate_layout(setting, layout)))

@@ -687,6 +687,43 @@ def _server(name: str, device_name: str, memory_gib: int, cpu_cores: int, intra:
         source=source if price is None else f"{source}; {price.describe()}")
 
 
+# Devices of one allocation unit (the node or compute tray a scheduler hands out) where it is
+# smaller than the server, the NVLink domain (Hardware.devices_per_allocation, docs/model.md
+# §12): matched like the datasheet tables above, first row first.
+ALLOCATION_DEVICES: list[tuple[tuple[str, ...], int, str]] = [
+    (("GB200",), 4, "NVIDIA GB200 NVL72 product page and datasheet: one rack of 18 compute trays, "
+     "each 2 Grace CPUs + 4 Blackwell GPUs (two GB200 superchips) with its own NICs, joined by 9 "
+     "NVLink switch trays into one 72-GPU NVLink domain; a scheduler hands out trays (Slurm "
+     "topology/block: a node is a tray, a block the rack)"),
+    (("GB300",), 4, "NVIDIA GB300 NVL72 product page: 18 compute trays of 4 Blackwell Ultra GPUs "
+     "(and 2 Grace CPUs) per 72-GPU NVLink rack, as the GB200 NVL72"),
+]
+
+
+def allocation_devices_of(device_name: str) -> tuple[int, str] | None:
+    """(devices, source) of the allocation unit of ``device_name``'s systems where it is not
+    the server (GB200 / GB300 NVL72: a compute tray of 4 GPUs), or None (the server is the
+    unit)."""
+    row = _first_row(ALLOCATION_DEVICES, device_name)
+    return None if row is None else (row[1], row[2])
+
+
+def _nvl72(name: str, device_name: str, cpu_cores: int, gbit_per_nic: float, nic_source: str,
+           source: str) -> Hardware:
+    """A preset NVL72 rack: 72 ``device_name`` GPUs in one NVLink domain, handed out in compute
+    trays (``allocation_devices_of``), one NIC of ``gbit_per_nic`` per GPU on the trays;
+    memory, peak and bandwidth from the datasheet tables."""
+    tray, tray_source = allocation_devices_of(device_name)
+    memory, memory_source = device_memory_of(device_name)
+    return Hardware(
+        name=name, **_datasheet(device_name), devices_per_node=72, devices_per_allocation=tray,
+        device_memory_bytes=memory, cpu_cores_per_node=cpu_cores,
+        intra_node=intra_link("nvl72-gb200"),
+        inter_node=inter_link("infiniband", 72, gbit_per_nic, nic_source),
+        source=f"{source}; trays: {tray_source}; memory: {memory_source}; no price listed (give "
+               "yours with --price)")
+
+
 HARDWARE: dict[str, Hardware] = {h.name: h for h in (
     _server("dgx1-v100", "Tesla V100-SXM2 16GB", 16, 40, "nvlink2",
             inter_link("infiniband", 4, 100, "DGX-1 datasheet: 4x 100 Gb/s EDR IB"),
@@ -1076,3 +1113,14 @@ def device_memory_of(device_name: str) -> tuple[float, str] | None:
         return stated[1] * GIB_BYTES, f"the size in the name '{device_name}'"
     row = _first_row(DEVICE_MEMORY_GIB, device_name)
     return None if row is None or row[1] is None else (row[1] * GIB_BYTES, row[2])
+
+
+# The NVL72 rack preset, after the memory table it reads (device_memory_of)
+HARDWARE["gb200-nvl72"] = (
+    _nvl72("gb200-nvl72", "GB200", 72 * 36, 400.0,
+           "GB200 NVL72 compute trays: one ConnectX-7 400 Gb/s InfiniBand NIC per GPU (NVIDIA "
+           "GB200 NVL72 reference architecture)",
+           "NVIDIA GB200 NVL72 (one rack: 72 Blackwell GPUs and 36 Grace CPUs of 72 cores, "
+           "fifth-generation NVLink 1.8 TB/s per GPU across the rack); the server here is the "
+           "rack's NVLink domain")
+)

@@ -16,8 +16,10 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -272,13 +274,42 @@ def _sorted_sizes(sizes: list[int] | None) -> list[int] | None:
     return None if sizes is None else sorted(set(sizes))
 
 
+ALLOCATION_HELP = (
+    "devices of one allocation unit, GPUs: the node or compute tray a scheduler hands out "
+    "(4 on a GB200 NVL72 compute tray: 2 Grace CPUs + 4 Blackwell GPUs with their own NICs, 18 "
+    "trays a rack). It sets which device counts a job runs on (a multiple of it) and how many "
+    "NICs a count reaches; devices_per_node (the NVLink domain) sets which groups ride the "
+    "intra_node link. Must divide devices_per_node. None (absent: files written before the "
+    "field): devices_per_node, the server is the unit (docs/model.md §12)")
+
+
+def allocation_problem(allocation: int | None, devices_per_node: int) -> str | None:
+    """The one-line problem where an allocation unit of ``allocation`` devices does not divide
+    the ``devices_per_node`` devices of a server (an NVLink domain holds whole trays or nodes);
+    None where it does or none is given."""
+    if allocation is None or devices_per_node % allocation == 0:
+        return None
+    return (f"devices_per_allocation {allocation} does not divide devices_per_node "
+            f"{devices_per_node}: an NVLink domain holds whole allocation units (trays or nodes); "
+            "give a divisor of it, or leave it out (the server is the unit)")
+
+
 class Hardware(_Strict):
     """A server type and how servers are joined."""
 
     schema_version: Literal["scalesim-hardware/1"] = HARDWARE_VERSION
     name: str
     device_name: str
-    devices_per_node: int = bounded("devices_per_node")
+    devices_per_node: int = bounded(
+        "devices_per_node",
+        description="devices of one server: its NVLink (or other intra-server link) domain, "
+        "the devices whose groups ride the intra_node link (8 on DGX, 72 on a GB200 NVL72 rack)",
+    )
+    devices_per_allocation: int | None = bounded(
+        "devices_per_node",
+        None,
+        description=ALLOCATION_HELP,
+    )
     device_memory_bytes: float = bounded("device_memory_bytes")
     peak_tflops: float | None = bounded(
         "peak_tflops", None, description="dense fp16/bf16 tensor peak, TFLOP/s (for scaling compute)"
@@ -340,9 +371,27 @@ class Hardware(_Strict):
     def _sizes_fit(self) -> Hardware:
         if problem := shapes_problem(self.instance_sizes, self.devices_per_node):
             raise ValueError(problem)
+        if problem := allocation_problem(self.devices_per_allocation, self.devices_per_node):
+            raise ValueError(problem)
         if self.contention_defaulted_on_cpu():  # gloo's rule, not NCCL's figure
             object.__setattr__(self, "comm_compute_contention", CPU_COMM_CONTENTION)
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_unit(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """The file as before the field where it is None (the server is the unit): profiles,
+        hardware files and the app's share-link hashes of every other hardware unchanged."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("devices_per_allocation", 0) is None:
+            del data["devices_per_allocation"]
+        return data
+
+    @property
+    def allocation_devices(self) -> int:
+        """Devices of one allocation unit (a node or compute tray: what a scheduler hands out),
+        which sets the device counts a job may run on; ``devices_per_node`` (the NVLink
+        domain) where the file gives none (docs/model.md §12)."""
+        return self.devices_per_allocation or self.devices_per_node
 
     def contention_defaulted_on_cpu(self) -> bool:
         """Whether ``comm_compute_contention`` was not given (a profile written before the field)

@@ -50,6 +50,7 @@ from scalesim.presets import (
     ATTENTION_ON_A100_EFFICIENCY,
     FLASH2_ON_HOPPER_EFFICIENCY,
     INTRA_LINKS,
+    allocation_devices_of,
     attention_efficiency_of,
     device_memory_of,
     inter_link,
@@ -279,6 +280,14 @@ class PCHardware(_Strict):
     gpus_per_node: int = bounded("devices_per_node")
     intra_node: str
     inter_node: PCInterNode | None = None
+
+
+def allocation_of(hw: PCHardware) -> int | None:
+    """The allocation unit of a case's servers, devices: its GPU's compute tray where one
+    divides the server (GB200 NVL72: 4 of the rack's 72, ``presets.ALLOCATION_DEVICES``), else
+    None (the server is the unit; docs/model.md §12)."""
+    tray = allocation_devices_of(hw.gpu)
+    return tray[0] if tray and hw.gpus_per_node % tray[0] == 0 else None
 
 
 class PCLayout(_Strict):
@@ -597,7 +606,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
                             recompute_style=style,
                             sequence_parallel=sp, tp_overlap=tp_overlap)
     for problem in layout_problems(layout, hw.gpus_per_node, layers=m.layers, heads=m.heads,
-                                   kv_heads=kv, seq_len=m.seq_len):
+                                   kv_heads=kv, seq_len=m.seq_len, allocation=allocation_of(hw)):
         flags.append(f"layout note (predicted as published): {problem}")
 
     fp8 = case.precision == "fp8"

@@ -34,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
     print("hardware presets (--hardware NAME):")
     for name, hw in presets.HARDWARE.items():
         mark = " (default)" if name == presets.DEFAULT_HARDWARE else ""
-        print(f"  {name}{mark}: {hw.devices_per_node}x {hw.device_name}, "
+        trays = (f" (one NVLink domain, in allocation units of {hw.allocation_devices})"
+                 if hw.allocation_devices != hw.devices_per_node else "")
+        print(f"  {name}{mark}: {hw.devices_per_node}x {hw.device_name}{trays}, "
               f"{hw.device_memory_bytes / GIB_BYTES:.0f} GiB; intra {hw.intra_node.kind} "
               f"{intra_words(hw.intra_node)}"
               + (f" (all-reduce {link_GBps(hw.intra_node.allreduce_busbw_GBps)} "

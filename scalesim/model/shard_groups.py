@@ -33,14 +33,24 @@ def shard_sizes(shard_group, zero, group):
     return shard, group // np.maximum(shard, 1)
 
 
+def job_devices(x):
+    """The job's ranks: ``devices`` of the data-parallel path (``StepInputs``), dp x tp x pp x
+    cp of the layout path (``LayoutInputs``), ints; they fill servers in rank order, so a group
+    whose block of ranks straddles a server boundary crosses it (``layout.straddles``)."""
+    if hasattr(x, "devices"):
+        return np.asarray(x.devices, dtype=int)
+    return np.asarray(x.dp * x.tp * x.pp * x.cp, dtype=int)
+
+
 def group_link(x, size, stride):
     """(members per node, nodes, inter-server busbw share, GB/s) of groups of ``size`` ranks
     ``stride`` apart (``layout.group_span``); across servers the group gets its members' share
     of the node's NICs, ``inter_busbw * per_node / devices_per_node`` (every group of the node
-    communicates at once): all of it where the group holds every device of a server."""
+    communicates at once): all of it where the group holds every device of a server. A group
+that straddles a server boundary (``layout.straddles``) spans two servers."""
     g = _f(x.devices_per_node)
     per_node, nodes = group_span(np.asarray(size, dtype=int), np.asarray(stride, dtype=int),
-                                 np.asarray(x.devices_per_node, dtype=int))
+                                 np.asarray(x.devices_per_node, dtype=int), job_devices(x))
     per_node, nodes = _f(per_node), _f(nodes)
     inter = _f(x.inter_busbw_GBps)
     inter_share = np.where(per_node == g, inter, inter * per_node / g)
