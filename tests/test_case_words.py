@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from cli_harness import run_cli
+
 from scalesim.case_words import DP_WORDS, PC_WORDS, read_words, server_link_of
 from scalesim.shipped import validation_path
 
