@@ -2,7 +2,10 @@
 goal's answer? A: ``goal --layout search`` as is (the layout searched at the reference batch B_N,
 ``goal_layouts.searched_groups``). B: A's layout groups plus, at each count N and each factor f
 of F, the planner's best row at f*B_N (its layout, micro-batch and accumulation; every strategy),
-so B's plans hold A's. Prints both answers per case (docs/model.md section 21 records them).
+so B's plans hold A's. Both with goal's refinement off; R: goal as it is now (session 44: A, then
+the layouts re-searched at the batches goal tries at the few counts near A's answer,
+``goal._refined``), and the CPU seconds of A and R. Prints the answers per case (docs/model.md
+section 21 records them).
 
 Run: python benchmarks/goal_batch_layouts.py {8a,8h,18a,70h} [max devices, default 256]
 (the figures recorded: 128; minutes of CPU each)."""
@@ -49,6 +52,10 @@ def make_variant(key):
         return type(s)(s.groups + extra, s.best, s.layouts_tried)
     return variant
 
+def key_of(p):
+    return None if p is None else (p.devices, round(p.time_s, 3), round(p.cost_usd, 2))
+
+
 def plan_words(p):
     if p is None:
         return "-"
@@ -56,26 +63,37 @@ def plan_words(p):
             f"rc {p.recompute} sp {p.sequence_parallel} mb{p.micro_batch}x{p.accumulation} "
             f"GB{p.global_batch} {p.strategy}: {p.time_s / 86400:.3f} d ${p.cost_usd:,.0f}")
 
+def no_refinement(*args):
+    return None
+
+
 def run(hw, wl, samples, price, cases, max_devices, critical=None):
     profile = resolve_profile(None, hw, wl)
     base = Scenario(train_samples=samples, price_per_device_hour=price, critical_batch_size=critical)
     key = (hw, wl)
     out = []
     for deadline_d, budget in cases:
-        goal_mod.searched_groups = orig
+        refine = goal_mod._refined
+        goal_mod._refined = no_refinement
+        t0 = time.process_time()
         a = goal_mod.seek(profile, base, deadline_d * 86400, budget, max_devices, layout="search")
+        ta = time.process_time() - t0
         goal_mod.searched_groups = make_variant(key)
         b = goal_mod.seek(profile, base, deadline_d * 86400, budget, max_devices, layout="search")
-        goal_mod.searched_groups = orig
-        pa, pb = a.best or a.closest, b.best or b.closest
-        same = (pa is not None and pb is not None
-                and (pa.devices, round(pa.time_s, 3), round(pa.cost_usd, 2))
-                == (pb.devices, round(pb.time_s, 3), round(pb.cost_usd, 2)))
+        goal_mod.searched_groups, goal_mod._refined = orig, refine
+        t0 = time.process_time()
+        r = goal_mod.seek(profile, base, deadline_d * 86400, budget, max_devices, layout="search")
+        tr = time.process_time() - t0
+        pa, pb, pr = a.best or a.closest, b.best or b.closest, r.best or r.closest
+        same = key_of(pa) == key_of(pb)
         print(f"{wl} on {hw}, {samples:.3g} samples, ${price}/h, crit {critical}, "
               f"{deadline_d} d, ${budget:,.0f}, up to {max_devices}:", flush=True)
         print(f"   A {'meets' if a.best else 'closest'}: {plan_words(pa)}", flush=True)
         print(f"   B {'meets' if b.best else 'closest'}: {plan_words(pb)}  "
               f"{'SAME' if same else 'DIFFERENT'}", flush=True)
+        print(f"   R {'meets' if r.best else 'closest'}: {plan_words(pr)}  "
+              f"{'= B' if key_of(pr) == key_of(pb) else '= A' if key_of(pr) == key_of(pa) else 'OTHER'}"
+              f"; CPU s A {ta:.2f}, R {tr:.2f}", flush=True)
         out.append(same)
     return out
 

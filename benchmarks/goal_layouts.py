@@ -6,8 +6,10 @@ a2-highgpu-8g, eight A100 40GB a server) at goal's default device range (up to 1
 ``bounds.GOAL_DEFAULT_MAX_DEVICES``: 131 counts), 1e9 samples at $3 a GPU-hour within 30 days
 and $1,000,000, in each mode: ``given`` (data parallel: one sweep of the grid, nothing fits on
 40 GB) and ``search`` (the planner's best layout at each count, ``goal_layouts.searched_groups``,
-then goal's sweep around each). The search's planner calls are timed apart. Best of N after one
-warm-up of each.
+then goal's sweep around each, then the layouts re-searched at the batches goal tries at the
+counts near the answer, ``goal._refined``), and ``search`` with that refinement turned off (as
+before session 44). The search's planner calls are timed apart. Best of N after one warm-up of
+each.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import platform
 import sys
 import time
 
+import scalesim.goal as goal_module
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES
 from scalesim.goal import device_grid, seek
 from scalesim.goal_layouts import searched_groups
@@ -47,10 +50,17 @@ def _best(call, repeats: int) -> tuple[float, float, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
+    # another what-if (session 44: dgx-h100, 2e7 samples, $4, 3 days, $200,000 refines 4 counts)
+    parser.add_argument("--hardware", default=None, help="default: the workload's")
+    parser.add_argument("--train-samples", type=float, default=1e9)
+    parser.add_argument("--price", type=float, default=3.0, help="USD per device-hour")
+    parser.add_argument("--deadline-days", type=float, default=DEADLINE_S / 86400)
+    parser.add_argument("--budget", type=float, default=BUDGET_USD, help="USD")
     args = parser.parse_args()
     pin_to_one_core()
-    profile = resolve_profile(None, None, "llama3-8b")
-    base = Scenario(train_samples=1e9, price_per_device_hour=3.0)
+    profile = resolve_profile(None, args.hardware, "llama3-8b")
+    base = Scenario(train_samples=args.train_samples, price_per_device_hour=args.price)
+    deadline_s, budget_usd = args.deadline_days * 86400, args.budget
     g = profile.hardware.devices_per_node
     grid = device_grid(g, GOAL_DEFAULT_MAX_DEVICES)
     print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
@@ -60,11 +70,15 @@ def main() -> None:
           "fit | layouts the planner tried | answer starts |")
     print("|---|---:|---:|---:|---:|---|")
     times = {}
-    for mode in ("given", "search"):
-        wall, cpu, answer = _best(lambda m=mode: seek(profile, base, DEADLINE_S, BUDGET_USD,
+    refine = goal_module._refined
+    for mode, refined in (("given", True), ("search", False), ("search", True)):
+        goal_module._refined = refine if refined else (lambda *a: None)
+        wall, cpu, answer = _best(lambda m=mode: seek(profile, base, deadline_s, budget_usd,
                                                       GOAL_DEFAULT_MAX_DEVICES, layout=m),
-                                          args.repeats)
-        times[mode] = cpu
+                                  args.repeats)
+        goal_module._refined = refine
+        times[mode if refined else "unrefined"] = cpu
+        mode = mode if refined else "search, not refined"
         tried = "-" if answer.layouts_tried is None else f"{answer.layouts_tried:,}"
         print(f"| {mode} | {wall:.2f} / {cpu:.2f} | {answer.evaluated:,} | {answer.runnable:,} | "
               f"{tried} | {answer.sentence[:50]}... |")
@@ -73,7 +87,8 @@ def main() -> None:
                                              lambda row: ([row.micro_batch],
                                                           [row.accumulation], ("ddp",))),
                              args.repeats)
-    print(f"\nsearch / given (CPU): {times['search'] / times['given']:.1f}x; of search's time, "
+    print(f"\nsearch / given (CPU): {times['search'] / times['given']:.1f}x; refined / not refined "
+          f"(CPU): {times['search'] / times['unrefined']:.2f}x; of search's time, "
           f"the planner's {len(grid)} calls (searched_groups) {wall:.2f} / {cpu:.2f} s "
           f"({found.layouts_tried:,} layouts, {len(found.groups)} layout groups)")
 

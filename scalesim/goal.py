@@ -49,15 +49,21 @@ from scalesim.figures import (
     amount,
     busbw_words,
     count,
+    count_list,
     duration_text,
     durations_apart,
     link_GBps,
     whole,
 )
 from scalesim.goal_layouts import (
+    MOST_REFINED,
+    NEAR,
     LayoutGroup,
+    Searched,
     check_layout_mode,
     default_layout,
+    near_counts,
+    refined_groups,
     searched_groups,
 )
 from scalesim.layout import replica_devices, schedule_words, split_words
@@ -71,6 +77,9 @@ from scalesim.sweep import SweepResult, sweep
 STRATEGIES = tuple(MEMORY_STRATEGIES)  # ddp, zero1, zero2, zero3
 BATCH_FACTORS = (0.5, 1, 2, 4)
 ACCUMULATION_FACTORS = (1, 2, 4, 8)
+# the global batches goal's grid spans around a layout's own, as factors (½ to 32): where the
+# layouts are searched, the planner is asked at each near the answer (``_refined``)
+BATCH_SPAN = tuple(sorted({b * k for b in BATCH_FACTORS for k in ACCUMULATION_FACTORS}))
 MAX_FRONT = 40  # Pareto points returned (spread evenly along the front when there are more,
 # and the answer's plan: the cheapest that meets the goal, or the closest, is on the front)
 # Every whole number of servers up to this many (twice the default search's 128 eight-GPU
@@ -94,6 +103,13 @@ def searched_accumulations(k0: int) -> list[int]:
     """The gradient accumulations goal seeking tries from the base ``k0``
     (``ACCUMULATION_FACTORS`` within the bounds table's)."""
     return [k0 * f for f in ACCUMULATION_FACTORS if k0 * f <= accumulation_max()]
+
+
+def _around(row) -> tuple[list[int], list[int], tuple[str, ...]]:
+    """Goal's axes around the planner's ``row`` (a ``plan.PlanRow``): the micro-batches and
+    accumulations it tries from the row's, and every strategy."""
+    return (searched_micro_batches(row.micro_batch), searched_accumulations(row.accumulation),
+            STRATEGIES)
 
 
 def searched_scenarios(base: Scenario) -> list[Scenario]:
@@ -559,21 +575,15 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     }
     groups, tried = [LayoutGroup(None, axes)], None
     if mode == "search":  # the planner's best layout at each count, on today's network
-        searched = searched_groups(profile, base, grid, reference, g, lambda row: (
-            searched_micro_batches(row.micro_batch), searched_accumulations(row.accumulation),
-            STRATEGIES))
-        groups, tried = searched.groups, (searched.layouts_tried, len(grid))
+        chosen = searched_groups(profile, base, grid, reference, g, _around)
+        groups, tried = chosen.groups, (chosen.layouts_tried, len(grid))
         notes.append(searched_note(reference, g, bool(faster and grid[-1] > g),
                                    controls.layout.format(mode="given")))
     if not groups:  # the planner found no layout that fits at any count
         return _nothing_fits(profile, base, deadline_s, budget_usd, goal, reference, max_devices,
                              controls, notes, tried)
-    graded = [_graded(profile, base, groups, goal, reference, None) if n is None else
-              _graded(n.profile, n.scenario, groups, goal, reference, n) for n in nets]
-    runs = [r for r, _, _ in graded]
-    res = runs[0]
-    c = {k: np.concatenate([r.columns[k] for r in runs]) for k in res.columns}
-    on = np.concatenate([np.full(r.size, i) for i, r in enumerate(runs)])  # each row's network
+    graded = _graded_on(profile, base, nets, groups, goal, reference)
+    res = graded[0][0]
     if res.size == 0:  # every combination broke a layout rule: nothing to rank
         split, nouns = layout_of(base), nouns_for(profile.hardware.device_name)
         raise ScalesimError(
@@ -585,10 +595,21 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             + controls.split("tp", "pp", *(["cp"] if split.cp > 1 else []), sep="/")
             + (f" or {controls.max_devices}" if controls.max_devices else ""),
             knobs=("tp", "pp", *(("cp",) if split.cp > 1 else ()), "max_devices"))
-    time_s = np.concatenate([t for _, t, _ in graded])
-    cost = np.concatenate([m for _, _, m in graded])
-    runs_ok = _runs(c, time_s, cost)
+    c, on, time_s, cost = _pooled(graded)
     costed = np.isin(on, [i for i, n in enumerate(nets) if n is None or n.priced])
+    if mode == "search":  # the layouts near the answer re-searched at the batches goal tries
+        extra = _refined(profile, base, chosen, c, time_s, cost, costed, deadline_s,
+                         budget_usd)
+        if extra is not None:
+            tried = (tried[0] + extra.layouts_tried, tried[1])
+            notes.append(refined_note(extra, nouns_for(profile.hardware.device_name)))
+        if extra is not None and extra.groups:  # priced beside the others, on every network
+            more = _graded_on(profile, base, nets, extra.groups, goal, reference)
+            graded = [_joined(a, b) for a, b in zip(graded, more, strict=True)]
+            groups = groups + extra.groups
+            c, on, time_s, cost = _pooled(graded)
+            costed = np.isin(on, [i for i, n in enumerate(nets) if n is None or n.priced])
+    runs_ok = _runs(c, time_s, cost)
     ok = runs_ok & costed  # the plans above: an unpriced network's money is not known
     within = runs_ok & (time_s <= deadline_s) & (cost <= budget_usd)
     meets = within & costed
@@ -677,6 +698,19 @@ def searched_note(reference: int, devices_per_node: int, networks: bool,
             + f"; {given} keeps the scenario's own")
 
 
+def refined_note(refined: Searched, nouns: Nouns) -> str:
+    """What the refinement did (``_refined``), in a note: the counts it searched again, at how
+    many global batches, and how many of the planner's rows it added."""
+    counts = sorted(refined.best)
+    batches = sum(len(rows) for rows in refined.best.values())
+    return (f"layouts refined near the answer: at {count_list(counts)} {nouns.devices} (the "
+            f"counts whose plans come within {NEAR:.0%} of the answer, at most {MOST_REFINED}) "
+            f"the planner also ranked the layouts at each other global batch goal's grid spans "
+            f"there ({BATCH_SPAN[0]:g} to {BATCH_SPAN[-1]:g} x the reference scaled to it); "
+            f"{count(len(refined.groups), 'layout group')} added from its best rows at "
+            f"{count(batches, 'global batch size')}")
+
+
 def _nothing_fits(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                   goal: training_time.Goal, reference: int, max_devices: int,
                   controls: GoalControls, notes: list[str],
@@ -743,6 +777,52 @@ def _network_need(profile: Profile, base: Scenario, groups: list[LayoutGroup], g
         return need, None, None
     compute_s = float(t[i] * c["compute_s"][i] / c["step_time_s"][i])
     return need, _goal_plan(c, i, t, m, False, "unlimited"), compute_s
+
+
+def _graded_on(profile: Profile, base: Scenario, nets: list[NetworkScenario | None],
+               groups: list[LayoutGroup], goal: training_time.Goal, reference: int) -> list:
+    """``_graded`` of ``groups`` on each of ``nets`` (None: today's network)."""
+    return [_graded(profile, base, groups, goal, reference, None) if n is None else
+            _graded(n.profile, n.scenario, groups, goal, reference, n) for n in nets]
+
+
+def _pooled(graded: list) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of every network's ``_graded`` together: (columns, each row's network index,
+    time to the goal in s, money in USD)."""
+    runs = [r for r, _, _ in graded]
+    c = {k: np.concatenate([r.columns[k] for r in runs]) for k in runs[0].columns}
+    on = np.concatenate([np.full(r.size, i) for i, r in enumerate(runs)])
+    return (c, on, np.concatenate([t for _, t, _ in graded]),
+            np.concatenate([m for _, _, m in graded]))
+
+
+def _joined(a: tuple, b: tuple) -> tuple:
+    """Two ``_graded`` of one network as one: the columns both have, row after row."""
+    (ra, ta, ma), (rb, tb, mb) = a, b
+    columns = {k: np.concatenate([ra.columns[k], rb.columns[k]])
+               for k in ra.columns if k in rb.columns}
+    return (SweepResult(columns=columns, dropped=ra.dropped + rb.dropped,
+                        dropped_layout=ra.dropped_layout + rb.dropped_layout),
+            np.concatenate([ta, tb]), np.concatenate([ma, mb]))
+
+
+def _refined(profile: Profile, base: Scenario, chosen: Searched, c: dict, time_s: np.ndarray,
+             cost: np.ndarray, costed: np.ndarray, deadline_s: float,
+             budget_usd: float) -> Searched | None:
+    """The searched layouts refined near goal's answer (docs/model.md section 21): at the
+    counts whose plans come near it (``goal_layouts.near_counts``), the planner's best layout
+    at each other global batch goal tries there (``goal_layouts.refined_groups``); None where
+    no plan runs. Priced beside the others, a refined plan becomes the answer only where it
+    meets the goal better."""
+    runs_ok = _runs(c, time_s, cost)
+    within = runs_ok & (time_s <= deadline_s) & (cost <= budget_usd)
+    ok = runs_ok & costed
+    answer = _best_on(ok, runs_ok, within & costed, time_s, cost, deadline_s, budget_usd)
+    if answer is None:
+        return None
+    counts = near_counts(np.asarray(c["devices"]), time_s, cost, ok, answer, deadline_s,
+                         budget_usd)
+    return refined_groups(profile, base, chosen, counts, BATCH_SPAN, STRATEGIES)
 
 
 def _graded(profile: Profile, scenario: Scenario, groups: list[LayoutGroup],

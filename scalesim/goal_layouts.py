@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from scalesim.bounds import KNOB_BY_FIELD
 from scalesim.errors import ScalesimError
 from scalesim.schemas import Profile, Scenario, ScenarioLayout
@@ -118,3 +120,84 @@ def searched_groups(profile: Profile, base: Scenario, counts: list[int], referen
     return Searched([LayoutGroup(layout, {**axes, "micro_batch": sorted(axes["micro_batch"]),
                                           "accumulation": sorted(axes["accumulation"])})
                      for layout, axes in groups.values()], best, tried)
+
+
+# The refinement (docs/model.md section 21): a count is re-searched where its plans come within
+# NEAR of the answer's goal (a score of 1 + NEAR, ``near_counts``), at most MOST_REFINED of them,
+# the nearest first. Asking the planner at every batch goal tries changed answers by at most
+# 3.4 % of dollars (session 44, benchmarks/goal_batch_layouts.py): a count further than 5 %
+# from the answer is not expected to overtake it; four counts of six searches each keep the
+# refinement's planner time about a fifth of the 131 searches of the default range.
+NEAR = 0.05
+MOST_REFINED = 4
+
+
+def near_counts(devices: np.ndarray, time_s: np.ndarray, cost_usd: np.ndarray, rows: np.ndarray,
+                answer: int, deadline_s: float, budget_usd: float) -> list[int]:
+    """The device counts worth re-searching near goal's answer (row ``answer``): those of
+    ``rows`` whose best score ``max(time/T', cost/M')`` is at most 1 + ``NEAR``, where (T', M')
+    is the goal the answer just reaches (the deadline and the answer's cost where it meets the
+    goal; both limits times its worst overshoot where it is the closest), so the answer scores
+    1 and a plan that beats it scores below 1 (or 1, cheaper); the answer's count first, then by
+    score, at most ``MOST_REFINED``."""
+    t, m = float(time_s[answer]), float(cost_usd[answer])
+    if t <= deadline_s and m <= budget_usd:
+        goal_t, goal_m = deadline_s, m
+    else:
+        worst = max(t / deadline_s, m / budget_usd)
+        goal_t, goal_m = worst * deadline_s, worst * budget_usd
+    score = np.maximum(time_s / goal_t, cost_usd / goal_m)
+    near = np.flatnonzero(rows & (score <= 1 + NEAR))
+    best: dict[int, float] = {}
+    for i in near:
+        n = int(devices[i])
+        best[n] = min(best.get(n, np.inf), float(score[i]))
+    first = int(devices[answer])
+    return sorted(best, key=lambda n: (n != first, best[n], n))[:MOST_REFINED]
+
+
+def goal_batches(batch: int, factors) -> list[int]:
+    """The global batches goal's grid spans at a count whose reference batch is ``batch``
+    (B_N, ``reference_batch_at``): B_N times each of ``factors`` (goal's micro-batch factors
+    times its accumulation factors: ½ to 32), whole, but B_N itself (searched already)."""
+    return sorted({max(1, round(batch * f)) for f in factors} - {batch})
+
+
+def refined_groups(profile: Profile, base: Scenario, searched: Searched, counts: list[int],
+                   factors, strategies) -> Searched:
+    """At each of ``counts``, the planner's best layout (``plan_at``, by throughput) at each
+    other global batch goal's grid spans there (``goal_batches`` of its best row's batch and
+    ``factors``), as layout groups of that row itself (its micro-batch and accumulation, each of
+    ``strategies``), fully sharded; a row ``searched``'s groups price already is left out. Its
+    ``best``: each count's best fitting row by batch; ``layouts_tried``: what the planner
+    evaluated, fitting or not."""
+    from scalesim.layout_predict import plan_at, scenario_of_row
+
+    tried, found = 0, {}
+    groups: dict[tuple, LayoutGroup] = {}
+    for n in counts:
+        row = searched.best.get(n)
+        if row is None:
+            continue
+        found[n] = {}
+        for batch in goal_batches(row.micro_batch * row.accumulation * row.dp, factors):
+            try:
+                ranked = plan_at(profile, base, [n], batch, top=1, include_unfit=True)
+            except ScalesimError:  # no valid layout at that batch
+                continue
+            tried += ranked.evaluated
+            best = ranked.by_count[0].best
+            if best is None or not best.fits:
+                continue
+            found[n][batch] = best
+            layout = scenario_of_row(base, best).layout.model_copy(update={"shard_group": None})
+            if any(g.layout == layout and n in g.axes["devices"]
+                   and best.micro_batch in g.axes["micro_batch"]
+                   and best.accumulation in g.axes["accumulation"] for g in searched.groups):
+                continue  # goal prices it already
+            key = (layout.model_dump_json(), best.micro_batch, best.accumulation)
+            group = groups.setdefault(key, LayoutGroup(layout, {
+                "devices": [], "micro_batch": [best.micro_batch],
+                "accumulation": [best.accumulation], "strategy": list(strategies)}))
+            group.axes["devices"].append(n)
+    return Searched(list(groups.values()), found, tried)
