@@ -21,11 +21,13 @@ from scalesim.profiles import resolve_profile
 from scalesim.schemas import Scenario
 
 DAY_S = 86400.0
-# gpt-18.4b on DGX A100s up to 16 GPUs, critical batch 1,024, 0.3 days: no plan meets it (the
-# closest is the soonest, 16 GPUs); at B_16 = 16 the planner picks tp 1 ZeRO-3, at 32 tp 2
-CASE = ["goal", "--workload", "gpt-18.4b", "--hardware", "dgx-a100", "--train-samples", "2e6",
-        "--price", "3", "--critical-batch", "1024", "--deadline", "0.3d", "--budget", "1e5",
-        "--max-devices", "16"]
+# llama3-70b on DGX H100s up to 128 GPUs, critical batch 1,024, 1 day: no plan meets it (the
+# closest is 128 GPUs); at B_128 = 128 the planner picks tp 4 x pp 4 ZeRO-2, at 64 tp 4 ZeRO-3
+# (session 44 first pinned gpt-18.4b on 16 A100s, whose refined answer, tp 2 ZeRO-1 at 32, went
+# once ZeRO-1 held Megatron-Core's fp32 main grads: docs/model.md §4)
+CASE = ["goal", "--workload", "llama3-70b", "--hardware", "dgx-h100", "--train-samples", "2e6",
+        "--price", "4", "--critical-batch", "1024", "--deadline", "1d", "--budget", "1e6",
+        "--max-devices", "128"]
 LAYOUT_KEYS = ("tp", "pp", "cp", "schedule", "virtual_stages", "recompute", "sequence_parallel",
                "micro_batch", "accumulation")
 
@@ -46,27 +48,27 @@ def _unrefined(monkeypatch, *args, **kwargs):
 
 
 def test_the_closest_plan_is_the_planners_best_at_the_batch_it_runs(capsys, monkeypatch):
-    profile = resolve_profile(None, "dgx-a100", "gpt-18.4b")
-    base = Scenario(train_samples=2e6, price_per_device_hour=3.0, critical_batch_size=1024)
-    before = _unrefined(monkeypatch, profile, base, 0.3 * DAY_S, 1e5, 16, layout="search")
+    profile = resolve_profile(None, "dgx-h100", "llama3-70b")
+    base = Scenario(train_samples=2e6, price_per_device_hour=4.0, critical_batch_size=1024)
+    before = _unrefined(monkeypatch, profile, base, 1.0 * DAY_S, 1e6, 128, layout="search")
     after = _json(capsys, [*CASE, "--json"])
     old, new = before.closest, after["closest"]
-    assert after["best"] is None and old.devices == new["devices"] == 16
-    # before: tp 1, ZeRO-3 at the reference batch B_16 = 16; now tp 2 ZeRO-1 at 32, sooner
-    # (time dominates the miss: 2.1 days against 0.3) and cheaper
-    assert (old.tp, old.strategy, old.global_batch) == (1, "zero3", 16)
-    assert (new["tp"], new["strategy"], new["global_batch"]) == (2, "zero1", 32)
+    assert after["best"] is None and old.devices == new["devices"] == 128
+    # before: tp 4 x pp 4 ZeRO-2 at the reference batch B_128 = 128; now tp 4 ZeRO-3 at 64,
+    # sooner (time dominates the miss: 1.5 days against 1) and cheaper
+    assert (old.tp, old.pp, old.strategy, old.global_batch) == (4, 4, "zero2", 128)
+    assert (new["tp"], new["pp"], new["strategy"], new["global_batch"]) == (4, 1, "zero3", 64)
     assert new["time_s"] < old.time_s and new["cost_usd"] < old.cost_usd
-    # why: plan ranks tp 2 with sequence parallelism first at 16 GPUs and global batch 32
-    ranked = _json(capsys, ["plan", "--workload", "gpt-18.4b", "--hardware", "dgx-a100",
-                            "--devices", "16", "--global-batch", "32", "--json"])
+    # why: plan ranks tp 4 with sequence parallelism and ZeRO-3 first at 128 GPUs and batch 64
+    ranked = _json(capsys, ["plan", "--workload", "llama3-70b", "--hardware", "dgx-h100",
+                            "--devices", "128", "--global-batch", "64", "--json"])
     first = ranked["layouts"][0]
     assert {k: first[k] for k in LAYOUT_KEYS} == {k: new[k] for k in LAYOUT_KEYS}
-    assert first["zero"] == 1
+    assert first["zero"] == 3
     assert first["samples_per_s"] == pytest.approx(new["samples_per_s"], rel=1e-9)
     # the layouts behind it are counted, and a note says where goal re-searched
     assert after["layouts_tried"] > before.layouts_tried
-    assert any(n.startswith("layouts refined near the answer: at 16 devices (")
+    assert any(n.startswith("layouts refined near the answer: at 120 and 128 devices (")
                for n in after["notes"])
 
 
@@ -116,12 +118,12 @@ def test_goal_batches_span_the_grids_factors_but_the_reference():
 
 
 def test_the_app_goal_tab_shows_the_refined_answer(capsys):
-    at = open_app({"v": "18", "hw": "dgx-a100", "wl": "gpt-18.4b", "train": "2000000",
-                   "price": "3", "cbs": "1024", "dl": "7.2", "bud": "100000", "gmax": "16",
+    at = open_app({"v": "18", "hw": "dgx-h100", "wl": "llama3-70b", "train": "2000000",
+                   "price": "4", "cbs": "1024", "dl": "24", "bud": "1000000", "gmax": "128",
                    "tab": "goal"})
     (box,) = [w.value for w in [*at.success, *at.warning] if "plan" in w.value]
     code, out, err = run_cli(capsys, CASE)
     assert code == 0, err
     line = whole_lines(out).splitlines()[0]
     assert box.replace("\\$", "$").replace("\\", "") == line
-    assert "x tp 2 x pp 1" in line and "global batch 32" in line
+    assert "x tp 4 x pp 1" in line and "global batch 64" in line
