@@ -12,7 +12,7 @@ import pytest
 from cli_harness import run_cli, whole_lines
 
 from scalesim.goal import seek
-from scalesim.goal_layouts import default_layout, reference_batch_at
+from scalesim.goal_layouts import default_layout
 from scalesim.profiles import resolve_profile
 from scalesim.schemas import Scenario, ScenarioLayout
 
@@ -31,13 +31,17 @@ def _json(capsys, argv: list[str]) -> dict:
 
 def test_search_runs_the_planners_best_layout_at_each_count(capsys):
     """Each plan goal shows runs the layout `scalesim plan` ranks first by throughput at that
-    device count, at the reference global batch scaled to it."""
+    device count and the plan's global batch: here both counts are near the answer, where goal
+    asks the planner at each batch it tries (session 44's refinement; elsewhere the reference
+    global batch scaled to the count, the next test's given/search comparison)."""
     answer = _json(capsys, [*GOAL, "--max-devices", "64", "--json"])
     assert answer["layout"] == "search"
     plans = {p["devices"]: p for p in [answer["best"], *answer["front"]]}
     assert len(plans) >= 2
     for n in sorted(plans)[-2:]:  # the answer's count and one more, against plan's own output
-        batch = reference_batch_at(answer["reference_batch"], 8, n)
+        assert any(note.startswith("layouts refined near the answer: at ") and f" {n} " in note
+                   for note in answer["notes"]), n
+        batch = plans[n]["global_batch"]
         ranked = _json(capsys, ["plan", "--workload", "gpt-18.4b", "--hardware", "dgx-a100",
                                 "--devices", str(n), "--global-batch", str(batch), "--json"])
         first = ranked["layouts"][0]
@@ -92,7 +96,8 @@ def test_the_text_says_each_plans_layout_and_the_note_how_it_was_chosen(capsys):
     code, out, err = run_cli(capsys, [*GOAL, "--max-devices", "64"])
     assert code == 0, err
     out = whole_lines(out)  # each sentence on one line again
-    assert "x tp 2 x pp 1 (recompute none, sequence parallel)" in out.splitlines()[0]
+    assert "x tp 2 x pp 2 (interleaved 1F1B, 8 virtual stages, recompute none, sequence parallel)" \
+        in out.splitlines()[0]
     assert "note: layouts searched: at each device count the planner's best" in out
 
 
