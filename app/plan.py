@@ -48,8 +48,10 @@ from scalesim.knee import (
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     TP_OVERLAP_UNDER_NO_OVERLAP,
+    count_problem,
     interleaves,
     replica_devices,
+    runs_on_count,
     split_words,
 )
 from scalesim.layout_predict import (
@@ -147,13 +149,24 @@ class Plan:
         return nouns_for(self.profile.hardware.device_name)
 
 
-def valid_device_counts(counts, devices_per_node: int) -> tuple[list[int], list[int]]:
-    """(kept, dropped): counts above one server must fill whole servers."""
+def valid_device_counts(counts, devices_per_node: int,
+                        allocation: int | None = None) -> tuple[list[int], list[int]]:
+    """(kept, dropped): counts above one allocation unit of ``allocation`` devices (None: the
+    server) must fill whole units (``layout.runs_on_count``), and stay within the planner's
+    largest."""
     kept, dropped = [], []
     for d in sorted(set(int(c) for c in counts)):
-        ok = 1 <= d <= MAX_DEVICES and (d <= devices_per_node or d % devices_per_node == 0)
+        ok = 1 <= d <= MAX_DEVICES and bool(runs_on_count(d, devices_per_node, allocation))
         (kept if ok else dropped).append(d)
     return kept, dropped
+
+
+def count_unit(state: AppState, profile: Profile) -> tuple[int, int]:
+    """(devices of each server the controls use, devices of their allocation unit): the
+    Devices-per-server control, else the server's, and ``Hardware.allocation_for`` of it (the
+    unit ``predict.job_unit`` reads of the scenario the controls build)."""
+    hw = profile.hardware
+    return state.dpn or hw.devices_per_node, hw.allocation_for(state.dpn)
 
 
 def server_stride(servers: int, devices_per_node: int, replica: int = 1) -> int:
@@ -169,10 +182,12 @@ def server_stride(servers: int, devices_per_node: int, replica: int = 1) -> int:
     return math.lcm(1 << (need - 1).bit_length(), whole)
 
 
-def device_counts(state: AppState, devices_per_node: int,
-                  words: Nouns = GPU_NOUNS) -> tuple[list[int], list[str]]:
+def device_counts(state: AppState, devices_per_node: int, words: Nouns = GPU_NOUNS,
+                  allocation: int | None = None) -> tuple[list[int], list[str]]:
     """Device counts to plot for the state's grid, and notes about what was left out
-    (``words``: the profile's nouns, 'above 2 processes ... whole hosts' on CPU)."""
+    (``words``: the profile's nouns, 'above 2 processes ... whole hosts' on CPU;
+    ``allocation``: ``count_unit``'s, a list's counts refused in ``layout.count_problem``'s
+    words where it is not the server)."""
     g, top = devices_per_node, state.dmax
     notes: list[str] = []
     if state.grid == "list":
@@ -185,11 +200,14 @@ def device_counts(state: AppState, devices_per_node: int,
             notes.append(f"the device list is empty; showing powers of two up to {top} (type "
                          "counts in Device counts, e.g. 1,2,4,8,16, or pick another grid)")
         if wanted:
-            kept, dropped = valid_device_counts(wanted, g)
+            kept, dropped = valid_device_counts(wanted, g, allocation)
             too_many = [d for d in dropped if d > MAX_DEVICES]
             partial = [d for d in dropped if d <= MAX_DEVICES]
             why = []
-            if partial:
+            if partial and allocation not in (None, g):  # trays of a rack: predict's words
+                why.append(f"left out {count_list(partial, 8)}: "
+                           f"{count_problem(partial[0], g, allocation, words)}")
+            elif partial:
                 why.append(f"left out {count_list(partial, 8)}: above {g} "
                            f"{words.devices} a count must fill whole {words.servers} (a multiple "
                            f"of {g})")
@@ -433,8 +451,8 @@ def _control_namer(state: AppState, words: Nouns):
 
 def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[str]]:
     """The Scenario the controls describe (device counts that cannot run are left out, noted)."""
-    g, words = state.dpn or profile.hardware.devices_per_node, nouns_for(profile.hardware.device_name)
-    devices, notes = device_counts(state, g, words)
+    (g, unit), words = count_unit(state, profile), nouns_for(profile.hardware.device_name)
+    devices, notes = device_counts(state, g, words, unit)
     fields: dict = {
         "devices_per_node": g, "accumulation": state.acc, "overlap": state.ovl,
         "bucket_mib": state.bkt, "strategy": state.strat,
@@ -1153,14 +1171,14 @@ def option_state(state: AppState, profile: Profile, changes: dict | None) -> App
     update.update(focus=devices, dmax=max(state.dmax, devices))
     try:
         out = AppState.model_validate({**state.model_dump(), **update})
-        g = out.dpn or profile.hardware.devices_per_node
-        if devices not in device_counts(out, g)[0]:  # the grid skips it: list the counts
-            shown = device_counts(state, g)[0]
+        g, unit = count_unit(out, profile)
+        if devices not in device_counts(out, g, allocation=unit)[0]:  # the grid skips it:
+            shown = device_counts(state, g, allocation=unit)[0]  # list the counts
             out = AppState.model_validate({**out.model_dump(), "grid": "list", "dlist": ",".join(
                 map(str, sorted({*shown, devices})))})
     except ValidationError:
         return None
-    return out if devices in device_counts(out, g)[0] else None
+    return out if devices in device_counts(out, g, allocation=unit)[0] else None
 
 
 def option_links(plan: Plan, base: str = "") -> list[tuple[str, str | None]]:

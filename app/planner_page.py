@@ -74,6 +74,7 @@ from .plan import (
     Plan,
     ab_misfit,
     against_now_text,
+    count_unit,
     device_counts,
     duration,
     finish,
@@ -968,7 +969,8 @@ def _sidebar(state: AppState, profile: Profile) -> tuple[AppState, list[int]]:
     _goal_section(c)
     _advanced_section(c)
     draft = state.model_copy(update=c.values)
-    counts, _ = device_counts(draft, draft.dpn or profile.hardware.devices_per_node)
+    g, unit = count_unit(draft, profile)
+    counts, _ = device_counts(draft, g, allocation=unit)
     _focus_section(c, counts)
     tab = LABEL_TO_TAB.get(ss.get(_key("tab"), ""), state.tab)
     state = AppState.model_validate({**state.model_dump(), **c.values, "tab": tab})

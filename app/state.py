@@ -888,9 +888,10 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     if int(version) < LINK_KEY_ROWS["glay"].link_since:  # as its Goal tab showed it
         state = state.model_copy(update={"glay": opened_before("glay", state, profile)})
     if state.focus is not None:  # the focus control offers the plotted counts only
-        from .plan import device_counts
+        from .plan import count_unit, device_counts
 
-        counts, _ = device_counts(state, state.dpn or profile.hardware.devices_per_node)
+        g, unit = count_unit(state, profile)
+        counts, _ = device_counts(state, g, allocation=unit)
         if state.focus not in counts:
             messages.append(f"'focus={state.focus}' is not one of the device counts plotted "
                             f"({count_list(counts, 8)}); "

@@ -66,11 +66,11 @@ from scalesim.goal_layouts import (
     refined_groups,
     searched_groups,
 )
-from scalesim.layout import replica_devices, schedule_words, split_words
+from scalesim.layout import replica_devices, runs_on_count, schedule_words, split_words
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
-from scalesim.predict import accumulation_max, micro_batch_max, server_part_words
+from scalesim.predict import accumulation_max, job_unit, micro_batch_max, server_part_words
 from scalesim.schemas import Profile, Scenario
 from scalesim.sweep import SweepResult, sweep
 
@@ -418,10 +418,16 @@ def searched_layout_words(p: GoalPlan) -> str:
     return ", ".join(parts)
 
 
-def device_grid(devices_per_node: int, max_devices: int) -> list[int]:
-    """Powers of two below one server, then every whole number of servers up to the maximum
-    (past ``WHOLE_SERVERS`` servers, server counts 1/``WHOLE_SERVERS`` apart, and the largest)."""
-    small = [2**i for i in range(0, 20) if 2**i < devices_per_node and 2**i <= max_devices]
+def device_grid(devices_per_node: int, max_devices: int,
+                allocation: int | None = None) -> list[int]:
+    """Powers of two below one server, and above it those that fill whole allocation units of
+    ``allocation`` devices where that unit is smaller than the server (``layout.runs_on_count``;
+    None: the server, none above it), then every whole number of servers up to the maximum
+    (past ``WHOLE_SERVERS`` servers, server counts 1/``WHOLE_SERVERS`` apart, and the largest):
+    128 and 256 GPUs of 72-GPU racks of 4-GPU trays beside 72, 144 and 216."""
+    trays = allocation not in (None, devices_per_node)
+    small = [2**i for i in range(0, 20) if 2**i <= max_devices and (
+        2**i < devices_per_node or trays and runs_on_count(2**i, devices_per_node, allocation))]
     most = max_devices // devices_per_node
     servers = set(range(1, min(most, WHOLE_SERVERS) + 1))
     n = WHOLE_SERVERS
@@ -530,7 +536,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     mode = layout or default_layout(profile, base)
     check_layout_mode(profile, mode, controls.transformers,
                       controls.layout.format(mode="search"))
-    g = base.devices_per_node or profile.hardware.devices_per_node
+    g, unit = job_unit(profile.hardware, base)
     b0 = base.micro_batch or profile.workload.micro_batch
     k0 = base.accumulation
     # B_ref: the global batch of the base knobs on one full server, micro-batch x its
@@ -554,7 +560,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     # today's network (None), then each faster one as decide runs it (its link's bandwidth and
     # latency, NICs, billed shapes: ``network_scenario``); an unpriced one is searched for the
     # network answer only, its money the devices' alone
-    grid = device_grid(g, max_devices)
+    grid = device_grid(g, max_devices, unit)
     faster = network_scenarios(profile, base)
     nets: list[NetworkScenario | None] = [None, *(faster if grid[-1] > g else [])]
     if faster and grid[-1] <= g:  # one server: no inter-server link for a faster one to speed

@@ -342,7 +342,7 @@ def scenario_hardware(hw: Hardware, scenario: Scenario) -> Hardware:
         **links, "devices_per_node": used,
         # the trays of the domain's devices the job uses (whole trays where it uses some)
         "devices_per_allocation": (None if hw.devices_per_allocation is None
-                                   else math.gcd(hw.devices_per_allocation, used)),
+                                   else hw.allocation_for(used)),
         "instance_sizes": job_sizes(scenario.instance_sizes, hw.instance_sizes,
                                     hw.devices_per_node),
         "comm_compute_contention": _pick(scenario.comm_compute_contention,
@@ -591,16 +591,18 @@ def curve_beyond_peak(profile: Profile, scenario: Scenario,
 
 
 def check_rows(profile: Profile, dp, tp, pp, micro, global_batch, schedule, virtual_stages,
-               g: int, cp=1) -> np.ndarray:
-    """True where the layout is valid (``scalesim.layout`` rules), numpy."""
+               g: int, cp=1, allocation: int | None = None) -> np.ndarray:
+    """True where the layout is valid (``scalesim.layout`` rules), numpy; ``allocation``: the
+    devices of the job's allocation unit (``predict.job_unit``; None: the server's ``g``)."""
     s = profile.workload.transformer
     return valid_mask(dp, tp, pp, cp, micro, global_batch, schedule, virtual_stages, g,
-                      s.layers, s.heads, s.kv_of(), s.seq_len)
+                      s.layers, s.heads, s.kv_of(), s.seq_len, allocation)
 
 
 def first_problem(profile: Profile, dp, tp, pp, zero, micro, global_batch, split: ScenarioLayout,
-                  schedule: str, g: int, cp=1) -> str:
-    """The first rule one layout breaks, in words (``layout.layout_problems``)."""
+                  schedule: str, g: int, cp=1, allocation: int | None = None) -> str:
+    """The first rule one layout breaks, in words (``layout.layout_problems``; ``allocation``
+    as ``check_rows``')."""
     s = profile.workload.transformer
     layout = ParallelLayout(dp=int(dp), tp=int(tp), pp=int(pp), cp=int(cp), zero=int(zero),
                             micro_batch=int(micro), global_batch=int(global_batch),
@@ -609,7 +611,8 @@ def first_problem(profile: Profile, dp, tp, pp, zero, micro, global_batch, split
                             recompute_style=split.recompute_style,
                             sequence_parallel=split.sequence_parallel)
     problems = layout_problems(layout, g, layers=s.layers, heads=s.heads, kv_heads=s.kv_of(),
-                               seq_len=s.seq_len, nouns=nouns_for(profile.hardware.device_name))
+                               seq_len=s.seq_len, nouns=nouns_for(profile.hardware.device_name),
+                               allocation=allocation)
     return problems[0] if problems else ""
 
 
@@ -680,11 +683,11 @@ def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = 
     others run at its counts ('ZeRO '); ``named``: a knob's name in a fix (the CLI flag; the
     app's control label)."""
     from scalesim.layout import tp_above_server
-    from scalesim.predict import layout
+    from scalesim.predict import job_unit, layout
 
     nouns = nouns_for(profile.hardware.device_name)
-    g = scenario.devices_per_node or profile.hardware.devices_per_node
-    layout(scenario.devices, g, nouns)
+    g, unit = job_unit(profile.hardware, scenario)
+    layout(scenario.devices, g, nouns, unit)
     split = layout_of(scenario)
     on_layouts = uses_layouts(split_profile(profile, scenario), scenario)
     if on_layouts and split.tp > g and "split" in set(refuse) - set(skip):

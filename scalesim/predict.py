@@ -19,7 +19,9 @@ from scalesim.errors import Refusal, ScalesimError, knobs_of, require_model
 from scalesim.figures import MIB_BYTES, count_list, either, link_GBps, sig3
 from scalesim.layout import (
     SCHEDULES,
+    count_problem,
     replica_devices,
+    runs_on_count,
     tp_above_server,
     unused_settings,
 )
@@ -168,20 +170,33 @@ def hybrid_sharded(p: Prediction) -> bool:
     return p.shard_group is not None and p.shard_group < data_parallel_ranks(p)
 
 
-def layout(devices, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and devices per node for each device count; error where they do not divide
-    (``nouns``: the profile's, '3 processes do not fill whole hosts of 2' on CPU)."""
+def layout(devices, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
+           allocation: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Servers spanned and devices per server for each device count (ranks fill servers in
+    order, the last one partly where the count is not whole servers); error where a count
+    breaks ``layout.runs_on_count`` for ``allocation`` devices a unit (None: the server;
+    ``job_unit``), in ``layout.count_problem``'s words ('3 processes do not fill whole hosts
+    of 2' on CPU, '130 GPUs do not fill whole allocation units of 4 GPUs ...')."""
     p = np.asarray(devices, dtype=np.int64)
     if np.any(p < 1):
         raise ScalesimError("device counts must be 1 or more", knobs=("devices",))
-    bad = p[(p > devices_per_node) & (p % devices_per_node != 0)]
+    bad = p[~runs_on_count(p, devices_per_node, allocation)]
     if bad.size:
-        raise ScalesimError(
-            f"{int(bad[0])} {nouns.devices} do not fill whole {nouns.servers} of {devices_per_node}; use a "
-            f"multiple of {devices_per_node} above {devices_per_node}, or set --gpus-per-node",
-            knobs=("devices", "devices_per_node"))
+        problem = count_problem(int(bad[0]), devices_per_node, allocation, nouns)
+        fix = ("" if allocation not in (None, devices_per_node) else
+               f"; use a multiple of {devices_per_node} above {devices_per_node}, or set "
+               "--gpus-per-node")
+        raise ScalesimError(problem + fix, knobs=problem.knobs)
     per_node = np.minimum(p, devices_per_node)
-    return p // per_node, per_node
+    return -(-p // per_node), per_node
+
+
+def job_unit(hw: Hardware, scenario: Scenario) -> tuple[int, int]:
+    """(devices of each server the job uses, devices of its allocation unit): the scenario's
+    ``devices_per_node`` (--gpus-per-node), else the server's, and ``Hardware.allocation_for``
+    of it, the unit whose whole numbers a device count must be (``layout``)."""
+    g = scenario.devices_per_node or hw.devices_per_node
+    return g, hw.allocation_for(scenario.devices_per_node)
 
 
 def micro_batch_max() -> int:
@@ -327,8 +342,8 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     else:
         p = check_values("devices", np.ravel(devices) if isinstance(devices, np.ndarray)
                          else devices, "devices")
-    g_max = scenario.devices_per_node or hw.devices_per_node
-    _, per_node = layout(p, g_max, nouns_for(hw.device_name))
+    g_max, unit = job_unit(hw, scenario)
+    _, per_node = layout(p, g_max, nouns_for(hw.device_name), unit)
     b, base_b = micro_batches(scenario, profile, p)
     supply, supply_alone = loader_supply(profile, scenario, per_node)
 
@@ -557,9 +572,9 @@ def _split_rows(profile: Profile, scenario: Scenario):
 
     split = lp.layout_of(scenario)
     p = np.asarray(scenario.devices, dtype=np.int64)
-    g_max = scenario.devices_per_node or profile.hardware.devices_per_node
+    g_max, unit = job_unit(profile.hardware, scenario)
     nouns = nouns_for(profile.hardware.device_name)
-    layout(p, g_max, nouns)
+    layout(p, g_max, nouns, unit)
     if split.tp > g_max:
         raise ScalesimError(tp_above_server(split.tp, g_max, nouns))
     dp = lp.split_devices(p, split.tp, split.pp, nouns, split.cp)
@@ -567,11 +582,11 @@ def _split_rows(profile: Profile, scenario: Scenario):
     k = np.full(p.shape, scenario.accumulation, dtype=np.int64)
     schedule = split.schedule_of()
     ok = lp.check_rows(profile, dp, split.tp, split.pp, b, dp * b * k, SCHEDULES[schedule],
-                       split.virtual_stages, g_max, split.cp)
+                       split.virtual_stages, g_max, split.cp, unit)
     if not np.all(ok):
         i = int(np.flatnonzero(~ok)[0])
         why = lp.first_problem(profile, dp[i], split.tp, split.pp, 0, b[i], dp[i] * b[i] * k[i],
-                               split, schedule, g_max, split.cp)
+                               split, schedule, g_max, split.cp, unit)
         raise ScalesimError(f"layout at {nouns.count(int(p[i]))}: {why}", knobs=knobs_of(why))
     for unused, rule in unused_settings(split.tp, split.pp, split.schedule, split.virtual_stages,
                                         split.sequence_parallel, split.tp_overlap,

@@ -8,6 +8,7 @@ Every format is a versioned pydantic v2 model (``schema_version``), exported as 
 from __future__ import annotations
 
 import functools
+import math
 import types
 import typing
 from typing import Any, ClassVar, Literal, get_args, get_origin
@@ -392,6 +393,16 @@ class Hardware(_Strict):
         which sets the device counts a job may run on; ``devices_per_node`` (the NVLink
         domain) where the file gives none (docs/model.md §12)."""
         return self.devices_per_allocation or self.devices_per_node
+
+    def allocation_for(self, used: int | None = None) -> int:
+        """Devices of one allocation unit of a job on ``used`` devices of each server (None:
+        all of them, ``devices_per_node``): whole units of the devices it uses, the largest
+        dividing both (``--gpus-per-node 64`` of a 72-GPU rack of 4-GPU trays: 4); ``used``
+        itself where the file names no unit (the server as the job uses it). The unit every
+        device-count check (``layout.runs_on_count``) and whole-unit bill of a job reads
+        (docs/model.md §12)."""
+        g = used or self.devices_per_node
+        return g if self.devices_per_allocation is None else math.gcd(self.devices_per_allocation, g)
 
     def contention_defaulted_on_cpu(self) -> bool:
         """Whether ``comm_compute_contention`` was not given (a profile written before the field)

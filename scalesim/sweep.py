@@ -40,6 +40,7 @@ from scalesim.precision import PRECISIONS
 from scalesim.predict import (
     global_batch_splits,
     inter_nic_share,
+    job_unit,
     layout,
     micro_batch_max,
     scenario_inputs,
@@ -265,9 +266,10 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
                                 f"profile '{profile.name}' gives none; give --workload with a "
                                 f"'transformer' shape (e.g. llama3-8b) or drop {flag}",
                                 knobs=(name,))
-    g_max = base.devices_per_node or profile.hardware.devices_per_node
-    # a clear error for counts that do not fill servers (hosts of a CPU calibration)
-    layout(np.unique(arrays["devices"]), g_max, nouns_for(profile.hardware.device_name))
+    g_max, unit = job_unit(profile.hardware, base)
+    # a clear error for counts that do not fill allocation units (servers; hosts of a CPU
+    # calibration)
+    layout(np.unique(arrays["devices"]), g_max, nouns_for(profile.hardware.device_name), unit)
     if refuse_counts:
         _counts_left_out(profile, base, arrays, refuse=True)  # none run: predict's words
     shape = [len(v) for v in arrays.values()]
@@ -738,14 +740,14 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
         batch_ok = global_batch_splits(global_batch, dp, k)
         micro = np.maximum(global_batch // (dp * k), 1)
         base_micro = global_batch // k
-    g_max = base.devices_per_node or profile.hardware.devices_per_node
+    g_max, unit = job_unit(profile.hardware, base)
     name = split.schedule or ("interleaved" if split.virtual_stages > 1 else "1f1b")
     schedule = np.where(pp > 1, SCHEDULES[name], SCHEDULES["none"])
     virtual = np.where(pp > 1, split.virtual_stages, 1)
     layout_ok &= lp.check_rows(profile, dp, tp, pp, micro, dp * micro * k, schedule, virtual,
-                               g_max, cp)
+                               g_max, cp, unit)
     example = _layout_example(profile, split, name, g_max, layout_ok, p, tp, pp, dp, micro, k,
-                              cp)
+                              cp, unit)
     unused = _unused_settings_of_rows(grid, split, tp, pp)
     swept = {name: (layout_ok & rows, rule) for name, (rows, rule) in unused.items()
              if name in grid}
@@ -871,7 +873,7 @@ def _split_words(tp, pp, cp) -> str:
 
 
 def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp, dp, micro,
-                    k, cp) -> str:
+                    k, cp, unit: int | None = None) -> str:
     """'tp 1 x pp 2 on 8 devices: <the first rule it breaks>' for the first combination that
     breaks a layout rule ('' for none): the reason a dropped count alone does not give (the
     rule may be the interleaved schedule's, which a generic list of rules would not name)."""
@@ -887,7 +889,7 @@ def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp,
         what = "tp x pp x cp" if cp[i] > 1 else "tp x pp"
         return f"{where}: {what} does not divide the {devices}"
     why = lp.first_problem(profile, dp[i], tp[i], pp[i], 0, micro[i], dp[i] * micro[i] * k[i],
-                           split, schedule if pp[i] > 1 else "none", g, cp[i])
+                           split, schedule if pp[i] > 1 else "none", g, cp[i], unit)
     return f"{where}: {why}" if why else ""
 
 

@@ -503,6 +503,7 @@ def sweep_notes(plan) -> list[str]:
     from scalesim.predict import (
         STALL_NOT_MODELLED,
         input_pipeline_modelled,
+        job_unit,
         layout,
         slow_device_note,
     )
@@ -529,7 +530,8 @@ def sweep_notes(plan) -> list[str]:
     nouns = nouns_for(profile.hardware.device_name)
     if note := slow_device_note(base.slow_device, devices, nouns=nouns):
         out.append(note)
-    nodes, per_node = layout(devices, base.devices_per_node or profile.hardware.devices_per_node, nouns)
+    g, unit = job_unit(profile.hardware, base)
+    nodes, per_node = layout(devices, g, nouns, unit)
     out += unmeasured_link_notes(
         profile,
         inter=bool((nodes > 1).any())
