@@ -82,16 +82,18 @@ def shapes_problem(sizes: Sequence[int] | None, server_devices: int) -> str | No
 
 
 def job_sizes(chosen: Sequence[int] | None, listed: Sequence[int] | None, server_devices: int,
-              used_per_server: int | None = None) -> list[int]:
+              used_per_server: int | None = None, allocation: int | None = None) -> list[int]:
     """The instance shapes a job is billed in, GPUs each: the scenario's (``chosen``), else the
-    hardware's (``listed``), else its whole server of ``server_devices`` GPUs (a job on 4 GPUs
+    hardware's (``listed``), else its allocation unit of ``allocation`` GPUs
+    (``Hardware.allocation_devices``: a GB200 NVL72 compute tray of 4, so 128 GPUs bill 128,
+    not two racks' 144), else its whole server of ``server_devices`` GPUs (a job on 4 GPUs
     of an 8-GPU server still rents the server). ScalesimError where a chosen shape holds more
     GPUs than a server (the larger of the hardware's and the ``used_per_server`` GPUs the job
     puts on each) or does not divide it: the hardware file's rules (``schemas.Hardware``), so
     ``--instance-sizes 3`` is refused as a file's ``[3]`` is, not billed as 9 of 8 GPUs."""
     if problem := shapes_problem(chosen, max(server_devices, used_per_server or 0)):
         raise ScalesimError(problem, knobs=("instance_sizes",))  # ``chosen``: the scenario's
-    return [int(n) for n in chosen or listed or [server_devices]]
+    return [int(n) for n in chosen or listed or [allocation or server_devices]]
 
 
 def sizes_within(sizes: Sequence[int] | None, server_devices: int) -> list[int] | None:
@@ -116,6 +118,10 @@ def billing_words(server_devices: int, sizes: Sequence[int] | None,
         text = f"billed per {one}"
     elif len(listed) == 1 and replica_of(device_name) is not None:  # a fitted replica profile
         text = f"billed per {listed[0]} {unit} (the devices of one of the runs' {words.servers})"
+    elif len(listed) == 1 and listed[0] == _tray_of(device_name):  # GB200 NVL72's 4-GPU trays
+        text = (f"billed per allocation unit of {listed[0]} {unit} (the compute tray a scheduler "
+                f"hands out: whole trays of the job's {unit}, not whole {server}s of "
+                f"{server_devices})")
     elif len(listed) == 1:  # one shape smaller than the GPUs used per server: as many as hold them
         text = (f"billed per instance of {listed[0]} {unit} (as many as hold a {server}'s "
                 f"{server_devices} {unit})")
@@ -123,3 +129,12 @@ def billing_words(server_devices: int, sizes: Sequence[int] | None,
         text = (f"billed per instance of {', '.join(map(str, listed))} {unit} (the smallest "
                 f"that holds a {server}'s {unit})")
     return text
+
+
+def _tray_of(device_name: str) -> int | None:
+    """Devices of the allocation unit of ``device_name``'s systems where it is smaller than the
+    server (``presets.allocation_devices_of``: a GB200 NVL72 compute tray, 4), else None."""
+    from scalesim.presets import allocation_devices_of
+
+    tray = allocation_devices_of(device_name) if device_name else None
+    return None if tray is None else tray[0]

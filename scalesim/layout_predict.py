@@ -344,7 +344,7 @@ def scenario_hardware(hw: Hardware, scenario: Scenario) -> Hardware:
         "devices_per_allocation": (None if hw.devices_per_allocation is None
                                    else hw.allocation_for(used)),
         "instance_sizes": job_sizes(scenario.instance_sizes, hw.instance_sizes,
-                                    hw.devices_per_node),
+                                    hw.devices_per_node, allocation=hw.allocation_devices),
         "comm_compute_contention": _pick(scenario.comm_compute_contention,
                                          hw.comm_compute_contention),
         "device_speed_cv": _pick(scenario.device_speed_cv, hw.device_speed_cv)})

@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, Field, field_serializer
 
 from scalesim.attention_kernel import VENDOR_KERNEL
-from scalesim.billing import billed_devices
+from scalesim.billing import billed_devices, job_sizes
 from scalesim.bounds import bound, check_number, check_values, clip, list_text
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import Refusal, ScalesimError
@@ -976,7 +976,9 @@ def rank_layouts(
     r = evaluate_layouts(setting_inputs(setting, **grid))
     modelled = bool(np.all(np.isfinite(setting.loader_samples_per_s)))  # inf: none given
     devices_arr = grid["dp"] * grid["tp"] * grid["pp"] * grid["cp"]
-    billed = billed_devices(devices_arr, g, hardware.instance_sizes)  # whole instances
+    # whole instances: the hardware's shapes, else whole allocation units (trays of a rack)
+    billed = billed_devices(devices_arr, g, job_sizes(None, hardware.instance_sizes, g,
+                                                      allocation=hardware.allocation_devices))
     cost = billed / r.samples_per_s * 1e6 / 3600.0
     key = -r.samples_per_s if rank_by == "throughput" else cost
     fits = r.fits

@@ -100,7 +100,7 @@ def resolve_goal(profile: Profile, scenario: Scenario) -> Goal:
         price = profile.hardware.price_per_device_hour
     hw = profile.hardware
     sizes = job_sizes(scenario.instance_sizes, hw.instance_sizes, hw.devices_per_node,
-                      scenario.devices_per_node)
+                      scenario.devices_per_node, hw.allocation_devices)
     return Goal(critical_batch=b_crit,
                 min_samples=scenario.min_samples_to_quality or wl.min_samples_to_quality,
                 train_samples=scenario.train_samples or wl.train_samples,
