@@ -400,6 +400,23 @@ def group_span(size, stride, devices_per_node, devices=None):
     return np.where(cross, -(-size // 2), per_node), np.where(cross, 2, nodes)
 
 
+def fewest_members(size, stride, devices_per_node, devices):
+    """Members of groups of ``size`` ranks ``stride`` apart in the domain that holds fewest of
+    them (numpy, broadcasts): ``group_span``'s per-server members, but where a group spans
+    several servers and the job's ``devices`` leave the last one partly filled (72 + 56 of 128
+    GB200 GPUs on 72-GPU racks: whole allocation units, not whole servers), its members there,
+    ``ceil(per_node x last / devices_per_node)`` of the ``last`` devices: they reach only their
+    own NICs, the group's slowest link (docs/model.md §12). A straddling group (``straddles``)
+    keeps its half a side; whole servers (every count where the unit is the server) change
+    nothing."""
+    g = np.asarray(devices_per_node)
+    p = np.asarray(devices)
+    per_node, nodes = group_span(size, stride, g, p)
+    last = p - (-(-p // g) - 1) * g
+    partial = (nodes > 1) & (last < g) & ~straddles(size, stride, g, p)
+    return np.where(partial, np.minimum(per_node, -(-(per_node * last) // g)), per_node)
+
+
 def straddles(size, stride, devices_per_node, devices):
     """True where some group of ``size`` ranks ``stride`` apart crosses a server boundary
     though its block of ``size x stride`` ranks fits in a server: the block does not divide the

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalesim.layout import group_span
+from scalesim.layout import fewest_members, group_span
 from scalesim.model import collectives as coll
 from scalesim.model.subset_links import subset_busbw_GBps
 
@@ -49,11 +49,14 @@ def group_link(x, size, stride):
     communicates at once): all of it where the group holds every device of a server. A group
 that straddles a server boundary (``layout.straddles``) spans two servers."""
     g = _f(x.devices_per_node)
-    per_node, nodes = group_span(np.asarray(size, dtype=int), np.asarray(stride, dtype=int),
-                                 np.asarray(x.devices_per_node, dtype=int), job_devices(x))
+    span = (np.asarray(size, dtype=int), np.asarray(stride, dtype=int),
+            np.asarray(x.devices_per_node, dtype=int), job_devices(x))
+    per_node, nodes = group_span(*span)
+    # the NICs of the domain holding fewest members (a partly filled last one) bound the group
+    fewest = _f(fewest_members(*span))
     per_node, nodes = _f(per_node), _f(nodes)
     inter = _f(x.inter_busbw_GBps)
-    inter_share = np.where(per_node == g, inter, inter * per_node / g)
+    inter_share = np.where(fewest == g, inter, inter * fewest / g)
     return per_node, nodes, inter_share
 
 
