@@ -124,7 +124,6 @@ def test_app_page_plots_128_and_256_gb200_gpus():
     """The page itself (AppTest) at a share link of 64, 128, 130 and 256 GB200 GPUs: it plots
     64, 128 and 256 (its focus offers them) and says why 130 is left out in predict's words."""
     from app_harness import open_app
-
     from scalesim.app.state import default_state, encode_query, preset_profile
 
     state = default_state().model_copy(update={"hw": "gb200-nvl72", "wl": "gpt-7b",
