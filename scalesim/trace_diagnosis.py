@@ -137,10 +137,13 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         held.append(f"the pipeline's waits {milliseconds(pp_waits)} (its finding's)")
     split = (f"; of it the data-parallel exchange {milliseconds(parts['comm'])}, " + ", ".join(held)
              if held else "")
+    # one aggregate for the total and its exposed part: each step's slowest rank, median over
+    # steps (``cross_rank``); the overlap share is of every rank's communication, said so
     comm_lines = [
-        f"communication {milliseconds(cr['comm_s'])} per step, {whole_percent(cr['overlap_share'])} of it "
-        f"overlapping compute; exposed {milliseconds(cr['intrinsic_exposed_comm_s'])} on the slowest "
-        f"rank ({whole_percent(cr['intrinsic_exposed_comm_s'] / step)} of the step{split})",
+        f"communication {milliseconds(cr['intrinsic_comm_s'])} per step on the slowest rank (each "
+        f"step's, median over steps), exposed {milliseconds(cr['intrinsic_exposed_comm_s'])} of "
+        f"it ({whole_percent(cr['intrinsic_exposed_comm_s'] / step)} of the step{split}); "
+        f"{whole_percent(cr['overlap_share'])} of all ranks' communication overlaps compute",
     ]
     # a CPU job (TraceSummary.device) has no device timeline and no kernel launches
     words = nouns_for(traced_device_name(summaries))

@@ -67,7 +67,10 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
     spends computing, loading data or idle before it can sync). The slowest rank has the most;
     the wait of the others is their exposed communication beyond the slowest rank's (which is
     the communication itself: the exchange's ``intrinsic``, the set-aside collectives'
-    ``set_aside_exposed_s``, a part of idle).
+    ``set_aside_exposed_s``, a part of idle). ``intrinsic_comm_s``: the same rank-steps' whole
+    communication (median over steps), of which ``intrinsic_exposed_comm_s`` is the exposed
+    part: a step's exposed time is at most its communication, so the one median is at most the
+    other (``comm_s``, the median rank's median, is another aggregate that may be less).
     """
     common = set.intersection(*(set(s.step for s in x.steps) for x in summaries))
     by_rank = [{s.step: s for s in x.steps} for x in summaries]
@@ -93,11 +96,12 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
             slowest_counts={},
             steps_compared=0,
             intrinsic_exposed_comm_s=float(np.median([x.median("exposed_comm_s") for x in summaries])),
+            intrinsic_comm_s=float(np.median([x.median("comm_s") for x in summaries])),
             set_aside_exposed_s=float(np.median([x.median("set_aside_exposed_s")
                                                  for x in summaries])),
         )
         return result
-    slowest, waits, intrinsic, aside, factors = [], [], [], [], []
+    slowest, waits, intrinsic, intrinsic_comm, aside, factors = [], [], [], [], [], []
     for n in sorted(common):
         st = [r[n] for r in by_rank]
         # waiting on peers: in the exchange's collectives or in those set aside (a loss
@@ -107,6 +111,7 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         i = int(np.argmax(own_n))
         slowest.append(i)
         intrinsic.append(st[i].exposed_comm_s)
+        intrinsic_comm.append(st[i].comm_s)
         aside.append(st[i].set_aside_exposed_s)
         others = np.delete(np.arange(len(st)), i)
         waits.append(float(np.median(exposed[others] - exposed[i])))
@@ -120,6 +125,7 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         steps_compared=len(slowest),
         slowest_factor=float(np.median(factors)),
         intrinsic_exposed_comm_s=float(np.median(intrinsic)),
+        intrinsic_comm_s=float(np.median(intrinsic_comm)),
         set_aside_exposed_s=float(np.median(aside)),
     )
     return result

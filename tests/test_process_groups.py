@@ -223,7 +223,7 @@ def test_tensor_parallel_time_under_an_exposed_exchange_is_not_exposed(tmp_path)
     assert not any(r.key == "tp_overlap" and r.applicable for r in report.remedies)
     assert report.cause.key == "comm_growth"
     assert report.cause.share == pytest.approx(0.25)
-    assert "0.25 ms on the slowest rank (25% of the step)" in report.cause.evidence[0]
+    assert "exposed 0.25 ms of it (25% of the step)" in report.cause.evidence[0]
 
 
 def _pipeline_trace(rank: int) -> dict:
