@@ -373,8 +373,17 @@ def _implausible_links(fit, params: float | None, words: Nouns = GPU_NOUNS) -> l
 SUPERLINEAR_NOTE, SUPERLINEAR_REFUSED = 1.10, 2.0
 
 
+# Why CPU runs read past linear, said beside that note and refusal for runs whose device column
+# says CPU (docs/diagnose.md, "Threads of CPU runs": 192 % and 449 % efficient from a one-process
+# baseline on every core against 2 processes of one thread each)
+CPU_THREADS_WORDS = ("on CPU processes, time every run with the same threads per process: torchrun "
+                     "gives a one-process run every core unless OMP_NUM_THREADS is set (it sets 1 "
+                     "only for --nproc-per-node above 1), so run each with OMP_NUM_THREADS=1")
+
+
 def _superlinear(runs, sc, words: Nouns) -> str:
-    """A note where a run scales past linear against the first; ScalesimError where far past."""
+    """A note where a run scales past linear against the first; ScalesimError where far past.
+    On CPU processes both say how their threads give that (``CPU_THREADS_WORDS``)."""
     worst = int(np.argmax(sc.efficiency))
     eff = float(sc.efficiency[worst])
     if eff <= SUPERLINEAR_NOTE:
@@ -383,12 +392,14 @@ def _superlinear(runs, sc, words: Nouns) -> str:
             f"against the one at {words.count(int(runs.devices[0]))} (throughput "
             f"{float(sc.samples_per_s[worst] / sc.samples_per_s[0]):.3g}x on "
             f"{float(runs.devices[worst] / runs.devices[0]):.3g}x the {words.devices})")
+    threads = f"; {CPU_THREADS_WORDS}" if words.cpu else ""
     if eff > SUPERLINEAR_REFUSED:
         raise ScalesimError(f"{said}: no job scales that far past linear; check its step_time_s "
-                            "or samples_per_s and its batch columns (micro_batch, accumulation)")
+                            "or samples_per_s and its batch columns (micro_batch, accumulation)"
+                            + threads)
     return (f"{said}: past linear, which cache effects or a smaller per-{words.device} footprint "
             "can give; the diagnosis reads the runs as the same job at the same work per "
-            f"{words.device}")
+            f"{words.device}" + threads)
 
 
 def _parts_lost(step, work, comm, wait, strag) -> tuple[dict, dict]:
