@@ -235,6 +235,9 @@ NOMINAL_BATCH_TITLES = {
     "accumulation": "Accumulate gradients over {factor}x the micro-steps (the traces do not "
                     "record how many)",
 }
+# the batch remedy's title where the traces' input shapes give the micro-batch
+# (``trace_ranks.traced_micro_batch``): today's and the doubled, as the runs' title says them
+TRACED_BATCH_TITLE = "Double the per-{device} batch ({now} -> {after}, from the traces' input shapes)"
 TRACED_ACCUMULATION_TITLE = ("Accumulate gradients over {after} micro-steps (the traces show "
                              "{now} micro-step{s} a step)")
 

@@ -19,6 +19,7 @@ from scalesim.diagnosis import (
     NOMINAL_BATCH_TITLES,
     OTHER_CAUSE_SHARE,
     PREFERRED_REMEDIES,
+    TRACED_BATCH_TITLE,
     Finding,
     Remedy,
     Report,
@@ -95,7 +96,12 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     collectives (with ``exchange`` None; ``--shard-group`` without ``--strategy``);
     ``grad_sync``: how often it reduced its gradients (``--grad-sync``; None: as the traces'
     micro-steps show, ``traced_grad_sync``, ``exchange``'s own grad_sync then unread)."""
-    from scalesim.trace_ranks import cross_rank, missing_ranks_note, traced_micro_steps
+    from scalesim.trace_ranks import (
+        cross_rank,
+        missing_ranks_note,
+        traced_micro_batch,
+        traced_micro_steps,
+    )
     from scalesim.traces import TraceSummary
 
     if not isinstance(summaries, list | tuple) or not summaries:
@@ -212,6 +218,9 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     # a pipeline's micro-batches are its schedule's (``traced_pipeline``), its batch remedies
     # priced on it; else the micro-steps the traces show (None: not read, said in a note)
     micro_steps, micro_note = (None, "") if pipeline is not None else traced_micro_steps(summaries)
+    # the micro-batch from the input shapes (record_shapes): the batch remedy's title says it;
+    # a pipeline's batch remedies are its schedule's, priced without it
+    batch, batch_note = (None, "") if pipeline is not None else traced_micro_batch(summaries)
     unseen = unseen_exchange_note(summaries, degrees)
     # a DDP job reducing in several micro-steps a step (no no_sync); a pipeline's are its own
     k_read, reductions = (1, 1) if pipeline is not None else ddp_reductions(summaries, degrees,
@@ -257,6 +266,11 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         remedies = _with_measured(remedies, kernel_remedy)
         if first is None or shown_gain(kernel_remedy) > shown_gain(first):
             first = kernel_remedy
+    if batch is not None:  # the size the traces show, in place (the first remedy's object too)
+        for r in remedies:
+            if r.key == "bigger_batch" and r.factor is not None:
+                r.title = TRACED_BATCH_TITLE.format(device=words.device, now=batch,
+                                                    after=batch * r.factor)
     # each rank's median step with its own parts, which add up to it (``median_step``)
     table = [{
         "rank": s.rank, "steps": len(s.steps), "median_step": st.step, "step_s": st.step_s,
@@ -272,6 +286,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         "exchange": exchange.described(),
         # the degrees the traces' process groups name, and each group role's collectives
         "layout": {k: degrees[k] for k in ("dp", "tp", "cp", "pp")},
+        # samples a micro-step from the traces' input shapes (``traced_micro_batch``), or None
+        "micro_batch": batch,
         "pipeline": None if pipeline is None else {
             **asdict(pipeline), "bubble_s": pipeline.bubble_s, "uneven_s": pipeline.uneven_s,
             "lost_s": pipeline.lost_s},
@@ -289,6 +305,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         notes.append(exchange_note)
     if micro_note:
         notes.append(micro_note)
+    if batch_note:
+        notes.append(batch_note)
     # what the traces show, where the user's --grad-sync did not override it (its own note)
     if reductions == ddp_reductions(summaries, degrees, exchange)[1] and (
             reduced := ddp_reductions_note(k_read, reductions)):

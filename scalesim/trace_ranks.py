@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from scalesim.errors import ScalesimError, check_distinct_files
+from scalesim.trace_batch import NO_SHAPES
 from scalesim.traces import DATA_FETCHES, TraceSummary, most_steps_count, summarise
 
 
@@ -151,6 +152,31 @@ def traced_micro_steps(summaries: list[TraceSummary]) -> tuple[int | None, str]:
         words += (f"; rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others[:8]))} "
                   "show another count or none")
     return count, words
+
+
+def traced_micro_batch(summaries: list[TraceSummary]) -> tuple[int | None, str]:
+    """(samples a micro-step, the note that says where they were read) of a job's traces: the
+    micro-batch every rank that reads one reads (``TraceSummary.micro_batch``, from the input
+    shapes of record_shapes=True); None where none reads one or two ranks read two, the note
+    then why ('' where no rank records shapes at all: the remedies' words say the size is not
+    recorded)."""
+    read = {s.rank: s.micro_batch for s in summaries if s.micro_batch is not None}
+    if len(set(read.values())) == 1:
+        (batch,) = set(read.values())
+        where = sorted(s.micro_batch_from for s in summaries if s.micro_batch == batch)[0]
+        ranks = "every rank" if len(read) == len(summaries) else (
+            f"rank{'s' if len(read) > 1 else ''} {', '.join(map(str, sorted(read)))}")
+        return batch, (f"the traces' input shapes (record_shapes) give a micro-batch of "
+                       f"{batch} samples: {where}, on {ranks}")
+    if read:
+        return None, ("the traces' input shapes give the ranks other micro-batches ("
+                      + ", ".join(f"rank {r}: {b}" for r, b in sorted(read.items()))
+                      + "): the batch remedy names no size")
+    why = sorted({s.micro_batch_from for s in summaries if s.micro_batch_from})
+    if not why or why == [NO_SHAPES]:
+        return None, ""
+    return None, (f"the traces record input shapes, but the micro-batch is not read from them: "
+                  f"{'; '.join(w for w in why if w != NO_SHAPES)} (docs/diagnose.md)")
 
 
 def traced_micro_steps_with(summaries: list[TraceSummary], kind: str) -> int | None:

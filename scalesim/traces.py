@@ -65,6 +65,7 @@ from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, excerpt
 from scalesim.jsonio import json_kind
 from scalesim.process_groups import ranks_of, whole_or_none
+from scalesim.trace_batch import ShapeReads
 from scalesim.trace_comm_calls import (
     CPU_COMM_PREFIXES,
     HOST_COLLECTIVE_FAMILIES,
@@ -265,6 +266,11 @@ class TraceSummary:
     largest_reduction: float = 0.0
     set_aside: dict[str, int] = field(default_factory=dict)
     unsized_reductions: int = 0
+    # samples a micro-step, read from the input shapes torch.profiler's record_shapes writes
+    # (``trace_batch.ShapeReads.micro_batch``), and where it was read; None and why not where
+    # the trace records no shapes or its readings disagree
+    micro_batch: int | None = None
+    micro_batch_from: str = ""
 
     def median(self, name: str) -> float:
         return float(np.median([getattr(s, name) for s in self.steps]))
@@ -443,6 +449,7 @@ def summarise(
     posted_ranks = defaultdict(lambda: array("d"))  # ... -> their groups' ranks (NaN: unknown)
     sizes = CollectiveSizes()  # the sized collectives, to set aside those of no gradient
     forward_names: Counter = Counter()  # MICRO_STEP_FORWARDS seen, by name
+    shapes = ShapeReads()  # the ops' input shapes, to read the micro-batch (record_shapes)
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
     coll = defaultdict(new_record)
@@ -487,6 +494,7 @@ def summarise(
         elif cat == "user_annotation" and name in MICRO_STEP_FORWARDS:
             wrapper_forwards.add(t0, d)
             forward_names[name] += 1
+            shapes.see_forward(name, t0, d)
         elif cat == "user_annotation" and name.startswith("PP:"):
             for stage, micro in _SCHEDULE_FORWARD.findall(name):
                 forwards.setdefault(int(stage), set()).add(int(micro))
@@ -543,6 +551,7 @@ def summarise(
                           ranks)
         elif cat == "cpu_op":
             compute_cpu.add(t0, d)
+            shapes.see(name, t0, ev.get("args"))
     if not cpu_steps and not gpu_steps:
         if zero_steps:
             more = f" and {len(zero_steps) - 1} more" if len(zero_steps) > 1 else ""
@@ -684,6 +693,7 @@ def summarise(
             )
         )
     micro_steps = most_steps_count([st.micro_steps for st in steps])
+    micro_batch, micro_batch_from = shapes.micro_batch(np.sort(np.frombuffer(backward_starts)))
     collectives = {k: dict(v) for k, v in sorted(coll.items())}
     groups = {
         role: {
@@ -722,6 +732,8 @@ def summarise(
         largest_reduction=largest,
         set_aside=set_aside,
         unsized_reductions=unsized,
+        micro_batch=micro_batch,
+        micro_batch_from=micro_batch_from,
     )
 
 

@@ -141,6 +141,10 @@ def test_a_real_accumulating_job_reads_4_micro_steps(accumulating, ddp_trace_job
     titles = {r.key: r.title for r in report.remedies}
     assert titles["accumulation"] == ("Accumulate gradients over 16 micro-steps (the traces "
                                       "show 4 micro-steps a step)")
+    # session 44: each of the 4 forwards a step runs the micro-batch of 16 (record_shapes)
+    assert {s.micro_batch for s in summaries} == {16}
+    assert titles["bigger_batch"] == ("Double the per-process batch (16 -> 32, from the traces' "
+                                      "input shapes)")
     assert ("the traces show 4 micro-steps a step (DistributedDataParallel.forward calls in "
             "each profiler step)") in report.notes
 
