@@ -398,6 +398,7 @@ def _trace_report(monkeypatch, tmp_path, counts=None, steps=5, **parts):
     summaries = [traces.summarise(write(tmp_path, f"r{r}.json", gpu_trace(r))) for r in (0, 1)]
     cr = {"step_s": 1.0, "compute_s": 0.5, "comm_s": 0.1, "overlap_s": 0.0, "data_wait_s": 0.0,
           "idle_s": 0.0, "straggler_wait_s": 0.0, "intrinsic_exposed_comm_s": 0.0,
+          "intrinsic_comm_s": 0.1,
           "set_aside_exposed_s": 0.0,
           "overlap_share": 0.0, "own_s": [1.0, 1.0], "slowest_rank": 1,
           "slowest_consistency": (counts or 0) / steps, "slowest_factor": 1.5,
