@@ -44,7 +44,7 @@ from scalesim.layout import (
     TP_OVERLAP_HELP,
 )
 from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS, TRACED_GRAD_SYNC_HELP
-from scalesim.remedies import measure_words
+from scalesim.remedies import SIZE_DEPENDENT, measure_words
 
 from .charts import PALETTE, count_tooltip
 from .control_labels import STRATEGY_LABELS, ZERO_FRAMEWORK_LABELS
@@ -359,18 +359,19 @@ BAND_LOW, BAND_HIGH = "95% low %", "95% high %"  # the remedies table's band col
 
 def remedies_frame(report: Report) -> tuple[pd.DataFrame, dict[str, str]]:
     """The page's remedies table and its signed columns' formats: the predicted gain in percent
-    (a number, so the column sorts by value; empty where the remedy does not apply, its verdict
-    says so) and, for runs, the ends of its 95 % band over the parameters the runs allow
-    (``Remedy.gain_low`` / ``gain_high``), as ``diagnosis_text.gain_text`` writes them
-    ('+25% (95%: +20% to +31%)')."""
+    (a number, so the column sorts by value; empty where the remedy does not apply or its
+    verdict rests on the gradient size, its verdict says so) and, for runs, the ends of its
+    95 % band over the parameters the runs allow (``Remedy.gain_low`` / ``gain_high``), as
+    ``diagnosis_text.gain_text`` writes them ('+25% (95%: +20% to +31%)')."""
     bands = has_gain_bands(report)  # the columns only where a remedy has a band
     gain = f"predicted gain in {gain_measure(report)} %"
     rows = []
     cautions = any(r.caveat for r in report.remedies)  # the column only where one has words
     for x in by_verdict(report.remedies):
         g = shown_gain(x)
-        low, high = (x.gain_low, x.gain_high) if x.gain_low is not None else (None, None)
-        rows.append({"remedy": x.title, gain: g * 100 if x.applicable else None,
+        shown = x.applicable and x.verdict != SIZE_DEPENDENT  # its caution gives each size's
+        low, high = (x.gain_low, x.gain_high) if shown and x.gain_low is not None else (None, None)
+        rows.append({"remedy": x.title, gain: g * 100 if shown else None,
                      **({BAND_LOW: None if low is None else low * 100,
                          BAND_HIGH: None if high is None else high * 100} if bands else {}),
                      "verdict": x.verdict, "note": x.note,

@@ -46,7 +46,7 @@ from scalesim.device_nouns import (
 )
 from scalesim.fit_runs import Z95
 from scalesim.jsonio import to_json_text
-from scalesim.remedies import VERDICTS
+from scalesim.remedies import DIAGNOSIS_VERDICTS
 
 # ({server}, {device}: the devices' nouns, ``device_nouns.nouns_for``: 'Inter-host link' of a
 # CPU calibration's processes)
@@ -120,7 +120,9 @@ class Remedy:
     gain: float  # predicted throughput ratio minus one
     applicable: bool
     note: str = ""
-    verdict: str = "not applicable"  # one of ``remedies.VERDICTS``, the planner's words
+    # one of ``remedies.DIAGNOSIS_VERDICTS``: the planner's words, or "depends on size"
+    # (``runs_gradient_size``: it helps at some gradient size the runs allow, not at another)
+    verdict: str = "not applicable"
     # the gain on the measure the verdict is judged on (``remedies.RemedyResult``'s names):
     # time to quality where a critical batch size is known, else throughput (None: ``gain``)
     objective_gain: float | None = None
@@ -138,11 +140,14 @@ class Remedy:
     # a batch remedy's factor, as the model's remedy says it (``remedies.RemedyResult.factor``:
     # twice the batch, 4x or 2x the micro-steps); None for the other remedies
     factor: int | None = None
+    # runs without --params: [gradient bytes, shown gain] at each gradient size the runs allow
+    # (``runs_gradient_size.judge_by_size``); None where the size is known, or not applicable
+    gain_by_gradient_bytes: list[list[float]] | None = None
     helps: bool = field(init=False)  # a remedy: it runs and gains (verdict "remedy")
 
     def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
+        if self.verdict not in DIAGNOSIS_VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not one of {DIAGNOSIS_VERDICTS}")
         if self.objective_gain is None:
             self.objective_gain = self.gain
         self.helps = self.verdict == "remedy"

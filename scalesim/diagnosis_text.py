@@ -29,13 +29,16 @@ from scalesim.model.stragglers import (
     slowest_in_most_steps,
 )
 from scalesim.pipeline_trace import unreplayed_s
-from scalesim.remedies import VERDICTS, measure_words, verdict_group
+from scalesim.remedies import DIAGNOSIS_VERDICTS, SIZE_DEPENDENT, measure_words, verdict_group
 
 
 def gain_text(remedy: Remedy, digits: int = 0) -> str:
     """A remedy's shown gain (``shown_gain``) with its 95 % band where it has one (``gain_low``,
     ``gain_high``): '+25% (95%: +20% to +31%)', else '+25%'; ``digits`` after the point. The
-    first remedy's line in the text, the Diagnose page and its HTML report."""
+    first remedy's line in the text, the Diagnose page and its HTML report. A remedy whose verdict
+    rests on the gradient size (``remedies.SIZE_DEPENDENT``) shows none: 'depends on size'."""
+    if remedy.verdict == SIZE_DEPENDENT:
+        return SIZE_DEPENDENT
     gain = f"{shown_gain(remedy):+.{digits}%}"
     if remedy.gain_low is None or remedy.gain_high is None:
         return gain
@@ -125,13 +128,17 @@ def no_first_remedy(report: Report) -> str:
     if any(r.helps for r in report.remedies):
         return ("none advised for the likely cause; the remedies listed below help only as "
                 "their notes say")
+    if any(r.verdict == SIZE_DEPENDENT for r in report.remedies):
+        return ("none is predicted to help at every gradient size these runs allow; give "
+                "--params (the model's parameter count) to judge those that depend on it")
     return "none of the seed remedies is predicted to help"
 
 
 def by_verdict(remedies: list[Remedy]) -> list[Remedy]:
-    """``remedies`` in the planner's verdict order (``remedies.VERDICTS``), each verdict's in
-    their own order: the order of diagnose's lists, the app's table and the HTML report."""
-    return sorted(remedies, key=lambda r: VERDICTS.index(r.verdict))
+    """``remedies`` in the planner's verdict order (``remedies.DIAGNOSIS_VERDICTS``), each
+    verdict's in their own order: the order of diagnose's lists, the app's table and the HTML
+    report."""
+    return sorted(remedies, key=lambda r: DIAGNOSIS_VERDICTS.index(r.verdict))
 
 
 def _verdict_groups(report: Report) -> list[str]:
@@ -144,14 +151,16 @@ def _verdict_groups(report: Report) -> list[str]:
     if any(r is not report.first_remedy and r.applicable for r in report.remedies):
         lines.append(f"Gains in {gain_measure(report)}, the measure each verdict is judged on"
                      + (" [95% band over the parameters the runs allow]:" if bands else ":"))
-    for verdict in VERDICTS:
+    for verdict in DIAGNOSIS_VERDICTS:
         group = [r for r in by_verdict(report.remedies)
                  if r.verdict == verdict and r is not report.first_remedy]
         if group:
             first_said = report.first_remedy is not None
             lines.append(f"{verdict_group(verdict, first_said)} (model, applied alone):")
             for r in group:
-                lines.append((f"  {shown_gain(r):+7.1%}" if r.applicable else f"  {'n/a':>7}")
+                lines.append((f"  {'n/a':>7}" if not r.applicable
+                              else f"  {'depends':>7}" if r.verdict == SIZE_DEPENDENT
+                              else f"  {shown_gain(r):+7.1%}")
                              + (f" {_band_column(r):<16}" if bands else "")
                              + f"  {r.title}" + (f" ({r.note})" if r.note else ""))
                 if r.caveat:
@@ -160,8 +169,9 @@ def _verdict_groups(report: Report) -> list[str]:
 
 
 def _band_column(remedy: Remedy) -> str:
-    """'[+20.1, +31.0]': a listed remedy's 95 % band in percent, '' where it has none."""
-    if remedy.gain_low is None or remedy.gain_high is None:
+    """'[+20.1, +31.0]': a listed remedy's 95 % band in percent, '' where it has none or its
+    verdict rests on the gradient size (its caution gives each size's gain)."""
+    if remedy.gain_low is None or remedy.gain_high is None or remedy.verdict == SIZE_DEPENDENT:
         return ""
     return f"[{remedy.gain_low * 100:+.1f}, {remedy.gain_high * 100:+.1f}]"
 

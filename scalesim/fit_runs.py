@@ -550,15 +550,17 @@ PART_PARAMETER = {"data": ("node_loader_samples_per_s", 1), "straggler": ("jitte
 
 
 def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
-                exchange: RunsExchange = DDP_EXCHANGE, without: str | None = None) -> FitProblem:
+                exchange: RunsExchange = DDP_EXCHANGE, without: str | None = None,
+                nominal_gradient_bytes: float = NOMINAL_GRADIENT_BYTES) -> FitProblem:
     """The problem ``fit_runs`` solves for ``runs`` (with its notes, whether rank times are
     measured, the measured layout, the gradient bytes: ``params * wire_bytes_per_param``,
-    nominal without, and how they were exchanged: ``exchange``). ``without`` (a
-    ``PART_PARAMETER`` key): that part's parameter is held where the part is none, not fitted."""
+    ``nominal_gradient_bytes`` without, and how they were exchanged: ``exchange``). ``without``
+    (a ``PART_PARAMETER`` key): that part's parameter is held where the part is none, not
+    fitted."""
     runs = require_model(runs, Runs, "runs")
     check_number("params", params, "params", optional=True)
     check_number("wire_bytes_per_param", wire_bytes_per_param, "wire_bytes_per_param")
-    gradient_bytes = params * wire_bytes_per_param if params else NOMINAL_GRADIENT_BYTES
+    gradient_bytes = params * wire_bytes_per_param if params else nominal_gradient_bytes
     exchange = replace(require_model(exchange, RunsExchange, "exchange"),
                        wire_bytes_per_param=wire_bytes_per_param if params else 1.0)
     init, bounds, free, notes, rank_times = _setup(runs)
@@ -637,11 +639,15 @@ def _not_shown(problem: FitProblem, jac: np.ndarray, inside: np.ndarray) -> list
 
 
 def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
-             exchange: RunsExchange = DDP_EXCHANGE, without: str | None = None) -> FitResult:
+             exchange: RunsExchange = DDP_EXCHANGE, without: str | None = None,
+             nominal_gradient_bytes: float = NOMINAL_GRADIENT_BYTES) -> FitResult:
     """Fit the model to ``runs``, which exchanged as ``exchange`` says (default DDP); ``params``
     (gradient elements) turns transfer times into GB/s. ``without``: a part of the step held at
-    none (``PART_PARAMETER``; ``fit_without``'s rival fit), None for the fit itself."""
-    problem = fit_problem(runs, params, wire_bytes_per_param, exchange, without)
+    none (``PART_PARAMETER``; ``fit_without``'s rival fit), None for the fit itself.
+    ``nominal_gradient_bytes``: the gradient's size, bytes, where ``params`` is None (the
+    buckets it is exchanged in; ``runs_gradient_size`` tries several)."""
+    problem = fit_problem(runs, params, wire_bytes_per_param, exchange, without,
+                          nominal_gradient_bytes)
     free, notes, gradient_bytes = problem.free, list(problem.notes), problem.gradient_bytes
     sol = problem.best_solution()
     if not np.all(np.isfinite(sol.fun)):
@@ -910,6 +916,12 @@ def region_width(fit: FitResult) -> float:
     from scipy.stats import chi2
 
     return float(chi2.ppf(0.95, max(len(fit.fitted) - len(fit.at_bound), 1)))
+
+
+def misfit_at_noise(fit: FitResult, runs: Runs, noise_rel: float) -> float:
+    """``fit``'s chi2 on ``runs`` (``_chi2_on_runs``) at a noise of ``noise_rel`` instead of its
+    own, so fits under other fixed settings (another gradient size) compare on one scale."""
+    return float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) * (fit.noise_rel / noise_rel) ** 2
 
 
 def plausible_limit(fit: FitResult, runs: Runs) -> float:

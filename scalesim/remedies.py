@@ -91,6 +91,12 @@ DP_EXCHANGE_SHARE = MODEL_PARALLEL_MEDIAN_ERROR / (1.0 + MODEL_PARALLEL_MEDIAN_E
 # scalesim.accuracy): it is no change, not a remedy (a display rounding, not a model figure).
 NO_CHANGE = 0.0005
 VERDICTS = ("remedy", "no change", "loses", "not runnable", "not applicable")  # display order
+# A diagnosis of runs without --params lays the exchange's buckets out for a gradient size it
+# does not know (``runs_gradient_size``): a change that helps at some size the runs allow and not
+# at another has this verdict instead, with no gain, ranked after the remedies. The planner knows
+# its model's size and never gives it; a diagnosis's remedies are in DIAGNOSIS_VERDICTS' order.
+SIZE_DEPENDENT = "depends on size"
+DIAGNOSIS_VERDICTS = (VERDICTS[0], SIZE_DEPENDENT, *VERDICTS[1:])
 # The batch remedies' factors, one place for every reader: each such remedy says its own
 # (``RemedyResult.factor``, ``diagnosis.Remedy.factor``), which a traced pipeline's pricing of
 # it reads (``trace_diagnosis.pipeline_batch_remedies``). Twice the per-device batch (or, where a
@@ -105,8 +111,9 @@ ACCUMULATION_FACTORS = (4, 2)  # tried in this order; the first is the one witho
 EXCHANGE_REMEDIES = ("overlap", "accumulation", "sharding", "interconnect", "grad_sync")
 # Each verdict's group in a list of remedies (diagnose's text): the planner's word, so a remedy
 # reads the same in the planner and in diagnose (``verdict_group``: "Other remedies" under a
-# first remedy said above them).
-VERDICT_GROUPS = {"remedy": "Remedies", "no change": "No change", "loses": "Loses",
+# first remedy said above them), in ``DIAGNOSIS_VERDICTS``' order.
+VERDICT_GROUPS = {"remedy": "Remedies", SIZE_DEPENDENT: "Depends on the model's size",
+                  "no change": "No change", "loses": "Loses",
                   "not runnable": "Not runnable", "not applicable": "Not applicable"}
 
 

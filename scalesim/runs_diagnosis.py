@@ -56,7 +56,7 @@ from scalesim.layout import (
 from scalesim.model.stragglers import (
     peer_margin,
 )
-from scalesim.remedies import VERDICTS, gain_verdict
+from scalesim.remedies import DIAGNOSIS_VERDICTS, SIZE_DEPENDENT, gain_verdict
 
 # Inter-server link: the drop where the runs cross to several servers is worth naming
 # (knee.MIN_EFFICIENCY_DROP, the model's median error), efficiency held inside one server
@@ -112,7 +112,7 @@ def ranked_position(remedies: list[Remedy], new: Remedy) -> int:
     """Where ``new`` goes in ``remedies`` (ranked by verdict, then by shown gain, as
     ``remedies.rank_remedies`` ranks them): before the first that ranks below it."""
     def rank(r):
-        return VERDICTS.index(r.verdict), -shown_gain(r)
+        return DIAGNOSIS_VERDICTS.index(r.verdict), -shown_gain(r)
 
     return next((i for i, r in enumerate(remedies) if rank(r) > rank(new)), len(remedies))
 
@@ -872,6 +872,12 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                 except ScalesimError:  # parameters the model cannot predict from: not banded
                     continue
         set_gain_bands(remedies, drawn, ends)
+    size_caveats, size_rank, sizes = {}, "", None
+    if remedies and not fit.params_known:  # the buckets' gradient size is a guess: try others
+        first, size_caveats, size_rank, sizes = _judged_by_size(
+            fit, runs, exchange, wire_bytes_per_param, remedies, first,
+            lambda one_fit: remedies_of(one_fit, split_layout, factors)[1],
+            (cause.key, *cause.rivals), decisive)
     extra = extrapolate(fit, runs, extrapolate_to)
 
     table = []
@@ -921,6 +927,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                         for a in apart],
         "extrapolation": [asdict(e) for e in extra],
         "remedies_at_devices": at,
+        # without --params: the gradient sizes (bytes) the remedies were judged at, which the
+        # runs allow, and those they rule out (``runs_gradient_size``); None where it is known
+        "gradient_sizes": sizes,
         **({"model_split": measured.model_split, "replica_devices": measured.replica_devices}
            if runs.replica_split else {}),
         "exchange": exchange.described(),
@@ -954,9 +963,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     if not fit.params_known:
         notes.append("no --params: link speeds are reported as gradient transfer times, and "
                      "the exchange's buckets are laid out for a nominal gradient of "
-                     f"{NOMINAL_GRADIENT_BYTES / 1e9:g} GB, which the remedies' gains and the "
-                     "extrapolation rest on (how much of it overlaps backward); give --params "
-                     "(model parameters) for bandwidths in GB/s and your model's buckets")
+                     f"{NOMINAL_GRADIENT_BYTES / 1e9:g} GB, which the extrapolation rests on (how "
+                     "much of it overlaps backward)" + size_note(sizes)
+                     + "; give --params (model parameters) for bandwidths in GB/s and your "
+                     "model's buckets")
     if profile.workload.transformer is not None:
         notes.append(f"remedy gains are the layout model's predictions at the largest run for "
                      f"the shape of --workload {transformer.name} on {transformer.gpu}; "
@@ -964,10 +974,56 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     else:
         notes.append(f"remedy gains are model predictions at the largest run; {words.memory} is "
                      "unknown, so check that bigger batches fit")
-    for r in remedies:
-        r.caveat = remedy_caveat(fit, r, bool(runs.nodes[-1] > 1), words) or band_caveat(r)
+    for r in remedies:  # a size-dependent remedy's caveat is its size's; another's adds its range
+        caveat = "" if r.verdict == SIZE_DEPENDENT else (
+            remedy_caveat(fit, r, bool(runs.nodes[-1] > 1), words) or band_caveat(r))
+        r.caveat = "; ".join(c for c in (caveat, size_caveats.get(r.key, "")) if c)
+    if size_rank and first is not None:
+        first.caveat = "; ".join(c for c in (first.caveat, size_rank) if c)
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=decisive)
+
+
+def _judged_by_size(fit, runs, exchange, wire_bytes_per_param: float, remedies: list[Remedy],
+                    first: Remedy | None, remedies_at, causes: tuple[str, ...], decisive: float):
+    """(first remedy, size caveats by key, rank caveat, sizes) of ``remedies``, predicted at the
+    nominal gradient size of a fit without --params, judged over the sizes the runs allow
+    (``runs_gradient_size``): ``remedies_at(fit)`` predicts them from a fit at another size (a
+    size it cannot predict at is left out); the remedies are re-ranked by verdict in place, and
+    the first is chosen again where its own verdict changed. ``sizes``: the bytes kept and
+    ruled out, for the report's details and note."""
+    from scalesim.runs_gradient_size import fits_by_size, judge_by_size, rank_words
+
+    size_fits = fits_by_size(fit, runs, exchange, wire_bytes_per_param)
+    by_size = {}
+    for size, one_fit in size_fits.kept:
+        try:
+            by_size[size] = ([replace(r) for r in remedies] if one_fit is fit
+                             else remedies_at(one_fit))
+        except ScalesimError:  # parameters the model cannot predict from: not judged there
+            continue
+    caveats = judge_by_size(remedies, by_size, decisive)
+    remedies.sort(key=lambda r: DIAGNOSIS_VERDICTS.index(r.verdict))  # stable: gains kept
+    if first is not None and first.verdict == SIZE_DEPENDENT:
+        first = first_remedy(remedies, causes, decisive)
+    sizes = {"kept_bytes": sorted(by_size), "ruled_out_bytes": size_fits.ruled_out}
+    return first, caveats, rank_words(first, by_size, causes, decisive), sizes
+
+
+def size_note(sizes: dict | None) -> str:
+    """How the remedies were judged without --params, for the report's note ('' where they were
+    not: none predicted): over which gradient sizes, which the runs ruled out."""
+    from scalesim.runs_gradient_size import size_words
+
+    if not sizes or not sizes["kept_bytes"]:
+        return ""
+    kept, out = sizes["kept_bytes"], sizes["ruled_out_bytes"]
+    return (f"; the remedies were predicted at each gradient size from {size_words(kept[0])} to "
+            f"{size_words(kept[-1])} the runs allow"
+            + (f" ({', '.join(map(size_words, out))} they rule out)" if out else "")
+            + f": one that helps at some and not at others says '{SIZE_DEPENDENT}' with no "
+            "gain, the others' 95% bands hold every size's gain too (their cautions the "
+            "spread)")
 
 
 def _loader_note_of_runs(remedies: list[Remedy], data_share, devices,

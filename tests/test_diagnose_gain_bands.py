@@ -157,9 +157,9 @@ def test_the_overlap_band_of_unpinned_runs_reaches_no_gain():
     """Six noisy runs fit an overlap of 45 % +- 438 points: under half their draws the exchange
     already overlaps (the remedy does not apply, 0), so the band of '+54 %' reaches +0 %, as its
     caution says ('if the exchange already overlaps backward in full there is nothing to gain')."""
-    from test_diagnose_overlap_pinned import NOISY
+    from test_diagnose_overlap_pinned import NOISY, NOMINAL_PARAMS
 
-    report = diagnose_runs(parse_runs_text(NOISY, "noisy.csv"))
+    report = diagnose_runs(parse_runs_text(NOISY, "noisy.csv"), params=NOMINAL_PARAMS)
     first = report.first_remedy
     assert first.key == "overlap" and first.gain_low == pytest.approx(0.0, abs=0.005)
     assert first.gain_high == pytest.approx(first.gain, abs=0.01)

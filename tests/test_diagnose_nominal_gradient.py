@@ -1,39 +1,101 @@
-"""diagnose without --params: the note says what the nominal gradient size decides (session 44).
+"""diagnose without --params: the remedies are judged over the gradient sizes the runs allow
+(session 44, ``scalesim.runs_gradient_size``).
 
 A first-day user's runs file (their own 2-process gloo DDP job of 1.585 M parameters, measured at
 1 and 2 processes on one host) read without --params priced "Shard optimizer state" at +14.4 %
 and "Double the per-process batch" at +74.9 %; with --params 1.585e6, -10.5 % and +42.1 %. The
-note said only that link speeds were reported as transfer times, as if --params changed the
-report's units and nothing else.
+note said the gains rested on a nominal 1 GB gradient, but the ranked list still presented them
+as gains. Now a change that helps by the model's median error at one size the runs allow and
+not at another says "depends on size" with no gain, ranked after the remedies; the others keep
+their verdict, their band holding every size's gain.
 """
 
 from __future__ import annotations
 
 import json
 
+import diagnose_cases as cases
 from cli_harness import run_cli
 
 from scalesim.fit_runs import NOMINAL_GRADIENT_BYTES
+from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
+from scalesim.runs_gradient_size import GRADIENT_BYTES_TRIED
 
 RUNS = "devices,nodes,step_time_s,per_device_batch,device\n1,1,0.02522,32,cpu\n2,1,0.06192,32,cpu\n"
 
 
-def _report(capsys, path, *flags):
-    code, out, err = run_cli(capsys, ["diagnose", str(path), "--json", *flags])
+def _report(capsys, path, *flags, json_out=True):
+    code, out, err = run_cli(capsys, ["diagnose", str(path), *(["--json"] if json_out else []),
+                                      *flags])
     assert code == 0, err
-    return json.loads(out)
+    return json.loads(out) if json_out else out
 
 
-def test_without_params_the_note_says_the_gains_rest_on_a_nominal_gradient(tmp_path, capsys):
+def test_a_remedy_whose_sign_rests_on_the_gradient_size_shows_no_gain(tmp_path, capsys):
     path = tmp_path / "runs.csv"
     path.write_text(RUNS)
     nominal = _report(capsys, path)
     given = _report(capsys, path, "--params", "1.585e6")
+    by_key = [{r["key"]: r for r in rep["remedies"]} for rep in (nominal, given)]
+    sharding, batch, first = (by_key[0][k] for k in ("sharding", "bigger_batch", "accumulation"))
+    # its gain at each size the runs allow: a loss at 10 MB (the job's own 6.3 MB is near),
+    # a gain from 100 MB: no verdict without the model's size
+    gains = dict((b, g) for b, g in sharding["gain_by_gradient_bytes"])
+    assert sorted(gains) == sorted(GRADIENT_BYTES_TRIED)
+    assert gains[1e7] < -0.03 and gains[NOMINAL_GRADIENT_BYTES] > 0.1
+    assert sharding["verdict"] == "depends on size"
+    assert "give --params" in sharding["caveat"] and "-6.5% at 10 MB" in sharding["caveat"]
+    assert by_key[1]["sharding"]["verdict"] == "loses"  # the model's own size: it loses
+    # ranked after the remedies, never first
+    verdicts = [r["verdict"] for r in nominal["remedies"]]
+    assert verdicts.index("depends on size") > max(i for i, v in enumerate(verdicts)
+                                                   if v == "remedy")
+    assert nominal["first_remedy"]["key"] == "accumulation" == first["key"]
+    # a remedy that helps at every size keeps its gain; its band holds every size's
+    assert batch["verdict"] == "remedy"
+    assert batch["gain_low"] <= min(g for _, g in batch["gain_by_gradient_bytes"])
+    assert batch["gain_high"] >= max(g for _, g in batch["gain_by_gradient_bytes"])
+    assert batch["gain_low"] <= by_key[1]["bigger_batch"]["gain"]  # the +42.1 % of --params
+    assert "+42.1% at 10 MB to +76.0% at 100 GB" in batch["caveat"]
+    assert nominal["details"]["gradient_sizes"] == {"kept_bytes": list(GRADIENT_BYTES_TRIED),
+                                                    "ruled_out_bytes": []}
+    assert given["details"]["gradient_sizes"] is None
+    assert all(r["gain_by_gradient_bytes"] is None for r in given["remedies"])
     (note,) = [n for n in nominal["notes"] if n.startswith("no --params")]
     assert f"nominal gradient of {NOMINAL_GRADIENT_BYTES / 1e9:g} GB" in note
-    assert "remedies' gains and the extrapolation rest on" in note
+    assert "each gradient size from 1 MB to 100 GB the runs allow" in note
     assert not any(n.startswith("no --params") for n in given["notes"])
-    # what the note warns of: the same runs price remedies otherwise at the model's own size
-    gains = [{r["key"]: r["gain"] for r in rep["remedies"]} for rep in (nominal, given)]
-    assert abs(gains[0]["bigger_batch"] - gains[1]["bigger_batch"]) > 0.1, gains
-    assert gains[0]["sharding"] > 0 > gains[1]["sharding"], gains
+
+
+def test_the_text_lists_it_under_its_own_heading_without_a_figure(tmp_path, capsys):
+    path = tmp_path / "runs.csv"
+    path.write_text(RUNS)
+    text = _report(capsys, path, json_out=False)
+    head = text.index("Depends on the model's size (model, applied alone):")
+    line = text[head:].splitlines()[1]
+    assert line.split()[0] == "depends" and "Shard optimizer state" in line
+    assert "%" not in line.split("Shard")[0]  # no gain, no band before the title
+    assert text.index("Other remedies") < head < text.index("Not applicable")
+
+
+def test_sizes_the_runs_rule_out_are_left_out_and_named():
+    """Fixed global batch on a PCIe server (BERT-large): a 1 or 10 MB gradient cannot follow
+    the runs (rms residual 2.5 % against 0.06 %), so the remedies are judged from 100 MB."""
+    report = diagnose_runs(parse_runs_text(cases.to_csv(cases.comm_growth()), "runs.csv"))
+    sizes = report.details["gradient_sizes"]
+    assert sizes["ruled_out_bytes"] == [1e6, 1e7] and sizes["kept_bytes"][0] == 1e8
+    assert any("(1 MB, 10 MB they rule out)" in n for n in report.notes)
+    assert all(r.gain_by_gradient_bytes is None or [b for b, _ in r.gain_by_gradient_bytes]
+               == sizes["kept_bytes"] for r in report.remedies)
+
+
+def test_a_first_remedy_another_would_replace_at_some_size_is_cautioned():
+    """BERT-large over 100 Gb/s (the inter-server case): a faster network +256 % at 1 GB, +66 %
+    at 10 GB, where accumulating (+119 %) would come first; its caution says so."""
+    report = diagnose_runs(parse_runs_text(cases.to_csv(cases.inter_server()), "runs.csv"))
+    first = report.first_remedy
+    assert first.key == "interconnect" and first.verdict == "remedy"
+    assert ("at a gradient of 10 GB, which these runs allow too, the first remedy would be "
+            "Accumulate gradients") in first.caveat
+    assert first.gain_low <= min(g for _, g in first.gain_by_gradient_bytes)
