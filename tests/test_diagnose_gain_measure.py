@@ -25,7 +25,6 @@ from scalesim.runs import parse_runs_text
 from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Profile, Scenario
 
-
 # the case's own model (ResNet-50, 2 bytes a gradient). Session 44: without it the smaller batch
 # helps at small gradient sizes and loses at 10 GB ("depends on size", runs_gradient_size)
 RESNET50 = {"params": 25557032.0, "wire_bytes_per_param": 2.0}
@@ -182,7 +181,6 @@ def test_extrapolation_says_one_server_and_one_device_and_keeps_its_columns(tmp_
 
 def test_the_diagnose_page_and_html_report_show_the_figure_the_text_shows():
     import pandas as pd
-
     from scalesim.app.diagnose_page import BAND_HIGH, BAND_LOW
     from scalesim.app.report import diagnosis_html, gain_column
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from trace_events import comm, op, summaries
 
 from scalesim.trace_diagnosis import diagnose_traces

@@ -19,10 +19,10 @@ from streamlit.testing.v1 import AppTest
 from scalesim.cli.main import main
 from scalesim.diagnosis import model_remedies
 from scalesim.diagnosis_text import render_text
+from scalesim.fit_runs import NOMINAL_GRADIENT_BYTES
 from scalesim.layout import SPLIT_HEADER, split_short, split_words
 from scalesim.presets import get_hardware
 from scalesim.profiles import default_profile, load_workload, profile_from_presets
-from scalesim.fit_runs import NOMINAL_GRADIENT_BYTES
 from scalesim.remedies import (
     DIAGNOSIS_VERDICTS,
     SIZE_DEPENDENT,
