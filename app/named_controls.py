@@ -14,7 +14,7 @@ from typing import Any
 
 from scalesim.bounds import KNOBS, LAYOUT_KNOBS
 from scalesim.device_nouns import Nouns
-from scalesim.errors import knobs_of
+from scalesim.errors import controls_named_of, knobs_of
 
 from .control_labels import in_words
 from .state import FIELD_LABELS, AppState
@@ -41,13 +41,14 @@ def controls_to_change(error: BaseException, state: AppState, words: Nouns) -> s
     above it was predicted): the labels of the controls ``error``'s knobs name, at their default
     or not, in the order named (the device counts by the control the sidebar shows for them: its
     list, else the largest count); '' for an error that names none. The knobs say which controls;
-    a label the line already shows (goal's refusals in the app's words, ``GoalControls``) is not
-    said twice."""
+    those the line names itself in the app's words (``ScalesimError.controls_named``: goal's
+    refusals through ``GoalControls``, a count refusal through the app's namer) are not said
+    twice. The message's text is not read."""
     shown = {"dlist": "dlist" if state.grid == "list" else "dmax"}
-    keys = dict.fromkeys(shown.get(k, k) for k in (CONTROL_OF_KNOB.get(n) for n in knobs_of(error))
-                         if k is not None)
-    labels = [label for label in (in_words(FIELD_LABELS.get(k, k), words) for k in keys)
-              if label not in str(error)]
+    said = set(controls_named_of(error))
+    keys = dict.fromkeys(shown.get(k, k) for k in (CONTROL_OF_KNOB.get(n) for n in knobs_of(error)
+                                                   if n not in said) if k is not None)
+    labels = [in_words(FIELD_LABELS.get(k, k), words) for k in keys]
     if not labels:
         return ""
     return f" {'Control' if len(labels) == 1 else 'Controls'} to change: {', '.join(labels)}."

@@ -41,6 +41,13 @@ def flag_of(field: str) -> str:
     return (KNOB_BY_FIELD.get(field) or LAYOUT_KNOB_BY_FIELD[field]).flag
 
 
+def callers_words(named: Callable[[str], str] | None, *fields: str) -> tuple[str, ...]:
+    """``fields``, the knobs a line names through ``named``, where ``named`` is its caller's own
+    namer (the app's control labels); () where it is the CLI's flags (None, ``flag_of``): a
+    refusal's ``ScalesimError.controls_named``."""
+    return () if named is None or named is flag_of else fields
+
+
 def left_out_note(why: str, left, devices: str, fix: str, instead: str, which: str = "") -> str:
     """'<why>: the rows on 24 and 40 devices are left out; <fix> runs every count, or
     <instead>': the one sentence of every rule (``fix`` '' where no value runs every count;

@@ -7,14 +7,17 @@ from contextlib import contextmanager
 
 class Refusal(str):
     """One line refusing a value (a layout rule's, a check's) with the knobs it is about
-    (``knobs``, as ``ScalesimError``'s): a plain str to every reader (joined, compared, printed),
-    and ``ScalesimError(refusal)`` carries its knobs."""
+    (``knobs``, as ``ScalesimError``'s) and those whose controls it names in its caller's words
+    (``controls_named``, as ``ScalesimError``'s): a plain str to every reader (joined, compared,
+    printed), and ``ScalesimError(refusal)`` carries both."""
 
     knobs: tuple[str, ...] = ()
+    controls_named: tuple[str, ...] = ()
 
-    def __new__(cls, text: str, knobs=()):
+    def __new__(cls, text: str, knobs=(), controls_named=()):
         self = super().__new__(cls, text)
         self.knobs = tuple(knobs)
+        self.controls_named = tuple(controls_named)
         return self
 
 
@@ -25,6 +28,13 @@ def knobs_of(value) -> tuple[str, ...]:
     return tuple(knobs) if isinstance(knobs, tuple) else ()
 
 
+def controls_named_of(value) -> tuple[str, ...]:
+    """The knobs whose controls ``value`` (a ``Refusal``, a ``ScalesimError``) names in its
+    caller's words (``ScalesimError.controls_named``); () for anything else."""
+    named = getattr(value, "controls_named", ())
+    return tuple(named) if isinstance(named, tuple) else ()
+
+
 class ScalesimError(ValueError):
     """Bad input: a wrong value, an unknown preset, a malformed or foreign file.
 
@@ -32,22 +42,31 @@ class ScalesimError(ValueError):
     controls it refuses the values of, the ones its fix asks to change, as the knob table's
     fields (``bounds.KNOBS``, ``bounds.LAYOUT_KNOBS``; a preset link's ``nics_per_node`` and
     ``gbit_per_nic`` by their quantity's name); () where it names none; given, or the message's
-    own where it is a ``Refusal``. Not part of the message: ``str`` and ``args`` are the line
-    alone (a plain str), and a pickled error keeps its knobs.
+    own where it is a ``Refusal``. ``controls_named``: those of its knobs whose controls the
+    line names itself in the words its caller passed (a ``goal.GoalControls``, a ``named``
+    function: the app's control labels), set where the line is built from them; () where it
+    names them as the CLI's flags or as fields, so that a caller naming the controls after the
+    line (the app's ``named_controls.controls_to_change``) says only the others, without
+    reading the text. Not part of the message: ``str`` and ``args`` are the line alone (a plain
+    str), and a pickled error keeps its knobs and controls named.
     """
 
     knobs: tuple[str, ...] = ()
+    controls_named: tuple[str, ...] = ()
 
-    def __init__(self, *args, knobs=()):
+    def __init__(self, *args, knobs=(), controls_named=()):
         knobs = tuple(knobs) or (knobs_of(args[0]) if args else ())
+        named = tuple(controls_named) or (controls_named_of(args[0]) if args else ())
         super().__init__(*(str(a) if isinstance(a, Refusal) else a for a in args))
         if knobs:  # only then in the instance: an error without knobs pickles as before
             self.knobs = knobs
+        if named:
+            self.controls_named = named
 
     def reworded(self, message: str) -> ScalesimError:
-        """This error's knobs on another line (``message``: this one with a prefix or what the
-        caller adds), for a caller that says where the refusal came from."""
-        return ScalesimError(message, knobs=self.knobs)
+        """This error's knobs and controls named on another line (``message``: this one with a
+        prefix or what the caller adds), for a caller that says where the refusal came from."""
+        return ScalesimError(message, knobs=self.knobs, controls_named=self.controls_named)
 
 
 def require_model(value, model: type, name: str):

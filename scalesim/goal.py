@@ -466,6 +466,12 @@ class GoalControls:
     # where a workload with a transformer shape is found
     transformers: str = "give a transformer workload (scalesim presets)"
 
+    def named(self, *fields: str) -> tuple[str, ...]:
+        """``fields``, the knobs a refusal names through these controls, where they are the
+        caller's own (the app's labels); () for the CLI's flags (``CLI_CONTROLS``): the
+        refusal's ``ScalesimError.controls_named``."""
+        return () if self is CLI_CONTROLS else fields
+
     def split(self, *fields: str, sep: str = ", ") -> str:
         """'--tp, --pp' (the CLI), 'Tensor parallel, Pipeline stages in the sidebar's Layout'
         (the app)."""
@@ -535,7 +541,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                             knobs=("price_per_device_hour",))
     mode = layout or default_layout(profile, base)
     check_layout_mode(profile, mode, controls.transformers,
-                      controls.layout.format(mode="search"))
+                      controls.layout.format(mode="search"), controls.named("goal_layout"))
     g, unit = job_unit(profile.hardware, base)
     b0 = base.micro_batch or profile.workload.micro_batch
     k0 = base.accumulation
@@ -600,7 +606,9 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             f"{', 2 x cp the sequence' if split.cp > 1 else ''}); change "
             + controls.split("tp", "pp", *(["cp"] if split.cp > 1 else []), sep="/")
             + (f" or {controls.max_devices}" if controls.max_devices else ""),
-            knobs=("tp", "pp", *(("cp",) if split.cp > 1 else ()), "max_devices"))
+            knobs=("tp", "pp", *(("cp",) if split.cp > 1 else ()), "max_devices"),
+            controls_named=controls.named("tp", "pp", *(("cp",) if split.cp > 1 else ()),
+                                          *(("max_devices",) if controls.max_devices else ())))
     c, on, time_s, cost = _pooled(graded)
     costed = np.isin(on, [i for i, n in enumerate(nets) if n is None or n.priced])
     if mode == "search":  # the layouts near the answer re-searched at the batches goal tries

@@ -54,10 +54,12 @@ def default_layout(profile: Profile, base: Scenario) -> str:
 
 def check_layout_mode(profile: Profile, mode: str,
                       transformers: str = "give a transformer workload (scalesim presets)",
-                      search: str = "--layout search") -> None:
+                      search: str = "--layout search", controls_named=()) -> None:
     """A mode of ``LAYOUT_MODES`` that the workload can run; else one line saying what to do,
     naming where a transformer workload is found (``transformers``) and the choice of search
-    (``search``) as the caller asks them (``goal.GoalControls``: the CLI's, the app's)."""
+    (``search``) as the caller asks them (``goal.GoalControls``: the CLI's, the app's;
+    ``controls_named``: ('goal_layout',) where ``search`` is in the caller's own words,
+    ``ScalesimError.controls_named``)."""
     if mode not in LAYOUT_MODES:
         raise ScalesimError(f"layout {mode!r}: choose {' or '.join(LAYOUT_MODES)}",
                             knobs=("goal_layout",))
@@ -65,7 +67,7 @@ def check_layout_mode(profile: Profile, mode: str,
         raise ScalesimError(
             f"layout search: workload '{profile.workload.name}' has no transformer shape, so "
             f"there are no layouts to search (it runs data parallel); {transformers} or drop "
-            f"{search}", knobs=("goal_layout",))
+            f"{search}", knobs=("goal_layout",), controls_named=controls_named)
 
 
 def reference_batch_at(reference: int, devices_per_node: int, devices: int) -> int:

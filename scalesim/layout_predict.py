@@ -43,7 +43,7 @@ from scalesim.counts_left_out import (
     split_left_out,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError, knobs_of
+from scalesim.errors import ScalesimError, controls_named_of, knobs_of
 from scalesim.figures import MIB_BYTES, count_list, either
 from scalesim.layout import (
     SCHEDULES,
@@ -756,8 +756,10 @@ def count_refusal(profile: Profile, scenario: Scenario, outs: dict[str, LeftOut]
     also = "".join(f"; at {count_list(outs[r].counts)} "
                    f"{nouns.device if list(outs[r].counts) == [1] else nouns.devices}, "
                    f"{outs[r].why}" for r in rest)
+    # the other rules' reasons name no control: the first's line alone may, in the caller's words
     return ScalesimError(f"{refused}{also}", knobs=dict.fromkeys(
-        (*knobs_of(refused), *(k for r in rest for k in outs[r].knobs))))
+        (*knobs_of(refused), *(k for r in rest for k in outs[r].knobs))),
+        controls_named=controls_named_of(refused))
 
 
 def runnable_counts(profile: Profile, scenario: Scenario) -> tuple[Scenario, list[str]]:

@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from scalesim.bounds import KNOB_BY_FIELD, check_values
+from scalesim.counts_left_out import callers_words
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import Refusal, ScalesimError, knobs_of, require_model
 from scalesim.figures import MIB_BYTES, count_list, either, link_GBps, sig3
@@ -230,7 +231,7 @@ def too_big_micro_batch(global_batch: int, micro_batch: str, over: str,
                    f"{micro_batch} samples, past the largest of the bounds table "
                    f"({micro_batch_max():,}); raise {flag['devices']} or {flag['accumulation']} (at "
                    f"most {accumulation_max():,}), or lower {flag['global_batch']}",
-                   ("global_batch", "accumulation", "devices"))
+                   ("global_batch", "accumulation", "devices"), callers_words(named, *flag))
 
 
 def nearest_splitting_batches(global_batch: int, replicas, accumulation: int) -> list[int]:

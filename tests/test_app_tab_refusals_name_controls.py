@@ -9,10 +9,15 @@ from __future__ import annotations
 import pytest
 from app_harness import open_app
 from scalesim.app.named_controls import controls_to_change
-from scalesim.app.state import AppState
+from scalesim.app.plan import _control_namer, build_scenario
+from scalesim.app.planner_page import goal_controls
+from scalesim.app.state import AppState, default_state, preset_profile
 
 from scalesim.device_nouns import GPU_NOUNS
 from scalesim.errors import ScalesimError
+from scalesim.goal import CLI_CONTROLS, seek
+from scalesim.layout_predict import counts_that_run
+from scalesim.schemas import Scenario
 
 GOAL = {"v": "18", "hw": "dgx-h100", "wl": "llama3-8b", "dl": "720", "bud": "1000000",
         "tab": "goal"}
@@ -20,8 +25,9 @@ GOAL = {"v": "18", "hw": "dgx-h100", "wl": "llama3-8b", "dl": "720", "bud": "100
 CASES = {
     "goal without a training length": (
         {**GOAL, "price": "3"}, "Goal seeking needs more:", "needs a training length",
-        # E_min: the line says it already (a label the line shows is not said twice)
-        " Controls to change: Samples in the training run, Critical batch size."),
+        # E_min too: the line says 'E_min' as the field's name, not as the app's control
+        # (before, text matching on the label left it out; its controls_named are none)
+        " Controls to change: Samples in the training run, E\\_min, Critical batch size."),
     "goal without a price (the H200 lists none)": (
         {**GOAL, "hw": "dgx-h200", "train": "1000000000"}, "Goal seeking needs more:",
         "needs a price per device-hour", " Control to change: Price per device-hour."),
@@ -56,3 +62,76 @@ def test_the_devices_knob_names_the_control_the_sidebar_shows():
     assert controls_to_change(ScalesimError("refused"), AppState(), GPU_NOUNS) == ""
     assert controls_to_change(ScalesimError("refused", knobs=("first_bucket_mib",)), AppState(),
                               GPU_NOUNS) == ""  # a knob the planner has no control for
+
+
+def test_a_refusal_in_flag_or_field_words_that_holds_a_labels_text_still_names_its_controls():
+    """Whether the line names the controls itself is the error's own field
+    (``ScalesimError.controls_named``), set where its words came from the app's namer; the text
+    is not read. Before, a line holding a label's text ('Global batch', 'E_min') lost it."""
+    exc = ScalesimError("global batch 3 is odd (Global batch in the app); lower --global-batch",
+                        knobs=("global_batch",))
+    assert controls_to_change(exc, AppState(), GPU_NOUNS) == " Control to change: Global batch."
+    state = default_state().model_copy(update={"wl": "llama3-8b", "cbs": 1024})
+    profile = preset_profile(state)
+    scenario, _ = build_scenario(state, profile)
+    with pytest.raises(ScalesimError) as refused:  # E_min as the field's name, in the line
+        seek(profile, scenario, 3600.0, 1e6)
+    assert "E_min" in str(refused.value) and refused.value.controls_named == ()
+    assert controls_to_change(refused.value, state, GPU_NOUNS) == (
+        " Controls to change: Samples in the training run, E_min, Critical batch size.")
+
+
+def _what_if(update: dict):
+    state = default_state().model_copy(update=update)
+    profile = preset_profile(state)
+    return state, profile, build_scenario(state, profile)[0]
+
+
+def test_goals_split_refusal_names_no_control_twice_in_the_apps_words_and_all_in_flags():
+    state, profile, scenario = _what_if({
+        "hw": "dgx-h100", "wl": "llama3-8b", "tp": 8, "pp": 4, "dmax": 64, "train": 10**9,
+        "price": 3.0})
+    scenario = scenario.model_copy(update={"devices": [32]})
+    lines = {}
+    for name, controls in (("app", goal_controls(GPU_NOUNS)), ("cli", CLI_CONTROLS)):
+        with pytest.raises(ScalesimError) as refused:
+            seek(profile, scenario, 720 * 3600.0, 1e6, max_devices=16, controls=controls)
+        lines[name] = refused.value
+    assert lines["app"].controls_named == ("tp", "pp", "max_devices")
+    assert "Tensor parallel" in str(lines["app"]) and "--tp" in str(lines["cli"])
+    assert controls_to_change(lines["app"], state, GPU_NOUNS) == ""
+    assert lines["cli"].controls_named == ()  # flag words: the app's labels said after it
+    assert controls_to_change(lines["cli"], state, GPU_NOUNS).startswith(
+        " Controls to change: Tensor parallel, Pipeline stages, ")
+
+
+@pytest.mark.parametrize("update, named, suffix", [
+    # the micro-batch's fix names its three controls through the app's namer: none said again
+    ({"grid": "list", "dlist": "1,2", "mode": "strong", "gb": 2**26},
+     ("devices", "accumulation", "global_batch"), ""),
+    # the split's line names no control (split_devices): every one said after it
+    ({"wl": "llama3-8b", "tp": 3, "grid": "list", "dlist": "1,2,4,8,16"}, (),
+     " Controls to change: Device list, Tensor parallel, Pipeline stages."),
+])
+def test_a_count_refusal_marks_the_controls_its_namer_wrote(update, named, suffix):
+    state = default_state().model_copy(update=update)
+    profile = preset_profile(state)
+    with pytest.raises(ScalesimError) as refused:
+        build_scenario(state, profile)
+    assert refused.value.controls_named == named
+    assert controls_to_change(refused.value, state, GPU_NOUNS) == suffix
+
+
+def test_a_count_refusal_in_the_clis_flags_marks_no_control():
+    state = default_state()
+    profile = preset_profile(state)
+    scenario = Scenario(devices=[1, 2], global_batch=2**26)
+    with pytest.raises(ScalesimError) as in_flags:
+        counts_that_run(profile, scenario)
+    with pytest.raises(ScalesimError) as in_labels:
+        counts_that_run(profile, scenario, named=_control_namer(state, GPU_NOUNS))
+    assert "--global-batch" in str(in_flags.value) and in_flags.value.controls_named == ()
+    assert "Global batch" in str(in_labels.value)
+    assert in_labels.value.controls_named == ("devices", "accumulation", "global_batch")
+    assert controls_to_change(in_flags.value, state, GPU_NOUNS) == (
+        " Controls to change: Global batch, Gradient accumulation, Largest device count.")

@@ -91,3 +91,16 @@ def test_every_knob_a_refusal_names_is_in_the_knob_table():
              for line, name in _knob_literals(ast.parse(text))]
     assert len(found) >= 30, found  # the checks of layout, predict, the app and the validators
     assert [x for x in found if x[2] not in REFUSABLE] == []
+
+
+def test_the_controls_a_line_names_travel_with_its_refusal_rewording_and_pickle():
+    """Session 44: ``controls_named`` says which knobs' controls the line names in its caller's
+    words (the app's ``controls_to_change`` then names only the others, without reading the
+    text); a Refusal gives it to its error, ``reworded`` and pickling keep it."""
+    rule = Refusal("raise Largest device count", ("devices", "global_batch"), ("devices",))
+    exc = ScalesimError(rule)
+    assert (exc.knobs, exc.controls_named) == (("devices", "global_batch"), ("devices",))
+    back = pickle.loads(pickle.dumps(exc.reworded("plan: " + str(exc))))
+    assert (str(back), back.knobs, back.controls_named) == (
+        "plan: raise Largest device count", ("devices", "global_batch"), ("devices",))
+    assert ScalesimError("x", knobs=("tp",)).controls_named == ()
