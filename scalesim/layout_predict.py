@@ -682,6 +682,45 @@ def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = 
     ``skip``: rules whose setting a sweep varies; ``which``: the shard group's rows where
     others run at its counts ('ZeRO '); ``named``: a knob's name in a fix (the CLI flag; the
     app's control label)."""
+    judged = _judged_counts(profile, scenario, skip, which, named, refuse)
+    if judged.last is None:
+        return judged.counts, judged.notes
+    if judged.last in refuse:
+        raise count_refusal(profile, scenario, judged.outs, judged.on_layouts, named)
+    return list(scenario.devices), []
+
+
+def every_count_runs(profile: Profile, scenario: Scenario) -> None:
+    """``predict.predict``'s refusal, as a library, of a list with any device count that
+    cannot run: where a rule of ``COUNT_RULES`` leaves out a count (the rules, their order and
+    the line are ``counts_that_run``'s: whole servers, then a tp past a server, then the first
+    rule's check naming every count it leaves out and each other count with its rule's reason,
+    ``count_refusal``), so predict's line is the one predict's CLI, sweep and the app give for
+    the same what-if where no count runs."""
+    judged = _judged_counts(profile, scenario)
+    if judged.outs:
+        raise count_refusal(profile, scenario, judged.outs, judged.on_layouts)
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """One pass of ``COUNT_RULES`` over a list (``_judged_counts``): the counts every rule
+    keeps, the notes of those left out, each rule's ``LeftOut`` that leaves some out (in order),
+    the rule that left the last count out (None where some run) and whether the counts run on
+    the layout path."""
+
+    counts: list[int]
+    notes: list[str]
+    outs: dict[str, LeftOut]
+    last: str | None
+    on_layouts: bool
+
+
+def _judged_counts(profile: Profile, scenario: Scenario, skip=(), which: str = "",
+                   named=flag_of, refuse=COUNT_RULES) -> _Judged:
+    """``COUNT_RULES`` over the scenario's counts, each judging those the one before kept, up
+    to the rule that leaves none (``counts_that_run``'s arguments); whole servers and a tp past
+    a server (where ``refuse`` holds the split and ``skip`` does not) refused first."""
     from scalesim.layout import tp_above_server
     from scalesim.predict import job_unit, layout
 
@@ -714,12 +753,10 @@ def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = 
         if out.counts:
             outs[name] = out
         if len(out.counts) == len(counts):
-            if name in refuse:
-                raise count_refusal(profile, scenario, outs, on_layouts, named)
-            return list(scenario.devices), []
+            return _Judged([], notes, outs, name, on_layouts)
         counts = [p for p in counts if p not in out.counts]
         notes += [out.note] if out.note else []
-    return counts, notes
+    return _Judged(counts, notes, outs, None, on_layouts)
 
 
 def count_refusal(profile: Profile, scenario: Scenario, outs: dict[str, LeftOut],

@@ -607,13 +607,22 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
     A workload with a transformer shape predicts through ``evaluate_layouts`` with the
     scenario's layout (``scalesim.layout_predict``); a parameter count, through the
     data-parallel step model. A measured profile of a parameter count is split, where the
-    scenario asks it, as the transformer its curve timed (``layout_predict.split_profile``)."""
-    from scalesim.layout_predict import layout_of, split_profile, splittable_shape, uses_layouts
+    scenario asks it, as the transformer its curve timed (``layout_predict.split_profile``).
+    A list with any count that cannot run is refused in the line the CLI, sweep and the app
+    give where none runs (``layout_predict.every_count_runs``, ``counts_that_run``'s rules)."""
+    from scalesim.layout_predict import (
+        every_count_runs,
+        layout_of,
+        split_profile,
+        splittable_shape,
+        uses_layouts,
+    )
     from scalesim.pipeline_stages import stage_fields
 
     scenario = Scenario() if scenario is None else scenario
     profile = require_model(profile, Profile, "profile")
     scenario = require_model(scenario, Scenario, "scenario")
+    every_count_runs(profile, scenario)
     profile = split_profile(profile, scenario)
     split = None
     shard = layout_of(scenario).shard_group
