@@ -132,6 +132,10 @@ class RunsExchange:
     wire_bytes_per_param: float = 1.0
     blocks: int = 0
     shard_group: int = 0
+    # bytes per parameter of the gradients' reduction where stated: the nominal gradient's (1,
+    # the wire's: no fp32 main grads added to bytes counted as parameters, docs/model.md §4);
+    # None: the framework's default (memory.reduce_bytes_per_param_of)
+    reduce_bytes_per_param: float | None = None
 
     def __post_init__(self):
         from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, grad_sync_refused
@@ -162,6 +166,8 @@ class RunsExchange:
         return {"strategy": STRATEGIES[self.strategy], "framework": FRAMEWORKS[self.zero_framework],
                 "grad_sync": GRAD_SYNCS[self.grad_sync], "blocks": self.blocks,
                 "wire_bytes_per_param": self.wire_bytes_per_param,
+                "reduce_bytes_per_param": (np.nan if self.reduce_bytes_per_param is None
+                                           else self.reduce_bytes_per_param),
                 "shard_group": self.shard_group}
 
     @property
@@ -562,7 +568,8 @@ def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: f
     check_number("wire_bytes_per_param", wire_bytes_per_param, "wire_bytes_per_param")
     gradient_bytes = params * wire_bytes_per_param if params else nominal_gradient_bytes
     exchange = replace(require_model(exchange, RunsExchange, "exchange"),
-                       wire_bytes_per_param=wire_bytes_per_param if params else 1.0)
+                       wire_bytes_per_param=wire_bytes_per_param if params else 1.0,
+                       reduce_bytes_per_param=None if params else 1.0)
     init, bounds, free, notes, rank_times = _setup(runs)
     if without is not None:
         name, end = PART_PARAMETER[without]
@@ -1194,6 +1201,9 @@ def fitted_profile(
             else fit.gradient_bytes
         )
     shape = {"params": fit.gradient_bytes / wire, "wire_bytes_per_param": wire}
+    if wire != fit.exchange.wire_bytes_per_param or not fit.params_known:
+        # bytes counted as parameters (nominal): reduced as gathered, no fp32 main grads (§4)
+        shape["reduce_bytes_per_param"] = wire
     if model is not None:  # the shape's parameters, each sending the runs' bytes per gradient
         shape = {
             "params": model.params,

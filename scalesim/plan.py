@@ -282,6 +282,7 @@ class Setting:
     grad_bytes_per_param: float = 2.0
     optimizer_bytes_per_param: float = 12.0
     wire_bytes_per_param: float = 2.0
+    reduce_bytes_per_param: float = np.nan  # stated reduce bytes (Workload's; NaN: the framework's)
     framework: int = FSDP  # ZeRO over dp: PyTorch-native (FSDP; Megatron-Core's distributed
     # optimizer for ZeRO-1) or DeepSpeed (``sharding.FRAMEWORKS`` codes, Scenario.zero_framework)
     grad_sync: int = EVERY_MICRO_STEP  # when ZeRO-2/3 reduce under accumulation
@@ -512,6 +513,7 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         grad_bytes_per_param=setting.grad_bytes_per_param,
         optimizer_bytes_per_param=setting.optimizer_bytes_per_param,
         wire_bytes_per_param=setting.wire_bytes_per_param,
+        reduce_bytes_per_param=setting.reduce_bytes_per_param,
         optimizer_step_s=(np.nan if setting.optimizer_step_of is None else setting.optimizer_step_of(busy)),
         comm_contention=hw.comm_compute_contention,
         device_cv=hw.device_speed_cv,

@@ -396,6 +396,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         param_bytes_per_param=wl.param_bytes_per_param,
         grad_bytes_per_param=wl.grad_bytes_per_param,
         optimizer_bytes_per_param=wl.optimizer_bytes_per_param,
+        reduce_bytes_per_param=wl.stated_reduce_bytes(),
         activation_bytes_per_sample=wl.activation_bytes_per_sample,
         device_memory_bytes=hw.device_memory_bytes,
         memory_margin=scenario.memory_margin,

@@ -587,6 +587,10 @@ class Workload(_Strict):
     )
     param_bytes_per_param: float = bounded("bytes_per_param", 2.0, "weights in memory")
     grad_bytes_per_param: float = bounded("bytes_per_param", 2.0, "gradients in memory")
+    reduce_bytes_per_param: float | None = bounded(
+        "wire_bytes_per_param", None,
+        "bytes per gradient element of the data-parallel reduction where stated; None: the "
+        "framework's (Megatron-Core's ZeRO-1 reduces its fp32 main grads, docs/model.md §4)")
     optimizer_bytes_per_param: float = bounded(
         "bytes_per_param", 12.0, description="optimizer state (mixed-precision Adam: 12, ZeRO paper K)"
     )
@@ -648,6 +652,11 @@ class Workload(_Strict):
                     f"{100 * PARAMS_TOLERANCE:g}%); fix params or the shape"
                 )
         return self
+
+    def stated_reduce_bytes(self) -> float:
+        """``reduce_bytes_per_param`` where stated, else NaN (the model's inputs: the framework's
+        default, ``memory.reduce_bytes_per_param_of``)."""
+        return float("nan") if self.reduce_bytes_per_param is None else self.reduce_bytes_per_param
 
 
 class ComputePoint(_Strict):

@@ -879,9 +879,10 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     (``ComputeCurve.per_step_s``, never sharded), the rest in each micro-step."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
+    from scalesim.model.memory import reduce_bytes_per_param_of
     from scalesim.model.shard_groups import shard_sizes
     from scalesim.model.stragglers import expected_max_normal
-    from scalesim.model.zero_exchange import sent_per_byte
+    from scalesim.model.zero_exchange import reduce_wire_ratio, sent_per_byte
     from scalesim.schemas import (
         ComputeCurve,
         Hardware,
@@ -913,8 +914,16 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     # shard group of s ranks (all n of them but under hybrid sharding) and the r = n / s replicas
     shard, replicas = (int(n) for n in shard_sizes(exchange.shard_group, codes["strategy"],
                                                     world))
+    # bytes in units of the traced exchange's: its gradients reduced as they were gathered (the
+    # traces say nothing of dtypes, so no fp32 main grads are added: docs/model.md §4)
+    workload = Workload(name="traced", params=grad_bytes, wire_bytes_per_param=1.0,
+                        reduce_bytes_per_param=1.0, micro_batch=1)
+    # the reductions' bytes as the model sends them (memory.reduce_bytes_per_param_of)
+    reduce_ratio = reduce_wire_ratio(workload.wire_bytes_per_param, reduce_bytes_per_param_of(
+        codes["strategy"], codes["framework"], workload.wire_bytes_per_param,
+        workload.grad_bytes_per_param, workload.stated_reduce_bytes()))
     per_byte = float(sent_per_byte(codes["strategy"], codes["framework"], k, codes["grad_sync"],
-                                   shard, replicas))
+                                   shard, replicas, reduce_ratio))
     busbw = clip("busbw_GBps", per_byte * grad_bytes / transfer / coll.GB)
     link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source=TRACE_SOURCE)
     hw = Hardware(name="traced job", device_name=traced_device_name(summaries),
@@ -948,7 +957,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
         slow_factor = 1.0 + cr["straggler_wait_s"] / (k * micro)
     profile = Profile(
         name="traced job", hardware=hw,
-        workload=Workload(name="traced", params=grad_bytes, wire_bytes_per_param=1.0, micro_batch=1),
+        workload=workload,
         compute=ComputeCurve(overhead_s=idle - per_sample_extra_s,
                              per_sample_s=compute + per_sample_extra_s + loading,
                              # paid once a step whole (a pipeline's fill and drain, the

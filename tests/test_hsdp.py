@@ -149,7 +149,15 @@ def test_the_planner_ranks_hsdp_first_on_a_slow_network():
     for row in hybrid:
         twin = _twin(rows, row)
         assert twin.shard_group == row.dp * row.cp
-        assert row.step_time_s < twin.step_time_s and row.rank < twin.rank
+        assert (row.step_time_s < twin.step_time_s) == (row.rank < twin.rank)
+        if row.zero >= 2 or row.tp == 1:
+            assert row.step_time_s < twin.step_time_s
+    # Megatron-Core's ZeRO-1 reduces its fp32 main grads (session 44): hybrid at tp 2 (4 ranks a
+    # server) all-reduces 4 fp32 shards across servers through the one NIC in backward, where
+    # full sharding's fp32 reduce-scatter is 7/8 of one and its bf16 gather waits for the next
+    # forward; the full-sharding twin is then faster, and the planner ranks it above
+    z1 = next(r for r in hybrid if r.zero == 1 and r.tp == 2)
+    assert _twin(rows, z1).step_time_s < z1.step_time_s
 
 
 @pytest.mark.parametrize(("group", "tp", "groups"), [

@@ -17,6 +17,7 @@ from scalesim.model.memory import (
     ZERO2,
     ZERO3,
     held_grad_bytes_per_param,
+    reduce_bytes_per_param_of,
 )
 from scalesim.model.sharding import DEEPSPEED, FSDP
 from scalesim.model.step import StepInputs, evaluate
@@ -68,9 +69,62 @@ def test_the_layout_path_holds_the_same_buffer():
         pytest.approx(2 * psi, rel=1e-12))
     assert float(evaluate_layouts(x.replace(framework=DEEPSPEED)).grads_bytes) == (
         pytest.approx(2 * psi, rel=1e-12))
-    # the step time does not read the buffer: the exchange and optimizer are as before
-    assert float(r.step_time_s) == float(
+    # the exchange and the optimizer read the same buffer (session 44): the step is slower
+    # than with bf16 main grads stated, and the layout path's exchange sends their bytes
+    assert float(r.step_time_s) > float(
         evaluate_layouts(x.replace(reduce_bytes_per_param=2.0)).step_time_s)
+
+
+def test_one_rule_for_held_reduced_and_read_bytes():
+    # memory, wire and optimizer follow one function (memory.py): where Megatron-Core holds
+    # 4-byte main grads the reduction is 4 bytes on the wire; elsewhere the stated or the wire's
+    strategies = np.array([DDP, ZERO1, ZERO2, ZERO3])
+    held = held_grad_bytes_per_param(strategies, FSDP, 2.0)
+    wire = reduce_bytes_per_param_of(strategies, FSDP, 2.0, 2.0)
+    assert held.tolist() == [2.0, 4.0, 2.0, 2.0]
+    assert wire.tolist() == [2.0, 4.0, 2.0, 2.0]
+    assert reduce_bytes_per_param_of(ZERO2, FSDP, 2.0, 2.0, 4.0) == 4.0  # FSDP reduce_dtype
+    assert reduce_bytes_per_param_of(ZERO1, DEEPSPEED, 2.0, 2.0) == 2.0
+    for stated in (2.0, 4.0):  # a stated reduce dtype is the buffer's and the wire's
+        assert (held_grad_bytes_per_param(ZERO1, FSDP, 2.0, stated)
+                == reduce_bytes_per_param_of(ZERO1, FSDP, 2.0, 2.0, stated) == stated)
+    # fp32 training: the buffer is the gradients' own 4 bytes, nothing widened
+    assert reduce_bytes_per_param_of(ZERO1, FSDP, 4.0, 4.0) == 4.0
+    # bf16 gradients sent at 4 bytes whatever the wire; a nominal gradient (1 byte a
+    # 'parameter', diagnose without --params) states its reduction and holds it
+    assert reduce_bytes_per_param_of(ZERO1, FSDP, 1.0, 2.0) == 4.0
+    assert reduce_bytes_per_param_of(ZERO1, FSDP, 1.0, 2.0, 1.0) == 1.0
+
+
+def test_seven_b_zero1_at_dp8_on_a_dgx_a100_by_hand():
+    """gpt-7b (Ψ = 6.74e9, bf16) with Megatron-Core's ZeRO-1 on one DGX A100 (8 GPUs, NVSwitch
+    ring busbw 230 GB/s, 2 µs a step), no overlap. Buckets of max(4e7, 1e6·8) = 4e7 parameters:
+    168 whole and one of 2e7. A ring reduce-scatter or all-gather of b bytes takes
+    7·2 µs + 7/8·b / 230 GB/s. The fp32 main grads reduce-scatter 4Ψ = 26.96 GB: 169·14 µs +
+    7/8·26.96e9 / 230e9 = 104.9 ms; the bf16 parameters gather 2Ψ = 13.48 GB: 53.6 ms; 158.6 ms
+    and 7/8·6Ψ = 35.4 GB sent. The bf16 recipe (grad_reduce_in_fp32 False, stated 2 bytes):
+    2 x 53.6 = 107.3 ms and 7/8·4Ψ = 23.6 GB, 1.48x less time."""
+    from scalesim.predict import predict
+    from scalesim.profiles import load_hardware, load_workload, profile_from_presets
+    from scalesim.schemas import Scenario
+
+    psi, alpha, busbw = 6.74e9, 2e-6, 230e9
+    latency = 169 * 7 * alpha
+    reduce = latency + 7 / 8 * 4 * psi / busbw
+    gather = latency + 7 / 8 * 2 * psi / busbw
+    assert reduce + gather == pytest.approx(0.1586, abs=1e-4)
+    assert 2 * gather == pytest.approx(0.1073, abs=1e-4)
+    hw, wl = load_hardware("dgx-a100"), load_workload("gpt-7b")
+    scenario = Scenario(devices=[8], strategy="zero1", overlap=False)
+    fp32 = predict(profile_from_presets(hw, wl), scenario)[0]
+    bf16 = predict(profile_from_presets(hw, wl.model_copy(
+        update={"reduce_bytes_per_param": 2.0})), scenario)[0]
+    assert fp32.comm_total_s == pytest.approx(reduce + gather, rel=1e-9)
+    assert fp32.comm_bytes == pytest.approx(7 / 8 * 6 * psi, rel=1e-12)
+    assert bf16.comm_total_s == pytest.approx(2 * gather, rel=1e-9)
+    assert bf16.comm_bytes == pytest.approx(7 / 8 * 4 * psi, rel=1e-12)
+    # memory: 2 + 4 + 12/8 against 2 + 2 + 12/8 bytes a parameter, the same rule
+    assert fp32.memory_bytes - bf16.memory_bytes == pytest.approx(2 * psi, rel=1e-9)
 
 
 def test_the_validator_states_bf16_main_grads_for_nvidias_performance_recipes():

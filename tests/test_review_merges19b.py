@@ -20,12 +20,14 @@ def _notes(capsys, *args: str) -> list[str]:
 def test_the_kept_layout_note_says_only_what_the_planners_layout_changes(capsys):
     """Was 'kept today's layout at 24 devices: Add one server (16 -> 24 devices), the planner's
     layout: zero1 -> zero2, global batch 1.5x is 0.1% faster, ...' (both runs at 24 devices,
-    global batch 1.5x: only the ZeRO stage differs)."""
+    global batch 1.5x: only the ZeRO stage differs). ZeRO-3 since session 44: Megatron-Core's
+    ZeRO-1 reduces its fp32 main grads, and the add-a-server row of today's ZeRO-1 is no longer
+    within the median error of the planner's (no kept note there)."""
     notes = _notes(capsys, "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "16",
-                   "--strategy", "zero1")
+                   "--strategy", "zero3")
     (kept,) = [n for n in notes if n.startswith("kept today's layout")]
-    assert kept.startswith("kept today's layout at 24 devices: the planner's layout (zero1 -> "
-                           "zero2) is 0."), kept
+    assert kept.startswith("kept today's layout at 24 devices: the planner's layout (zero3 -> "
+                           "zero2) is 1."), kept
     assert kept.endswith("% faster, under the model's median error of 2.9%"), kept
 
 

@@ -154,15 +154,23 @@ def test_accumulation_lowers_communication_share(inp, more):
 @given(scenarios(accumulation=1))
 def test_bytes_per_step_of_each_strategy_and_framework(inp):
     # In units of DDP's 2(p-1)/p * Psi*w (k = 1): ZeRO-3 gathers twice and reduce-scatters once
-    # (1.5x, ZeRO paper section 7); FSDP ZeRO-2 and the distributed optimizer's ZeRO-1 gather
-    # once and reduce-scatter once (1x); DeepSpeed ZeRO-1/2 all-reduce their buckets and then
-    # all-gather the parameters (1.5x).
+    # (1.5x, ZeRO paper section 7); FSDP ZeRO-2 gathers once and reduce-scatters once (1x);
+    # DeepSpeed ZeRO-1/2 all-reduce their buckets and then all-gather the parameters (1.5x).
+    # The distributed optimizer's ZeRO-1 gathers once and reduce-scatters its main_grad buffer
+    # once, the buffer's max(grad, 4) bytes against the wire's w (session 44:
+    # (1 + max(grad, 4) / w) / 2, 1.5x for bf16); with a reduce dtype stated as the wire's
+    # (bf16 recipes) 1x.
     ddp = _f(evaluate(inp.replace(strategy=DDP)).comm_bytes)
+    widened = max(inp.grad_bytes_per_param, 4.0) / inp.wire_bytes_per_param
     expected = {(ZERO3, FSDP): 1.5, (ZERO3, DEEPSPEED): 1.5, (ZERO2, FSDP): 1.0,
-                (ZERO2, DEEPSPEED): 1.5, (ZERO1, FSDP): 1.0, (ZERO1, DEEPSPEED): 1.5}
+                (ZERO2, DEEPSPEED): 1.5, (ZERO1, FSDP): (1.0 + widened) / 2.0,
+                (ZERO1, DEEPSPEED): 1.5}
     for (strategy, framework), ratio in expected.items():
         got = _f(evaluate(inp.replace(strategy=strategy, framework=framework)).comm_bytes)
         assert got == pytest.approx(ratio * ddp)
+    stated = inp.replace(strategy=ZERO1, framework=FSDP,
+                         reduce_bytes_per_param=inp.wire_bytes_per_param)
+    assert _f(evaluate(stated).comm_bytes) == pytest.approx(ddp)
 
 
 @settings(max_examples=20, deadline=None)

@@ -136,21 +136,28 @@ _ONE_SERVER = dict(devices=8, devices_per_node=8, micro_batch=1, accumulation=1,
 
 def test_megatron_zero1_exchange_by_hand():
     # Psi = 1e9 parameters of 2 bytes, S = 2e9 bytes, 8 GPUs of one server (alpha = 1 us,
-    # B = 100 GB/s). Megatron-Core's buckets: max(4e7, 1e6 x 8) = 4e7 parameters = 8e7 bytes,
-    # 25 of them. One ring reduce-scatter (or all-gather) of a bucket takes
-    # 7 x 1 us + 7/8 x 8e7 B / 100 GB/s = 0.707 ms.
-    bucket = 7e-6 + 7 / 8 * 8e7 / 100e9
+    # B = 100 GB/s). Megatron-Core's buckets: max(4e7, 1e6 x 8) = 4e7 parameters, 25 of them.
+    # The parameters gather in bf16: 8e7 bytes a bucket, one ring all-gather
+    # 7 x 1 us + 7/8 x 8e7 B / 100 GB/s = 0.707 ms. The gradients reduce-scatter from the fp32
+    # main_grad buffer (session 44, docs/model.md §4): 1.6e8 bytes a bucket, 1.407 ms.
+    gather = 7e-6 + 7 / 8 * 8e7 / 100e9
+    reduce = 7e-6 + 7 / 8 * 1.6e8 / 100e9
     # Without overlap: 25 reduce-scatters and 25 all-gathers, one after another.
     serial = evaluate(StepInputs(framework=FSDP, overlap=False, **_ONE_SERVER))
-    assert float(serial.exposed_comm_s) == pytest.approx(50 * bucket, rel=1e-12)  # 35.35 ms
-    assert float(serial.comm_bytes) == pytest.approx(2 * 7 / 8 * 2e9)  # DDP's 2(n-1)/n S
+    assert float(serial.exposed_comm_s) == pytest.approx(25 * (reduce + gather), rel=1e-12)
+    assert float(serial.comm_bytes) == pytest.approx(7 / 8 * (4e9 + 2e9))  # 1.5x DDP's
     # With overlap, a 1 s micro-step (backward 2/3 s, forward 1/3 s): a bucket of gradients is
-    # ready every 26.7 ms of backward and reduced in 0.707 ms, so only the last one is left
+    # ready every 26.7 ms of backward and reduced in 1.407 ms, so only the last one is left
     # after the backward; the next forward needs each bucket of parameters before its layers,
-    # so only the first gather waits. Exposed: 2 x 0.707 = 1.414 ms.
+    # so only the first gather waits. Exposed: 1.407 + 0.707 = 2.114 ms.
     hidden = evaluate(StepInputs(framework=FSDP, overlap=True, **_ONE_SERVER))
-    assert float(hidden.exposed_comm_s) == pytest.approx(2 * bucket, rel=1e-12)
-    assert float(hidden.comm_total_s) == pytest.approx(50 * bucket, rel=1e-12)
+    assert float(hidden.exposed_comm_s) == pytest.approx(reduce + gather, rel=1e-12)
+    assert float(hidden.comm_total_s) == pytest.approx(25 * (reduce + gather), rel=1e-12)
+    # bf16 gradient reduction stated (grad_reduce_in_fp32 False): both at 0.707 ms, DDP's bytes
+    bf16 = evaluate(StepInputs(framework=FSDP, overlap=False, reduce_bytes_per_param=2.0,
+                               **_ONE_SERVER))
+    assert float(bf16.exposed_comm_s) == pytest.approx(50 * gather, rel=1e-12)  # 35.35 ms
+    assert float(bf16.comm_bytes) == pytest.approx(2 * 7 / 8 * 2e9)
 
 
 def test_deepspeed_zero1_exchange_by_hand():

@@ -36,12 +36,13 @@ from scalesim.figures import GIB_BYTES
 from scalesim.layout import GPIPE, INTERLEAVED, layers_per_stage, strides
 from scalesim.model import collectives as coll
 from scalesim.model import transformer as tf
-from scalesim.model.compute import optimizer_step_of_s
+from scalesim.model.compute import optimizer_grad_read_ratio, optimizer_step_of_s
 from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import fp8_cast_s, gemm_s, memory_bound_s
 from scalesim.model.memory import (
     ZERO3_GATHERED_UNITS,
     held_grad_bytes_per_param,
+    reduce_bytes_per_param_of,
     state_shards,
     under_measured_ceiling,
     usable_memory_bytes,
@@ -133,7 +134,8 @@ class LayoutInputs:
     wire_bytes_per_param: object = 2.0
     reduce_bytes_per_param: object = np.nan  # bytes per parameter of the gradients' ZeRO/DP
     # reduction where it differs from the gathered parameters' wire bytes (FSDP mixed precision
-    # with reduce_dtype float32: 4); NaN: wire_bytes_per_param (docs/model.md §16)
+    # with reduce_dtype float32: 4); NaN: the framework's (``memory.reduce_bytes_per_param_of``:
+    # Megatron-Core's ZeRO-1 its fp32 main grads, the rest wire_bytes_per_param; §4, §16)
     optimizer_step_s: object = np.nan  # the measured optimizer step of all ``params`` on one
     # device (with its server's busy devices), s: each device takes it x the parameters it
     # updates / params (``compute.optimizer_step_of_s``); NaN: the memory-bound estimate
@@ -566,10 +568,17 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     piped_fsdp = (pp > 1) & (np.asarray(x.zero) >= 2) & (np.asarray(x.framework) == FSDP)
     zero = np.where(piped_fsdp, 2, np.asarray(x.zero))
     grad_sync = np.where(piped_fsdp, ONCE_PER_STEP, np.asarray(x.grad_sync))
+    # one rule for the gradients' bytes (memory.held_grad_bytes_per_param): held, reduced on
+    # the wire, and read by the optimizer step (Megatron-Core's fp32 main grads, §4)
+    held_grad = held_grad_bytes_per_param(zero, x.framework, x.grad_bytes_per_param,
+                                          x.reduce_bytes_per_param)
+    reduce_bytes = reduce_bytes_per_param_of(zero, x.framework, x.wire_bytes_per_param,
+                                             x.grad_bytes_per_param, x.reduce_bytes_per_param)
     optimizer_s = optimizer_step_of_s(
         local_params / np.where(zero >= 1, shards, 1.0), x.params, x.optimizer_step_s,
         x.param_bytes_per_param, x.grad_bytes_per_param, x.optimizer_bytes_per_param,
-        x.memory_bandwidth_GBps)
+        x.memory_bandwidth_GBps) * optimizer_grad_read_ratio(
+        x.param_bytes_per_param, x.grad_bytes_per_param, held_grad, x.optimizer_bytes_per_param)
 
     compute = m * slowest_compute + optimizer_s + _f(x.per_step_s)
     tp_comm = m * slowest_tp
@@ -618,7 +627,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         np.where(per_micro, fwd_mb, fwd_mb / v), np.where(per_micro, bwd_mb, bwd_mb / v), overlap,
         lambda size: coll.allreduce_from_coeffs(ar_coeffs, size, x.algorithm),
         lambda size: coll.affine_s(rs_coeffs, size), x.wire_bytes_per_param, x.bucket_bytes,
-        x.first_bucket_bytes, x.fsdp_backward_prefetch_post, grad_sync, x.reduce_bytes_per_param,
+        x.first_bucket_bytes, x.fsdp_backward_prefetch_post, grad_sync, reduce_bytes,
         replica_all_reduce(x, shard, replicas, tp))
     exposed = np.where(group > 1, exposed, 0.0)
     total = np.where(group > 1, total, 0.0)
@@ -664,9 +673,6 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # theoretical_memory_usage
     shard_params, shard_grads, shard_optim = state_shards(  # as the dp step's
         zero, shards, holds_full_gradients(zero, x.framework, grad_sync, m))
-    # Megatron-Core's distributed optimizer (ZeRO-1) holds its main_grad buffer (§4)
-    held_grad = held_grad_bytes_per_param(zero, x.framework, x.grad_bytes_per_param,
-                                          x.reduce_bytes_per_param)
     per_layer = tf.activation_bytes_per_layer(
         b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
         x.sequence_parallel, x.recompute, x.flash_attention, cp)

@@ -29,20 +29,48 @@ STRATEGIES = {"ddp": DDP, "zero1": ZERO1, "zero2": ZERO2, "zero3": ZERO3}
 MAIN_GRAD_BYTES = 4.0
 
 
+def _megatron_zero1(strategy, framework):
+    """True where ZeRO-1 runs under the default framework: Megatron-Core's distributed
+    optimizer, whose gradients live in its ``main_grad`` buffer (docs/model.md §4)."""
+    return (np.asarray(strategy) == ZERO1) & (np.asarray(framework) == FSDP)
+
+
+def main_grad_bytes_per_param(grad_bytes_per_param, reduce_bytes_per_param=np.nan):
+    """Bytes per parameter of Megatron-Core's ``main_grad`` buffer: the gradients' reduce dtype
+    (``param_and_grad_buffer.py``: fp32 if ``grad_reduce_in_fp32`` else the parameters'):
+    ``reduce_bytes_per_param`` where stated (not NaN), else ``max(grad_bytes_per_param,
+    MAIN_GRAD_BYTES)``. Numpy, broadcasts."""
+    grad = np.asarray(grad_bytes_per_param, dtype=float)
+    reduce = np.asarray(reduce_bytes_per_param, dtype=float)
+    return np.where(np.isnan(reduce), np.maximum(grad, MAIN_GRAD_BYTES), reduce)
+
+
 def held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param,
                               reduce_bytes_per_param=np.nan):
     """Bytes per parameter of the gradients a device holds. ZeRO-1 under the default framework
-    (``framework`` ``sharding.FSDP``) is Megatron-Core's distributed optimizer, whose contiguous grad buffer
-    (``main_grad``, never sharded) is in the gradients' reduce dtype
-    (``param_and_grad_buffer.py``: fp32 if ``grad_reduce_in_fp32`` else the parameters'):
-    ``reduce_bytes_per_param`` where stated (not NaN), else ``max(grad_bytes_per_param,
-    MAIN_GRAD_BYTES)``; every other strategy and framework holds ``grad_bytes_per_param``
-    (docs/model.md §4). Numpy, broadcasts."""
+    (``framework`` ``sharding.FSDP``) is Megatron-Core's distributed optimizer, whose contiguous
+    grad buffer (``main_grad``, never sharded) holds ``main_grad_bytes_per_param``; every other
+    strategy and framework holds ``grad_bytes_per_param`` (docs/model.md §4). Numpy,
+    broadcasts."""
     grad = np.asarray(grad_bytes_per_param, dtype=float)
+    return np.where(_megatron_zero1(strategy, framework),
+                    main_grad_bytes_per_param(grad, reduce_bytes_per_param), grad)
+
+
+def reduce_bytes_per_param_of(strategy, framework, wire_bytes_per_param, grad_bytes_per_param,
+                              reduce_bytes_per_param=np.nan):
+    """Bytes per parameter of the gradients' data-parallel reduction on the wire (reduce-scatter
+    or all-reduce). The same rule as the memory's: Megatron-Core's distributed optimizer
+    communicates its ``main_grad`` buffer, so it reduces ``held_grad_bytes_per_param`` (4 for
+    bf16 training: fp32; the stated ``reduce_bytes_per_param`` where not NaN); every other
+    strategy and framework reduces ``reduce_bytes_per_param``, NaN: ``wire_bytes_per_param``
+    (docs/model.md §4, §16). Bytes are real bytes: a caller counting a nominal gradient (wire 1
+    a 'parameter') states its reduction. Numpy, broadcasts."""
+    wire = np.asarray(wire_bytes_per_param, dtype=float)
     reduce = np.asarray(reduce_bytes_per_param, dtype=float)
-    main = np.where(np.isnan(reduce), np.maximum(grad, MAIN_GRAD_BYTES), reduce)
-    megatron = (np.asarray(strategy) == ZERO1) & (np.asarray(framework) == FSDP)
-    return np.where(megatron, main, grad)
+    held = held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param, reduce)
+    return np.where(_megatron_zero1(strategy, framework), held,
+                    np.where(np.isnan(reduce), wire, reduce))
 
 
 def state_shards(strategy, shards, full_gradients=False):

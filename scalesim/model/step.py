@@ -27,12 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalesim.model import collectives as coll
-from scalesim.model.compute import colocation_factor, micro_step_s
+from scalesim.model.compute import colocation_factor, micro_step_s, optimizer_grad_read_ratio
 from scalesim.model.memory import (
     DDP,
     ZERO1,
     held_grad_bytes_per_param,
     memory_per_device_bytes,
+    reduce_bytes_per_param_of,
     usable_memory_bytes,
 )
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
@@ -44,6 +45,7 @@ from scalesim.model.subset_links import subset_busbw_GBps
 from scalesim.model.zero_exchange import (
     exchange,
     holds_full_gradients,
+    reduce_wire_ratio,
     sent_per_byte,
     syncs_every_micro_step,
 )
@@ -103,6 +105,11 @@ class StepInputs:
     param_bytes_per_param: object = 2.0
     grad_bytes_per_param: object = 2.0
     optimizer_bytes_per_param: object = 12.0
+    # bytes per parameter of the gradients' reduction where stated (FSDP reduce_dtype float32:
+    # 4; Megatron-Core's grad_reduce_in_fp32 False: 2); NaN: the framework's default
+    # (``memory.reduce_bytes_per_param_of``: Megatron-Core's ZeRO-1 its fp32 main grads, the
+    # rest wire_bytes_per_param), as LayoutInputs.reduce_bytes_per_param
+    reduce_bytes_per_param: object = np.nan
     activation_bytes_per_sample: object = 0.0
     device_memory_bytes: object = np.inf
     memory_margin: object = 0.0  # share of device memory kept free (``usable_memory_bytes``)
@@ -183,7 +190,7 @@ def intra_busbw_of(inp: StepInputs, g):
 
 
 def _communication(inp: StepInputs, g, k, forward, backward, total_bytes, strategy, framework,
-                   overlap, shard, replicas):
+                   overlap, shard, replicas, reduce_bytes):
     """(exposed, total, bytes sent per device) of one step's collectives: the shared ZeRO
     exchange (``zero_exchange.exchange``) over the shard group of ``shard`` devices (all p
     devices without hybrid sharding) on its links (``shard_groups.group_coeffs``, stride 1: the
@@ -203,9 +210,11 @@ def _communication(inp: StepInputs, g, k, forward, backward, total_bytes, strate
     exposed, total, _units = exchange(
         strategy, framework, total_bytes, s, block_count(inp.blocks, inp.params), k, forward,
         backward, overlap, all_reduce, ring, inp.wire_bytes_per_param, inp.bucket_bytes,
-        inp.first_bucket_bytes, grad_sync=inp.grad_sync,
+        inp.first_bucket_bytes, grad_sync=inp.grad_sync, reduce_bytes_per_param=reduce_bytes,
         replica_all_reduce=replica_all_reduce(links, shard, replicas, 1))
-    return exposed, total, sent_per_byte(strategy, framework, k, inp.grad_sync, s, r) * total_bytes
+    ratio = reduce_wire_ratio(inp.wire_bytes_per_param, reduce_bytes)
+    return exposed, total, sent_per_byte(strategy, framework, k, inp.grad_sync, s, r,
+                                         ratio) * total_bytes
 
 
 def evaluate(inp: StepInputs) -> StepResult:
@@ -225,8 +234,17 @@ def evaluate(inp: StepInputs) -> StepResult:
     micro = micro_step_s(b, inp.overhead_s, inp.per_sample_s) * shared
     backward = micro * _as(inp.backward_fraction)
     forward = micro - backward
-    # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/s of the parameters.
-    optimizer = _as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, _as(shard), 1.0)
+    # one rule for the gradients' bytes (memory.held_grad_bytes_per_param): held, reduced on
+    # the wire, and read by the optimizer step (Megatron-Core's fp32 main grads, §4)
+    held_grad = held_grad_bytes_per_param(strategy, framework, inp.grad_bytes_per_param,
+                                          inp.reduce_bytes_per_param)
+    reduce_bytes = reduce_bytes_per_param_of(strategy, framework, inp.wire_bytes_per_param,
+                                             inp.grad_bytes_per_param, inp.reduce_bytes_per_param)
+    # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/s of the parameters; the
+    # given step read grad_bytes_per_param of each gradient, this one reads held_grad (§13)
+    optimizer = (_as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, _as(shard), 1.0)
+                 * optimizer_grad_read_ratio(inp.param_bytes_per_param, inp.grad_bytes_per_param,
+                                             held_grad, inp.optimizer_bytes_per_param))
     compute = k * micro + optimizer + _as(inp.per_step_s)
     bubble = _as(inp.bubble_micro_steps) * micro  # a pipelined replica's fill and drain
 
@@ -237,7 +255,7 @@ def evaluate(inp: StepInputs) -> StepResult:
     else:
         exposed, comm_total, comm_bytes = _communication(
             inp, g, k, forward, backward, total_bytes, strategy, framework, overlap, shard,
-            replicas)
+            replicas, reduce_bytes)
         exposed = with_contention(exposed, comm_total, inp.comm_contention)
 
     straggler = straggler_s(inp, p, k, micro,
@@ -250,8 +268,7 @@ def evaluate(inp: StepInputs) -> StepResult:
 
     global_batch = p * k * b
     memory = memory_per_device_bytes(  # states sharded over the shard group
-        strategy, _as(shard), inp.params, inp.param_bytes_per_param,
-        held_grad_bytes_per_param(strategy, framework, inp.grad_bytes_per_param),
+        strategy, _as(shard), inp.params, inp.param_bytes_per_param, held_grad,
         inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b,
         holds_full_gradients(strategy, framework, inp.grad_sync, k),
         block_count(inp.blocks, inp.params),

@@ -138,15 +138,35 @@ def reduce_scatters(strategy, framework, accumulation, grad_sync=0):
                      np.where(deepspeed, k, per_step))
 
 
-def sent_per_byte(strategy, framework, accumulation, grad_sync, shard, replicas):
-    """Bytes each device sends per step per byte of the replica's gradients (Psi w): the
-    ``sent_units`` over the shard group of ``shard`` ranks s, ``(s - 1) / s`` each, and under
+def reduce_units(strategy, framework, accumulation, grad_sync=0):
+    """Of ``sent_units``, those of the gradients' reductions (the rest gather parameters): DDP
+    2 (all-reduce), Megatron-Core's ZeRO-1 1 (reduce-scatter), DeepSpeed's ZeRO-1 2 (all-reduce),
+    FSDP ZeRO-2 and ZeRO-3 k (under ``no_sync`` 1), DeepSpeed ZeRO-2 2k (all-reduces), DeepSpeed
+    ZeRO-3 k (the list above)."""
+    strategy = np.asarray(strategy)
+    k = np.asarray(accumulation, dtype=float)
+    deepspeed = np.asarray(framework) == DEEPSPEED
+    per_step = np.where(reduces_once(framework, grad_sync), 1.0, k)
+    return np.select([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
+                     [2.0, np.where(deepspeed, 2.0, 1.0), np.where(deepspeed, 2.0 * k, per_step)],
+                     np.where(deepspeed, k, per_step))
+
+
+def sent_per_byte(strategy, framework, accumulation, grad_sync, shard, replicas,
+                  reduce_ratio=1.0):
+    """Bytes each device sends per step per byte of the replica's gathered parameters (Psi w):
+    the ``sent_units`` over the shard group of ``shard`` ranks s, ``(s - 1) / s`` each, the
+    reductions' (``reduce_units``) at ``reduce_ratio`` (``reduce_wire_ratio``: bytes of a
+    reduced gradient over a gathered parameter's; Megatron-Core's fp32 main grads: 2), and under
     hybrid sharding each gradient reduce-scatter's (``reduce_scatters``) all-reduce of its
     ``1 / s`` shard across the ``replicas`` r, ``2 (r - 1) / r`` of it (none where r = 1): the
     ring volumes of ``collectives.ring_steps_volume`` (docs/model.md §4, §16). Arrays broadcast."""
     s = np.asarray(shard, dtype=float)
-    return (sent_units(strategy, framework, accumulation, grad_sync) * ring_steps_volume(1.0, s)[1]
-            + reduce_scatters(strategy, framework, accumulation, grad_sync)
+    ratio = np.asarray(reduce_ratio, dtype=float)
+    sent, reduced = (sent_units(strategy, framework, accumulation, grad_sync),
+                     reduce_units(strategy, framework, accumulation, grad_sync))
+    return ((sent - reduced + ratio * reduced) * ring_steps_volume(1.0, s)[1]
+            + ratio * reduce_scatters(strategy, framework, accumulation, grad_sync)
             * ring_steps_volume(2.0, replicas)[1] / s)
 
 
