@@ -190,6 +190,23 @@ def test_cli_instance_sizes_that_do_not_divide_a_server_are_refused_as_a_files_a
     assert code == 0
 
 
+def _cpu_profile():
+    """The default profile as a `calibrate` on CPUs writes it: device 'CPU: AMD EPYC', hosts of
+    2 processes, no price and no instance shapes."""
+    from scalesim.profiles import default_profile
+
+    base = default_profile()
+    hw = base.hardware.model_copy(update={"device_name": "CPU: AMD EPYC", "devices_per_node": 2,
+                                          "price_per_device_hour": None, "instance_sizes": None})
+    return base.model_copy(update={"hardware": hw})
+
+
+def _cpu_profile_file(tmp_path):
+    path = tmp_path / "cpu.json"
+    path.write_text(_cpu_profile().model_dump_json())
+    return path
+
+
 def test_a_cpu_calibrations_devices_are_billed_as_its_processes_with_the_price_said(capsys):
     """`decide --profile cpu.json` (a `calibrate` on CPUs: device 'CPU: AMD EPYC') said
     'billed per whole server of 2 GPUs' of CPU processes, and without --price only 'no price
@@ -197,16 +214,12 @@ def test_a_cpu_calibrations_devices_are_billed_as_its_processes_with_the_price_s
     is assumed (session 17); a host of processes since session 18 (``device_nouns``)."""
     from scalesim.billing import billing_words
     from scalesim.decision import _price_source
-    from scalesim.profiles import default_profile
 
     assert billing_words(2, None, "CPU: AMD EPYC") == (
         "billed per whole host of 2 processes")
     assert billing_words(2, None, "NVIDIA H100 80GB HBM3") == "billed per whole server of 2 GPUs"
     assert billing_words(8, [1], "CPU: x") == "billed per process"
-    base = default_profile()
-    hw = base.hardware.model_copy(update={"device_name": "CPU: AMD EPYC", "devices_per_node": 2,
-                                          "price_per_device_hour": None, "instance_sizes": None})
-    cpu = base.model_copy(update={"hardware": hw})
+    cpu = _cpu_profile()
     scenario = Scenario(devices=[4], train_samples=1e6)
     assert _price_source(cpu, scenario) == (
         "no price known: a CPU calibration's devices (CPU: AMD EPYC) have no cloud GPU price and "
@@ -222,13 +235,7 @@ def test_decides_price_note_names_a_cpu_calibrations_process_hour(tmp_path, caps
     """`decide --profile cpu.json` without --price said 'price (every row): ... enter a price
     per process-hour' and then 'note: enter a price per device-hour (--price ...)': the same
     advice in two nouns (session 44). The note takes the profile's noun; a GPU's stays."""
-    from scalesim.profiles import default_profile
-
-    base = default_profile()
-    hw = base.hardware.model_copy(update={"device_name": "CPU: AMD EPYC", "devices_per_node": 2,
-                                          "price_per_device_hour": None, "instance_sizes": None})
-    path = tmp_path / "cpu.json"
-    path.write_text(base.model_copy(update={"hardware": hw}).model_dump_json())
+    path = _cpu_profile_file(tmp_path)
     code, out, err = run_cli(capsys, ["decide", "--profile", str(path), "--devices", "2,4",
                                       "--train-samples", "1e6"])
     assert code == 0, err
@@ -244,13 +251,7 @@ def test_predicts_cost_line_of_a_cpu_calibration_reads_as_one_sentence(tmp_path,
     """The cost line of `predict --profile cpu.json --price` ended with two parentheses in a
     row, '(CPU processes of this calibration) (--instance-sizes)'; the flag is said once, after
     the billing words (session 17)."""
-    from scalesim.profiles import default_profile
-
-    base = default_profile()
-    hw = base.hardware.model_copy(update={"device_name": "CPU: AMD EPYC", "devices_per_node": 2,
-                                          "price_per_device_hour": None, "instance_sizes": None})
-    path = tmp_path / "cpu.json"
-    path.write_text(base.model_copy(update={"hardware": hw}).model_dump_json())
+    path = _cpu_profile_file(tmp_path)
     code, out, err = run_cli(capsys, ["predict", "--profile", str(path), "--devices", "2,4",
                                       "--train-samples", "1e6", "--price", "0.1"])
     assert code == 0, err
