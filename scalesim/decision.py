@@ -105,10 +105,14 @@ ASSUMPTIONS = {
     # the same option inside one server: no inter-server link is involved
     "fill_server": "the added devices are priced like today's and the links inside the server "
                    "scale as the model predicts",
-    # fewer servers than today's: the devices kept bill as today's, whole instances each
+    # fewer servers than today's: the devices kept bill as today's, whole instances each; on
+    # one server (``fewer_assumption``) no inter-server link is left, on several it still runs
     "fewer_servers": "the devices kept are priced like today's, billed per whole instance, and "
                      "the links they use scale as the model predicts (on one server, no "
                      "inter-server link)",
+    "fewer_servers_several": "the devices kept are priced like today's, billed per whole "
+                             "instance, and the links they use, the inter-server link among "
+                             "them, scale as the model predicts",
     "network": "the model's bandwidth for the named network and its listed price difference",
     "settings": "the change trains as well as today's settings (a larger global batch is charged "
                 "its large-batch penalty only when a critical batch size is known)",
@@ -145,6 +149,8 @@ CPU_ASSUMPTIONS = {
                    "predicts",
     "fewer_servers": "the processes kept are priced like today's and gloo over TCP between "
                      "the hosts kept (loopback TCP on one host) scales as the model predicts",
+    "fewer_servers_several": "the processes kept are priced like today's and gloo over TCP "
+                             "between the hosts kept scales as the model predicts",
     "fix_device": "the slow process runs at its peers' speed once the other work on its host's "
                   "cores is moved off",
     "more_devices": "the fastest ZeRO stage that fits at the larger count, at the model's "
@@ -425,11 +431,20 @@ def _server_key(ctx: _Ctx, p: Prediction) -> str:
     return "fewer_servers" if p.nodes < ctx.now.nodes else "add_server"
 
 
+def fewer_assumption(ctx: _Ctx, p: Prediction) -> str:
+    """The assumption of running on fewer servers than today's, ``p``'s: on one server no
+    inter-server link is left ('on one server, no inter-server link'); on several (a GB200 job
+    of 512 GPUs on 6 racks of 72) the inter-server link is among the links that scale as the
+    model predicts. One server as ``_added_title`` counts it (``nic_servers_per_node``)."""
+    kept = p.nodes * ctx.profile.hardware.nic_servers_per_node
+    return ctx.assumptions["fewer_servers" if kept == 1 else "fewer_servers_several"]
+
+
 def _grown_assumption(ctx: _Ctx, p: Prediction) -> str:
     """The assumption of running on ``p``'s servers: filling today's server, adding one, or
-    fewer."""
+    fewer (``fewer_assumption``)."""
     if p.nodes < ctx.now.nodes:
-        return ctx.assumptions["fewer_servers"]
+        return fewer_assumption(ctx, p)
     return ctx.assumptions["fill_server" if p.nodes == ctx.now.nodes else "add_server"]
 
 
@@ -612,7 +627,7 @@ def _todays_fewer(ctx: _Ctx, source: str, count: int) -> AddedServers | None:
     changed = _layout_words(ctx, run, p)  # the accumulation a fixed global batch needs
     title = _added_title(ctx, p) + (f", {', '.join(changed)}" if changed else "")
     option = ctx.option("fewer_servers", title, p, 0.0, source,
-                        assumption=ctx.assumptions["fewer_servers"],
+                        assumption=fewer_assumption(ctx, p),
                         changes=ctx.changes(run, p))
     return AddedServers(option, p, [])
 

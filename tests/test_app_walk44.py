@@ -1,0 +1,33 @@
+"""Session 44's walk of the app after the GB200 allocation unit, fp32 main grads and goal's
+refinement: an engineer on gb200-nvl72 with llama3-70b at 128-512 GPUs, a manager's share links,
+and bad values typed in the sidebar. What the walk found wrong, pinned here
+(docs/reliability.md, Session 44)."""
+
+from __future__ import annotations
+
+import json
+
+from scalesim.cli.main import main
+from scalesim.decision import ASSUMPTIONS, CPU_ASSUMPTIONS
+
+# decide at 512 GB200 GPUs, llama3-70b tp 4 x pp 4, ZeRO-1, micro-batch 1, 1e8 samples at $10 a
+# GPU-hour, critical batch 1,024: the card recommends running on 6 racks of 72 (432 GPUs)
+GB200_70B = ["decide", "--hardware", "gb200-nvl72", "--workload", "llama3-70b", "--devices",
+             "512", "--tp", "4", "--pp", "4", "--batch", "1", "--strategy", "zero1",
+             "--train-samples", "1e8", "--price", "10", "--critical-batch", "1024"]
+
+
+def test_fewer_servers_on_several_racks_does_not_say_one_server(capsys):
+    """The fewer-servers option on 6 racks was assumed 'on one server, no inter-server link';
+    its 6 racks exchange over that link. One server kept keeps those words
+    (test_fewer_servers)."""
+    assert main([*GB200_70B, "--json"]) == 0
+    card = json.loads(capsys.readouterr().out)
+    (fewer,) = [o for o in card["options"] if o["key"] == "fewer_servers"]
+    assert fewer["title"].startswith("Run on 6 servers (512 -> 432 devices)")
+    assert fewer["assumption"].startswith(ASSUMPTIONS["fewer_servers_several"])
+    assert card["recommendation"].startswith("Run on 6 servers")
+    assert "on one server" not in card["assumption"]
+    assert "the inter-server link among them" in card["assumption"]
+    assert "on one server" in ASSUMPTIONS["fewer_servers"]  # the one-server words unchanged
+    assert "one host" not in CPU_ASSUMPTIONS["fewer_servers_several"]
