@@ -37,13 +37,13 @@ def named_controls(error: BaseException, state: AppState, defaults: dict[str, An
 
 def controls_to_change(error: BaseException, state: AppState, words: Nouns) -> str:
     """' Controls to change: Samples in the training run, E_min, Critical batch size.' for a
-    tab's box (the Layouts tab's, the Goal tab's: a refusal of what a tab asks, where the page
-    above it was predicted): the labels of the controls ``error``'s knobs name, at their default
-    or not, in the order named (the device counts by the control the sidebar shows for them: its
-    list, else the largest count); '' for an error that names none. The knobs say which controls;
-    those the line names itself in the app's words (``ScalesimError.controls_named``: goal's
-    refusals through ``GoalControls``, a count refusal through the app's namer) are not said
-    twice. The message's text is not read."""
+    refusal's box (the Layouts and Goal tabs': a refusal of what a tab asks, where the page above
+    it was predicted; the page's own 'Cannot predict this scenario'): the labels of the controls
+    ``error``'s knobs name, at their default or not, in the order named (the device counts by
+    the control the sidebar shows for them: its list, else the largest count); '' for an error
+    that names none. The knobs say which controls; those the line names itself in the app's
+    words (``ScalesimError.controls_named``: goal's refusals through ``GoalControls``, a count
+    refusal through the app's namer) are not said twice. The message's text is not read."""
     shown = {"dlist": "dlist" if state.grid == "list" else "dmax"}
     said = set(controls_named_of(error))
     keys = dict.fromkeys(shown.get(k, k) for k in (CONTROL_OF_KNOB.get(n) for n in knobs_of(error)

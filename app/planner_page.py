@@ -1074,15 +1074,18 @@ def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
             (with_profile_defaults(AppState(src=state.src, hw=state.hw, wl=state.wl), profile),
              "this profile's defaults"),
         ]
+        words = nouns_for(profile.hardware.device_name)
         for fallback, shown in fallbacks:
             try:
                 plan = _plan(profile, fallback)
             except ScalesimError:
                 continue
-            st.error(f"Cannot predict this scenario: {_md(str(exc))}. Below: {shown} until the "
-                     "controls are changed.")
+            st.error(f"Cannot predict this scenario: {_md(str(exc))}."
+                     f"{_md(controls_to_change(exc, state, words))} Below: {shown} until "
+                     "the controls are changed.")
             return plan
-        st.error(f"Cannot predict this scenario: {_md(str(exc))}.")
+        st.error(f"Cannot predict this scenario: {_md(str(exc))}."
+                 + _md(controls_to_change(exc, state, words)))
         return None
     ss["last_good"] = (profile, state)
     return plan

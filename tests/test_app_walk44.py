@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from app_harness import open_app, run_clean
+
 from scalesim.cli.main import main
 from scalesim.decision import ASSUMPTIONS, CPU_ASSUMPTIONS
 
@@ -31,3 +34,35 @@ def test_fewer_servers_on_several_racks_does_not_say_one_server(capsys):
     assert "the inter-server link among them" in card["assumption"]
     assert "on one server" in ASSUMPTIONS["fewer_servers"]  # the one-server words unchanged
     assert "one host" not in CPU_ASSUMPTIONS["fewer_servers_several"]
+
+
+# the engineer's page: 128 and 256 GB200 GPUs, llama3-70b tp 4 x pp 4, ZeRO-1, micro-batch 1
+GB200_LINK = {"v": "18", "hw": "gb200-nvl72", "wl": "llama3-70b", "grid": "list",
+              "dlist": "128,256", "tp": "4", "pp": "4", "mb": "1", "strat": "zero1"}
+
+
+@pytest.mark.parametrize("key, value, named, back", [
+    ("k_seq", 2**30, " Control to change: Sequence length. Below: the last what-if", 8192),
+    ("k_tp", 1024, " Control to change: Tensor parallel. Below: the last what-if", 4),
+    ("k_pp", 100_000, " Controls to change: Device list, Tensor parallel, Pipeline stages. Below:",
+     4),
+])
+def test_a_typed_value_the_model_refuses_names_its_controls_and_the_page_keeps_working(
+        key, value, named, back):
+    """A value within a control's bounds that the model cannot predict (the largest sequence
+    length, tp or pp a number input takes): the page's 'Cannot predict this scenario' box fell
+    back to the last what-if naming no control ('--seq-len 1,073,741,824: ...' the CLI's flag
+    alone); it names them as the Goal and Layouts tabs' refusals do (controls_to_change), and
+    the page shows the last good what-if, then this one again once the value is set back
+    (``back``: the sequence length typed as the model's own, 8,192)."""
+    at = open_app(GB200_LINK)
+    before = [m.value for m in at.metric]
+    at.sidebar.number_input(key=key).set_value(value)
+    run_clean(at)
+    (box,) = [e.value for e in at.error if e.value.startswith("Cannot predict")]
+    assert named in box, box
+    assert [m.value for m in at.metric] == before  # the last good what-if, shown
+    at.sidebar.number_input(key=key).set_value(back)
+    run_clean(at)
+    assert not [e for e in at.error if e.value.startswith("Cannot predict")]
+    assert [m.value for m in at.metric] == before
