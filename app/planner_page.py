@@ -96,6 +96,7 @@ from .state import (
     LAYOUT_FIELDS,
     MAX_DEVICES,
     MAX_VALUE_CHARS,
+    NULLABLE,
     WORKLOAD_PRESETS,
     AppState,
     checked_profile,
@@ -246,7 +247,11 @@ class _Controls:
         if key not in ss:  # dropped by Streamlit while hidden: restore the state's value
             ss[key] = getattr(self.state, field)
         if getattr(widget, "__name__", "") == "number_input":  # the state's bounds are its own
-            kwargs = {**widget_bounds(field), **kwargs}
+            # a field None means something ('empty: none'): the input stays clearable once a
+            # number is typed (Streamlit's default 'min' makes it so only while the state is
+            # None, and reads an emptied input as its smallest value)
+            kwargs = {**widget_bounds(field), **({"value": None} if field in NULLABLE else {}),
+                      **kwargs}
         value = widget(label, key=key, **kwargs)
         sentence = refusal(self.state, field, value, self.words)
         if sentence:  # keep the last good value of this control only; the others follow
