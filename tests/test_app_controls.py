@@ -57,7 +57,7 @@ def test_an_out_of_range_value_leaves_the_page_following_the_other_controls():
     # input whose field may be None clearable (test_app_walk44)
     mb = at.session_state["app_state"].mb
     assert mb is None or mb <= field_bounds("mb")[1]
-    linked = at.query_params["mb"] if "mb" in at.query_params else ""
+    linked = at.query_params.get("mb", "")
     assert linked == "" or int(linked) <= field_bounds("mb")[1]
     at.sidebar.number_input(key="k_dpn").set_value(4)
     at.run()
