@@ -453,13 +453,39 @@ def compact_profile(profile: Profile) -> Profile:
     })
 
 
+# Fields a profile gained after share links began to carry profiles (``encode_profile``), each
+# with its default: at that default a field is left out of the link (it reads back as that
+# default), so a link for the same profile is written as before. (profile section, field,
+# default, since)
+ADDED_SINCE_PROFILE_LINKS = (
+    ("compute", "per_step_s", 0.0),  # session 43: no time once a step beside the optimizer
+    ("workload", "reduce_bytes_per_param", None),  # session 44: the framework's reduce bytes
+)
+# ... and after links began to carry preset fingerprints (``preset_fingerprint``): a preset
+# whose numbers did not change keeps the fingerprint its older links carry
+ADDED_SINCE_FINGERPRINTS = (
+    ("workload", "pipeline_bubble_micro_steps", 0.0),
+    ("hardware", "nic_servers_per_node", 1),
+    ("compute", "attention_kernel", None),  # session 36: none recorded
+    *ADDED_SINCE_PROFILE_LINKS,
+)
+
+
+def _at_default(compact: Profile, fields) -> dict[str, set[str]]:
+    """``{section: {field, ...}}`` of ``fields`` (section, field, default) whose value in
+    ``compact`` is that default: what ``model_dump_json(exclude=...)`` leaves out."""
+    out: dict[str, set[str]] = {}
+    for section, field, default in fields:
+        if getattr(getattr(compact, section), field) == default:
+            out.setdefault(section, set()).add(field)
+    return out
+
+
 def encode_profile(profile: Profile) -> str:
     """Compact profile -> zlib -> base64url text (no padding)."""
     compact = compact_profile(profile)
-    # a field added since links carried profiles, at its default: left out (it reads back as
-    # that default), so a link for the same profile is written as before (session 43)
-    later = {"compute": {"per_step_s"}} if compact.compute.per_step_s == 0.0 else None
-    text = compact.model_dump_json(exclude_defaults=False, exclude=later)
+    later = _at_default(compact, ADDED_SINCE_PROFILE_LINKS)
+    text = compact.model_dump_json(exclude_defaults=False, exclude=later or None)
     packed = zlib.compress(text.encode("utf-8"), 9)
     return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
 
@@ -683,15 +709,7 @@ def preset_fingerprint(profile: Profile) -> str:
     })
     # fields added since links carried fingerprints, at their default: left out, so a preset
     # whose numbers did not change keeps the fingerprint its older links carry
-    later = {}
-    if compact.workload.pipeline_bubble_micro_steps == 0.0:
-        later["workload"] = {"pipeline_bubble_micro_steps"}
-    if compact.hardware.nic_servers_per_node == 1:
-        later["hardware"] = {"nic_servers_per_node"}
-    if compact.compute.attention_kernel is None:  # session 36: none recorded
-        later["compute"] = {"attention_kernel"}
-    if compact.compute.per_step_s == 0.0:  # session 43: no time once a step beside the optimizer
-        later.setdefault("compute", set()).add("per_step_s")
+    later = _at_default(compact, ADDED_SINCE_FINGERPRINTS)
     text = compact.model_dump_json(exclude=later or None)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
