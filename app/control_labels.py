@@ -10,29 +10,40 @@ from __future__ import annotations
 
 from scalesim.device_nouns import Nouns
 
-LABELS = {  # state field -> label
-    "dmax": "Largest {device} count",
-    "grid": "{Device} counts to plot",
-    "dlist": "{Device} counts (e.g. 1,2,4,8,16,32 or 1-512)",
-    "dpn": "{Devices} per {server}",
-    "mb": "Per-{device} micro-batch",
-    "tp": "Tensor parallel (tp, inside one {server})",
-    "intra": "Intra-{server} link",
-    "ibw": "Intra-{server} bus bandwidth (GB/s)",
-    "ilat": "Intra-{server} latency per step (µs)",
-    "inter": "Inter-{server} link",
-    "nics": "NICs per {server}",
-    "ebw": "Inter-{server} bus bandwidth (GB/s)",
-    "elat": "Inter-{server} latency per step (µs)",
-    "lw": "Loader workers per {device} (empty: the profile's best)",
-    "price": "Price per {device}-hour (USD)",
-    "slow": "Slow {device} rank (empty: none)",
-    "sf": "Slow {device}: times slower",
-    "focus": "{Device} count for remedies and A vs B",
-    "mm": "Memory margin (share of each {device}'s memory kept free, 0 to 0.5)",
-    "gmax": "Largest {device} count goal searches",
-    "glay": "Goal's layouts",
+# state field -> (the control's name, as the sidebar label starts and every message names the
+# control; the rest of the sidebar label: an example, a unit or what empty means)
+CONTROLS = {
+    "dmax": ("Largest {device} count", ""),
+    "grid": ("{Device} counts to plot", ""),
+    "dlist": ("{Device} counts", " (e.g. 1,2,4,8,16,32 or 1-512)"),
+    "dpn": ("{Devices} per {server}", ""),
+    "mb": ("Per-{device} micro-batch", ""),
+    "tp": ("Tensor parallel", " (tp, inside one {server})"),
+    "intra": ("Intra-{server} link", ""),
+    "ibw": ("Intra-{server} bus bandwidth (GB/s)", ""),
+    "ilat": ("Intra-{server} latency per step (µs)", ""),
+    "inter": ("Inter-{server} link", ""),
+    "nics": ("NICs per {server}", ""),
+    "ebw": ("Inter-{server} bus bandwidth (GB/s)", ""),
+    "elat": ("Inter-{server} latency per step (µs)", ""),
+    "lw": ("Loader workers", " per {device} (empty: the profile's best)"),
+    "price": ("Price per {device}-hour", " (USD)"),
+    "slow": ("Slow {device} rank", " (empty: none)"),
+    "sf": ("Slow {device}: times slower", ""),
+    "focus": ("{Device} count for remedies and A vs B", ""),
+    "mm": ("Memory margin", " (share of each {device}'s memory kept free, 0 to 0.5)"),
+    "gmax": ("Largest {device} count goal searches", ""),
+    "glay": ("Goal's layouts", ""),
+    "gs": ("Gradient sync", " under accumulation (ZeRO-2/3)"),
+    "sg": ("Shard group (HSDP)", ": ZeRO states sharded over this many ranks, replicated across "
+           "the rest of dp; empty: all of dp"),
+    "dl": ("Deadline (hours)", ", empty: none"),
+    "bud": ("Budget (USD)", ", empty: none"),
+    "bkt": ("Gradient bucket size (MiB)", ""),
+    "emin": ("E_min", ": samples to quality at a tiny batch (optional)"),
 }
+LABELS = {field: name + rest for field, (name, rest) in CONTROLS.items()}  # the sidebar's
+NAMES = {field: name for field, (name, _) in CONTROLS.items()}  # the messages'
 # goal --layout's choices (the knob table's row goal_layout) and the app's auto (its default)
 GOAL_LAYOUT_LABELS = {"auto": "auto: search unless the Layout sets a split",
                       "search": "search: the planner's best at each {device} count",

@@ -138,6 +138,8 @@ class Plan:
     b_rows: list[Prediction]
     notes: list[str] = field(default_factory=list)
     decision: DecisionCard | None = None  # scalesim.decision.decide at the focus count
+    # refusals of a typed value the plan went on without (``device_list_refusal``): error boxes
+    refusals: list[str] = field(default_factory=list)
 
     @property
     def unit(self) -> str:
@@ -182,6 +184,19 @@ def server_stride(servers: int, devices_per_node: int, replica: int = 1) -> int:
     return math.lcm(1 << (need - 1).bit_length(), whole)
 
 
+def device_list_refusal(state: AppState, words: Nouns = GPU_NOUNS) -> str | None:
+    """"Device counts: 'abc' is not a whole number; showing powers of two": the refusal of a
+    typed device list that does not parse (the page's error box, the report's notes), named
+    by its control's sidebar label; None where the grid is not the list or the list parses."""
+    if state.grid != "list" or not state.dlist.strip():
+        return None
+    try:
+        parse_int_list(state.dlist)
+    except argparse.ArgumentTypeError as exc:
+        return f"{in_words(FIELD_LABELS['dlist'], words)}: {exc}; showing powers of two"
+    return None
+
+
 def device_counts(state: AppState, devices_per_node: int, words: Nouns = GPU_NOUNS,
                   allocation: int | None = None) -> tuple[list[int], list[str]]:
     """Device counts to plot for the state's grid, and notes about what was left out
@@ -191,14 +206,14 @@ def device_counts(state: AppState, devices_per_node: int, words: Nouns = GPU_NOU
     g, top = devices_per_node, state.dmax
     notes: list[str] = []
     if state.grid == "list":
-        try:
+        try:  # a list that does not parse: refused by device_list_refusal, not noted
             wanted = parse_int_list(state.dlist) if state.dlist.strip() else []
-        except argparse.ArgumentTypeError as exc:
-            notes.append(f"device list: {exc}; showing powers of two")
+        except argparse.ArgumentTypeError:
             wanted = []
         if not state.dlist.strip():
-            notes.append(f"the device list is empty; showing powers of two up to {top} (type "
-                         "counts in Device counts, e.g. 1,2,4,8,16, or pick another grid)")
+            notes.append(f"{in_words(FIELD_LABELS['dlist'], words)} is empty; showing powers "
+                         f"of two up to {top} (type counts in it, e.g. 1,2,4,8,16, or pick "
+                         "another grid)")
         if wanted:
             kept, dropped = valid_device_counts(wanted, g, allocation)
             too_many = [d for d in dropped if d > MAX_DEVICES]
@@ -775,7 +790,7 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
                 focus=focus, remedies=remedies, best=best, options=options, quality=quality,
                 quality_absolute=absolute, b_label=b_label, b_profile=b_profile,
                 b_scenario=b_scenario, b_focus=b_focus, b_rows=b_rows, notes=notes,
-                decision=decision)
+                decision=decision, refusals=[r for r in [device_list_refusal(state, words)] if r])
 
 
 LAYOUT_TOP = 12  # layouts in the Layouts tab's ranked table and chart

@@ -348,7 +348,7 @@ def _comm_section(c: _Controls, state: AppState) -> None:
       help="how ZeRO runs: FSDP gathers and reduce-scatters one wrapped block at a time "
       "(ZeRO-1: Megatron-Core's distributed optimizer); DeepSpeed its bucket defaults, its "
       "ZeRO-1/2 parameter all-gather after the optimizer step exposed (docs/model.md §4)")
-    c(st.sidebar.selectbox, "gs", "ZeRO-2/3 gradient sync under accumulation",
+    c(st.sidebar.selectbox, "gs", c.label("gs"),
       options=list(GRAD_SYNC_LABELS), format_func=GRAD_SYNC_LABELS.get, help=GRAD_SYNC_HELP)
     kernels = {"": OWN_KERNEL_LABEL, **ATTENTION_KERNEL_LABELS}  # '': none asked
     c(st.sidebar.selectbox, "ak", "Attention kernel", options=list(kernels),
@@ -453,8 +453,7 @@ def _layout_section(c: _Controls) -> None:
 
 def _shard_group_control(c: _Controls, box) -> None:
     """The hybrid sharding shard group (link key sg), for both prediction paths (§16)."""
-    c(box.number_input, "sg", "Shard group: HSDP (ZeRO states sharded over this many ranks, "
-      "replicated across the rest of dp; empty: all of dp)", step=1,
+    c(box.number_input, "sg", c.label("sg"), step=1,
       help=SHARD_GROUP_HELP, disabled=c.values.get("strat", c.state.strat) == "ddp")
 
 
@@ -486,8 +485,8 @@ def _goal_section(c: _Controls) -> None:
     c(st.sidebar.number_input, "train", "Samples in the training run",
       step=1e6, format="%.0f")
     c(st.sidebar.number_input, "price", c.label("price"), step=0.5, format="%.2f")
-    c(st.sidebar.number_input, "dl", "Deadline (hours; empty: none)", step=24.0, format="%.1f")
-    c(st.sidebar.number_input, "bud", "Budget (USD; empty: none)", step=1000.0, format="%.0f")
+    c(st.sidebar.number_input, "dl", c.label("dl"), step=24.0, format="%.1f")
+    c(st.sidebar.number_input, "bud", c.label("bud"), step=1000.0, format="%.0f")
     c(st.sidebar.number_input, "gmax", c.label("gmax"), step=64, help=GOAL_MAX_HELP)
     labels = control_labels.choice_labels(control_labels.GOAL_LAYOUT_LABELS, c.words)
     c(st.sidebar.selectbox, "glay", c.label("glay"), options=list(labels),
@@ -498,14 +497,14 @@ def _goal_section(c: _Controls) -> None:
 def _advanced_section(c: _Controls) -> None:
     """Controls most readers never need, folded away."""
     adv = st.sidebar.expander("Advanced: buckets, algorithm, stragglers, E_min")
-    c(adv.number_input, "bkt", "Gradient bucket size (MiB)", step=5.0)
+    c(adv.number_input, "bkt", c.label("bkt"), step=5.0)
     c(adv.selectbox, "algo", "All-reduce algorithm",
       options=["auto", "ring", "tree", "hierarchical"])
     c(adv.number_input, "cv", "Straggler spread (step-time std / mean)", step=0.01,
       format="%.3f")
     c(adv.number_input, "slow", c.label("slow"), step=1)
     c(adv.number_input, "sf", c.label("sf"), step=0.1)
-    c(adv.number_input, "emin", "Samples to quality at a tiny batch, E_min (optional)",
+    c(adv.number_input, "emin", c.label("emin"),
       step=1e6, format="%.0f")
 
 
@@ -1132,8 +1131,10 @@ def render() -> None:
     if caveats:
         with st.expander(f"Caveats of this profile ({len(caveats)})"):
             st.markdown("\n".join(f"- {_md(c)}" for c in caveats))
+    for refused in plan.refusals:
+        st.error(_md(refused))  # may quote a typed device list
     for note in plan.notes:
-        st.info(_md(note))  # may quote a typed device list
+        st.info(_md(note))
     _share(plan, link)
     tabs = st.tabs(list(TABS.values()), key=_key("tab"), on_change="rerun")
     for (tab_id, _), container in zip(TABS.items(), tabs, strict=True):

@@ -322,8 +322,9 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         ["option", plan.words.header("devices"), f"{unit}/s", "time to finish", "cost"],
         [[o.label, o.devices, throughput(o.samples_per_s), duration(o.time_s),
           "-" if o.cost_usd is None else f"${amount(o.cost_usd)}"] for o in plan.options])))
-    if plan.notes:
-        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in plan.notes)
+    if plan.refusals or plan.notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>"
+                                                     for n in plan.refusals + plan.notes)
                      + "</ul>")
     parts.append("</div>")
     parts.append(f'<p class="note">Open this what-if in the planner: <a href="{_e(link)}">share '

@@ -44,7 +44,7 @@ from scalesim.precision import DEFAULT_PRECISION, Precision
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile, Scenario, ZeroFramework
 
-from .control_labels import in_words
+from .control_labels import NAMES, in_words
 
 # The share link's versions. Each link key arrived in the version its knob table row says
 # (``bounds.Knob.link_since``, docs/bounds.md's 'link since' column), and a link older than that
@@ -241,28 +241,20 @@ NULLABLE = frozenset(name for name, f in AppState.model_fields.items()
 
 
 # a control's name in a sentence; {device}, {server}...: the profile's nouns
-# (``control_labels.in_words``, as the controls' labels)
+# (``control_labels.in_words``, as the controls' labels); a control with a label in
+# ``control_labels.CONTROLS`` is named as its sidebar label starts (``NAMES``), nowhere else
 FIELD_LABELS = {
-    "dmax": "Largest {device} count", "dpn": "{Devices} per {server}",
-    "mb": "Per-{device} micro-batch",
-    "gb": "Global batch", "acc": "Gradient accumulation", "bkt": "Bucket size (MiB)",
-    "lw": "Loader workers", "cv": "Straggler spread", "slow": "Slow {device} rank",
-    "sf": "Slow {device} factor", "ibw": "Intra-{server} bandwidth (GB/s)",
-    "ilat": "Intra-{server} latency (µs)", "nics": "NICs per {server}", "gbit": "Gbit/s per NIC",
-    "ebw": "Inter-{server} bandwidth (GB/s)", "elat": "Inter-{server} latency (µs)",
-    "cbs": "Critical batch size", "emin": "E_min", "train": "Samples in the training run",
-    "price": "Price per {device}-hour", "focus": "{Device} count in focus",
-    "dlist": "{Device} list",
-    "dl": "Deadline (hours)", "bud": "Budget (USD)", "tp": "Tensor parallel",
+    "gb": "Global batch", "acc": "Gradient accumulation",
+    "cv": "Straggler spread", "gbit": "Gbit/s per NIC",
+    "cbs": "Critical batch size", "train": "Samples in the training run",
     "pp": "Pipeline stages", "sched": "Pipeline schedule", "vs": "Virtual stages",
     "rec": "Activation recompute", "rs": "Recompute style",
     "sp": "Sequence parallelism",
-    "gs": "Gradient sync", "ak": "Attention kernel", "pr": "Matmul precision",
+    "ak": "Attention kernel", "pr": "Matmul precision",
     "tpo": "Tensor-parallel overlap", "p2p": "Pipeline send overlap",
     "cp": "Context parallelism", "seq": "Sequence length",
-    "sg": "Shard group (HSDP)", "zfw": "ZeRO framework", "strat": "Strategy",
-    "mm": "Memory margin", "gmax": "Largest {device} count goal searches",
-    "glay": "Goal's layouts",
+    "zfw": "ZeRO framework", "strat": "Strategy",
+    **NAMES,
 }
 
 

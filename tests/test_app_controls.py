@@ -165,5 +165,6 @@ def test_a_refused_control_value_is_written_like_its_bound_never_1e_plus():
     """Session 19: '1e+20 is above the largest value ..., 100,000' (Python's float text)."""
     state = default_state()
     assert refusal(state, "ebw", 1e20).startswith(
-        "Inter-server bandwidth (GB/s): 1e20 is above the largest value the planner takes, 100,000")
+        "Inter-server bus bandwidth (GB/s): 1e20 is above the largest value the planner takes, "
+        "100,000")  # named as its sidebar label (session 44)
     assert "100,000.5 is above" in refusal(state, "ebw", 100000.5)

@@ -102,7 +102,7 @@ def test_a_link_from_a_newer_version_says_what_to_do_once():
 def test_an_empty_device_list_on_the_my_list_grid_is_said_on_the_page():
     at = open_app({"v": "9", "grid": "list"})
     assert not at.exception
-    assert any(i.value.startswith("the device list is empty; showing powers of two up to 16")
+    assert any(i.value.startswith("Device counts is empty; showing powers of two up to 16")
                for i in at.info)
 
 

@@ -378,8 +378,9 @@ def test_an_empty_device_list_says_it_shows_powers_of_two():
     empty = default_state().model_copy(update={"grid": "list", "dlist": " "})
     counts, notes = device_counts(empty, 8)
     assert counts == [1, 2, 4, 8, 16]
-    assert notes == ["the device list is empty; showing powers of two up to 16 (type counts in "
-                     "Device counts, e.g. 1,2,4,8,16, or pick another grid)"]
+    # named by its control's sidebar label, Device counts (was 'the device list'; session 44)
+    assert notes == ["Device counts is empty; showing powers of two up to 16 (type counts in it, "
+                     "e.g. 1,2,4,8,16, or pick another grid)"]
     assert make_plan(preset_profile(empty), empty).notes == notes  # the page shows plan.notes
     _, notes = device_counts(empty.model_copy(update={"dlist": "12,20"}), 8)
     assert notes == ["left out 12 and 20: above 8 devices a count must fill whole servers (a "

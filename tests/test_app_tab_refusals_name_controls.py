@@ -58,7 +58,7 @@ def test_the_devices_knob_names_the_control_the_sidebar_shows():
     assert controls_to_change(exc, AppState(), GPU_NOUNS) == (
         " Controls to change: Largest device count, Global batch.")
     assert controls_to_change(exc, AppState(grid="list"), GPU_NOUNS) == (
-        " Controls to change: Device list, Global batch.")
+        " Controls to change: Device counts, Global batch.")  # its sidebar label (session 44)
     assert controls_to_change(ScalesimError("refused"), AppState(), GPU_NOUNS) == ""
     assert controls_to_change(ScalesimError("refused", knobs=("first_bucket_mib",)), AppState(),
                               GPU_NOUNS) == ""  # a knob the planner has no control for
@@ -111,7 +111,7 @@ def test_goals_split_refusal_names_no_control_twice_in_the_apps_words_and_all_in
      ("devices", "accumulation", "global_batch"), ""),
     # the split's line names no control (split_devices): every one said after it
     ({"wl": "llama3-8b", "tp": 3, "grid": "list", "dlist": "1,2,4,8,16"}, (),
-     " Controls to change: Device list, Tensor parallel, Pipeline stages."),
+     " Controls to change: Device counts, Tensor parallel, Pipeline stages."),
 ])
 def test_a_count_refusal_marks_the_controls_its_namer_wrote(update, named, suffix):
     state = default_state().model_copy(update=update)

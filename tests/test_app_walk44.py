@@ -44,7 +44,7 @@ GB200_LINK = {"v": "18", "hw": "gb200-nvl72", "wl": "llama3-70b", "grid": "list"
 @pytest.mark.parametrize("key, value, named, back", [
     ("k_seq", 2**30, " Control to change: Sequence length. Below: the last what-if", 8192),
     ("k_tp", 1024, " Control to change: Tensor parallel. Below: the last what-if", 4),
-    ("k_pp", 100_000, " Controls to change: Device list, Tensor parallel, Pipeline stages. Below:",
+    ("k_pp", 100_000, " Controls to change: Device counts, Tensor parallel, Pipeline stages. Below:",
      4),
 ])
 def test_a_typed_value_the_model_refuses_names_its_controls_and_the_page_keeps_working(
@@ -90,3 +90,49 @@ def test_an_input_whose_label_says_empty_can_be_emptied_again(key, field, value,
     assert at.session_state["app_state"] == start.model_copy(update={field: None})
     if getattr(start, field) is None:
         assert [m.value for m in at.metric] == before
+
+
+@pytest.mark.parametrize("typed, why", [
+    ("abc", "'abc' is not a whole number"),
+    ("0", "0 is outside 1 \\<= x \\<= 1,048,576 devices"),
+    ("1e3", "'1e3' is not a whole number; write it in digits: 1000"),
+    ("72-1", "range '72-1' must start at 1 or more and end at or above its start")])
+def test_a_device_list_that_does_not_parse_is_an_error_named_as_the_sidebar_labels_it(typed, why):
+    """A typed device list the planner cannot read was a blue info box among the notes, calling
+    the control 'device list' beside a sidebar that labels it 'Device counts (e.g. ...)': now an
+    error box (as a refused typed value), named as its label starts; the page goes on with powers
+    of two and the report keeps the line (``Plan.refusals``)."""
+    at = open_app({"v": "18", "grid": "list", "dlist": "8,16"})
+    at.sidebar.text_input(key="k_dlist").set_value(typed)
+    run_clean(at)
+    (box,) = [e.value for e in at.error]
+    assert box.startswith(f"Device counts: {why}") and box.endswith("; showing powers of two")
+    assert at.sidebar.text_input(key="k_dlist").label.startswith(box.split(":")[0])
+    assert not [i.value for i in at.info if "Device counts" in i.value or "device list" in i.value]
+    from scalesim.app.plan import make_plan
+    from scalesim.app.report import report_html
+
+    plan = make_plan(at.session_state["profile"], at.session_state["app_state"])
+    assert [r.devices for r in plan.rows] == [1, 2, 4, 8, 16]
+    assert plan.refusals == [box.replace("\\", "")]
+    assert "Device counts: " in report_html(plan, "http://x")
+
+
+def test_every_sidebar_control_is_named_in_messages_as_its_label_starts():
+    """'Controls to change: Device list' and the bandwidths', latencies', slow factor's and focus's
+    names were other words than their sidebar labels: each control a message names
+    (``FIELD_LABELS``) is now named as the label the sidebar shows starts (one table,
+    ``control_labels.CONTROLS``)."""
+    from scalesim.app.control_labels import in_words
+    from scalesim.app.state import FIELD_LABELS
+    from scalesim.device_nouns import GPU_NOUNS
+
+    at = open_app({"v": "18", "grid": "list", "dlist": "8,16", "strat": "zero3",
+                   "inter": "custom", "intra": "custom", "slow": "1"})
+    drawn = [w for kind in ("number_input", "text_input", "selectbox", "radio", "select_slider",
+                            "checkbox", "toggle")
+             for w in getattr(at.sidebar, kind) if (w.key or "")[2:] in FIELD_LABELS]
+    assert len(drawn) >= 30
+    wrong = [(w.key, w.label) for w in drawn
+             if not w.label.startswith(in_words(FIELD_LABELS[w.key[2:]], GPU_NOUNS))]
+    assert wrong == []
