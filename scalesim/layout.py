@@ -489,7 +489,8 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
         problems.append(tp_above_server(L.tp, g, nouns))
     elif g % L.tp:
         problems.append(Refusal(f"tp {L.tp} does not divide the {g} {nouns.gpus} per "
-                                f"{nouns.server}; use tp {divisors_text(g)}", ("tp",)))
+                                f"{nouns.server}; use tp {divisors_text(g)}",
+                                ("tp", "devices_per_node")))
     if problem := count_problem(L.devices, g, allocation, nouns,
                                 f" ({split_words(L.dp, L.tp, L.pp, L.cp)})"):
         problems.append(problem)
@@ -585,10 +586,12 @@ def cp_fix(seq_len: int, cp: int, ranks: int) -> str:
 
 
 def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> Refusal:
-    """'tp 16 > 8 GPUs per server (...)'; 'tp 4 > 2 processes per host (...)' for a CPU profile."""
+    """'tp 16 > 8 GPUs per server (...)'; 'tp 4 > 2 processes per host (...)' for a CPU profile.
+    The rule is of both values: its knobs are tp and the devices per server (the one place every
+    caller, layout_problems, predict and counts_that_run, takes it from)."""
     return Refusal(f"tp {tp} > {devices_per_node} {nouns.gpus} per {nouns.server} (tensor "
                    f"parallelism stays inside one {nouns.server}); use tp <= {devices_per_node}",
-                   ("tp",))
+                   ("tp", "devices_per_node"))
 
 
 def check_layout(layout: ParallelLayout, devices_per_node: int, nouns: Nouns = GPU_NOUNS,

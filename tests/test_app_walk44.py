@@ -43,7 +43,9 @@ GB200_LINK = {"v": "18", "hw": "gb200-nvl72", "wl": "llama3-70b", "grid": "list"
 
 @pytest.mark.parametrize("key, value, named, back", [
     ("k_seq", 2**30, " Control to change: Sequence length. Below: the last what-if", 8192),
-    ("k_tp", 1024, " Control to change: Tensor parallel. Below: the last what-if", 4),
+    # tp 1024 > 72 GPUs per server: a rule of both (test_a_tp_past_a_server_names_both_...)
+    ("k_tp", 1024, " Controls to change: Tensor parallel, Devices per server. Below: the last",
+     4),
     ("k_pp", 100_000, " Controls to change: Device counts, Tensor parallel, Pipeline stages. Below:",
      4),
 ])
@@ -136,3 +138,17 @@ def test_every_sidebar_control_is_named_in_messages_as_its_label_starts():
     wrong = [(w.key, w.label) for w in drawn
              if not w.label.startswith(in_words(FIELD_LABELS[w.key[2:]], GPU_NOUNS))]
     assert wrong == []
+
+
+def test_a_tp_past_a_server_names_both_its_controls():
+    """With Devices per server 1 and tp 4 the box named only "Tensor parallel": the rule
+    'tp <= devices per server' is of both values (``layout.tp_above_server``'s knobs, the one
+    refusal predict, counts_that_run and layout_problems raise)."""
+    at = open_app({"v": "18", "wl": "llama3-8b", "grid": "list", "dlist": "8,16"})
+    at.sidebar.number_input(key="k_dpn").set_value(1)
+    run_clean(at)
+    at.sidebar.number_input(key="k_tp").set_value(4)
+    run_clean(at)
+    (box,) = [e.value for e in at.error if e.value.startswith("Cannot predict")]
+    assert "tp 4 \\> 1 GPUs per server" in box
+    assert " Controls to change: Tensor parallel, Devices per server. Below:" in box, box
