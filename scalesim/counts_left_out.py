@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD
 from scalesim.device_nouns import CPU_NOUNS, GPU_NOUNS
-from scalesim.figures import count_list, either
+from scalesim.figures import count_list, either, whole
 from scalesim.layout import shard_group_problem
 
 
@@ -75,10 +75,10 @@ def split_left_out(model: int, counts, devices: str = "devices", cp: bool = Fals
         return LeftOut()
     what = "tp x pp x cp" if cp else "tp x pp"
     common = math.gcd(*counts)
-    fix = f"a {what} that divides {common}" if common >= 2 else ""
-    why = f"{what} = {model} does not divide the {devices}"
+    fix = f"a {what} that divides {whole(common)}" if common >= 2 else ""
+    why = f"{what} = {whole(model)} does not divide the {devices}"
     return LeftOut(left, left_out_note(why, left, devices, fix,
-                                       f"give counts that are multiples of {model}"), why,
+                                       f"give counts that are multiples of {whole(model)}"), why,
                    ("devices", "tp", "pp", *(("cp",) if cp else ())))
 
 

@@ -570,7 +570,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]
     if keep is not None and keep.option.devices > more and (
             best is keep or _wins(ctx, best.option)):  # today's layout does not run at one more
         degrees = "tp x pp x cp" if now.cp > 1 else "tp x pp"
-        because = (f"{nouns.count(more)} are not a multiple of today's {degrees} = {split}"
+        because = (f"{nouns.count(more)} are not a multiple of today's {degrees} = {whole(split)}"
                    if more % split else f"at {nouns.count(more)}, {why or _refusal(ctx, more)}")
         notes.append(f"one more {nouns.server} does not take today's layout ({because}): it "
                      f"takes {nouns.count(keep.option.servers - now.nodes, 'server')} more")
@@ -779,7 +779,7 @@ def _splits_nowhere(ctx: _Ctx, per_server: int, split: int) -> str:
         return ""
     counts = (nouns.count(tried[0]) if len(tried) == 1 else
               f"any of {figures.count_list(tried, None)} {nouns.devices}")
-    over = nouns.devices if split == 1 else f"dp ({nouns.devices} / tp x pp {split})"
+    over = nouns.devices if split == 1 else f"dp ({nouns.devices} / tp x pp {whole(split)})"
     if split > 1:
         counts += f" (dp {figures.count_list([n // split for n in tried], None)})"
     return (f"global batch {figures.whole(s.global_batch)} does not split evenly over {counts} "

@@ -44,7 +44,7 @@ from scalesim.counts_left_out import (
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, controls_named_of, knobs_of
-from scalesim.figures import MIB_BYTES, count_list, either
+from scalesim.figures import MIB_BYTES, count_list, either, whole
 from scalesim.layout import (
     SCHEDULES,
     ZERO_STRATEGIES,
@@ -640,9 +640,9 @@ def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS, cp=1):
         near = sorted({x for n in ends for x in (n // m * m, -(-n // m) * m) if x})
         common = math.gcd(*counts)  # offered where it is 2 or more, as the note offers it
         raise ScalesimError(f"{nouns.devices} {count_list(counts)} are not divisible by "
-                            f"{what} = {m}; give {nouns.device} counts that are multiples of it "
+                            f"{what} = {whole(m)}; give {nouns.device} counts that are multiples of it "
                             f"({either(near)})"
-                            + (f", or a {what} that divides {common}" if common >= 2 else ""),
+                            + (f", or a {what} that divides {whole(common)}" if common >= 2 else ""),
                             knobs=("devices", "tp", "pp", *(("cp",) if c > 1 else ())))
     return p // model
 

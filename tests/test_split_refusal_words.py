@@ -42,3 +42,36 @@ def test_a_common_divisor_of_two_or_more_is_still_offered(capsys):
                                     "2", "--cp", "4", "--devices", "8,24"])
     assert code == 2 and err.endswith("multiples of it (16 or 32), or a tp x pp x cp that "
                                       "divides 8\n")
+
+
+# a split product of four digits or more is written as the counts beside it are, thousands
+# separated (``figures.whole``): was 'tp x pp = 400000 ...' beside '(400,000)' (session 44)
+BIG_LINE = ("devices 2,048 and 4,096 are not divisible by tp x pp = 8,000; give device counts "
+            "that are multiples of it (8,000), or a tp x pp that divides 2,048")
+
+
+def test_a_large_split_product_is_written_as_the_counts_beside_it(capsys):
+    code, out, err = run_cli(capsys, ["predict", "--hardware", "dgx-h100", "--workload",
+                                      "llama3-8b", "--tp", "8", "--pp", "1000", "--devices",
+                                      "2048,4096"])
+    assert (code, out, err) == (2, "", f"scalesim predict: error: {BIG_LINE}\n")
+    code, out, err = run_cli(capsys, ["predict", "--hardware", "dgx-h100", "--workload",
+                                      "llama3-8b", "--tp", "4", "--pp", "100000", "--devices",
+                                      "8,16"])
+    assert code == 2 and "tp x pp = 400,000; " in err and "(400,000)" in err, err
+    state = default_state().model_copy(update={"hw": "dgx-h100", "wl": "llama3-8b", "tp": 8,
+                                               "pp": 1000, "grid": "list",
+                                               "dlist": "2048,4096"})
+    with pytest.raises(ScalesimError) as refused:  # the app's box: the same line
+        build_scenario(state, preset_profile(state))
+    assert str(refused.value) == BIG_LINE
+
+
+def test_a_count_a_large_split_leaves_out_is_noted_with_the_product_separated():
+    from scalesim.counts_left_out import split_left_out
+
+    left = split_left_out(3072, [2048, 6144])  # 2,048 left out; gcd(2048, 6144) = 2,048
+    assert left.counts == (2048,)
+    assert left.note == ("tp x pp = 3,072 does not divide the devices: the row on 2,048 devices "
+                         "is left out; a tp x pp that divides 2,048 runs every count, or give "
+                         "counts that are multiples of 3,072")
