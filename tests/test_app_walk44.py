@@ -127,6 +127,7 @@ def test_every_sidebar_control_is_named_in_messages_as_its_label_starts():
     ``control_labels.CONTROLS``)."""
     from scalesim.app.control_labels import in_words
     from scalesim.app.state import FIELD_LABELS
+
     from scalesim.device_nouns import GPU_NOUNS
 
     at = open_app({"v": "18", "grid": "list", "dlist": "8,16", "strat": "zero3",
