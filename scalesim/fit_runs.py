@@ -557,12 +557,13 @@ PART_PARAMETER = {"data": ("node_loader_samples_per_s", 1), "straggler": ("jitte
 
 def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
                 exchange: RunsExchange = DDP_EXCHANGE, without: str | None = None,
-                nominal_gradient_bytes: float = NOMINAL_GRADIENT_BYTES) -> FitProblem:
+                nominal_gradient_bytes: float = NOMINAL_GRADIENT_BYTES,
+                layout: Layout | None = None) -> FitProblem:
     """The problem ``fit_runs`` solves for ``runs`` (with its notes, whether rank times are
     measured, the measured layout, the gradient bytes: ``params * wire_bytes_per_param``,
     ``nominal_gradient_bytes`` without, and how they were exchanged: ``exchange``). ``without``
     (a ``PART_PARAMETER`` key): that part's parameter is held where the part is none, not
-    fitted."""
+    fitted. ``layout``: the runs' ``measured_layout`` where a fit of the same runs built it."""
     runs = require_model(runs, Runs, "runs")
     check_number("params", params, "params", optional=True)
     check_number("wire_bytes_per_param", wire_bytes_per_param, "wire_bytes_per_param")
@@ -575,7 +576,7 @@ def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: f
         name, end = PART_PARAMETER[without]
         free = [n for n in free if n != name]
         init[name] = bounds[name][end]
-    layout = measured_layout(runs)
+    layout = measured_layout(runs) if layout is None else layout
     measured_step = runs.step_time_s
     comm = runs.optional("comm_s")
     wait = runs.optional("data_wait_s")
@@ -647,14 +648,16 @@ def _not_shown(problem: FitProblem, jac: np.ndarray, inside: np.ndarray) -> list
 
 def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
              exchange: RunsExchange = DDP_EXCHANGE, without: str | None = None,
-             nominal_gradient_bytes: float = NOMINAL_GRADIENT_BYTES) -> FitResult:
+             nominal_gradient_bytes: float = NOMINAL_GRADIENT_BYTES,
+             layout: Layout | None = None) -> FitResult:
     """Fit the model to ``runs``, which exchanged as ``exchange`` says (default DDP); ``params``
     (gradient elements) turns transfer times into GB/s. ``without``: a part of the step held at
     none (``PART_PARAMETER``; ``fit_without``'s rival fit), None for the fit itself.
     ``nominal_gradient_bytes``: the gradient's size, bytes, where ``params`` is None (the
-    buckets it is exchanged in; ``runs_gradient_size`` tries several)."""
+    buckets it is exchanged in; ``runs_gradient_size`` tries several). ``layout``: the runs'
+    ``measured_layout`` where another fit of them built it."""
     problem = fit_problem(runs, params, wire_bytes_per_param, exchange, without,
-                          nominal_gradient_bytes)
+                          nominal_gradient_bytes, layout)
     free, notes, gradient_bytes = problem.free, list(problem.notes), problem.gradient_bytes
     sol = problem.best_solution()
     if not np.all(np.isfinite(sol.fun)):

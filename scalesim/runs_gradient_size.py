@@ -59,7 +59,7 @@ def fits_by_size(fit: FitResult, runs, exchange, wire_bytes_per_param: float = 4
     for size in sizes:
         if size != NOMINAL_GRADIENT_BYTES:
             fits[size] = fit_runs(runs, None, wire_bytes_per_param, exchange,
-                                  nominal_gradient_bytes=size)
+                                  nominal_gradient_bytes=size, layout=fit.layout)
     misfit = {s: misfit_at_noise(f, runs, fit.noise_rel) for s, f in fits.items()}
     limit = min(misfit.values()) + float(chi2.ppf(0.95, 1))
     kept = [(s, fits[s]) for s in fits if misfit[s] <= limit]
