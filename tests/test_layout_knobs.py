@@ -142,7 +142,8 @@ def test_overlap_off_exposes_the_whole_data_parallel_exchange_by_hand():
     = 64 of them): 64 x 6 alpha + 2 x 3/4 x S/2 / busbw, all of it after backward, whatever the
     contention. ZeRO-1 (Megatron-Core's distributed optimizer, buckets of 4e7 parameters, 8e7
     bytes: ceil(S/2 / 8e7) = 21): a reduce-scatter pass of its fp32 main grads, 21 x 3 alpha +
-    3/4 x S / busbw, and an all-gather pass, 21 x 3 alpha + 3/4 x S/2 / busbw. ZeRO-3, 4 micro-batches of 24 one-layer units: every micro-batch gathers
+    3/4 x S / busbw, and an all-gather pass, 21 x 3 alpha + 3/4 x S/2 / busbw. ZeRO-3, 4
+    micro-batches of 24 one-layer units: every micro-batch gathers
     twice and reduce-scatters once, each pass 24 x 3 alpha + 3/4 x S/2 / busbw."""
     x = _inputs(dp=4, global_batch=64, overlap=False)
     ring = 64 * 6 * ALPHA + 1.5 * (S_BYTES / 2) / BUSBW

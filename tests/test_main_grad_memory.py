@@ -142,3 +142,26 @@ def test_the_validator_states_bf16_main_grads_for_nvidias_performance_recipes():
     assert any("main grads held and reduced in bf16" in f for f in flags)
     x, _ = case_inputs(nemotron, [])
     assert np.isnan(float(x.reduce_bytes_per_param))
+
+
+def test_the_sharding_remedy_says_the_bytes_the_model_sends():
+    """DDP -> Megatron-Core's ZeRO-1 on a bf16 workload: the reduce-scatter carries the fp32 main
+    grads (1 unit x 4 B) and the all-gather the bf16 weights (1 unit x 2 B), against DDP's
+    all-reduce (2 units x 2 B): 6 / 4 = 1.5x the bytes, not "the same bytes" (session 44: the
+    caveat counted units alone). Stated bf16 main grads (NVIDIA's recipes) send the same bytes;
+    DeepSpeed's ZeRO-1 (all-reduce + gather, 3 units at 2 B) 1.5x as before."""
+    from scalesim.remedies import sharding_caveat
+    from scalesim.schemas import Workload
+
+    bf16 = Workload(name="w", params=1e9, wire_bytes_per_param=2.0, grad_bytes_per_param=2.0)
+    assert "sends 1.5x the bytes of now per step" in sharding_caveat(
+        "ddp", "zero1", "fsdp", 1, 8, workload=bf16)
+    stated = bf16.model_copy(update={"reduce_bytes_per_param": 2.0})
+    assert "sends the same bytes as now per step" in sharding_caveat(
+        "ddp", "zero1", "fsdp", 1, 8, workload=stated)
+    assert "sends 1.5x the bytes of now per step" in sharding_caveat(
+        "ddp", "zero1", "deepspeed", 1, 8, workload=bf16)
+    # an fp32 wire (the data-parallel presets' 4 B): the main grads are the wire's, same bytes
+    fp32 = bf16.model_copy(update={"wire_bytes_per_param": 4.0})
+    assert "sends the same bytes as now per step" in sharding_caveat(
+        "ddp", "zero1", "fsdp", 1, 8, workload=fp32)
