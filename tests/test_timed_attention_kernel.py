@@ -469,7 +469,7 @@ def _plan_rows(capsys, path, *args):
     from scalesim.cli.main import main
 
     assert main(["plan", "--profile", str(path), "--devices", "8", "--global-batch", "64",
-                 "--all", "--json", *args]) == 0
+                 "--all", "--top", "100000", "--json", *args]) == 0  # every layout, not the top 10
     return json.loads(capsys.readouterr().out)["layouts"]
 
 
@@ -504,11 +504,13 @@ def test_predict_and_plan_price_another_model_on_the_profile_alike(
     # none asked, and the vendor kernel asked: a swap where the block recorded flash2
     for asked in (None, VENDOR_KERNEL):
         flags = () if asked is None else ("--attention-kernel", asked)
+        # ZeRO-2: ZeRO-1 without recompute no longer fits 8 H100s nor ranks in plan's top 10
+        # (session 44: it holds its fp32 main_grad buffer)
         row = next(r for r in _plan_rows(capsys, path, "--workload", "gpt-7.5b", *flags)
                    if (r["tp"], r["pp"], r["cp"], r["zero"], r["micro_batch"], r["recompute"])
-                   == (1, 1, 1, 1, 1, "none"))
+                   == (1, 1, 1, 2, 1, "none"))
         got = predict(other, Scenario(devices=[8], global_batch=64, accumulation=8,
-                                      strategy="zero1", attention_kernel=asked))[0]
+                                      strategy="zero2", attention_kernel=asked))[0]
         assert got.step_time_s == pytest.approx(row["step_time_s"], rel=1e-9)
         steps.append(got.step_time_s)
     if block_kernel == FLASH2_KERNEL or base.model_parallel is None:  # the vendor kernel
