@@ -16,7 +16,8 @@ from scalesim.profiles import resolve_profile
 from scalesim.remedies import rank_remedies
 from scalesim.schemas import Scenario
 
-CHANGE = ("Change the layout: pipeline schedule 1F1B -> zero bubble, ddp -> zero1, sequence "
+# session 44: ddp -> zero2 (was zero1) since Megatron-Core's ZeRO-1 reduces fp32 main grads
+CHANGE = ("Change the layout: pipeline schedule 1F1B -> zero bubble, ddp -> zero2, sequence "
           "parallel off -> on")
 
 
