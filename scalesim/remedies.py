@@ -36,13 +36,12 @@ from scalesim.errors import ScalesimError
 from scalesim.figures import busbw_words, multiple, percents_apart
 from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
 from scalesim.layout_change import layout_title
-from scalesim.model.memory import STRATEGIES, reduce_bytes_per_param_of, state_shards
+from scalesim.model.memory import STRATEGIES, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.zero_exchange import (
     framework_label,
     holds_full_gradients,
     reduce_scatters,
-    reduced_units,
     reduces_once,
     sent_units,
 )
@@ -70,7 +69,6 @@ from scalesim.schemas import (
     Profile,
     Scenario,
     ScenarioLayout,
-    Workload,
 )
 
 # The faster interconnect remedy: 8x 200 Gb/s HDR InfiniBand per node as network_upgrades names
@@ -539,8 +537,7 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Noun
               if refused and target != "zero1" else "")
     return Candidate("sharding", sharding_title(scenario.strategy, target, fw, k, sync, hybrid),
                      scenario.model_copy(update={"strategy": target}), profile, reason,
-                     sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync, words,
-                                     profile.workload))
+                     sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync, words))
 
 
 # Why sharding is no remedy where one data-parallel replica holds the states (dp 1: one device,
@@ -612,29 +609,15 @@ _HOW = {
 
 def sharding_caveat(strategy: str, target: str, framework: str, accumulation: int,
                     devices: int, grad_sync: str = "every-micro-step",
-                    words: Nouns = GPU_NOUNS, workload: Workload | None = None) -> str:
+                    words: Nouns = GPU_NOUNS) -> str:
     """What sharding changes, as the model has it (``zero_exchange``, ``memory.state_shards``):
     the memory (nothing where ``target`` holds every state ``strategy`` holds whole: ZeRO-2
     under ``no_sync`` with k > 1 after ZeRO-1), the optimizer step split over the devices where
     it was not, the bytes each device sends per step and how they are exchanged (``words``:
-    the devices' nouns, ``device_nouns.nouns_for``; ``workload``: its bytes on the wire, the
-    gradients' reduced at ``memory.reduce_bytes_per_param_of``'s; None: all at one size)."""
+    the devices' nouns, ``device_nouns.nouns_for``)."""
     sync = GRAD_SYNCS[grad_sync]
-    fw = FRAMEWORKS[framework]
-
-    def sent_bytes(name: str) -> float:
-        """Bytes a device sends per step under ``name``, per (n - 1) / n x Psi."""
-        units = sent_units(STRATEGIES[name], fw, accumulation, sync)
-        if workload is None:
-            return float(units)
-        wire = workload.wire_bytes_per_param
-        reduced = reduce_bytes_per_param_of(
-            STRATEGIES[name], fw, wire, workload.grad_bytes_per_param,
-            workload.stated_reduce_bytes())
-        gradient_units = reduced_units(STRATEGIES[name], fw, accumulation, sync)
-        return float(gradient_units * reduced + (units - gradient_units) * wire)
-
-    ratio = sent_bytes(target) / sent_bytes(strategy)
+    ratio = float(sent_units(STRATEGIES[target], FRAMEWORKS[framework], accumulation, sync)
+                  / sent_units(STRATEGIES[strategy], FRAMEWORKS[framework], accumulation, sync))
     sends = ("the same bytes as now" if abs(ratio - 1.0) < 1e-9
              else f"{ratio:.3g}x the bytes of now")
     # bytes in ring terms (sent_units); the gradients' all-reduce NCCL may run as a tree or

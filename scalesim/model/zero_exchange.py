@@ -11,8 +11,7 @@ forward and backward); the units, the volumes and the overlap are decided here.
 - ZeRO-1, default framework = Megatron-Core's distributed optimizer: reduce-scatter in buckets of
   max(4e7, 1e6 n) parameters behind the last backward, all-gather of the updated parameters in
   the same buckets before their use in the next forward (--overlap-grad-reduce,
-  --overlap-param-gather); 2 units, DDP's volume (Rajbhandari et al. 2019, §7), the
-  reduce-scatter's at its main grads' bytes (fp32 by default since session 44, docs/model.md §4).
+  --overlap-param-gather); 2 units, DDP's volume (Rajbhandari et al. 2019, §7).
 - ZeRO-1, DeepSpeed: all-reduce in 5e8-element buckets behind the last backward, all-gather of
   the parameters after the optimizer step, exposed; 3 units.
 - ZeRO-2, FSDP SHARD_GRAD_OP: per micro-batch, per block, an all-gather before its forward and a
@@ -123,22 +122,6 @@ def sent_units(strategy, framework, accumulation, grad_sync=0):
                      [2.0, np.where(deepspeed, 3.0, 2.0),
                       np.where(deepspeed, 2.0 * k + 1.0, np.where(once, 2.0, 2.0 * k))],
                      np.where(once, 2.0 * k + 1.0, 3.0 * k))
-
-
-def reduced_units(strategy, framework, accumulation, grad_sync=0):
-    """Of ``sent_units``, those that carry gradients (all-reduces, 2 a pass, and
-    reduce-scatters, 1), the rest gathering parameters: DDP 2, Megatron-Core's ZeRO-1 1,
-    DeepSpeed's ZeRO-1 2, FSDP ZeRO-2 k (under ``no_sync`` 1), DeepSpeed ZeRO-2 2k, ZeRO-3 k
-    (FSDP under ``no_sync`` 1). The gradients' units go at the reduce bytes
-    (``memory.reduce_bytes_per_param_of``: Megatron-Core's fp32 main grads), the others at the
-    wire's."""
-    strategy = np.asarray(strategy)
-    k = np.asarray(accumulation, dtype=float)
-    deepspeed = np.asarray(framework) == DEEPSPEED
-    per_step = np.where(reduces_once(framework, grad_sync), 1.0, k)
-    return np.select([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
-                     [2.0, np.where(deepspeed, 2.0, 1.0), np.where(deepspeed, 2.0 * k, per_step)],
-                     np.where(deepspeed, k, per_step))
 
 
 def reduce_scatters(strategy, framework, accumulation, grad_sync=0):
