@@ -36,12 +36,14 @@ from scalesim.errors import ScalesimError
 from scalesim.figures import busbw_words, multiple, percents_apart
 from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
 from scalesim.layout_change import layout_title
-from scalesim.model.memory import STRATEGIES, state_shards
+from scalesim.model.memory import STRATEGIES, reduce_bytes_per_param_of, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.zero_exchange import (
     framework_label,
     holds_full_gradients,
     reduce_scatters,
+    reduce_units,
+    reduce_wire_ratio,
     reduces_once,
     sent_units,
 )
@@ -69,6 +71,7 @@ from scalesim.schemas import (
     Profile,
     Scenario,
     ScenarioLayout,
+    Workload,
 )
 
 # The faster interconnect remedy: 8x 200 Gb/s HDR InfiniBand per node as network_upgrades names
@@ -537,7 +540,8 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Noun
               if refused and target != "zero1" else "")
     return Candidate("sharding", sharding_title(scenario.strategy, target, fw, k, sync, hybrid),
                      scenario.model_copy(update={"strategy": target}), profile, reason,
-                     sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync, words))
+                     sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync, words,
+                                     workload=profile.workload))
 
 
 # Why sharding is no remedy where one data-parallel replica holds the states (dp 1: one device,
@@ -607,19 +611,45 @@ _HOW = {
 }
 
 
+def reduce_bytes_of(strategy: str, framework: str, workload: Workload) -> float:
+    """Bytes per parameter of ``strategy``'s gradient reduction under ``framework`` for
+    ``workload``, as the model sends them (``memory.reduce_bytes_per_param_of``: Megatron-Core's
+    ZeRO-1 its fp32 main grads, 4 for bf16 training; others the wire's, unless stated)."""
+    return float(reduce_bytes_per_param_of(
+        STRATEGIES[strategy], FRAMEWORKS[framework], workload.wire_bytes_per_param,
+        workload.grad_bytes_per_param, workload.stated_reduce_bytes()))
+
+
+def sent_bytes_units(strategy: str, framework: str, accumulation: int, grad_sync: str,
+                     workload: Workload) -> float:
+    """Bytes each device sends per step in ``sent_units``' units ((n - 1)/n x Psi x the wire's
+    bytes per parameter), the gradients' reductions at the bytes the model reduces
+    (``reduce_bytes_of``; ``zero_exchange.sent_per_byte``'s rule): Megatron-Core's ZeRO-1 with
+    fp32 main grads 1 + 2 = 3 (DDP 2)."""
+    codes = (STRATEGIES[strategy], FRAMEWORKS[framework], accumulation, GRAD_SYNCS[grad_sync])
+    ratio = float(reduce_wire_ratio(workload.wire_bytes_per_param,
+                                    reduce_bytes_of(strategy, framework, workload)))
+    sent, reduced = float(sent_units(*codes)), float(reduce_units(*codes))
+    return sent - reduced + ratio * reduced
+
+
 def sharding_caveat(strategy: str, target: str, framework: str, accumulation: int,
                     devices: int, grad_sync: str = "every-micro-step",
-                    words: Nouns = GPU_NOUNS) -> str:
+                    words: Nouns = GPU_NOUNS, *, workload: Workload) -> str:
     """What sharding changes, as the model has it (``zero_exchange``, ``memory.state_shards``):
     the memory (nothing where ``target`` holds every state ``strategy`` holds whole: ZeRO-2
     under ``no_sync`` with k > 1 after ZeRO-1), the optimizer step split over the devices where
-    it was not, the bytes each device sends per step and how they are exchanged (``words``:
+    it was not, the bytes each device sends per step for ``workload`` (``sent_bytes_units``:
+    Megatron-Core's ZeRO-1 reduces its fp32 main grads) and how they are exchanged (``words``:
     the devices' nouns, ``device_nouns.nouns_for``)."""
     sync = GRAD_SYNCS[grad_sync]
-    ratio = float(sent_units(STRATEGIES[target], FRAMEWORKS[framework], accumulation, sync)
-                  / sent_units(STRATEGIES[strategy], FRAMEWORKS[framework], accumulation, sync))
+    ratio = (sent_bytes_units(target, framework, accumulation, grad_sync, workload)
+             / sent_bytes_units(strategy, framework, accumulation, grad_sync, workload))
     sends = ("the same bytes as now" if abs(ratio - 1.0) < 1e-9
              else f"{ratio:.3g}x the bytes of now")
+    reduced = {s: reduce_bytes_of(s, framework, workload) for s in (strategy, target)}
+    dtype = (f"; gradients reduced at {reduced[target]:g} bytes each, now {reduced[strategy]:g}"
+             if reduced[strategy] != reduced[target] else "")  # DDP -> Megatron's ZeRO-1: 2 -> 4
     # bytes in ring terms (sent_units); the gradients' all-reduce NCCL may run as a tree or
     # with NVLS (docs/model.md §2), which reduce-scatters and all-gathers, rings, cannot
     now_all_reduce, then_all_reduce = (
@@ -638,7 +668,7 @@ def sharding_caveat(strategy: str, target: str, framework: str, accumulation: in
     if "optimizer state" in new:
         memory += (f"; each of the {words.count(devices)} updates 1/{devices} of the optimizer "
                    "state")
-    return f"{memory}; sends {sends} per step ({how}){rings}"
+    return f"{memory}; sends {sends} per step ({how}{dtype}){rings}"
 
 
 def dp_exchange_s(p: Prediction) -> float:
@@ -1010,8 +1040,7 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             verdict = "remedy"
             note = f"makes it fit in {memory}" + (f"; {caveat}" if caveat else "")
         else:
-            # no change (ZeRO-1 where the optimizer step is not known: the same bytes sent; a
-            # gain that prints as +0.0 %) is not a loss, nor a remedy
+            # no change (a gain that prints as +0.0 %) is not a loss, nor a remedy
             verdict = gain_verdict(objective_gain)
             if did := verdict_words(verdict, measure):
                 note = did + (f"; {caveat}" if caveat else "")

@@ -118,9 +118,13 @@ def test_sharding_caveat_says_what_the_model_says():
     z1 = next(r for r in results if r.key == "sharding")
     assert "Megatron-Core distributed optimizer" in z1.title
     assert "updates 1/8 of the optimizer state" in z1.reason
-    # reduce-scatter + all-gather = all-reduce in units, but the reduce-scatter carries the fp32
-    # main grads (session 44, docs/model.md §4): (4 + 2) / (2 x 2) bytes
-    assert "1.5x the bytes of now" in z1.reason
+    # session 44: Megatron-Core's ZeRO-1 reduce-scatters its fp32 main grads (4 + 2 bytes a
+    # parameter against DDP's all-reduce of 2 + 2): was "the same bytes as now", predict's 1.5x
+    assert "sends 1.5x the bytes of now per step" in z1.reason
+    assert "gradients reduced at 4 bytes each, now 2" in z1.reason
+    sent = [predict(_paths()[1], Scenario(devices=[8], strategy=s))[0].comm_bytes
+            for s in ("ddp", "zero1")]  # the data-parallel path counts its bytes
+    assert sent[1] / sent[0] == pytest.approx(1.5, rel=1e-9)
     assert z1.verdict == "remedy" and z1.gain > 0.05  # the optimizer step split 8 ways
     _, results = rank_remedies(shaped, Scenario(devices=[8], zero_framework="deepspeed"), 8)
     ds = next(r for r in results if r.key == "sharding")
