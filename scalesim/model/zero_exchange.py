@@ -11,7 +11,9 @@ forward and backward); the units, the volumes and the overlap are decided here.
 - ZeRO-1, default framework = Megatron-Core's distributed optimizer: reduce-scatter in buckets of
   max(4e7, 1e6 n) parameters behind the last backward, all-gather of the updated parameters in
   the same buckets before their use in the next forward (--overlap-grad-reduce,
-  --overlap-param-gather); 2 units, DDP's volume (Rajbhandari et al. 2019, §7).
+  --overlap-param-gather); 2 units, DDP's volume (Rajbhandari et al. 2019, §7), the
+  reduce-scatter's unit at its main grads' bytes (fp32 by default since session 44,
+  ``reduce_units``, docs/model.md §4).
 - ZeRO-1, DeepSpeed: all-reduce in 5e8-element buckets behind the last backward, all-gather of
   the parameters after the optimizer step, exposed; 3 units.
 - ZeRO-2, FSDP SHARD_GRAD_OP: per micro-batch, per block, an all-gather before its forward and a
