@@ -42,10 +42,9 @@ from scalesim.model.zero_exchange import (
     framework_label,
     holds_full_gradients,
     reduce_scatters,
-    reduce_units,
     reduce_wire_ratio,
     reduces_once,
-    sent_units,
+    sent_units_at,
 )
 from scalesim.network_upgrades import UPGRADES_BY_KEY, NetworkUpgrade, network_scenario
 from scalesim.precision import DEFAULT_PRECISION, FP8, no_fp8_peak_words
@@ -624,13 +623,12 @@ def sent_bytes_units(strategy: str, framework: str, accumulation: int, grad_sync
                      workload: Workload) -> float:
     """Bytes each device sends per step in ``sent_units``' units ((n - 1)/n x Psi x the wire's
     bytes per parameter), the gradients' reductions at the bytes the model reduces
-    (``reduce_bytes_of``; ``zero_exchange.sent_per_byte``'s rule): Megatron-Core's ZeRO-1 with
-    fp32 main grads 1 + 2 = 3 (DDP 2)."""
-    codes = (STRATEGIES[strategy], FRAMEWORKS[framework], accumulation, GRAD_SYNCS[grad_sync])
-    ratio = float(reduce_wire_ratio(workload.wire_bytes_per_param,
-                                    reduce_bytes_of(strategy, framework, workload)))
-    sent, reduced = float(sent_units(*codes)), float(reduce_units(*codes))
-    return sent - reduced + ratio * reduced
+    (``reduce_bytes_of``; ``zero_exchange.sent_units_at``, as predict's ``sent_per_byte``):
+    Megatron-Core's ZeRO-1 with fp32 main grads 1 + 2 = 3 (DDP 2)."""
+    ratio = reduce_wire_ratio(workload.wire_bytes_per_param,
+                              reduce_bytes_of(strategy, framework, workload))
+    return float(sent_units_at(STRATEGIES[strategy], FRAMEWORKS[framework], accumulation,
+                               GRAD_SYNCS[grad_sync], ratio))
 
 
 def sharding_caveat(strategy: str, target: str, framework: str, accumulation: int,

@@ -68,8 +68,8 @@ def reduce_bytes_per_param_of(strategy, framework, wire_bytes_per_param, grad_by
     a 'parameter') states its reduction. Numpy, broadcasts."""
     wire = np.asarray(wire_bytes_per_param, dtype=float)
     reduce = np.asarray(reduce_bytes_per_param, dtype=float)
-    held = held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param, reduce)
-    return np.where(_megatron_zero1(strategy, framework), held,
+    return np.where(_megatron_zero1(strategy, framework),
+                    main_grad_bytes_per_param(grad_bytes_per_param, reduce),
                     np.where(np.isnan(reduce), wire, reduce))
 
 

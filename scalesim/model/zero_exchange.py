@@ -154,6 +154,17 @@ def reduce_units(strategy, framework, accumulation, grad_sync=0):
                      np.where(deepspeed, k, per_step))
 
 
+def sent_units_at(strategy, framework, accumulation, grad_sync=0, reduce_ratio=1.0):
+    """``sent_units`` with the reductions' (``reduce_units``) at ``reduce_ratio``
+    (``reduce_wire_ratio``: bytes of a reduced gradient over a gathered parameter's;
+    Megatron-Core's fp32 main grads: 2, so its ZeRO-1 sends 1 + 2 = 3 where DDP sends 2).
+    Arrays broadcast."""
+    ratio = np.asarray(reduce_ratio, dtype=float)
+    sent, reduced = (sent_units(strategy, framework, accumulation, grad_sync),
+                     reduce_units(strategy, framework, accumulation, grad_sync))
+    return sent - reduced + ratio * reduced
+
+
 def sent_per_byte(strategy, framework, accumulation, grad_sync, shard, replicas,
                   reduce_ratio=1.0):
     """Bytes each device sends per step per byte of the replica's gathered parameters (Psi w):
@@ -165,9 +176,8 @@ def sent_per_byte(strategy, framework, accumulation, grad_sync, shard, replicas,
     ring volumes of ``collectives.ring_steps_volume`` (docs/model.md §4, §16). Arrays broadcast."""
     s = np.asarray(shard, dtype=float)
     ratio = np.asarray(reduce_ratio, dtype=float)
-    sent, reduced = (sent_units(strategy, framework, accumulation, grad_sync),
-                     reduce_units(strategy, framework, accumulation, grad_sync))
-    return ((sent - reduced + ratio * reduced) * ring_steps_volume(1.0, s)[1]
+    return (sent_units_at(strategy, framework, accumulation, grad_sync, ratio)
+            * ring_steps_volume(1.0, s)[1]
             + ratio * reduce_scatters(strategy, framework, accumulation, grad_sync)
             * ring_steps_volume(2.0, replicas)[1] / s)
 
