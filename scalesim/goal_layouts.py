@@ -87,30 +87,43 @@ class Searched:
     layouts_tried: int
 
 
+def _planner_best(profile: Profile, base: Scenario, devices: int, batch: int):
+    """(the planner's best row at ``devices`` and global batch ``batch``, ranked by throughput,
+    or None where no layout is valid there; the layouts it evaluated, fitting or not: the unfit
+    are ranked too, after every fitting one, so a count where none fits is counted)."""
+    from scalesim.layout_predict import plan_at
+
+    try:
+        ranked = plan_at(profile, base, [devices], batch, top=1, include_unfit=True)
+    except ScalesimError:  # no valid layout at that batch
+        return None, 0
+    return ranked.by_count[0].best, ranked.evaluated
+
+
+def _goal_layout(base: Scenario, row) -> ScenarioLayout:
+    """The layout of a planner's ``row`` as goal prices it: hybrid sharding left out, as goal's
+    own ZeRO plans are fully sharded (§16)."""
+    from scalesim.layout_predict import scenario_of_row
+
+    return scenario_of_row(base, row).layout.model_copy(update={"shard_group": None})
+
+
 def searched_groups(profile: Profile, base: Scenario, counts: list[int], reference: int,
                     devices_per_node: int, around) -> Searched:
     """The planner's best layout at each of ``counts`` (``plan_at``, ranked by throughput, at
     ``reference_batch_at``) grouped by layout, each group's axes ``around(row)`` of its
     counts' rows merged; the best row of each count; the layouts the planner tried."""
-    from scalesim.layout_predict import plan_at, scenario_of_row
-
     best: dict[int, object] = {}
     tried = 0
     for n in counts:
-        try:  # the unfit ranked too (after every fitting one), so a count of none is counted
-            ranked = plan_at(profile, base, [n], reference_batch_at(reference, devices_per_node, n),
-                             top=1, include_unfit=True)
-        except ScalesimError:  # no valid layout at that batch
-            best[n] = None
-            continue
-        tried += ranked.evaluated
-        best[n] = ranked.by_count[0].best
+        best[n], evaluated = _planner_best(profile, base, n,
+                                           reference_batch_at(reference, devices_per_node, n))
+        tried += evaluated
     groups: dict[str, tuple[ScenarioLayout, dict]] = {}
     for n, row in best.items():
         if row is None:
             continue
-        # hybrid sharding left out, as goal's own ZeRO plans: fully sharded (§16)
-        layout = scenario_of_row(base, row).layout.model_copy(update={"shard_group": None})
+        layout = _goal_layout(base, row)
         key = layout.model_dump_json()
         _, axes = groups.setdefault(key, (layout, {"devices": [], "micro_batch": set(),
                                                    "accumulation": set(), "strategy": []}))
@@ -173,8 +186,6 @@ def refined_groups(profile: Profile, base: Scenario, searched: Searched, counts:
     ``strategies``), fully sharded; a row ``searched``'s groups price already is left out. Its
     ``best``: each count's best fitting row by batch; ``layouts_tried``: what the planner
     evaluated, fitting or not."""
-    from scalesim.layout_predict import plan_at, scenario_of_row
-
     tried, found = 0, {}
     groups: dict[tuple, LayoutGroup] = {}
     for n in counts:
@@ -183,16 +194,12 @@ def refined_groups(profile: Profile, base: Scenario, searched: Searched, counts:
             continue
         found[n] = {}
         for batch in goal_batches(row.micro_batch * row.accumulation * row.dp, factors):
-            try:
-                ranked = plan_at(profile, base, [n], batch, top=1, include_unfit=True)
-            except ScalesimError:  # no valid layout at that batch
-                continue
-            tried += ranked.evaluated
-            best = ranked.by_count[0].best
+            best, evaluated = _planner_best(profile, base, n, batch)
+            tried += evaluated
             if best is None or not best.fits:
                 continue
             found[n][batch] = best
-            layout = scenario_of_row(base, best).layout.model_copy(update={"shard_group": None})
+            layout = _goal_layout(base, best)
             if any(g.layout == layout and n in g.axes["devices"]
                    and best.micro_batch in g.axes["micro_batch"]
                    and best.accumulation in g.axes["accumulation"] for g in searched.groups):
