@@ -548,17 +548,26 @@ def _first_row(table, device_name: str):
 # datasheets), so a profile's links or an nccl-tests log of one do not describe the other. Two
 # names are one device only if each of these words is in both or in neither.
 OWN_DEVICE_WORDS = ("A800", "H800")
+# A board form factor its SXM sibling may share peak and bandwidth with: the A100 40GB PCIe and
+# SXM4 both list 312 TFLOP/s and 1,555 GB/s (NVIDIA A100 datasheet), but the PCIe board draws
+# 250 W against 400 and reaches its peers over PCIe (or a 2-GPU bridge), not NVSwitch, so a
+# preset or profile of one does not describe the other. nvidia-smi names every PCIe board so
+# ("NVIDIA A100-PCIE-40GB", "NVIDIA A100 80GB PCIe", "NVIDIA H100 PCIe", "Tesla V100-PCIE-16GB").
+# Compared as OWN_DEVICE_WORDS are.
+FORM_FACTOR_WORDS = ("PCIe",)
 
 
 def same_device(a: str, b: str) -> bool:
     """Whether device names ``a`` and ``b`` name one device: equal, or listed with the same
     peak and memory bandwidth (a calibration's "NVIDIA H100 80GB HBM3" and a preset's
     "H100-SXM5 80GB"); an H100 and an H200 share a peak, not a bandwidth, so they differ; an
-    H800 and an H100 share both but not their NVLink (``OWN_DEVICE_WORDS``). Memory size is not
-    compared: a V100 16GB and 32GB, a Quadro RTX 6000 and 8000, are one device."""
+    H800 and an H100 share both but not their NVLink (``OWN_DEVICE_WORDS``), nor a PCIe board
+    and an SXM one (``FORM_FACTOR_WORDS``: an A100 40GB). Memory size is not compared: a V100
+    16GB and 32GB, a Quadro RTX 6000 and 8000, are one device."""
     if a.strip().lower() == b.strip().lower():
         return True
-    if any(name_has_words(a, (w,)) != name_has_words(b, (w,)) for w in OWN_DEVICE_WORDS):
+    if any(name_has_words(a, (w,)) != name_has_words(b, (w,))
+           for w in (*OWN_DEVICE_WORDS, *FORM_FACTOR_WORDS)):
         return False
     figures = [(of(a), of(b)) for of in (peak_tflops_of, memory_bandwidth_of)]
     return all(x is not None and y is not None and x[0] == y[0] for x, y in figures)

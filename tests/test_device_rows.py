@@ -265,3 +265,43 @@ def test_a_model_number_followed_by_a_separator_still_matches():
     assert peak_tflops_of("NVIDIA H100 80GB HBM3")[0] == pytest.approx(989.0)
     assert memory_bandwidth_of("Tesla P40")[0] == pytest.approx(346.0)
     assert memory_bandwidth_of("Tesla P4")[0] == pytest.approx(192.0)
+
+
+def test_a_pcie_board_is_not_its_sxm_sibling_of_the_same_figures(tmp_path):
+    """The A100 40GB PCIe and SXM4 list one peak (312) and one bandwidth (1,555 GB/s), but not
+    one link or power: a log of the PCIe board was read as the NVSwitch a2-highgpu-8g, its
+    unmeasured intra link NVSwitch's 230 GB/s under the PCIe board's name."""
+    import json
+
+    from scalesim.cli.main import main
+    from scalesim.presets import same_device
+    from scalesim.sources.calibrate_from import presets_of_device
+
+    assert peak_tflops_of("NVIDIA A100-PCIE-40GB") == peak_tflops_of("A100-SXM4 40GB")
+    assert memory_bandwidth_of("NVIDIA A100-PCIE-40GB") == memory_bandwidth_of("A100-SXM4 40GB")
+    assert not same_device("NVIDIA A100-PCIE-40GB", "A100-SXM4 40GB")
+    assert same_device("NVIDIA A100-SXM4-40GB", "A100-SXM4 40GB")
+    assert same_device("NVIDIA A100 80GB PCIe", "A100-PCIe 80GB")
+    assert presets_of_device("NVIDIA A100-PCIE-40GB") == []
+    assert presets_of_device("NVIDIA A100 80GB PCIe") == ["pcie-8gpu-100gbe", "pcie-8gpu-25gbe"]
+    # a two-server log of the PCIe board: the device stays the default's, said so
+    rows = [f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on     node{r // 8:02d} device {r % 8:2d} "
+            f"[0000:{0x1b + r:02x}:00] NVIDIA A100-PCIE-40GB" for r in range(16)]
+    table = ["#       size         count      type   redop    root     time   algbw   busbw "
+             "#wrong     time   algbw   busbw #wrong"]
+    for k in range(10, 31, 4):
+        size = 2 ** k
+        t_us = 30 * 20e-6 * 1e6 + 30 / 16 * size / 11e3
+        alg = size / t_us / 1e3
+        table.append(f"{size:12d}  {size // 4:12d}     float     sum      -1  {t_us:7.2f}  "
+                     f"{alg:6.2f}  {alg * 30 / 16:6.2f}      0  {t_us:7.2f}  {alg:6.2f}  "
+                     f"{alg * 30 / 16:6.2f}      0")
+    log = tmp_path / "all_reduce_perf.txt"
+    log.write_text("# nThread 1 nGpus 1 minBytes 1024 maxBytes 1073741824\n"
+                   + "\n".join(rows + table) + "\n# Avg bus bandwidth    : 9\n")
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--from-nccl-tests", str(log), "--out", str(out)]) == 0
+    profile = json.loads(out.read_text())
+    assert profile["hardware"]["device_name"] != "NVIDIA A100-PCIE-40GB"
+    assert any("NVIDIA A100-PCIE-40GB, which no hardware preset lists" in n
+               for n in profile["notes"])
