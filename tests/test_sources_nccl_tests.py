@@ -723,3 +723,54 @@ def test_a_device_name_with_an_escape_still_writes_a_profile(tmp_path, capsys):
     assert main(["calibrate", "--from-nccl-tests", str(log), "--out", str(out)]) == 0
     name = load_profile(out).name
     assert "\x1b" not in name and "\\x1b[0m" in name
+
+
+def _with_units(text: str, two_cells: bool = False) -> str:
+    """The log's sizes of 1 KiB and more written with the largest binary unit that divides
+    them ('2K', '8G'; or '2 KiB' in two cells), as a table retyped into a report shows them."""
+    out = []
+    for line in text.splitlines():
+        tokens = line.split(None, 1)
+        if tokens and tokens[0].isdigit() and int(tokens[0]) >= 1024:
+            size = int(tokens[0])
+            unit, k = next((u, k) for u, k in (("G", 30), ("M", 20), ("K", 10))
+                           if size % 2**k == 0)
+            cell = f"{size >> k} {unit}iB" if two_cells else f"{size >> k}{unit}"
+            line = f"{cell}  {tokens[1]}"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("two_cells", [False, True])
+def test_sizes_printed_with_units_are_read_as_nccl_tests_binary_units(tmp_path, two_cells):
+    """Rows whose size carried a unit were skipped as not table rows: the published 8 B-8 GiB
+    sweep fitted its beta from the seven rows under 1 KiB alone (a silent wrong number), or
+    refused in words about the times; read as nccl-tests' -b reads a size (K = 1024)."""
+    path = tmp_path / "all_reduce_perf_units.txt"
+    path.write_text(_with_units(A100_2N.read_text(), two_cells))
+    bytes_run, unit_run = nccl_tests.parse_file(A100_2N), nccl_tests.parse_file(path)
+    assert [(p.size_bytes, p.time_s) for p in unit_run.points] == \
+        [(p.size_bytes, p.time_s) for p in bytes_run.points]
+    assert len(unit_run.points) == 31
+    assert any("24 size(s) printed with a unit, read in binary units" in n
+               for n in unit_run.notes)
+    fit = nccl_tests.fit_runs([unit_run])["inter_node"].link
+    assert fit.busbw_GBps == nccl_tests.fit_runs([bytes_run])["inter_node"].link.busbw_GBps
+
+
+def test_sizes_in_decimal_units_are_refused_in_one_line(tmp_path, capsys):
+    """A size written in decimal megabytes ('268M' for 268,435,456 bytes) read in binary units
+    is 4.7 % off what its algbw x time say: refused, not fitted 4.7 % fast."""
+    text = A100_2N.read_text().replace("   268435456      67108864", "268M      67108864")
+    assert "268M" in text
+    path = tmp_path / "all_reduce_perf_mb.txt"
+    path.write_text(text)
+    with pytest.raises(ScalesimError, match=r"is 281,018,368 bytes, but algbw x time .* not "
+                                            r"nccl-tests' \(K = 1000\?\)"):
+        nccl_tests.parse_file(path)
+    half = tmp_path / "half.txt"
+    half.write_text(A100_2N.read_text().replace("     1048576", "       1.3K"))
+    assert main(["calibrate", "--from-nccl-tests", str(half), "--out",
+                 str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'1.3K' is not a whole number of bytes" in err[0]

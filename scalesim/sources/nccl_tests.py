@@ -109,6 +109,62 @@ LARGEST_NVLINK_DOMAIN_GPUS = 256
 NETWORK_CEILING_MARGIN = 1.05
 ONE_DOMAIN_NOTE = "read as one server"  # in the note of an inferred NVLink domain (see below)
 CHECK_COLUMNS = ("#wrong", "error")
+# A size cell with a unit ('2K', '8M', '1G', '16MiB', or '4 KiB' in two cells): nccl-tests prints
+# bytes (src/util.cu, "%12li"), but tables retyped into a report or a chat carry units. Read as
+# nccl-tests reads its own -b / -e sizes (src/common.cu, parsesize: "We use the binary system",
+# K = 1024 bytes); a row whose algbw x time says otherwise is refused (``check_size_units``).
+_SIZE_WITH_UNIT = re.compile(r"^(\d+(?:\.\d+)?)([KMGT])(?:i?B)?$", re.IGNORECASE)
+_UNIT_CELL = re.compile(r"^(?:([KMGT])i?)?B$", re.IGNORECASE)
+UNIT_BYTES = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+# rows precise enough to tell a binary unit from a decimal one (K: 2.4 % apart, M 4.9 %, G 7.4 %):
+# algbw printed to 0.01 GB/s and time to 0.01 us each within 0.05 % at these values or more
+UNIT_CHECK_MIN_ALGBW_GBPS = 10.0
+UNIT_CHECK_MIN_TIME_US = 10.0
+UNIT_CHECK_TOLERANCE = 0.01  # implied size off the binary reading by more: not nccl-tests' units
+
+
+def size_in_bytes(tokens: list[str], source: str, number: int) -> tuple[list[str], bool] | None:
+    """(the row's cells with its size in bytes, whether it was printed with a unit), or None
+    where the first cell is no size (a line that is not a table row)."""
+    first = tokens[0]
+    if first.isdigit():
+        m = _UNIT_CELL.match(tokens[1]) if len(tokens) > 1 else None
+        if m is None:
+            return tokens, False
+        value, unit, cell, rest = first, m.group(1), " ".join(tokens[:2]), tokens[2:]
+    elif m := _SIZE_WITH_UNIT.match(first):
+        value, unit, cell, rest = m.group(1), m.group(2), first, tokens[1:]
+    else:
+        return None
+    size = float(value) * (UNIT_BYTES[unit.upper()] if unit else 1)
+    if size != int(size):
+        raise ScalesimError(f"{source} line {number}: size '{excerpt(cell)}' is "
+                            "not a whole number of bytes (K = 1024, as nccl-tests' -b reads "
+                            "it); give the sizes in bytes, as nccl-tests prints them")
+    return [str(int(size)), *rest], True
+
+
+def check_size_units(rows: list[list[str]], row_lines: list[int], with_unit: set[int],
+                     header: list[str], source: str) -> None:
+    """ScalesimError where a row printed with a unit has an algbw and time (the first of each,
+    both precise: ``UNIT_CHECK_MIN_*``) whose product is not its size read in binary units
+    (algbw = S / t, nccl-tests' PERFORMANCE.md): K = 1000 bytes, or a column edited."""
+    t_i, a_i = header.index("time"), header.index("algbw")
+    for tokens, number in zip(rows, row_lines, strict=True):
+        if number not in with_unit or not (_NUMBER.match(tokens[t_i])
+                                           and _NUMBER.match(tokens[a_i])):
+            continue
+        t_us, algbw = float(tokens[t_i]), float(tokens[a_i])
+        if algbw < UNIT_CHECK_MIN_ALGBW_GBPS or t_us < UNIT_CHECK_MIN_TIME_US:
+            continue
+        implied = algbw * t_us * 1e3  # GB/s x us -> bytes
+        size = float(tokens[0])
+        if abs(implied / size - 1.0) > UNIT_CHECK_TOLERANCE:
+            raise ScalesimError(
+                f"{source} line {number}: its size read with a binary unit (K = 1024 bytes, as "
+                f"nccl-tests reads -b) is {size:,.0f} bytes, but algbw x time "
+                f"({tokens[a_i]} GB/s x {tokens[t_i]} us) is {implied:,.0f}: the units are "
+                "not nccl-tests' (K = 1000?); give the sizes in bytes, as nccl-tests prints them")
 
 
 @dataclass
@@ -341,6 +397,7 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
     avg_seen = False
     tables = 0  # column header lines: one per run
     cpu_timed = False  # the table's times are the host's (-C)
+    with_unit: set[int] = set()  # line numbers of rows whose size had a unit (size_in_bytes)
     for number, line in enumerate(lines, 1):
         if not line:
             continue
@@ -369,8 +426,14 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
         if m := _NETWORK.search(line):  # RoCE: IB verbs over Ethernet, neither kind
             networks.add("roce" if "/RoCE" in line else NETWORK_KINDS[m.group(1) or m.group(2)])
         tokens = line.split()
-        if header is None or line.startswith("#") or not tokens or not tokens[0].isdigit():
+        if header is None or line.startswith("#") or not tokens:
             continue
+        read = size_in_bytes(tokens, source, number)
+        if read is None:
+            continue
+        tokens, unit = read
+        if unit:
+            with_unit.add(number)
         if len(tokens) < len(header):
             raise ScalesimError(f"{source} line {number}: a row with {len(tokens)} of "
                                 f"{len(header)} columns: the output is cut short (truncated?)")
@@ -393,6 +456,10 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
                             "FAILED' (wrong results); fix the cluster before calibrating from it")
 
     rows, row_lines, notes = one_kind_of_rows(header, rows, row_lines, source)
+    if with_unit:
+        check_size_units(rows, row_lines, with_unit, header, source)
+        notes.append(f"{Path(source).name}: {len(with_unit)} size(s) printed with a unit, read "
+                     "in binary units (K = 1024 bytes) as nccl-tests reads -b and -e")
     if cpu_timed:
         notes.append(f"{Path(source).name}: {CPU_TIME_NOTE}")
     index = {}
