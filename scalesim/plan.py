@@ -776,10 +776,16 @@ def _why(best: dict | None, row: dict, by: str, device: str = "device",
         more = 100.0 * (
             row["device_hours_per_million_samples"] / best["device_hours_per_million_samples"] - 1.0
         )
-        return (
-            f"{more:+.1f}% billed device-hours per sample; step {slower:+.1f}% "
-            f"({PART_NAMES[worst]} {diffs[worst]:+.3g} s)"
-        )
+        # the cost's own parts: billed device-seconds a step (one global batch) of each part,
+        # so a row on more devices is explained by what its devices spend, not by its shorter
+        # step (whose parts all fall: "+0 s" explained nothing)
+        spent = {p: row["billed_devices"] * row["breakdown_s"][p]
+                 - best["billed_devices"] * best["breakdown_s"][p] for p in PARTS}
+        spent = {p: v for p, v in spent.items() if np.isfinite(v)}
+        top = max(spent, key=spent.get)
+        part = (f" ({PART_NAMES[top]} {spent[top]:+.3g} billed device-s a step)"
+                if spent[top] > 0 else "")
+        return f"{more:+.1f}% billed device-hours per sample; step {slower:+.1f}%{part}"
     if diffs[worst] <= 0:
         return f"step {slower:+.1f}% on {count(int(row['devices']), 'device')}"
     return f"step {slower:+.1f}%: {PART_NAMES[worst]} {diffs[worst]:+.3g} s"
