@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, excerpt
 
 DEFAULT_WIRE_BYTES = 4.0  # bytes per gradient element on the wire: fp32 DDP gradients
 # what --gpus-per-node means to a runs file's diagnosis (the CLI's help and the app's control)
@@ -150,25 +150,48 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
         from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
         from scalesim.runs_diagnosis import diagnose_runs
 
-        model = None
+        model, wire, wire_note = None, options.wire_bytes, ""
         if options.workload is not None:
             from scalesim.runs_model import runs_model
 
             model = runs_model(options.workload, options.gpu, options.params,
                                options.workload_text)
+            wire, wire_note = _wire_bytes(options)
         extrapolate = list(options.extrapolate) if options.extrapolate is not None else None
-        report = diagnose_runs(runs, options.params, options.wire_bytes, options.critical_batch,
+        report = diagnose_runs(runs, options.params, wire, options.critical_batch,
                                extrapolate, transformer=model,
                                recompute_style=options.recompute_style or DEFAULT_RECOMPUTE_STYLE,
                                tp_overlap=options.tp_overlap, exchange=options.exchange(),
                                p2p_overlap=options.p2p_overlap,
                                gpus_per_node=options.gpus_per_node)
+        if wire_note:
+            report.notes.append(wire_note)
     if smi is not None:
         from scalesim.sources.nvidia_smi import attach_to_report
 
         _check_smi_matches(smi, runs, traces)
         attach_to_report(report, smi)
     return report
+
+
+def _wire_bytes(options: DiagnoseOptions) -> tuple[float, str]:
+    """(bytes per gradient element on the wire, a note or "") of a runs file's diagnosis with
+    ``options.workload``: the workload file's ``wire_bytes_per_param`` where it states one and
+    ``--wire-bytes`` is left at its default (before session 45 the file's bytes were ignored and
+    4 fitted: a bf16 run's link read 2x its busbw); a ``--wire-bytes`` other than the default
+    that differs from the file's is refused (ScalesimError), as two statements of one number."""
+    from scalesim.runs_model import stated_wire_bytes
+
+    stated = stated_wire_bytes(options.workload, options.workload_text)
+    if stated is None or stated == options.wire_bytes:
+        return options.wire_bytes, ""
+    name = excerpt(options.workload)
+    if options.wire_bytes != DEFAULT_WIRE_BYTES:
+        raise ScalesimError(f"--wire-bytes {options.wire_bytes:g}: the workload file {name} states "
+                            f"wire_bytes_per_param {stated:g}; give the same or drop one of them")
+    return stated, (f"gradients on the wire: {stated:g} bytes each, the wire_bytes_per_param of "
+                    f"the workload file {name} (--wire-bytes's default, {DEFAULT_WIRE_BYTES:g}, "
+                    "is fp32 DDP gradients)")
 
 
 def _check_smi_matches(smi, runs, traces) -> None:

@@ -45,6 +45,22 @@ def model_shape(model: str, text: str | None = None) -> tuple[TransformerShape, 
     return workload.transformer, workload.params
 
 
+def stated_wire_bytes(model: str, text: str | None = None) -> float | None:
+    """Bytes per gradient element on the wire that a workload JSON file (``text``: its contents,
+    ``model`` its name) states as ``wire_bytes_per_param``; None for a preset or a file that does
+    not state it (diagnose then takes its ``--wire-bytes``, default 4: fp32 DDP gradients)."""
+    from scalesim.jsonio import parse_json_text, parse_model, read_json
+    from scalesim.presets import TRANSFORMERS
+    from scalesim.schemas import Workload
+
+    if text is None and (model in TRANSFORMERS or not Path(model).suffix):
+        return None
+    data = read_json(model) if text is None else parse_json_text(text, model)
+    workload = parse_model(data, Workload, model)
+    return (float(workload.wire_bytes_per_param)
+            if "wire_bytes_per_param" in workload.model_fields_set else None)
+
+
 def runs_model(model: str, gpu: str | None, params: float | None = None,
                text: str | None = None) -> RunsModel:
     """The runs' model (``model_shape``, of ``text`` where given) on ``gpu``. ``params``: the

@@ -79,7 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "bandwidths in GB/s, and the buckets the remedies' gains are priced with "
                    "(default: a nominal gradient size, said in a note)")
     p.add_argument("--wire-bytes", type=flag_type("wire_bytes_per_param"), default=4.0,
-                   help="bytes per gradient element on the wire (default 4: fp32 DDP gradients)")
+                   help="bytes per gradient element on the wire (default 4: fp32 DDP gradients; "
+                   "with --workload FILE stating wire_bytes_per_param, the file's)")
     p.add_argument("--critical-batch", type=flag_type("critical_batch"),
                    help="critical batch size B_noise, samples (large-batch evidence)")
     p.add_argument("--extrapolate", type=parse_int_list, metavar="N,N,...",
