@@ -568,9 +568,12 @@ def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: f
     check_number("params", params, "params", optional=True)
     check_number("wire_bytes_per_param", wire_bytes_per_param, "wire_bytes_per_param")
     gradient_bytes = params * wire_bytes_per_param if params else nominal_gradient_bytes
-    exchange = replace(require_model(exchange, RunsExchange, "exchange"),
-                       wire_bytes_per_param=wire_bytes_per_param if params else 1.0,
-                       reduce_bytes_per_param=None if params else 1.0)
+    exchange = require_model(exchange, RunsExchange, "exchange")
+    # DDP's wire carries its gradients alone: the runs' stated wire bytes are its all-reduce's,
+    # not the default framework's fp32 (memory.reduce_bytes_per_param_of)
+    stated = wire_bytes_per_param if exchange.strategy == "ddp" else None
+    exchange = replace(exchange, wire_bytes_per_param=wire_bytes_per_param if params else 1.0,
+                       reduce_bytes_per_param=stated if params else 1.0)
     init, bounds, free, notes, rank_times = _setup(runs)
     if without is not None:
         name, end = PART_PARAMETER[without]
@@ -1204,7 +1207,9 @@ def fitted_profile(
             else fit.gradient_bytes
         )
     shape = {"params": fit.gradient_bytes / wire, "wire_bytes_per_param": wire}
-    if wire != fit.exchange.wire_bytes_per_param or not fit.params_known:
+    # DDP runs reduced their stated wire bytes (fit_problem), so their workload states them
+    ddp = fit.exchange.strategy == "ddp"
+    if wire != fit.exchange.wire_bytes_per_param or not fit.params_known or ddp:
         # bytes counted as parameters (nominal): reduced as gathered, no fp32 main grads (§4)
         shape["reduce_bytes_per_param"] = wire
     if model is not None:  # the shape's parameters, each sending the runs' bytes per gradient
@@ -1213,6 +1218,8 @@ def fitted_profile(
             "wire_bytes_per_param": fit.gradient_bytes / model.params,
             "transformer": model.shape,
         }
+        if ddp:
+            shape["reduce_bytes_per_param"] = shape["wire_bytes_per_param"]
     wl = Workload(
         name="your workload",
         **shape,

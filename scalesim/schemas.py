@@ -1075,7 +1075,8 @@ class Scenario(_Strict):
         description="how ZeRO runs (docs/model.md §4, model/zero_exchange.py): 'fsdp' (PyTorch "
         "FSDP for ZeRO-2/3: one wrapped block per all-gather and reduce-scatter; ZeRO-1, which "
         "FSDP lacks, as Megatron-Core's distributed optimizer: reduce-scatter of its fp32 main "
-        "grads and all-gather in its buckets, 1.5x DDP's bytes in bf16 training) or "
+        "grads and all-gather in its buckets, 0.75x the bytes of DDP's fp32 all-reduce in bf16 "
+        "training) or "
         "'deepspeed' (its reduce/allgather/prefetch bucket "
         "defaults; ZeRO-1/2 all-reduce, then all-gather the parameters after the step). Sharded "
         "gradients (ZeRO-2/3) are reduced as grad_sync says",

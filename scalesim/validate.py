@@ -819,6 +819,9 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
         backward_fraction=BACKWARD_FRACTION,
         params=params,
         wire_bytes_per_param=wire_bytes,
+        # the case's gradient bytes are its all-reduce's (stated, or WIRE_BYTES_OF_PRECISION):
+        # stated, not the default framework's (memory.reduce_bytes_per_param_of)
+        reduce_bytes_per_param=wire_bytes,
         intra_latency_s=intra.latency_s,
         # fewer GPUs than a whole DGX-1 get fewer NVLinks: the model reads the link level's
         # subset_busbw_shares (presets.subset_shares, model/subset_links.py), as predict does

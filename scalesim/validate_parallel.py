@@ -589,6 +589,13 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         flags.append("gradient dtype not stated: the distributed optimizer's main grads held and "
                      "reduced in bf16 assumed (NVIDIA's performance recipes set "
                      "grad_reduce_in_fp32 False / grad_sync_dtype bf16), not the framework's fp32")
+    # Megatron-LM's --fp16 keeps its main grads (DDP's and the distributed optimizer's buffer)
+    # in fp16: only --bf16 turns accumulate_allreduce_grads_in_fp32 on (arguments.py)
+    fp16_main_grad = lay.zero <= 1 and case.precision == "fp16-mixed"
+    if fp16_main_grad:
+        flags.append("precision fp16-mixed: gradients held and reduced in fp16 (Megatron-LM's "
+                     "--fp16 leaves accumulate_allreduce_grads_in_fp32 off), not the fp32 of "
+                     "bf16 training")
     early_stop = recompute == "full" and recompute_early_stop_of(case.source)
     if early_stop:
         flags.append("full recompute: PyTorch's non-reentrant checkpoint with early stop assumed "
@@ -675,7 +682,8 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         device_memory_bytes=np.inf if memory is None else memory[0],
         fsdp_backward_prefetch_post=prefetch_post,
         recompute_early_stop=early_stop, recompute_op_sac=op_sac,
-        reduce_bytes_per_param=4.0 if reduce_fp32 else 2.0 if bf16_main_grad else np.nan,
+        reduce_bytes_per_param=(4.0 if reduce_fp32 else 2.0 if bf16_main_grad or fp16_main_grad
+                                else np.nan),
     )
     return inputs, layout
 

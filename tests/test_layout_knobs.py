@@ -137,17 +137,22 @@ def test_a_slow_device_under_zero3_waits_at_every_micro_batch():
 # ------------------------------------------------------------------ overlap off, by hand
 
 def test_overlap_off_exposes_the_whole_data_parallel_exchange_by_hand():
-    """dp 4 x tp 2 on one server (dp stride 2): the half-model gradient, S/2 = 1.652 GB, all-
-    reduced on a ring of 4 in DDP's buckets (1 MiB, then 25 MiB: 1 + ceil((S/2 - 1 MiB) / 25 MiB)
-    = 64 of them): 64 x 6 alpha + 2 x 3/4 x S/2 / busbw, all of it after backward, whatever the
-    contention. ZeRO-1 (Megatron-Core's distributed optimizer, buckets of 4e7 parameters, 8e7
+    """dp 4 x tp 2 on one server (dp stride 2): the half-model gradient, in fp32 (DDP under the
+    default framework, session 45: torch.autocast, Megatron's --bf16) S = 3.304 GB, all-reduced
+    on a ring of 4 in DDP's buckets (1 MiB, then 25 MiB: 1 + ceil((S - 1 MiB) / 25 MiB) = 127 of
+    them): 127 x 6 alpha + 2 x 3/4 x S / busbw, all of it after backward, whatever the
+    contention; stated bf16 (2 bytes) 64 buckets and half the bytes. ZeRO-1 (Megatron-Core's
+    distributed optimizer, buckets of 4e7 parameters, 8e7
     bytes: ceil(S/2 / 8e7) = 21): a reduce-scatter pass of its fp32 main grads, 21 x 3 alpha +
     3/4 x S / busbw, and an all-gather pass, 21 x 3 alpha + 3/4 x S/2 / busbw. ZeRO-3, 4
     micro-batches of 24 one-layer units: every micro-batch gathers
     twice and reduce-scatters once, each pass 24 x 3 alpha + 3/4 x S/2 / busbw."""
     x = _inputs(dp=4, global_batch=64, overlap=False)
-    ring = 64 * 6 * ALPHA + 1.5 * (S_BYTES / 2) / BUSBW
+    ring = 127 * 6 * ALPHA + 1.5 * S_BYTES / BUSBW
     assert float(evaluate_layouts(x).dp_exposed_s) == pytest.approx(ring, rel=1e-9)
+    bf16_ring = 64 * 6 * ALPHA + 1.5 * (S_BYTES / 2) / BUSBW
+    assert float(evaluate_layouts(x.replace(reduce_bytes_per_param=2.0)).dp_exposed_s) == (
+        pytest.approx(bf16_ring, rel=1e-9))
     hidden = float(evaluate_layouts(x.replace(overlap=True)).dp_exposed_s)
     assert hidden < ring
     one_pass = 24 * 3 * ALPHA + 0.75 * (S_BYTES / 2) / BUSBW

@@ -77,12 +77,17 @@ def test_the_layout_path_holds_the_same_buffer():
 
 def test_one_rule_for_held_reduced_and_read_bytes():
     # memory, wire and optimizer follow one function (memory.py): where Megatron-Core holds
-    # 4-byte main grads the reduction is 4 bytes on the wire; elsewhere the stated or the wire's
+    # 4-byte main grads the reduction is 4 bytes on the wire; DDP under the default framework
+    # reduces fp32 gradients too (torch.autocast's fp32 parameters; Megatron's --bf16 main
+    # grads, session 45) while holding what it did; elsewhere the stated or the wire's
     strategies = np.array([DDP, ZERO1, ZERO2, ZERO3])
     held = held_grad_bytes_per_param(strategies, FSDP, 2.0)
     wire = reduce_bytes_per_param_of(strategies, FSDP, 2.0, 2.0)
     assert held.tolist() == [2.0, 4.0, 2.0, 2.0]
-    assert wire.tolist() == [2.0, 4.0, 2.0, 2.0]
+    assert wire.tolist() == [4.0, 4.0, 2.0, 2.0]
+    # DeepSpeed reduces in communication_data_type, the 16-bit model dtype: every stage the wire's
+    assert reduce_bytes_per_param_of(strategies, DEEPSPEED, 2.0, 2.0).tolist() == [2.0] * 4
+    assert reduce_bytes_per_param_of(DDP, FSDP, 2.0, 2.0, 2.0) == 2.0  # a model cast to bf16
     assert reduce_bytes_per_param_of(ZERO2, FSDP, 2.0, 2.0, 4.0) == 4.0  # FSDP reduce_dtype
     assert reduce_bytes_per_param_of(ZERO1, DEEPSPEED, 2.0, 2.0) == 2.0
     for stated in (2.0, 4.0):  # a stated reduce dtype is the buffer's and the wire's
@@ -148,13 +153,15 @@ def test_the_sharding_remedy_says_the_bytes_the_model_sends():
     """DDP -> Megatron-Core's ZeRO-1 on a bf16 workload: the reduce-scatter carries the fp32 main
     grads (1 unit x 4 B) and the all-gather the bf16 weights (1 unit x 2 B), against DDP's
     all-reduce (2 units x 2 B): 6 / 4 = 1.5x the bytes, not "the same bytes" (session 44: the
-    caveat counted units alone). Stated bf16 main grads (NVIDIA's recipes) send the same bytes;
-    DeepSpeed's ZeRO-1 (all-reduce + gather, 3 units at 2 B) 1.5x as before."""
+    caveat counted units alone). Session 45: DDP's all-reduce carries fp32 gradients too
+    (torch.autocast; Megatron's --bf16), 2 units x 4 B: 6 / 8 = 0.75x. Stated bf16 gradients
+    (NVIDIA's recipes, a model cast to bf16) send the same bytes; DeepSpeed's ZeRO-1 (all-reduce
+    + gather, 3 units at 2 B) 1.5x its stage 0's 2 units at 2 B, as before."""
     from scalesim.remedies import sharding_caveat
     from scalesim.schemas import Workload
 
     bf16 = Workload(name="w", params=1e9, wire_bytes_per_param=2.0, grad_bytes_per_param=2.0)
-    assert "sends 1.5x the bytes of now per step" in sharding_caveat(
+    assert "sends 0.75x the bytes of now per step" in sharding_caveat(
         "ddp", "zero1", "fsdp", 1, 8, workload=bf16)
     stated = bf16.model_copy(update={"reduce_bytes_per_param": 2.0})
     assert "sends the same bytes as now per step" in sharding_caveat(

@@ -159,12 +159,15 @@ def test_bytes_per_step_of_each_strategy_and_framework(inp):
     # The distributed optimizer's ZeRO-1 gathers once and reduce-scatters its main_grad buffer
     # once, the buffer's max(grad, 4) bytes against the wire's w (session 44:
     # (1 + max(grad, 4) / w) / 2, 1.5x for bf16); with a reduce dtype stated as the wire's
-    # (bf16 recipes) 1x.
-    ddp = _f(evaluate(inp.replace(strategy=DDP)).comm_bytes)
+    # (bf16 recipes) 1x. The unit is DDP at the wire's bytes (stated; DeepSpeed's stage 0):
+    # DDP under the default framework all-reduces fp32 gradients (session 45: torch.autocast,
+    # Megatron's --bf16), max(grad, 4) / w of it.
+    ddp = _f(evaluate(inp.replace(strategy=DDP, framework=FSDP,
+                                  reduce_bytes_per_param=inp.wire_bytes_per_param)).comm_bytes)
     widened = max(inp.grad_bytes_per_param, 4.0) / inp.wire_bytes_per_param
     expected = {(ZERO3, FSDP): 1.5, (ZERO3, DEEPSPEED): 1.5, (ZERO2, FSDP): 1.0,
                 (ZERO2, DEEPSPEED): 1.5, (ZERO1, FSDP): (1.0 + widened) / 2.0,
-                (ZERO1, DEEPSPEED): 1.5}
+                (ZERO1, DEEPSPEED): 1.5, (DDP, FSDP): widened, (DDP, DEEPSPEED): 1.0}
     for (strategy, framework), ratio in expected.items():
         got = _f(evaluate(inp.replace(strategy=strategy, framework=framework)).comm_bytes)
         assert got == pytest.approx(ratio * ddp)

@@ -281,7 +281,7 @@ def add_zero_framework_argument(group) -> None:
         help="how ZeRO runs (default fsdp): fsdp gathers and reduce-scatters one "
         "wrapped block at a time for ZeRO-2/3 and runs ZeRO-1 as Megatron-Core's "
         "distributed optimizer (reduce-scatter of its fp32 main grads + all-gather: "
-        "1.5x DDP's bytes in bf16 training); "
+        "0.75x the bytes of DDP's fp32 all-reduce in bf16 training); "
         "deepspeed uses its bucket defaults (ZeRO-1/2: all-reduce, then a "
         "parameter all-gather after the step; overlap on is its overlap_comm: "
         "true, which DeepSpeed leaves off for stages 1-2: give --no-overlap for "

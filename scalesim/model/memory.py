@@ -35,6 +35,16 @@ def _megatron_zero1(strategy, framework):
     return (np.asarray(strategy) == ZERO1) & (np.asarray(framework) == FSDP)
 
 
+def _fp32_reduce(strategy, framework):
+    """True where the default framework reduces 16-bit training's gradients in fp32 unless a
+    reduction is stated: Megatron-Core's distributed optimizer (ZeRO-1, its ``main_grad``) and
+    DDP (PyTorch DDP under ``torch.autocast``, whose parameters and so gradients stay fp32;
+    Megatron-Core's DDP with ``--bf16``, its fp32 ``main_grad``). DeepSpeed (any stage) and
+    FSDP (ZeRO-2/3, ``reduce_dtype`` None: the 16-bit ``param_dtype``) reduce in the wire's
+    dtype (docs/model.md §4, "The gradients' dtype on the wire")."""
+    return (np.asarray(strategy) <= ZERO1) & (np.asarray(framework) == FSDP)
+
+
 def main_grad_bytes_per_param(grad_bytes_per_param, reduce_bytes_per_param=np.nan):
     """Bytes per parameter of Megatron-Core's ``main_grad`` buffer: the gradients' reduce dtype
     (``param_and_grad_buffer.py``: fp32 if ``grad_reduce_in_fp32`` else the parameters'):
@@ -60,15 +70,16 @@ def held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param,
 def reduce_bytes_per_param_of(strategy, framework, wire_bytes_per_param, grad_bytes_per_param,
                               reduce_bytes_per_param=np.nan):
     """Bytes per parameter of the gradients' data-parallel reduction on the wire (reduce-scatter
-    or all-reduce). The same rule as the memory's: Megatron-Core's distributed optimizer
-    communicates its ``main_grad`` buffer, so it reduces ``held_grad_bytes_per_param`` (4 for
-    bf16 training: fp32; the stated ``reduce_bytes_per_param`` where not NaN); every other
-    strategy and framework reduces ``reduce_bytes_per_param``, NaN: ``wire_bytes_per_param``
-    (docs/model.md §4, §16). Bytes are real bytes: a caller counting a nominal gradient (wire 1
-    a 'parameter') states its reduction. Numpy, broadcasts."""
+    or all-reduce): the stated ``reduce_bytes_per_param`` where not NaN; else, under the default
+    framework, DDP and ZeRO-1 reduce fp32 gradients (``_fp32_reduce``:
+    ``main_grad_bytes_per_param``, 4 for 16-bit training; for Megatron-Core's ZeRO-1 the same
+    buffer the memory holds, ``held_grad_bytes_per_param``); every other strategy and framework
+    reduces ``wire_bytes_per_param`` (docs/model.md §4, §16). Bytes are real bytes: a caller
+    counting a nominal gradient (wire 1 a 'parameter') states its reduction. Numpy,
+    broadcasts."""
     wire = np.asarray(wire_bytes_per_param, dtype=float)
     reduce = np.asarray(reduce_bytes_per_param, dtype=float)
-    return np.where(_megatron_zero1(strategy, framework),
+    return np.where(_fp32_reduce(strategy, framework),
                     main_grad_bytes_per_param(grad_bytes_per_param, reduce),
                     np.where(np.isnan(reduce), wire, reduce))
 

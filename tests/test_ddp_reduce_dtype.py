@@ -1,0 +1,63 @@
+"""DDP's gradient all-reduce carries fp32 gradients under the default framework (session 45):
+PyTorch DDP reduces ``param.grad`` in the parameters' dtype, fp32 under ``torch.autocast``, and
+Megatron-LM's ``--bf16`` turns ``accumulate_allreduce_grads_in_fp32`` on for its DDP's
+``main_grad``; DeepSpeed reduces in ``communication_data_type`` (the 16-bit model dtype) at every
+stage. A stated ``reduce_bytes_per_param`` (a model cast to bf16, a Megatron ``--fp16`` run)
+wins. docs/model.md §4, "The gradients' dtype on the wire"."""
+
+import numpy as np
+import pytest
+from test_collective_waits import GPT, HW
+
+from scalesim.model import collectives as coll
+from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
+from scalesim.model.memory import DDP
+from scalesim.model.sharding import DEEPSPEED, FSDP
+from scalesim.model.step import StepInputs, evaluate
+
+# 8 GPUs of one server, 1 us and 100 GB/s, 1e9 parameters of 2 bytes, one bucket, no overlap
+_ONE_BUCKET = dict(devices=8, devices_per_node=8, micro_batch=1, accumulation=1, overhead_s=0.0,
+                   per_sample_s=1.0, optimizer_step_s=0.0, backward_fraction=2 / 3, params=1e9,
+                   wire_bytes_per_param=2.0, intra_latency_s=1e-6, intra_busbw_GBps=100.0,
+                   inter_latency_s=1e-6, inter_busbw_GBps=100.0, algorithm=coll.RING,
+                   overlap=False, bucket_bytes=1e12, first_bucket_bytes=1e12, strategy=DDP)
+
+
+def _ring_all_reduce_s(size_bytes):
+    # 2 (p - 1) latencies + 2 (p - 1) / p of the bytes over the bus bandwidth, p = 8
+    return 2 * 7 * 1e-6 + 2 * 7 / 8 * size_bytes / 100e9
+
+
+def test_ddp_all_reduces_fp32_gradients_by_hand():
+    # fp32: 14 us + 1.75 x 4 GB / 100 GB/s = 70.014 ms, 7 GB sent; was bf16's 35.014 ms, 3.5 GB
+    ddp = evaluate(StepInputs(**_ONE_BUCKET))
+    assert float(ddp.exposed_comm_s) == pytest.approx(_ring_all_reduce_s(4e9), rel=1e-12)
+    assert float(ddp.exposed_comm_s) == pytest.approx(0.070014, rel=1e-12)
+    assert float(ddp.comm_bytes) == pytest.approx(2 * 7 / 8 * 4e9, rel=1e-12)
+    # a model cast to bf16 (or Megatron's --fp16) states its 2 bytes: 35.014 ms
+    cast = evaluate(StepInputs(**_ONE_BUCKET, reduce_bytes_per_param=2.0))
+    assert float(cast.exposed_comm_s) == pytest.approx(0.035014, rel=1e-12)
+    # DeepSpeed's stage 0 reduces in bf16 (communication_data_type): the wire's 2 bytes
+    ds = evaluate(StepInputs(**_ONE_BUCKET, framework=DEEPSPEED))
+    assert float(ds.exposed_comm_s) == pytest.approx(_ring_all_reduce_s(2e9), rel=1e-12)
+    # memory unchanged: PyTorch's autocast holds 4 + 4 + 8 = 16 bytes, the 2 + 2 + 12 counted
+    assert float(ddp.memory_bytes) == float(ds.memory_bytes) == pytest.approx(16e9, rel=1e-12)
+
+
+def test_fp32_training_is_not_widened():
+    fp32 = {**_ONE_BUCKET, "wire_bytes_per_param": 4.0, "grad_bytes_per_param": 4.0}
+    assert float(evaluate(StepInputs(**fp32)).comm_bytes) == pytest.approx(7e9, rel=1e-12)
+
+
+def test_the_layout_path_reduces_the_same_bytes():
+    # the layout step calls the same rule: DDP's exposed exchange at dp 8 doubles from bf16
+    # stated to the default fp32 (latency aside), DeepSpeed's stays at the stated bf16's
+    base = dict(dp=8, tp=1, pp=1, cp=1, zero=0, micro_batch=1, global_batch=8, schedule=0,
+                virtual_stages=1, recompute=0, sequence_parallel=False, overlap=False)
+    x = LayoutInputs(**{**GPT, **HW, **base})
+    fp32 = float(evaluate_layouts(x).dp_exposed_s)
+    bf16 = float(evaluate_layouts(x.replace(reduce_bytes_per_param=2.0)).dp_exposed_s)
+    ds = float(evaluate_layouts(x.replace(framework=DEEPSPEED)).dp_exposed_s)
+    assert fp32 == pytest.approx(2 * bf16, rel=0.01) and fp32 > 2 * bf16 * 0.99
+    assert ds == pytest.approx(bf16, rel=1e-12)
+    assert np.isnan(float(x.reduce_bytes_per_param)) and int(x.framework) == FSDP
