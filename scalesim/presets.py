@@ -795,18 +795,21 @@ _BERT = ("Devlin et al. 2018, arXiv 1810.04805, §3: BERT-large L=24, H=1024, A=
 WORKLOADS: dict[str, Workload] = {
     "resnet50": Workload(
         name="resnet50", params=25_557_032, wire_bytes_per_param=2.0, param_bytes_per_param=2.0,
-        grad_bytes_per_param=2.0, optimizer_bytes_per_param=8.0,
+        grad_bytes_per_param=2.0, optimizer_bytes_per_param=8.0, reduce_bytes_per_param=2.0,
         activation_bytes_per_sample=60e6, micro_batch=192, sample_unit="images",
         train_samples=90 * 1_281_167,
         reference=[ReferenceThroughput(device_name="Tesla V100-SXM2 16GB", samples_per_s=1376,
                                        micro_batch=192, source=_DLE_RN50)],
         source="torchvision resnet50 parameter count; SGD momentum + fp32 master (8 B/param); "
+        "gradients all-reduced in fp16 as the reference run does (DLE MXNet RN50: net.cast("
+        "'float16'), Horovod all-reduces the fp16 gradients; a torch.autocast run reduces fp32: "
+        "state reduce_bytes_per_param 4); "
         "activations ~60 MB/image in FP16 (an estimate below DLE's 16 GB / batch 192); "
         "training length 90 epochs of ImageNet-1k (1,281,167 images), Goyal et al. 2017",
     ),
     "bert-large": Workload(
         name="bert-large", params=336e6, wire_bytes_per_param=2.0, param_bytes_per_param=2.0,
-        grad_bytes_per_param=2.0, optimizer_bytes_per_param=12.0,
+        grad_bytes_per_param=2.0, optimizer_bytes_per_param=12.0, reduce_bytes_per_param=2.0,
         activation_bytes_per_sample=BERT_LARGE.layers * float(activation_bytes_per_layer(
             1, BERT_LARGE.seq_len, BERT_LARGE.hidden, BERT_LARGE.heads, BERT_LARGE.kv_of(),
             BERT_LARGE.ffn_of(), BERT_LARGE.gated_mlp,
@@ -816,7 +819,9 @@ WORKLOADS: dict[str, Workload] = {
                                        micro_batch=256, accumulation=32, devices=8,
                                        includes_communication=True, system="dgx-a100",
                                        source=_DLE_BERT)],
-        source="BERT-large 336M parameters (DLE README); FP16 gradients (--fp16); LAMB with fp32 "
+        source="BERT-large 336M parameters (DLE README); FP16 gradients (--fp16, model.half()) "
+        "all-reduced in fp16 (DLE run.sub: --allreduce_post_accumulation_fp16; a torch.autocast "
+        "run reduces fp32: state reduce_bytes_per_param 4); LAMB with fp32 "
         f"master, m, v (12 B/param); {_KORTHIKANTI} of the bert-large transformer preset's "
         f"shape (L={BERT_LARGE.layers}, s={BERT_LARGE.seq_len}, h={BERT_LARGE.hidden}, "
         f"a={BERT_LARGE.heads}: pre-training phase 1, as DLE's reference; plan and diagnose "
