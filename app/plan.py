@@ -140,6 +140,9 @@ class Plan:
     decision: DecisionCard | None = None  # scalesim.decision.decide at the focus count
     # refusals of a typed value the plan went on without (``device_list_refusal``): error boxes
     refusals: list[str] = field(default_factory=list)
+    # the profile the page holds and its links carry (``make_plan``'s argument), before the
+    # state's sequence length, intra-server link and split made ``profile`` of it; None: profile
+    page_profile: Profile | None = None
 
     @property
     def unit(self) -> str:
@@ -740,6 +743,7 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     """Everything the planner page shows for ``state`` on ``profile`` (at the state's sequence
     length, ``sequence_profile``; a calibrated profile's model split, where the layout controls
     ask it, as the transformer it timed: ``layout_predict.split_profile``)."""
+    page_profile = profile  # what the page's links carry (``Plan.page_profile``)
     profile, sequence_notes = sequence_profile(profile, state)
     profile = with_chosen_intra(profile, state)
     scenario, notes = build_scenario(state, profile)
@@ -790,7 +794,8 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
                 focus=focus, remedies=remedies, best=best, options=options, quality=quality,
                 quality_absolute=absolute, b_label=b_label, b_profile=b_profile,
                 b_scenario=b_scenario, b_focus=b_focus, b_rows=b_rows, notes=notes,
-                decision=decision, refusals=[r for r in [device_list_refusal(state, words)] if r])
+                decision=decision, refusals=[r for r in [device_list_refusal(state, words)] if r],
+                page_profile=page_profile)
 
 
 LAYOUT_TOP = 12  # layouts in the Layouts tab's ranked table and chart
@@ -1199,13 +1204,17 @@ def option_state(state: AppState, profile: Profile, changes: dict | None) -> App
 def option_links(plan: Plan, base: str = "") -> list[tuple[str, str | None]]:
     """(title, planner link) of each decision option that runs a scenario of its own
     (``DecisionOption.changes``: more devices with the planner's layout), the link opening that
-    what-if (``option_state``; None where the planner cannot show it)."""
+    what-if (``option_state``; None where the planner cannot show it). The link carries the
+    page's profile (``Plan.page_profile``), as the share link does: the profile the plan made of
+    it at the state's sequence length or intra-server link would open as another version's
+    presets, or an uploaded profile with those baked in."""
     from .state import encode_query, query_string
 
+    profile = plan.page_profile or plan.profile
     out = []
     for o in plan.decision.options if plan.decision else []:
         if o.changes:
-            state = option_state(plan.state, plan.profile, o.changes)
+            state = option_state(plan.state, profile, o.changes)
             out.append((o.title, None if state is None else
-                        f"{base}?{query_string(encode_query(state, plan.profile))}"))
+                        f"{base}?{query_string(encode_query(state, profile))}"))
     return out
