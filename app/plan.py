@@ -107,6 +107,7 @@ class Option:
     cost_usd: float | None  # of the time to finish (below)
     fits: bool
     time_s: float | None = None  # time to finish, large-batch penalty included (training_time)
+    billed_devices: int | None = None  # a card option's (its own billing); None: the goal's
 
 
 @dataclass(frozen=True)
@@ -635,6 +636,29 @@ def _added_servers(decision: DecisionCard | None, focus: Prediction, profile: Pr
 
 
 NOT_RUNNABLE_SUFFIX = " (not runnable)"  # an option's label where it does not fit in memory
+# the card's options that are a run of their own (its devices, layout or network), beside the
+# device counts and remedies: the kind each is drawn as
+CARD_KINDS = {"split_model": "remedy", "network": "remedy", "fewer_servers": "devices",
+              "more_devices": "more devices"}
+
+
+def card_options(decision: DecisionCard | None, options: list[Option]) -> list[Option]:
+    """The decision card's options that ``options`` (the device counts, remedies and added
+    servers) do not already run, at the card's time, money and billing: the Hours & cost tab
+    then weighs what the card weighs (its planner's layout at today's count, a priced network
+    with the network's price, fewer servers in the planner's layout), and never calls another
+    option the cheapest or the fastest of a card that shows a cheaper or faster one."""
+    out: list[Option] = []
+    for o in decision.options if decision is not None else []:
+        if o.key not in CARD_KINDS or any(
+                o.devices == x.devices and o.runnable == x.fits
+                and math.isclose(o.samples_per_s, x.samples_per_s, rel_tol=1e-9)
+                for x in (*options, *out)):
+            continue
+        out.append(Option(CARD_KINDS[o.key], o.title + ("" if o.runnable else NOT_RUNNABLE_SUFFIX),
+                          o.devices, o.samples_per_s, None, None, o.total_usd, o.runnable,
+                          o.time_s, o.billed_devices))
+    return out
 
 
 def _option(kind: str, label: str, p: Prediction, goal: Goal, reference_batch: int) -> Option:
@@ -774,6 +798,7 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         notes.append(f"decision card: {exc}")
         decision = None
     options += _added_servers(decision, focus, profile, scenario, rows, goal, ref, notes)
+    options += card_options(decision, options)
 
     quality, absolute = _quality_sweep(profile, scenario, focus.devices)
 

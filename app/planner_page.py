@@ -748,7 +748,8 @@ def _tab_cost(plan: Plan) -> None:
         st.caption(_md(note[0].upper() + note[1:]) + ".")
     show_table(pd.DataFrame([{
         "option": o.label, plan.words.header("devices"): o.devices,
-        f"billed {plan.words.header('devices')}": int(goal.billed_devices(o.devices)),
+        f"billed {plan.words.header('devices')}": o.billed_devices or int(
+            goal.billed_devices(o.devices)),
         f"{plan.unit}/s": o.samples_per_s if o.fits else None,
         # a run that does not fit has no time or money (the card's, the charts' words)
         "hours to finish": to_hours(o.time_s) if o.fits else None,

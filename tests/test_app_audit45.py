@@ -61,3 +61,35 @@ def test_an_uploaded_profiles_option_link_carries_the_profile_as_uploaded():
                                                                  keep_blank_values=True)))
         assert messages == [] and profile2 == profile
         assert profile2.workload.transformer.seq_len == 2048 and state2.seq == 4096
+
+
+def _state_query(**fields) -> dict:
+    state = AppState(**fields)
+    return encode_query(state, preset_profile(state))
+
+
+LLAMA_SPLIT = {"hw": "dgx-h100", "wl": "llama3-8b", "dmax": 64, "tp": 2, "pp": 2, "price": 3.5,
+               "train": 1e7}
+
+
+@pytest.mark.parametrize("fields", [LLAMA_SPLIT, {"train": 1e9}], ids=["layout", "network"])
+def test_the_cost_tab_weighs_every_option_of_the_card(fields):
+    """The Hours & cost tab weighed the device counts, the remedies and the added servers but not
+    the card's own layout change nor its priced network: llama3-8b on 64 H100s (tp 2 x pp 2)
+    read 'Cheapest that runs: Add one server ..., 40.0 h for $10,079' beside the card's 'Change
+    the layout: ...' at $10,072. Each card option now has its row, at the card's time and money."""
+    at = open_app(_state_query(**fields, tab="cost"))
+    card = at.table[0].value
+    table = next(d.value for d in at.dataframe if "cost USD" in d.value.columns)
+    costs = [c for c in table["cost USD"] if c == c]  # the options that run (NaN: not)
+    moneys = []
+    for option, row in card.iterrows():
+        if option.startswith("As is"):
+            continue
+        money = float(row["total money"].split(" (")[0].lstrip("$").replace(",", ""))
+        moneys.append(money)
+        # the card writes whole dollars from $100: the same option's cost within half of one
+        assert any(abs(cost - money) <= 0.5 for cost in costs), (option, money, costs)
+    words = next(c.value for c in at.caption if c.value.startswith("Chart in words: Fastest"))
+    cheapest = float(words.rsplit("for \\$", 1)[1].rstrip(".").replace(",", ""))
+    assert cheapest <= min(moneys) + 0.5, (words, moneys)
