@@ -636,6 +636,21 @@ def _added_servers(decision: DecisionCard | None, focus: Prediction, profile: Pr
 
 
 NOT_RUNNABLE_SUFFIX = " (not runnable)"  # an option's label where it does not fit in memory
+# what the money of a faster-links remedy leaves out (the card prices a named network instead)
+UNPRICED_LINKS = "cost: the devices only, the faster links' price not counted"
+
+
+def unpriced_links(r: RemedyResult) -> bool:
+    """Whether ``r``'s cost leaves out hardware it buys: a faster network or intra-server
+    links (``interconnect``), priced at today's devices alone (``remedies._finish``)."""
+    return (r.key == "interconnect" and r.cost_usd is not None and r.prediction is not None
+            and r.prediction.fits)
+
+
+def remedy_note(r: RemedyResult) -> str:
+    """A remedy's note in the app's and the report's tables: its reason, and where its cost
+    leaves out the links it buys, that (``UNPRICED_LINKS``)."""
+    return "; ".join(n for n in (r.reason, UNPRICED_LINKS if unpriced_links(r) else "") if n)
 # the card's options that are a run of their own (its devices, layout or network), beside the
 # device counts and remedies: the kind each is drawn as
 CARD_KINDS = {"split_model": "remedy", "network": "remedy", "fewer_servers": "devices",
@@ -789,9 +804,9 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     options = [_option("devices", words.count(r.devices), r, goal, ref) for r in rows]
     for r in remedies:
         if r.helps and r.prediction is not None:
-            options.append(_option("remedy", f"{r.title} ({words.count(focus.devices)})",
-                                   r.prediction,
-                                   goal, ref))
+            options.append(_option("remedy", f"{r.title} ({words.count(focus.devices)}"
+                                   f"{'; ' + UNPRICED_LINKS if unpriced_links(r) else ''})",
+                                   r.prediction, goal, ref))
     try:
         decision = decide(profile, scenario, focus.devices)
     except ScalesimError as exc:

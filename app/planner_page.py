@@ -88,6 +88,7 @@ from .plan import (
     misfit_counts_text,
     option_links,
     remedy_gain_cell,
+    remedy_note,
     runs_interleaved,
     story,
 )
@@ -724,7 +725,7 @@ def _remedies_table(remedies, unit: str, now_fits: bool) -> tuple[pd.DataFrame, 
             "fits in memory": ("yes" if p.fits else "NO") if p else "",
             "hours to finish": to_hours(r.time_s) if runs else None,
             "cost USD": r.cost_usd if runs else None,
-            "note": r.reason,
+            "note": remedy_note(r),
         })
     df = pd.DataFrame(rows)
     return df, {c: "%+.1f" for c in ("faster to finish %", "throughput gain %")}

@@ -32,7 +32,16 @@ from scalesim.remedies import measure_words
 
 from .charts import all_charts, chart_text, stall_caption
 from .control_labels import ZERO_FRAMEWORK_LABELS, in_words, label
-from .plan import Plan, duration, headline, if_runs, option_links, remedy_gain_cell, story
+from .plan import (
+    Plan,
+    duration,
+    headline,
+    if_runs,
+    option_links,
+    remedy_gain_cell,
+    remedy_note,
+    story,
+)
 from .state import profile_caveats
 
 REPORT_CHART_WIDTH_PX = 720
@@ -315,7 +324,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         [[r.title, r.verdict, remedy_gain_cell(r, plan.focus.fits),
           throughput(r.prediction.samples_per_s) if r.prediction else "-",
           duration(r.time_s) if r.time_s is not None else "-",
-          f"${amount(r.cost_usd)}" if r.cost_usd is not None else "-", r.reason]
+          f"${amount(r.cost_usd)}" if r.cost_usd is not None else "-", remedy_note(r)]
          for r in plan.remedies])))
     parts.append("<h2>Hours and money</h2>")
     parts.append(_scroll(_table(
