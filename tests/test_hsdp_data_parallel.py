@@ -122,8 +122,9 @@ def test_dp_hsdp_memory_is_zero_over_the_shard_group(strategy):
     plus ZeRO-3's two gathered units of P w / L and the activations."""
     x = _step(strategy=strategy, shard_group=4, activation_bytes_per_sample=1e8, micro_batch=2)
     weights = {1: 2.0, 2: 2.0, 3: 2.0 / 4}[strategy] * PARAMS
-    # ZeRO-1: Megatron-Core's distributed optimizer, its fp32 main_grad buffer whole (§4)
-    grads = {1: 4.0, 2: 2.0 / 4, 3: 2.0 / 4}[strategy] * PARAMS
+    # ZeRO-1: Megatron-Core's distributed optimizer, its fp32 main_grad buffer whole; ZeRO-2:
+    # FSDP's gradient shard in fp32 (§4)
+    grads = {1: 4.0, 2: 4.0 / 4, 3: 2.0 / 4}[strategy] * PARAMS
     gathered = 2 * PARAMS * 2.0 / L if strategy == 3 else 0.0
     expected = weights + grads + 12.0 * PARAMS / 4 + gathered + 2e8
     assert float(evaluate(x).memory_bytes) == pytest.approx(expected, rel=1e-12)

@@ -4,8 +4,10 @@ count that leaves less than 5% of a device free gets the note, in text and in ``
 Before, only the top layout overall was judged.
 
 By hand: gpt-18.4b on DGX H100, global batch 128, 8/16/32/64 GPUs. The best on 32 GPUs is
-dp 32 ZeRO-2 at 78.4 GiB of 80: 1.6 GiB free, 2.0% < 5%. The others leave 6.0 (7.5%), 17.4
-(21.8%) and 5.3 GiB (6.6%): no note, and the top row (64 GPUs) none either.
+dp 32 ZeRO-2 at 79.5 GiB of 80: 0.5 GiB free, 0.6% < 5%. The others leave 6.0 (7.5%), 17.4
+(21.8%) and 4.8 GiB (6.0%): no note, and the top row (64 GPUs) none either.
+(Session 45: FSDP's ZeRO-2 holds its gradient shard in fp32, 2/d of 18.4e9 parameters more:
+32 GPUs 78.4 -> 79.5 GiB, was 1.6 GiB free (2.0%); 64 GPUs 5.3 -> 4.8 GiB free.)
 (Session 44: was llama3-8b at global batch 64, whose best on 16 GPUs was ZeRO-1 at 77.4 GiB;
 ZeRO-1 now holds its fp32 main_grad buffer, does not fit there, and ZeRO-2 leaves 16.6 GiB.)"""
 
@@ -33,7 +35,7 @@ def test_each_counts_best_is_judged_and_ranked_again_at_that_count(capsys):
     best = next(c["best"] for c in data["by_count"] if c["devices"] == 32)
     free = best["headroom_bytes"]
     device = best["memory_bytes"] + free
-    assert device == 80 * GIB_BYTES and free / device < 0.05  # 2.0%
+    assert device == 80 * GIB_BYTES and free / device < 0.05  # 0.6%
     assert notes[32].startswith(f"the best layout on 32 devices leaves {free / GIB_BYTES:.1f} "
                                 f"GiB ({100 * free / device:.1f}%) of 80.0 GiB free: the "
                                 "allocator's fragmentation may not fit; --memory-margin 0.05 "
@@ -52,7 +54,7 @@ def test_each_counts_best_is_judged_and_ranked_again_at_that_count(capsys):
 def test_one_count_keeps_one_note_in_text_and_says_it_of_the_count_in_json(capsys):
     data = json.loads(_plan(capsys, "--devices", "32", "--json"))
     top, (count,) = data["memory_note"], data["by_count"]
-    assert top.startswith("the best layout leaves 1.6 GiB (2.0%) of 80.0 GiB free")
+    assert top.startswith("the best layout leaves 0.5 GiB (0.6%) of 80.0 GiB free")
     assert count["memory_note"] == top.replace("the best layout", "the best layout on 32 "
                                                "devices", 1)
     text = _plan(capsys, "--devices", "32")

@@ -137,7 +137,8 @@ def test_accumulation_memory_and_traffic_of_each_framework():
     assert mem[ZERO3, DEEPSPEED] == pytest.approx(1e9 * (2 / 8 + 2 / 8 + 12 / 8) + gathered)
     assert mem[ZERO3, FSDP] == pytest.approx(1e9 * (2 / 8 + 2 / 8 + 12 / 8) + gathered)
     assert mem[ZERO2, DEEPSPEED] == pytest.approx(1e9 * (2 + 2 / 8 + 12 / 8))  # 3.75 GB
-    assert mem[ZERO2, FSDP] == pytest.approx(1e9 * (2 + 2 / 8 + 12 / 8))  # 3.75 GB
+    # FSDP casts its reduced gradient shard to its fp32 parameter shard's dtype (§4)
+    assert mem[ZERO2, FSDP] == pytest.approx(1e9 * (2 + 4 / 8 + 12 / 8))  # 4.00 GB
     # bytes each device sends per step, in units of 7/8 * Psi * w = 1.75e9 bytes:
     # ZeRO-3 (both): 3 per micro-step = 12; DeepSpeed ZeRO-2: all-reduce (2) per micro-step +
     # the gather after the step = 9; FSDP ZeRO-2 (SHARD_GRAD_OP): gather + reduce-scatter per

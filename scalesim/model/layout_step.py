@@ -41,6 +41,7 @@ from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import fp8_cast_s, gemm_s, memory_bound_s
 from scalesim.model.memory import (
     ZERO3_GATHERED_UNITS,
+    grad_state_bytes_per_param,
     held_grad_bytes_per_param,
     reduce_bytes_per_param_of,
     state_shards,
@@ -671,8 +672,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # flight), rank 1 (where it holds more layers than the first) or the last (output layer,
     # fp32 logits), each with its layers of the split that runs; Megatron-LM's
     # theoretical_memory_usage
-    shard_params, shard_grads, shard_optim = state_shards(  # as the dp step's
-        zero, shards, holds_full_gradients(zero, x.framework, grad_sync, m))
+    full_gradients = holds_full_gradients(zero, x.framework, grad_sync, m)
+    shard_params, _, shard_optim = state_shards(zero, shards, full_gradients)  # as the dp step's
+    grad_bytes = grad_state_bytes_per_param(zero, x.framework, shards, held_grad, full_gradients)
     per_layer = tf.activation_bytes_per_layer(
         b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
         x.sequence_parallel, x.recompute, x.flash_attention, cp)
@@ -708,7 +710,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         one stage's device."""
         local = params_on_stage / _f(tp)
         return (local * _f(x.param_bytes_per_param) * shard_params,
-                local * held_grad * shard_grads,
+                local * grad_bytes,
                 local * _f(x.optimizer_bytes_per_param) * shard_optim,
                 per_layer * layers_on_stage * in_flight + recomputing
                 + logits_bytes * logits_in_flight,

@@ -27,6 +27,11 @@ STRATEGIES = {"ddp": DDP, "zero1": ZERO1, "zero2": ZERO2, "zero3": ZERO3}
 # default (--bf16 sets accumulate_allreduce_grads_in_fp32, arguments.py; NeMo 1.x
 # optim.grad_sync_dtype 'fp32', NeMo 2.0 bf16_mixed grad_reduce_in_fp32=True); docs/model.md §4
 MAIN_GRAD_BYTES = 4.0
+# PyTorch FSDP keeps its sharded flat parameter in the parameters' original dtype (fp32 under
+# bf16 mixed precision and in fp32 training) and casts each reduced gradient shard to that dtype
+# (FSDP1 ``_runtime_utils._cast_grad_to_param_dtype``; FSDP2 ``foreach_reduce`` to the sharded
+# parameter's dtype): bytes per parameter of a gradient shard; docs/model.md §4
+FSDP_SHARD_BYTES = 4.0
 
 
 def _megatron_zero1(strategy, framework):
@@ -95,6 +100,24 @@ def state_shards(strategy, shards, full_gradients=False):
     return (np.where(strategy >= ZERO3, one, 1.0), grads, np.where(strategy >= ZERO1, one, 1.0))
 
 
+def grad_state_bytes_per_param(strategy, framework, shards, held_grad_bytes_per_param,
+                               full_gradients=False):
+    """Bytes of gradients one device holds per parameter of the model: the gradient's bytes
+    (``held_grad_bytes_per_param``) times its share (``state_shards``: whole, or 1/``shards``).
+    PyTorch FSDP's ZeRO-2 (``framework`` ``sharding.FSDP``, SHARD_GRAD_OP) holds its gradient
+    shard in its sharded parameters' dtype, ``max(w, FSDP_SHARD_BYTES)`` / s (bf16 mixed
+    precision: 4/s, not 2/s); the whole gradients it accumulates under ``no_sync``
+    (``full_gradients``) keep w (FSDP1: the unsharded parameters' dtype). FSDP's ZeRO-3 casts
+    alike, and its count holds those bytes already: its parameter shard of w_param/s stands for
+    them, the fp32 shard being the master copy in K, (2 + 2 + 12)/s = (4 + 4 + 8)/s
+    (docs/model.md §4). Numpy, broadcasts."""
+    grad = np.asarray(held_grad_bytes_per_param, dtype=float)
+    shares = state_shards(strategy, shards, full_gradients)[1]
+    fsdp_shard = ((np.asarray(strategy) == ZERO2) & (np.asarray(framework) == FSDP)
+                  & (shares < 1.0))
+    return np.where(fsdp_shard, np.maximum(grad, FSDP_SHARD_BYTES), grad) * shares
+
+
 def usable_memory_bytes(device_memory_bytes, memory_margin=0.0):
     """Bytes of a device a layout may fill: ``(1 - m) x M``, ``m`` the share of its memory
     ``M`` (bytes) kept free (``Scenario.memory_margin``, 0 to 0.5; 0: all of it, exactly M).
@@ -144,15 +167,18 @@ def memory_per_device_bytes(
     micro_batch,
     full_gradients=False,
     blocks=1.0,
+    framework=FSDP,
 ):
     """Bytes one device holds: model states (sharded per strategy, ``state_shards``; gradients
-    whole where ``full_gradients``), ZeRO-3's gathered units (``gathered_parameter_bytes`` of
-    ``blocks`` units) plus activations."""
-    shard_params, shard_grads, shard_optim = state_shards(strategy, devices, full_gradients)
+    whole where ``full_gradients``, FSDP's ZeRO-2 gradient shard in fp32:
+    ``grad_state_bytes_per_param`` under ``framework``), ZeRO-3's gathered units
+    (``gathered_parameter_bytes`` of ``blocks`` units) plus activations."""
+    shard_params, _, shard_optim = state_shards(strategy, devices, full_gradients)
     psi = np.asarray(params, dtype=float)
     states = psi * (
         param_bytes_per_param * shard_params
-        + grad_bytes_per_param * shard_grads
+        + grad_state_bytes_per_param(strategy, framework, devices, grad_bytes_per_param,
+                                     full_gradients)
         + optimizer_bytes_per_param * shard_optim
     )
     gathered = gathered_parameter_bytes(strategy, devices, params, param_bytes_per_param, blocks)

@@ -1,0 +1,118 @@
+"""PyTorch FSDP's ZeRO-2 (SHARD_GRAD_OP, bf16 mixed precision) holds 2 + 16/d bytes per
+parameter: the whole bf16 parameters kept from forward to backward (2), its fp32 parameter
+shard (the master copy, 4/d), its gradient shard cast to that fp32 (4/d) and Adam's m, v (8/d).
+The model counted the gradient shard in bf16, 2 + 14/d. Whole gradients accumulated under
+``no_sync`` (and a pipeline's) stay bf16; DeepSpeed and ZeRO-3 are unchanged
+(``memory.grad_state_bytes_per_param``, docs/model.md §4)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_collective_waits import GPT, HW
+
+from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
+from scalesim.model.memory import (
+    DDP,
+    FSDP_SHARD_BYTES,
+    ZERO1,
+    ZERO2,
+    ZERO3,
+    grad_state_bytes_per_param,
+)
+from scalesim.model.sharding import DEEPSPEED, FSDP
+from scalesim.model.step import StepInputs, evaluate
+from scalesim.model.zero_exchange import ONCE_PER_STEP
+
+PSI = 8e9  # an 8B model
+_DP = dict(devices=8, devices_per_node=8, micro_batch=1, accumulation=1, overhead_s=0.0,
+           per_sample_s=1.0, optimizer_step_s=0.0, backward_fraction=2 / 3, params=PSI,
+           wire_bytes_per_param=2.0, intra_latency_s=1e-6, intra_busbw_GBps=100.0,
+           inter_latency_s=1e-6, inter_busbw_GBps=100.0, blocks=32)
+
+
+def test_the_rule_by_strategy_framework_and_gradient_share():
+    strategies = np.array([DDP, ZERO1, ZERO2, ZERO3])
+    # bf16 gradients (2 B) over 8 ranks: only FSDP's ZeRO-2 shard is widened to fp32
+    assert grad_state_bytes_per_param(strategies, FSDP, 8, 2.0).tolist() == [2.0, 2.0, 0.5, 0.25]
+    assert grad_state_bytes_per_param(strategies, DEEPSPEED, 8, 2.0).tolist() == [
+        2.0, 2.0, 0.25, 0.25]
+    # whole gradients (no_sync, a pipeline's FSDP) keep their bf16; one rank shards nothing
+    assert float(grad_state_bytes_per_param(ZERO2, FSDP, 8, 2.0, True)) == 2.0
+    assert float(grad_state_bytes_per_param(ZERO2, FSDP, 1, 2.0)) == 2.0
+    # fp32 gradients are already fp32
+    assert float(grad_state_bytes_per_param(ZERO2, FSDP, 8, 4.0)) == 0.5
+    assert FSDP_SHARD_BYTES == 4.0
+
+
+def test_eight_b_at_d8_holds_two_plus_sixteen_over_eight_bytes_per_parameter():
+    # by hand, 8e9 parameters on 8 ranks: 2 (bf16 weights, whole) + 4/8 (fp32 gradient shard)
+    # + 12/8 (fp32 master shard, Adam m, v) = 4.0 B a parameter, 32.0e9 B
+    # (before: 2 + 2/8 + 12/8 = 3.75 B, 30.0e9 B)
+    z2 = evaluate(StepInputs(strategy=ZERO2, **_DP))
+    assert float(z2.memory_bytes) == pytest.approx(PSI * (2 + 16 / 8), rel=1e-12)
+    assert float(z2.memory_bytes) == pytest.approx(32.0e9, rel=1e-12)
+    # DeepSpeed's stage 2 keeps 2 + 14/8; FSDP's ZeRO-3 16/8 plus its two gathered blocks
+    ds = evaluate(StepInputs(strategy=ZERO2, framework=DEEPSPEED, **_DP))
+    assert float(ds.memory_bytes) == pytest.approx(PSI * (2 + 14 / 8), rel=1e-12)
+    z3 = evaluate(StepInputs(strategy=ZERO3, **_DP))
+    assert float(z3.memory_bytes) == pytest.approx(PSI * 16 / 8 + 2 * PSI / 32 * 2, rel=1e-12)
+    # under no_sync with k = 4 the whole bf16 gradients replace the shard: 2 + 2 + 12/8
+    once = evaluate(StepInputs(strategy=ZERO2, grad_sync=ONCE_PER_STEP,
+                               **{**_DP, "accumulation": 4}))
+    assert float(once.memory_bytes) == pytest.approx(PSI * (4 + 12 / 8), rel=1e-12)
+
+
+def _layout(**changes):
+    base = dict(dp=8, tp=1, pp=1, cp=1, zero=2, micro_batch=1, global_batch=8, schedule=0,
+                virtual_stages=1, recompute=0, sequence_parallel=False)
+    return LayoutInputs(**{**GPT, **HW, **{**base, **changes}})
+
+
+def test_the_layout_path_holds_the_same_shard():
+    x = _layout()
+    r = evaluate_layouts(x)
+    psi = float(x.params)
+    assert float(r.grads_bytes) == pytest.approx(4 * psi / 8, rel=1e-12)
+    states = float(r.weights_bytes + r.grads_bytes + r.optimizer_bytes)
+    assert states == pytest.approx(psi * (2 + 16 / 8), rel=1e-12)
+    assert float(evaluate_layouts(x.replace(framework=DEEPSPEED)).grads_bytes) == (
+        pytest.approx(2 * psi / 8, rel=1e-12))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_real_fsdp1_shard_grad_op_job_holds_what_the_model_counts():
+    """2 gloo ranks of FSDP1 SHARD_GRAD_OP with MixedPrecision(param_dtype=bf16)
+    (``tests/fsdp_zero2_probe.py``): rank 0's bytes per parameter of the model are the model's
+    terms: 2 whole bf16 parameters, 4/d fp32 parameter shard, 4/d fp32 gradient shard
+    (FSDP_SHARD_BYTES), and, under no_sync, 2 of whole bf16 gradients."""
+    probe = Path(__file__).with_name("fsdp_zero2_probe.py")
+    done = subprocess.run([sys.executable, str(probe), str(_free_port())], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    held = json.loads(done.stdout.strip().splitlines()[-1])
+    psi, d = held["params"], held["ranks"]
+
+    def per_param(name):
+        return held[name]["bytes"] / psi
+
+    assert held["unsharded_params_before_backward"]["dtype"] == "bfloat16"
+    assert per_param("unsharded_params_before_backward") == 2.0
+    assert held["param_shard"]["dtype"] == held["grad_shard"]["dtype"] == "float32"
+    assert per_param("param_shard") == per_param("grad_shard") == FSDP_SHARD_BYTES / d
+    assert float(grad_state_bytes_per_param(ZERO2, FSDP, d, 2.0)) == per_param("grad_shard")
+    assert held["no_sync_grad"]["dtype"] == "bfloat16"
+    assert float(grad_state_bytes_per_param(ZERO2, FSDP, d, 2.0, True)) == per_param(
+        "no_sync_grad")
