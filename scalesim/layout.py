@@ -488,9 +488,7 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     if L.tp > g:
         problems.append(tp_above_server(L.tp, g, nouns))
     elif g % L.tp:
-        problems.append(Refusal(f"tp {L.tp} does not divide the {g} {nouns.gpus} per "
-                                f"{nouns.server}; use tp {divisors_text(g)}",
-                                ("tp", "devices_per_node")))
+        problems.append(tp_not_dividing_server(L.tp, g, nouns))
     if problem := count_problem(L.devices, g, allocation, nouns,
                                 f" ({split_words(L.dp, L.tp, L.pp, L.cp)})"):
         problems.append(problem)
@@ -585,13 +583,52 @@ def cp_fix(seq_len: int, cp: int, ranks: int) -> str:
     return f"; use cp {fit}, or seq_len {lengths}"
 
 
-def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> Refusal:
-    """'tp 16 > 8 GPUs per server (...)'; 'tp 4 > 2 processes per host (...)' for a CPU profile.
-    The rule is of both values: its knobs are tp and the devices per server (the one place every
-    caller, layout_problems, predict and counts_that_run, takes it from)."""
+def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
+                    server_devices: int | None = None) -> Refusal:
+    """'tp 16 > 8 GPUs per server (...); use tp <= 8, or hardware whose server (one NVLink
+    domain) holds 16 GPUs: the preset gb200-nvl72 at 64 GPUs per server, or a hardware file
+    with devices_per_node a multiple of 16'; 'tp 4 > 2 processes per host (...); use tp <= 2'
+    for a CPU profile. Every way out: a smaller tp; more of the server's devices where the job
+    uses fewer than its ``server_devices`` (the hardware's devices_per_node; None: the job's
+    ``devices_per_node``); a GPU server whose NVLink domain holds tp (``server_ways``). The rule
+    is of both values: its knobs are tp and the devices per server (the one place every caller,
+    layout_problems, predict and counts_that_run, takes it from)."""
     return Refusal(f"tp {tp} > {devices_per_node} {nouns.gpus} per {nouns.server} (tensor "
-                   f"parallelism stays inside one {nouns.server}); use tp <= {devices_per_node}",
+                   f"parallelism stays inside one {nouns.server}); use tp <= {devices_per_node}"
+                   f"{server_ways(tp, devices_per_node, nouns, server_devices)}",
                    ("tp", "devices_per_node"))
+
+
+def tp_not_dividing_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> Refusal:
+    """'tp 16 does not divide the 72 GPUs per server; use tp 1, 2, ... or 72, or 64 GPUs per
+    server': a smaller tp that divides the server, or the devices per server that tp divides
+    (the largest multiple of tp the server holds)."""
+    return Refusal(f"tp {tp} does not divide the {devices_per_node} {nouns.gpus} per "
+                   f"{nouns.server}; use tp {divisors_text(devices_per_node)}, or "
+                   f"{devices_per_node // tp * tp} {nouns.gpus} per {nouns.server}",
+                   ("tp", "devices_per_node"))
+
+
+def server_ways(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
+                server_devices: int | None = None) -> str:
+    """The ways out of a tp past the ``devices_per_node`` a job uses per server other than a
+    smaller tp, as a fix's tail: ', or 8 GPUs per server (the hardware's servers hold 8)' where
+    the server holds tp (``server_devices``), else for GPUs ', or hardware whose server (one
+    NVLink domain) holds 16 GPUs: the preset gb200-nvl72 at 64 GPUs per server, or a hardware
+    file with devices_per_node a multiple of 16' (the presets: ``presets.presets_holding_tp``);
+    '' for a CPU profile's host that holds no more (no preset is a CPU host)."""
+    from scalesim.presets import presets_holding_tp
+
+    held = server_devices or devices_per_node
+    if held > devices_per_node and held >= tp:
+        return (f", or {held // tp * tp} {nouns.gpus} per {nouns.server} (the hardware's "
+                f"{nouns.servers} hold {held})")
+    if nouns.cpu:
+        return ""
+    presets = "".join(f"the preset {name} at {used} GPUs per server, or "
+                      for name, used in presets_holding_tp(tp, held))
+    return (f", or hardware whose server (one NVLink domain) holds {tp} GPUs: {presets}a "
+            f"hardware file with devices_per_node a multiple of {tp}")
 
 
 def check_layout(layout: ParallelLayout, devices_per_node: int, nouns: Nouns = GPU_NOUNS,

@@ -731,7 +731,8 @@ def _judged_counts(profile: Profile, scenario: Scenario, skip=(), which: str = "
     split = layout_of(scenario)
     on_layouts = uses_layouts(split_profile(profile, scenario), scenario)
     if on_layouts and split.tp > g and "split" in set(refuse) - set(skip):
-        raise ScalesimError(tp_above_server(split.tp, g, nouns))  # at every count
+        raise ScalesimError(tp_above_server(split.tp, g, nouns,  # at every count
+                                              profile.hardware.devices_per_node))
     model = replica_devices(split.tp, split.pp, split.cp) if on_layouts else 1
     cp = split.cp if on_layouts else 1  # the data-parallel path: every device a rank
     group = split.shard_group

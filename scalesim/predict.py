@@ -578,7 +578,8 @@ def _split_rows(profile: Profile, scenario: Scenario):
     nouns = nouns_for(profile.hardware.device_name)
     layout(p, g_max, nouns, unit)
     if split.tp > g_max:
-        raise ScalesimError(tp_above_server(split.tp, g_max, nouns))
+        raise ScalesimError(tp_above_server(split.tp, g_max, nouns,
+                                              profile.hardware.devices_per_node))
     dp = lp.split_devices(p, split.tp, split.pp, nouns, split.cp)
     b, base_b = micro_batches(scenario, profile, p, dp)
     k = np.full(p.shape, scenario.accumulation, dtype=np.int64)

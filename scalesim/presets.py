@@ -1138,3 +1138,12 @@ HARDWARE["gb200-nvl72"] = (
            "fifth-generation NVLink 1.8 TB/s per GPU across the rack); the server here is the "
            "rack's NVLink domain")
 )
+
+
+def presets_holding_tp(tp: int, above: int) -> list[tuple[str, int]]:
+    """(name, GPUs per server a job of tensor-parallel size ``tp`` uses there: the largest
+    multiple of ``tp`` the server holds) of each hardware preset whose server, one NVLink
+    domain, holds at least ``tp`` GPUs and more than ``above``: the presets that take a tp
+    past today's server (``layout.tp_above_server``)."""
+    return [(name, hw.devices_per_node // tp * tp) for name, hw in HARDWARE.items()
+            if hw.devices_per_node >= tp and hw.devices_per_node > above]

@@ -117,7 +117,9 @@ def test_a_partial_list_runs_the_same_counts_with_the_same_notes_everywhere(caps
 def test_a_tp_past_a_server_is_predicts_line_in_sweep_too(capsys):
     """Was 'no combination of the sweep is left: all 2 dropped (...)' in sweep."""
     args = ["--workload", "llama3-8b", "--tp", "16", "--devices", "8,16"]
-    words = "tp 16 > 8 GPUs per server (tensor parallelism stays inside one server); use tp <= 8"
+    words = ("tp 16 > 8 GPUs per server (tensor parallelism stays inside one server); use tp <= 8, "
+             "or hardware whose server (one NVLink domain) holds 16 GPUs: the preset gb200-nvl72 "
+             "at 64 GPUs per server, or a hardware file with devices_per_node a multiple of 16")
     for command in ("predict", "sweep"):
         assert run_cli(capsys, [command, *args]) == (2, "", f"scalesim {command}: error: "
                                                             f"{words}\n")

@@ -55,8 +55,10 @@ def test_the_layout_rules_say_processes_per_host():
     servers of 4' for a CPU profile."""
     odd = ParallelLayout(dp=3, tp=4, pp=1, global_batch=12, micro_batch=1)
     cpu = layout_problems(odd, 6, nouns=CPU_NOUNS)
-    assert cpu[0] == "tp 4 does not divide the 6 processes per host; use tp 1, 2, 3 or 6"
-    assert layout_problems(odd, 6)[0] == "tp 4 does not divide the 6 GPUs per server; use tp 1, 2, 3 or 6"
+    assert cpu[0] == ("tp 4 does not divide the 6 processes per host; use tp 1, 2, 3 or 6, or 4 "
+                      "processes per host")  # session 45: the devices per server tp divides
+    assert layout_problems(odd, 6)[0] == ("tp 4 does not divide the 6 GPUs per server; use tp 1, "
+                                          "2, 3 or 6, or 4 GPUs per server")
     wide = ParallelLayout(dp=3, tp=2, pp=1, global_batch=6, micro_batch=1)
     assert layout_problems(wide, 4, nouns=CPU_NOUNS)[0] == (
         "6 processes (dp 3 x tp 2 x pp 1 x cp 1) do not fill whole hosts of 4")
@@ -96,7 +98,9 @@ def test_predict_sweep_decide_refuse_a_layout_in_processes_and_hosts(capsys, tmp
     gpu = _refusal(capsys, ["predict", "--profile", str(H200), "--gpus-per-node", "8", "--devices",
                             "16", "--tp", "16"])
     assert gpu.endswith("error: tp 16 > 8 GPUs per server (tensor parallelism stays inside one "
-                        "server); use tp <= 8")
+                        "server); use tp <= 8, or hardware whose server (one NVLink domain) "
+                        "holds 16 GPUs: the preset gb200-nvl72 at 64 GPUs per server, or a "
+                        "hardware file with devices_per_node a multiple of 16")  # session 45
     assert _refusal(capsys, ["predict", "--profile", str(H200), "--gpus-per-node", "8", "--devices",
                              "12"]).endswith("error: 12 devices do not fill whole servers of 8; use "
                                              "a multiple of 8 above 8, or set --gpus-per-node")
@@ -201,8 +205,11 @@ def test_goal_refuses_a_layout_no_host_holds(capsys, tmp_path):
     err = _refusal(capsys, ["goal", "--profile", _cpu_block(tmp_path), "--tp", "4", "--train-samples",
                             "1e6", "--deadline", "1d", "--budget", "100", "--price", "0.1",
                             "--max-devices", "4"])
-    assert "no process count up to 4 can run the layout tp 4 x pp 1" in err
-    assert "(tp x pp must divide the processes, tp stays in a host, the layers and heads must split)" in err
+    # session 45: predict's refusal, as predict, sweep and decide say it (was 'no process count
+    # up to 4 can run the layout tp 4 x pp 1: ... (tp x pp must divide the processes, tp stays
+    # in a host, ...); change --tp/--pp or --max-devices', where no max-devices helps)
+    assert err.endswith("error: tp 4 > 2 processes per host (tensor parallelism stays inside one "
+                        "host); use tp <= 2"), err
 
 
 def test_the_gpus_per_node_help_names_cpu_processes(capsys):

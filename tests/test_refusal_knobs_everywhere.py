@@ -161,8 +161,12 @@ SITES = {
     "goal: an unknown layout mode": (_seek(goal_layout="x"), "layout 'x'", ("goal_layout",)),
     "goal: search of a parameter count": (_seek(which=BERT, goal_layout="search"),
                                           "layout search:", ("goal_layout",)),
-    "goal: a split no count runs": (_seek(layout={"tp": 16}, max_devices=16),
+    "goal: a split no count runs": (_seek(layout={"tp": 8, "pp": 4, "schedule": "1f1b"},
+                                          max_devices=16),
                                     "can run the layout", ("tp", "pp", "max_devices")),
+    # session 45: a tp past the server is predict's refusal (no max_devices runs it)
+    "goal: a tp past a server": (_seek(layout={"tp": 16}, max_devices=16), "use tp <= 8, or "
+                                 "hardware whose server", ("tp", "devices_per_node")),
     # sweep (the library's axes and the CLI's)
     "sweep: an axis not a list": (_sweep({"bucket_mib": "x"}), "expected a list of values",
                                   ("bucket_mib",)),
