@@ -43,6 +43,7 @@ from scalesim.model.memory import (
     ZERO3_GATHERED_UNITS,
     grad_state_bytes_per_param,
     held_grad_bytes_per_param,
+    piped_fsdp_grad_bytes_per_param,
     reduce_bytes_per_param_of,
     state_shards,
     under_measured_ceiling,
@@ -672,9 +673,15 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # flight), rank 1 (where it holds more layers than the first) or the last (output layer,
     # fp32 logits), each with its layers of the split that runs; Megatron-LM's
     # theoretical_memory_usage
-    full_gradients = holds_full_gradients(zero, x.framework, grad_sync, m)
+    # PyTorch pipelining runs every backward of an FSDP stage without gradient sync and
+    # reduces after the last, so its gradients are whole even at m = 1, accumulated in the
+    # reduce dtype (§16)
+    full_gradients = holds_full_gradients(zero, x.framework, grad_sync, m) | piped_fsdp
     shard_params, _, shard_optim = state_shards(zero, shards, full_gradients)  # as the dp step's
-    grad_bytes = grad_state_bytes_per_param(zero, x.framework, shards, held_grad, full_gradients)
+    memory_grad = np.where(piped_fsdp, piped_fsdp_grad_bytes_per_param(
+        x.grad_bytes_per_param, x.reduce_bytes_per_param), held_grad)
+    grad_bytes = grad_state_bytes_per_param(zero, x.framework, shards, memory_grad,
+                                            full_gradients)
     per_layer = tf.activation_bytes_per_layer(
         b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
         x.sequence_parallel, x.recompute, x.flash_attention, cp)

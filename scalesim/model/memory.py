@@ -72,6 +72,18 @@ def held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param,
                     main_grad_bytes_per_param(grad, reduce_bytes_per_param), grad)
 
 
+def piped_fsdp_grad_bytes_per_param(grad_bytes_per_param, reduce_bytes_per_param=np.nan):
+    """Bytes per parameter of the whole gradients an FSDP2 pipeline stage accumulates over the
+    step: FSDP2 keeps an unsharded gradient it does not reduce in its reduce dtype
+    (``FSDPParam.to_accumulated_grad_if_needed``: ``unsharded_grad.to(self.reduce_dtype)``
+    where the two differ), so ``reduce_bytes_per_param`` where stated (not NaN: torchtitan's
+    ``mixed_precision_reduce`` float32, 4), else ``grad_bytes_per_param`` (docs/model.md §16).
+    Numpy, broadcasts."""
+    grad = np.asarray(grad_bytes_per_param, dtype=float)
+    reduce = np.asarray(reduce_bytes_per_param, dtype=float)
+    return np.where(np.isnan(reduce), grad, reduce)
+
+
 def reduce_bytes_per_param_of(strategy, framework, wire_bytes_per_param, grad_bytes_per_param,
                               reduce_bytes_per_param=np.nan):
     """Bytes per parameter of the gradients' data-parallel reduction on the wire (reduce-scatter
