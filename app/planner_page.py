@@ -929,6 +929,7 @@ def _tab_layouts(plan: Plan) -> None:
            f"{rows[-1].step_time_s * 1e3:,.0f} ms")
     st.dataframe(pd.DataFrame([{
         "rank": r.rank, "dp": r.dp, LAID["tp"]: r.tp, LAID["pp"]: r.pp, "ZeRO": r.zero,
+        "ZeRO runs as": r.strategy_words,  # plan.row_strategy_words, as plan's note and JSON
         "shard group": r.shard_group if r.zero else None,  # HSDP where below dp (§16)
         "micro-batch": r.micro_batch, "accumulation": r.accumulation,
         LAID["schedule"]: SCHEDULE_SHORT[r.schedule],

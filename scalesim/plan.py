@@ -33,6 +33,7 @@ from scalesim.figures import MIB_BYTES, count, gib, latency_us, link_GBps
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     SCHEDULES,
+    ZERO_STRATEGIES,
     ParallelLayout,
     check_layout,
     count_problem,
@@ -88,6 +89,31 @@ PART_NAMES = {
 }
 
 
+def row_strategy_words(row: dict, setting: Setting) -> str:
+    """How the framework of ``setting`` runs a plan row's ZeRO stage, in the words every
+    command uses (``zero_exchange.framework_label``; hybrid where the shard group is below
+    dp x cp; under a pipeline where pp > 1): the plan's JSON, its table's note and the app's
+    Layouts table."""
+    from scalesim.model.zero_exchange import framework_label
+
+    names = {code: name for name, code in FRAMEWORKS.items()}
+    syncs = {code: name for name, code in GRAD_SYNCS.items()}
+    hybrid = row["zero"] > 0 and row["shard_group"] < row["dp"] * row["cp"]
+    return framework_label(ZERO_STRATEGIES[row["zero"]], names[setting.framework],
+                           syncs[setting.grad_sync], hybrid, row["pp"] > 1)
+
+
+def strategy_legend(rows) -> str:
+    """'zero 1: Megatron-Core distributed optimizer; zero 2 with pp > 1: FSDP2
+    reshard_after_forward=False, ...': what each ZeRO number of the table runs as, once each
+    (the rows' ``strategy_words``); '' for none."""
+    said = {}
+    for r in rows:
+        key = f"zero {r.zero}" + (" with pp > 1" if r.pp > 1 and r.zero >= 2 else "")
+        said.setdefault(key, r.strategy_words)
+    return "; ".join(f"{k}: {w}" for k, w in said.items() if w)
+
+
 class PlanRow(BaseModel):
     """One layout, its predicted step and memory, and why it ranks where it does."""
 
@@ -113,6 +139,9 @@ class PlanRow(BaseModel):
     # against its peak (fp8: the device's fp8 peak)
     shard_group: int  # ranks that shard the ZeRO states: dp x cp (full sharding; DDP rows too)
     # or fewer (hybrid sharding, replicated across dp x cp / shard_group groups; §16)
+    strategy_words: str = ""  # how the framework runs the row's ZeRO stage
+    # (``zero_exchange.framework_label``: 'FSDP SHARD_GRAD_OP'; under a pipeline 'FSDP2
+    # reshard_after_forward=False, gradients reduced once a step (PyTorch pipelining)')
     step_time_s: float
     samples_per_s: float
     tokens_per_s: float
@@ -1028,6 +1057,7 @@ def rank_layouts(
             "billed_devices": int(billed[i]),
             "stall_modelled": modelled,
         }
+        row["strategy_words"] = row_strategy_words(row, setting)
         # an unfit first row (include_unfit, nothing fits) is no "best": it says it does not fit
         row["why"] = ("best" if rank == 1 and row["fits"] else
                       _why(rows[0].model_dump() if rows else None, row, rank_by, nouns.device,

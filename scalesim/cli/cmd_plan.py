@@ -284,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
         priced_kernel_words,
         scenario_hardware,
     )
-    from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY
+    from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, strategy_legend
     from scalesim.predict import server_use_words
     from scalesim.profiles import load_profile, workload_at_sequence
     from scalesim.runs_model import model_shape
@@ -365,6 +365,8 @@ def run(args: argparse.Namespace) -> int:
                     and args.intra_busbw is None):
                 print(f"note: {line}")
         print(render_text(rows, args.global_batch, nouns_for(hardware.device_name)))
+        if legend := strategy_legend(rows):  # what each ZeRO number runs as (plan.PlanRow)
+            print(f"note: {legend}")
         if memory_note:
             print(f"note: {memory_note}")
         for c, note in zip(rows.by_count, count_notes, strict=True):  # the top's said above

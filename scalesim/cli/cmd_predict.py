@@ -243,12 +243,13 @@ def render_table(profile, scenario, rows, left_out: list[str] | None = None) -> 
     unit = profile.workload.sample_unit
     sync = scenario.grad_sync
     hybrid = any(hybrid_sharded(r) for r in rows)  # HSDP (§16)
+    how = framework_label(scenario.strategy, scenario.zero_framework, sync, hybrid,
+                          layout_of(scenario).pp > 1)  # under a pipeline: FSDP2's (§16)
     lines = [
         f"profile: {profile.name}",
         hardware_line(profile.hardware) + given_links_words(scenario),
         f"scenario: {scenario.strategy}"
-        + (f" ({framework_label(scenario.strategy, scenario.zero_framework, sync, hybrid)})"
-           if scenario.strategy != "ddp" else "")
+        + (f" ({how})" if scenario.strategy != "ddp" else "")
         + f", accumulation {scenario.accumulation}, "
         f"overlap {'on' if scenario.overlap else 'off'}, algorithm {scenario.algorithm}, "
         + ("weak scaling" if scenario.global_batch is None

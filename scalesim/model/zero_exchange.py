@@ -95,11 +95,14 @@ def holds_full_gradients(strategy, framework, grad_sync, accumulation):
 
 
 def framework_label(strategy: str, framework: str, grad_sync: str = "every-micro-step",
-                    hybrid: bool = False) -> str:
+                    hybrid: bool = False, pipeline: bool = False) -> str:
     """How ``strategy`` ("ddp", "zero1".."zero3") runs under ``framework`` ("fsdp" or
     "deepspeed", ``Scenario.zero_framework``) and ``grad_sync`` (``Scenario.grad_sync``), in
     words; ``hybrid``: under a shard group (HSDP, docs/model.md §16: FSDP's hybrid strategies,
-    Megatron-Core's distributed optimizer instances)."""
+    Megatron-Core's distributed optimizer instances); ``pipeline``: with pp > 1, where FSDP's
+    ZeRO-2/3 runs as PyTorch's pipelining runs FSDP2 (torchtitan: ``reshard_after_forward``
+    False, gradients reduced once a step after the last micro-batch; §16) whatever the stage
+    and the gradient sync asked."""
     if strategy == "ddp":
         return "PyTorch DDP"
     if framework == "deepspeed":
@@ -107,6 +110,9 @@ def framework_label(strategy: str, framework: str, grad_sync: str = "every-micro
     if strategy == "zero1":
         return "Megatron-Core distributed optimizer" + (
             " with --num-distributed-optimizer-instances" if hybrid else "")
+    if pipeline:
+        return (f"FSDP2{' HSDP' if hybrid else ''} reshard_after_forward=False, gradients "
+                "reduced once a step (PyTorch pipelining)")
     name = ({"zero2": "FSDP _HYBRID_SHARD_ZERO2", "zero3": "FSDP HYBRID_SHARD"} if hybrid else
             {"zero2": "FSDP SHARD_GRAD_OP", "zero3": "FSDP FULL_SHARD"})[strategy]
     return name + (" under no_sync" if grad_sync == "once-per-step" else "")

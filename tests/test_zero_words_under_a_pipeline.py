@@ -1,0 +1,62 @@
+"""Session 45: a ZeRO stage is named in the words of what runs it, the same in plan's table note,
+its JSON, the app's Layouts table and predict's scenario line. Under a pipeline FSDP's ZeRO-2/3
+runs as PyTorch's pipelining runs FSDP2 (torchtitan: reshard_after_forward=False, gradients
+reduced once a step; docs/model.md §16): plan's rows said only 'zero 2', and predict's scenario
+line said 'zero3 (FSDP FULL_SHARD)' above a layout line saying the stage is held whole."""
+
+from __future__ import annotations
+
+import json
+
+from cli_harness import run_cli
+
+from scalesim.model.zero_exchange import framework_label
+
+PIPED = ("FSDP2 reshard_after_forward=False, gradients reduced once a step (PyTorch "
+         "pipelining)")
+PLAN = ["plan", "--workload", "llama3-70b", "--hardware", "dgx-h100", "--devices", "64",
+        "--global-batch", "64", "--top", "3"]
+
+
+def test_the_words_of_each_stage():
+    assert framework_label("zero2", "fsdp", pipeline=True) == PIPED
+    assert framework_label("zero3", "fsdp", "once-per-step", pipeline=True) == PIPED
+    assert framework_label("zero2", "fsdp") == "FSDP SHARD_GRAD_OP"  # no pipeline: as before
+    assert framework_label("zero1", "fsdp", pipeline=True) == "Megatron-Core distributed optimizer"
+    assert framework_label("zero2", "fsdp", hybrid=True, pipeline=True).startswith("FSDP2 HSDP ")
+
+
+def test_plan_json_and_table_note_name_the_same_words(capsys):
+    code, out, err = run_cli(capsys, [*PLAN, "--json"])
+    assert code == 0, err
+    rows = json.loads(out)["layouts"]
+    words = {(r["zero"], r["pp"] > 1): r["strategy_words"] for r in rows}
+    assert words == {(3, False): "FSDP FULL_SHARD", (2, True): PIPED,
+                     (1, True): "Megatron-Core distributed optimizer"}
+    code, out, err = run_cli(capsys, PLAN)
+    assert code == 0, err
+    assert (f"note: zero 3: FSDP FULL_SHARD; zero 2 with pp > 1: {PIPED}; zero 1: Megatron-Core "
+            "distributed optimizer") in out.splitlines()
+
+
+def test_predict_names_what_runs_under_the_pipeline(capsys):
+    code, out, err = run_cli(capsys, ["predict", "--workload", "llama3-8b", "--hardware",
+                                      "dgx-h100", "--devices", "16", "--pp", "2", "--strategy",
+                                      "zero3", "--accumulation", "4"])
+    assert code == 0, err
+    assert f"scenario: zero3 ({PIPED}), accumulation 4" in out
+    code, out, err = run_cli(capsys, ["predict", "--workload", "llama3-8b", "--hardware",
+                                      "dgx-h100", "--devices", "16", "--strategy", "zero3"])
+    assert "scenario: zero3 (FSDP FULL_SHARD)," in out  # no pipeline: as before
+
+
+def test_the_app_layouts_table_shows_the_row_words():
+    from app_harness import open_app
+
+    at = open_app({"v": "18", "hw": "dgx-h100", "wl": "llama3-70b", "grid": "list",
+                   "dlist": "64", "gb": "64", "mode": "strong", "tab": "layouts"})
+    (table,) = [d.value for d in at.dataframe if "ZeRO runs as" in d.value.columns]
+    shown = {(int(z), int(p) > 1): w for z, p, w in
+             zip(table["ZeRO"], table[table.columns[3]], table["ZeRO runs as"], strict=True)}
+    assert shown.get((2, True), PIPED) == PIPED and all(w for w in shown.values())
+    assert any(p for _, p in shown), shown  # a pipelined row is shown
