@@ -60,7 +60,9 @@ TRACE_PARTS = [("compute_s", "compute", PALETTE["compute"]),
                ("exposed_comm_s", "exposed communication", PALETTE["exposed communication"]),
                ("data_wait_s", "data stall", PALETTE["data stall"]), ("idle_s", "idle", "#8c8c8c")]
 # Bytes per gradient element on the wire (``scalesim diagnose --wire-bytes``): the common cases
-WIRE_BYTES_LABELS = {DEFAULT_WIRE_BYTES: "4 (fp32 gradients, PyTorch DDP's default)",
+# (None: the transformer's, as predict charges it; without one 4)
+WIRE_BYTES_LABELS = {None: "as the transformer's workload states (4 without one)",
+                     DEFAULT_WIRE_BYTES: "4 (fp32 gradients, PyTorch DDP's default)",
                      2.0: "2 (bf16/fp16 gradients)"}
 # The runs' GPU (``--gpu``): the hardware presets' devices, the default preset's first
 GPUS = tuple(dict.fromkeys([presets.HARDWARE[presets.DEFAULT_HARDWARE].device_name,
@@ -113,7 +115,7 @@ def _smi_report(smi: tuple[str, str] | None):
 
 @st.cache_data(show_spinner="Fitting the model to your runs...", max_entries=16)
 def runs_report(text: str, name: str, params: float | None, critical: float | None,
-                wire_bytes: float = DEFAULT_WIRE_BYTES, extrapolate: tuple[int, ...] | None = None,
+                wire_bytes: float | None = None, extrapolate: tuple[int, ...] | None = None,
                 workload: str | None = None, gpu: str | None = None,
                 recompute_style: str | None = None, tp_overlap: bool = False,
                 smi: tuple[str, str] | None = None, workload_text: str | None = None,

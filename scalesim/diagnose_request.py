@@ -33,8 +33,10 @@ class DiagnoseOptions:
     """What a runs file's diagnosis may be told besides the runs (hashable: the app caches on it).
 
     ``params``: model parameters (gradient elements); ``wire_bytes``: bytes per gradient element
-    on the wire; ``critical_batch``: critical batch size B_noise, samples; ``extrapolate``: device
-    counts to extrapolate to (None: 2x, 4x, 8x the largest run); ``workload``: the runs'
+    on the wire (None: those ``predict`` charges ``workload`` under the runs' exchange,
+    ``runs_model.gradient_bytes_of``; without a workload ``DEFAULT_WIRE_BYTES``);
+    ``critical_batch``: critical batch size B_noise, samples; ``extrapolate``: device counts to
+    extrapolate to (None: 2x, 4x, 8x the largest run); ``workload``: the runs'
     transformer, a preset name or a workload JSON path (or an upload's name, with its contents
     in ``workload_text``); ``gpu``: its GPU as the presets name it;
     ``recompute_style`` (None: the default), ``tp_overlap`` and ``p2p_overlap`` (False: its
@@ -49,7 +51,7 @@ class DiagnoseOptions:
     """
 
     params: float | None = None
-    wire_bytes: float = DEFAULT_WIRE_BYTES
+    wire_bytes: float | None = None
     critical_batch: float | None = None
     extrapolate: tuple[int, ...] | None = None
     workload: str | None = None
@@ -75,7 +77,7 @@ class DiagnoseOptions:
     def given(self) -> list[str]:
         """The CLI flags of the options set away from their defaults, in the CLI's order."""
         return [flag for flag, value, default in (
-            ("--params", self.params, None), ("--wire-bytes", self.wire_bytes, DEFAULT_WIRE_BYTES),
+            ("--params", self.params, None), ("--wire-bytes", self.wire_bytes, None),
             ("--critical-batch", self.critical_batch, None),
             ("--extrapolate", self.extrapolate, None), ("--workload", self.workload, None),
             ("--gpu", self.gpu, None), ("--recompute-style", self.recompute_style, None),
@@ -150,18 +152,20 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
         from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
         from scalesim.runs_diagnosis import diagnose_runs
 
-        model, wire, wire_note = None, options.wire_bytes, ""
+        model, exchange = None, options.exchange()
+        wire = DEFAULT_WIRE_BYTES if options.wire_bytes is None else options.wire_bytes
+        wire_note = ""
         if options.workload is not None:
             from scalesim.runs_model import runs_model
 
             model = runs_model(options.workload, options.gpu, options.params,
                                options.workload_text)
-            wire, wire_note = _wire_bytes(options)
+            wire, exchange, wire_note = _gradient_bytes(options, exchange)
         extrapolate = list(options.extrapolate) if options.extrapolate is not None else None
         report = diagnose_runs(runs, options.params, wire, options.critical_batch,
                                extrapolate, transformer=model,
                                recompute_style=options.recompute_style or DEFAULT_RECOMPUTE_STYLE,
-                               tp_overlap=options.tp_overlap, exchange=options.exchange(),
+                               tp_overlap=options.tp_overlap, exchange=exchange,
                                p2p_overlap=options.p2p_overlap,
                                gpus_per_node=options.gpus_per_node)
         if wire_note:
@@ -174,24 +178,28 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
     return report
 
 
-def _wire_bytes(options: DiagnoseOptions) -> tuple[float, str]:
-    """(bytes per gradient element on the wire, a note or "") of a runs file's diagnosis with
-    ``options.workload``: the workload file's ``wire_bytes_per_param`` where it states one and
-    ``--wire-bytes`` is left at its default (before session 45 the file's bytes were ignored and
-    4 fitted: a bf16 run's link read 2x its busbw); a ``--wire-bytes`` other than the default
-    that differs from the file's is refused (ScalesimError), as two statements of one number."""
-    from scalesim.runs_model import stated_wire_bytes
+def _gradient_bytes(options: DiagnoseOptions, exchange) -> tuple[float, object, str]:
+    """(bytes per gradient element the fit charges, ``exchange`` with the workload's stated
+    sharded reduction, a note) of a runs file's diagnosis with ``options.workload``: those
+    ``predict`` charges the workload under the runs' exchange (``runs_model.gradient_bytes_of``:
+    bert-large's stated 2 under DDP; before session 45 a preset fitted at 4 and a file at its
+    wire_bytes_per_param), unless ``--wire-bytes`` is given, which overrides them (said in the
+    note where they differ)."""
+    from dataclasses import replace
 
-    stated = stated_wire_bytes(options.workload, options.workload_text)
-    if stated is None or stated == options.wire_bytes:
-        return options.wire_bytes, ""
-    name = excerpt(options.workload)
-    if options.wire_bytes != DEFAULT_WIRE_BYTES:
-        raise ScalesimError(f"--wire-bytes {options.wire_bytes:g}: the workload file {name} states "
-                            f"wire_bytes_per_param {stated:g}; give the same or drop one of them")
-    return stated, (f"gradients on the wire: {stated:g} bytes each, the wire_bytes_per_param of "
-                    f"the workload file {name} (--wire-bytes's default, {DEFAULT_WIRE_BYTES:g}, "
-                    "is fp32 DDP gradients)")
+    from scalesim.runs_model import gradient_bytes_of
+
+    charged = gradient_bytes_of(options.workload, exchange, options.workload_text)
+    if options.wire_bytes is None:
+        if charged.reduce is not None:
+            exchange = replace(exchange, reduce_bytes_per_param=charged.reduce)
+        return charged.wire, exchange, f"{charged.source}; --wire-bytes overrides"
+    if options.wire_bytes == charged.wire:
+        return options.wire_bytes, exchange, ""
+    return options.wire_bytes, exchange, (
+        f"--wire-bytes {options.wire_bytes:g}: the fit charges {options.wire_bytes:g} bytes per "
+        f"gradient, not the {charged.wire:g} predict charges {excerpt(options.workload)} under "
+        f"{exchange.strategy}")
 
 
 def _check_smi_matches(smi, runs, traces) -> None:

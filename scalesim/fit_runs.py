@@ -570,8 +570,10 @@ def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: f
     gradient_bytes = params * wire_bytes_per_param if params else nominal_gradient_bytes
     exchange = require_model(exchange, RunsExchange, "exchange")
     # DDP's wire carries its gradients alone: the runs' stated wire bytes are its all-reduce's,
-    # not the default framework's fp32 (memory.reduce_bytes_per_param_of)
-    stated = wire_bytes_per_param if exchange.strategy == "ddp" else None
+    # not the default framework's fp32 (memory.reduce_bytes_per_param_of); a sharded exchange's
+    # reduction where it states one (a workload's reduce_bytes_per_param), else the framework's
+    stated = (wire_bytes_per_param if exchange.strategy == "ddp"
+              else exchange.reduce_bytes_per_param)
     exchange = replace(exchange, wire_bytes_per_param=wire_bytes_per_param if params else 1.0,
                        reduce_bytes_per_param=stated if params else 1.0)
     init, bounds, free, notes, rank_times = _setup(runs)
@@ -1209,9 +1211,12 @@ def fitted_profile(
     shape = {"params": fit.gradient_bytes / wire, "wire_bytes_per_param": wire}
     # DDP runs reduced their stated wire bytes (fit_problem), so their workload states them
     ddp = fit.exchange.strategy == "ddp"
+    stated = fit.exchange.reduce_bytes_per_param  # a sharded exchange's stated reduction
     if wire != fit.exchange.wire_bytes_per_param or not fit.params_known or ddp:
         # bytes counted as parameters (nominal): reduced as gathered, no fp32 main grads (§4)
         shape["reduce_bytes_per_param"] = wire
+    elif stated is not None:
+        shape["reduce_bytes_per_param"] = stated
     if model is not None:  # the shape's parameters, each sending the runs' bytes per gradient
         shape = {
             "params": model.params,
@@ -1220,6 +1225,8 @@ def fitted_profile(
         }
         if ddp:
             shape["reduce_bytes_per_param"] = shape["wire_bytes_per_param"]
+        elif stated is not None and fit.params_known:
+            shape["reduce_bytes_per_param"] = stated
     wl = Workload(
         name="your workload",
         **shape,

@@ -45,20 +45,62 @@ def model_shape(model: str, text: str | None = None) -> tuple[TransformerShape, 
     return workload.transformer, workload.params
 
 
-def stated_wire_bytes(model: str, text: str | None = None) -> float | None:
-    """Bytes per gradient element on the wire that a workload JSON file (``text``: its contents,
-    ``model`` its name) states as ``wire_bytes_per_param``; None for a preset or a file that does
-    not state it (diagnose then takes its ``--wire-bytes``, default 4: fp32 DDP gradients)."""
+def workload_of(model: str, text: str | None = None):
+    """The ``Workload`` of a preset name (``presets.get_workload``: bert-large's DLE bytes, a
+    transformer preset's 16-bit workload) or a workload JSON file (``text``: its contents,
+    ``model`` its name), as ``predict --workload`` reads it."""
     from scalesim.jsonio import parse_json_text, parse_model, read_json
-    from scalesim.presets import TRANSFORMERS
+    from scalesim.presets import TRANSFORMERS, get_workload
     from scalesim.schemas import Workload
 
     if text is None and (model in TRANSFORMERS or not Path(model).suffix):
-        return None
+        return get_workload(model)
     data = read_json(model) if text is None else parse_json_text(text, model)
-    workload = parse_model(data, Workload, model)
-    return (float(workload.wire_bytes_per_param)
-            if "wire_bytes_per_param" in workload.model_fields_set else None)
+    return parse_model(data, Workload, model)
+
+
+@dataclass(frozen=True)
+class GradientBytes:
+    """Bytes per gradient element a runs' fit charges, as ``predict`` charges the workload
+    under the runs' exchange. ``wire``: ``diagnose_runs``' ``wire_bytes_per_param`` (under DDP
+    its all-reduce's, the reduction itself; sharded: the all-gathers' wire); ``reduce``: the
+    sharded reduction's where the workload states one (None: the framework's default);
+    ``source``: where the bytes came from, for a note."""
+
+    wire: float
+    reduce: float | None
+    source: str
+
+
+def gradient_bytes_of(model: str, exchange, text: str | None = None) -> GradientBytes:
+    """The bytes ``predict`` charges the workload ``model`` (a preset or file, ``workload_of``)
+    under ``exchange`` (``fit_runs.RunsExchange``): one rule, ``memory.reduce_bytes_per_param_of``
+    (a stated ``reduce_bytes_per_param``; else DDP and ZeRO-1 under the default framework
+    reduce fp32, the rest the wire's bytes; docs/model.md §4)."""
+    import math
+
+    from scalesim.model.memory import STRATEGIES, reduce_bytes_per_param_of
+    from scalesim.model.sharding import FRAMEWORKS
+
+    workload = workload_of(model, text)
+    stated = workload.reduce_bytes_per_param
+    reduce = float(reduce_bytes_per_param_of(
+        STRATEGIES[exchange.strategy], FRAMEWORKS[exchange.zero_framework],
+        workload.wire_bytes_per_param, workload.grad_bytes_per_param,
+        math.nan if stated is None else stated))
+    name = excerpt(model)
+    if exchange.strategy == "ddp":
+        why = (f"its stated reduce_bytes_per_param {stated:g}" if stated is not None else
+               f"DDP under the default framework all-reduces fp32 gradients: max(its "
+               f"grad_bytes_per_param {workload.grad_bytes_per_param:g}, 4)")
+        return GradientBytes(reduce, None, f"gradients all-reduced: {reduce:g} bytes each, as "
+                             f"predict charges {name} under DDP ({why}; docs/model.md §4)")
+    stated_words = (f", its reduction the stated reduce_bytes_per_param {stated:g}"
+                    if stated is not None else "")
+    return GradientBytes(float(workload.wire_bytes_per_param), stated,
+                         f"gradients on the wire: {workload.wire_bytes_per_param:g} bytes each, "
+                         f"as predict charges {name} under {exchange.strategy} (its "
+                         f"wire_bytes_per_param{stated_words}; docs/model.md §4)")
 
 
 def runs_model(model: str, gpu: str | None, params: float | None = None,

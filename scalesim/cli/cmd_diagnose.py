@@ -78,9 +78,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", type=flag_type("params"), help="model parameters (gradient elements): link "
                    "bandwidths in GB/s, and the buckets the remedies' gains are priced with "
                    "(default: a nominal gradient size, said in a note)")
-    p.add_argument("--wire-bytes", type=flag_type("wire_bytes_per_param"), default=4.0,
-                   help="bytes per gradient element on the wire (default 4: fp32 DDP gradients; "
-                   "with --workload FILE stating wire_bytes_per_param, the file's)")
+    p.add_argument("--wire-bytes", type=flag_type("wire_bytes_per_param"),
+                   help="bytes per gradient element on the wire, a DDP run's all-reduce's "
+                   "(default 4: fp32 DDP gradients; with --workload, those predict charges the "
+                   "workload under the runs' strategy, said in a note: bert-large's stated 2); "
+                   "given, it overrides the workload's")
     p.add_argument("--critical-batch", type=flag_type("critical_batch"),
                    help="critical batch size B_noise, samples (large-batch evidence)")
     p.add_argument("--extrapolate", type=parse_int_list, metavar="N,N,...",
