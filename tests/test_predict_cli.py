@@ -1002,10 +1002,27 @@ def test_a_shard_group_above_dp_is_not_said_to_shard_over_ranks_that_do_not_exis
     layout = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("layout:"))
     assert (
         "sharded over 32 ranks, replicated across dp / shard group copies, where dp exceeds "
-        "it (elsewhere over all of dp)"
+        "it; capped at a row's dp: sharded over 16 ranks at dp 16 (full sharding)"
     ) in layout
     assert main([*argv, "--json"]) == 0
     assert [r["shard_group"] for r in json.loads(capsys.readouterr().out)] == [16, 32]
+
+
+def test_the_data_parallel_sharding_line_says_the_group_each_row_shards_over(capsys):
+    """Session 45 audit: ZeRO-3 with shard group 3 on 2 devices printed 'sharded over 3 ranks'
+    in the header while the row (--json shard_group) shards over 2: the header names the cap
+    with each capped row's group, read off the rows."""
+    argv = ["predict", "--strategy", "zero3", "--shard-group", "3", "--devices", "1,2,6"]
+    assert main(argv) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("sharding:"))
+    assert main([*argv, "--json"]) == 0
+    groups = [r["shard_group"] for r in json.loads(capsys.readouterr().out)]
+    assert groups == [1, 2, 3]
+    assert ("capped at a row's devices: sharded over 1, 2 ranks at 1, 2 devices (full "
+            "sharding)") in line
+    assert main(["predict", "--strategy", "zero3", "--shard-group", "3", "--devices", "6"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("sharding:"))
+    assert "sharded over 3 ranks" in line and "capped" not in line
 
 
 @pytest.mark.parametrize("command", ["predict", "decide", "goal", "sweep"])

@@ -74,10 +74,27 @@ def hsdp_words(shard_group: int, group: str) -> str:
             "shard group copies")
 
 
-def layout_line(profile, scenario) -> str:
+def shard_cap_words(shard_group: int, rows, group: str, per_row: str) -> str:
+    """'; capped at a row's devices: sharded over 2 ranks at 2 devices (full sharding)': what the
+    rows whose data-parallel ranks number under ``shard_group`` do (each shards over all of
+    them, ``Prediction.shard_group``; docs/model.md §16), ``group`` naming those ranks
+    ('devices', 'dp') and ``per_row`` how a row counts them ('devices', 'dp'); '' where no row
+    is capped."""
+    capped = [r for r in rows if r.shard_group is not None and r.shard_group < shard_group]
+    if not capped:
+        return ""
+    ranks = ", ".join(str(r.shard_group) for r in capped)
+    at = ", ".join(str(r.devices if r.dp is None else r.dp * (r.cp or 1)) for r in capped)
+    where = f"{per_row} {at}" if per_row == "dp" else f"{at} {per_row}"
+    return (f"; capped at a row's {group}: sharded over {ranks} rank"
+            f"{'s' if ranks != '1' else ''} at {where} (full sharding)")
+
+
+def layout_line(profile, scenario, rows=()) -> str:
     """'layout: tp 2 x pp 4 (1F1B), recompute full, sequence parallel on, TP overlap off, ...' of
-    a transformer workload's scenario (the TP overlap where tp > 1, the pipeline sends where the
-    schedule is interleaved; where the pipeline's stages
+    a transformer workload's scenario (``rows``: its predictions, whose shard groups capped at
+    their dp it names; none: 'elsewhere over all of dp') (the TP overlap where tp > 1, the
+    pipeline sends where the schedule is interleaved; where the pipeline's stages
     are uneven, what they hold and what runs them: ``pipeline_stages.layout_stage_words``)."""
     from scalesim.layout import schedule_words
     from scalesim.layout_predict import (
@@ -104,8 +121,10 @@ def layout_line(profile, scenario) -> str:
                if split.tp > 1 else "")
             + (f", pipeline sends {_p2p_overlap_words(split.p2p_overlap, scenario.overlap)}"
                if split.interleaved else "")
-            + (f", {hsdp_words(split.shard_group, 'dp')}, where dp exceeds it (elsewhere over "
-               "all of dp)" if split.shard_group is not None else "")
+            + (f", {hsdp_words(split.shard_group, 'dp')}, where dp exceeds it"
+               + (shard_cap_words(split.shard_group, rows, "dp", "dp") if rows
+                  else " (elsewhere over all of dp)")
+               if split.shard_group is not None else "")
             + f"; dp = devices / (tp x pp{' x cp' if cp else ''}); batch = "
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else "")
@@ -270,12 +289,12 @@ def render_table(profile, scenario, rows, left_out: list[str] | None = None) -> 
     # '-' would repeat on every row what the note says once; a 0 would be made up)
     stall = any(r.data_stall_s is not None for r in rows)
     if split:
-        lines.append(layout_line(profile, scenario))
+        lines.append(layout_line(profile, scenario, rows))
     else:
         if (shard := layout_of(scenario).shard_group) is not None:  # data parallel: every device
             devices = nouns_for(profile.hardware.device_name).devices  # 'processes' on CPU
             lines.append(f"sharding: {hsdp_words(shard, devices)}, where the {devices} exceed "
-                         "it (docs/model.md §16)")
+                         f"it{shard_cap_words(shard, rows, devices, devices)} (docs/model.md §16)")
         if note := recompute_style_note(profile, scenario):
             lines.append(f"note: {note}")
     if note := attention_kernel_note(profile, scenario):  # its words, or ignored (no shape)
