@@ -32,6 +32,7 @@ from scalesim.bounds import (
     MODEL_SPLIT_SINCE,
     bound,
     bounded,
+    edge_number,
     nonzero_floor,
     url_field,
 )
@@ -311,10 +312,12 @@ def refusal(state: AppState, name: str, value: Any, words: Nouns = GPU_NOUNS) ->
     kept = getattr(state, name)
     keep = "empty" if kept is None else _number(kept)
     shown = _number(value)
+    # a bound rescaled to the control's unit is written about where exactly takes 16 digits
+    # (a deadline of a second: ~0.000278 hours, bounds.edge_number)
     if err["type"] in ("less_than_equal", "less_than") and hi is not None:
-        what = f"{shown} is above the largest value the planner takes, {_number(hi)}"
+        what = f"{shown} is above the largest value the planner takes, {edge_number(hi)}"
     elif err["type"] in ("greater_than_equal", "greater_than") and lo is not None:
-        what = f"{shown} is below the smallest value the planner takes, {_number(lo)}"
+        what = f"{shown} is below the smallest value the planner takes, {edge_number(lo)}"
     else:
         what = f"{shown} is not a value the planner takes ({error_text(err)})"
     return f"{label}: {what}; keeping {keep}."

@@ -26,7 +26,7 @@ from pydantic import Field
 
 from scalesim.attention_kernel import ATTENTION_KERNELS, VENDOR_KERNEL
 from scalesim.errors import ScalesimError, excerpt, flag_error, knobs_of
-from scalesim.figures import DAYS_PER_YEAR, exact, number
+from scalesim.figures import DAYS_PER_YEAR, exact, number, sig3
 from scalesim.layout import P2P_OVERLAP_WORDS, RECOMPUTE_STYLES, SCHEDULES, Recompute
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
@@ -65,6 +65,7 @@ class Bound:
     low_open: bool = False
     high_open: bool = False
     least_nonzero: float | None = None
+    base: Bound | None = None  # the table's bound this one rescales (``scaled``)
 
     def scaled(self, factor: float, unit: str) -> Bound:
         """The same bounds in another unit (``factor`` new units per table unit)."""
@@ -78,7 +79,18 @@ class Bound:
             self.low_open,
             self.high_open,
             least,
+            self.base or self,
         )
+
+    def _edge(self, value: float, table_value: float) -> tuple[str, bool]:
+        """(an edge as ``text`` writes it, whether it carries its unit): ``figures.number``'s
+        exact digits, or, where a rescaled edge needs more than ``EDGE_DIGITS`` of them (a
+        deadline of 1 s is 0.0002777777777777778 hours), the table's edge in the table's unit
+        and the rescaled one to 3 digits: '1 s (~0.000278 hours)'. No value changes."""
+        if self.base is None or _written_exactly(value):
+            return number(value), False
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{number(table_value)} {self.base.unit} ({edge_number(value)}{unit})", True
 
     def field_kwargs(self) -> dict[str, float]:
         """pydantic ``Field`` constraints: ge/gt and le/lt."""
@@ -92,10 +104,14 @@ class Bound:
         ``least_nonzero``."""
         lo = "<" if self.low_open else "<="
         hi = "<" if self.high_open else "<="
-        unit = f" {self.unit}" if self.unit else ""
+        base = self.base or self
+        high, united = self._edge(self.high, base.high)
+        unit = f" {self.unit}" if self.unit and not united else ""
         if self.least_nonzero is not None:  # low is 0 and closed: 0 or from the least
-            return f"x = 0 or {number(self.least_nonzero)} <= x {hi} {number(self.high)}{unit}"
-        return f"{number(self.low)} {lo} x {hi} {number(self.high)}{unit}"  # exact, 1e20
+            least, _ = self._edge(self.least_nonzero, base.least_nonzero)
+            return f"x = 0 or {least} <= x {hi} {high}{unit}"
+        low, _ = self._edge(self.low, base.low)
+        return f"{low} {lo} x {hi} {high}{unit}"  # exact, 1e20
 
     def problem(self, value: float, typed: str | None = None) -> str | None:
         """Why ``value`` is not allowed, or None when it is; the value quoted as ``typed`` (the
@@ -144,6 +160,25 @@ class Bound:
         if why is not None:
             raise ScalesimError(f"{name}: {why}", knobs=knobs)
         return value
+
+
+EDGE_DIGITS = 6  # significant digits a rescaled bound's edge is written with exactly
+
+
+def _written_exactly(value: float) -> bool:
+    """Whether a bound's edge reads well exactly: a whole number (1,048,576), or a fraction whose
+    shortest exact text (``figures.exact``) has at most ``EDGE_DIGITS`` significant digits
+    (0.001, 1e-9; not 0.0002777777777777778)."""
+    if not math.isfinite(value) or value == int(value):
+        return True
+    mantissa = exact(value).lstrip("-").partition("e")[0].replace(".", "")
+    return len(mantissa.strip("0")) <= EDGE_DIGITS
+
+
+def edge_number(value: float) -> str:
+    """A bound's edge in a sentence: exactly (``figures.number``) where ``EDGE_DIGITS``
+    significant digits say it, else about, to 3 ('~0.000278' for a second in hours)."""
+    return number(value) if _written_exactly(value) else f"~{sig3(value)}"
 
 
 def _shown(value: Any) -> str:

@@ -973,3 +973,25 @@ def test_a_checked_value_without_text_is_written_like_its_bounds():
         check_number("busbw_GBps", 1e20, "x")
     with pytest.raises(ScalesimError, match=r"^x: 2,000,000 is outside 1 <= x <= 1,048,576 "):
         check_number("devices", 2_000_000, "x")
+
+
+def test_a_rescaled_bound_is_written_readably_with_its_value_unchanged():
+    """Session 45 audit: the app's deadline (hours) refused 0.0001 as outside
+    '0.0002777777777777778 <= x <= 876,600 hours' (1 s in hours). The edge reads '1 s
+    (~0.000278 hours)' and the control's refusal '~0.000278'; the bound is the same number."""
+    from scalesim.app.state import default_state, refusal
+    from scalesim.bounds import bound, edge_number
+
+    table = bound("deadline_s")
+    hours = table.scaled(1 / 3600, "hours")
+    assert hours.low == table.low / 3600 and hours.high == table.high / 3600
+    assert hours.text() == "1 s (~0.000278 hours) <= x <= 876,600 hours"
+    assert "0.00027777" not in hours.problem(0.0001)
+    assert hours.problem(0.0002778) is None and hours.problem(0.0002777) is not None
+    # edges that read exactly stay exact: whole numbers, a few digits, the table's own
+    assert edge_number(1_048_576) == "1,048,576" and edge_number(0.001) == "0.001"
+    assert edge_number(1 / 3600) == "~0.000278"
+    assert table.text() == "1 <= x <= 3,155,760,000 s"
+    said = refusal(default_state(), "dl", 0.0001)
+    assert said == ("Deadline (hours): 0.0001 is below the smallest value the planner takes, "
+                    "~0.000278; keeping empty.")
