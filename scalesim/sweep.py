@@ -92,7 +92,8 @@ SEQUENCE_ROW = "_row_seq"  # its place while the sequence lengths are (``_evalua
 # (``input_changes``).
 LAYOUT_AXES = ("tp", "pp", "shard_group")
 SPLIT_AXES = ("tp", "pp", "cp")
-LAYOUT_COLUMNS = ("dp", "bubble_s")  # extra output columns of a transformer workload's rows
+# extra output columns of a transformer workload's rows (mfu where the GPU's peak is listed)
+LAYOUT_COLUMNS = ("dp", "bubble_s", "tokens_per_s", "mfu")
 # A swept shard group is written as the group that shards the states (``shard_group``: one
 # above dp is all of dp, as predict --json says it) and, last, as asked: two groups that are
 # both all of dp are two rows of one ``shard_group`` that this column tells apart.
@@ -827,6 +828,11 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     # no comm_total_s: the layout step reports exposed time alone (predict's null)
     columns.update({name: outputs[name] for name in OUTPUT_COLUMNS if name in outputs})
     columns["bubble_s"] = r.bubble_s
+    # predict --json's throughput in tokens and MFU, of the same result (no MFU column where the
+    # GPU's peak is not listed: predict's null)
+    columns["tokens_per_s"] = np.broadcast_to(r.tokens_per_s, r.step_time_s.shape)
+    if rows.peak_known:
+        columns["mfu"] = np.broadcast_to(r.mfu, r.step_time_s.shape)
     if "shard_group" in grid:
         columns[SHARD_GROUP_ASKED] = grid["shard_group"]
     return SweepResult(columns=columns, dropped=int((~keep).sum()),
