@@ -38,12 +38,11 @@ from scalesim.validate_parallel import (
     ParallelCase,
     _year,
     allocation_of,
-    bf16_main_grad_of,
     case_inputs,
     load_parallel_cases,
     recompute_early_stop_of,
     recompute_op_sac_of,
-    reduce_fp32_of,
+    stated_reduce_bytes,
     validate_parallel_cases,
 )
 
@@ -62,9 +61,7 @@ def framework_fields(case: ParallelCase, grid: dict) -> dict:
         "tp_overlap": (year is not None and year >= TP_OVERLAP_FROM_YEAR) & (tp > 1),
         "fsdp_backward_prefetch_post": (zero >= 3) & any(
             s in case.source for s in BACKWARD_PREFETCH_POST_SOURCES),
-        "reduce_bytes_per_param": np.where(
-            (zero >= 2) & reduce_fp32_of(case.source), 4.0,
-            np.where((zero == 1) & bf16_main_grad_of(case.source, case.model.name), 2.0, np.nan)),
+        "reduce_bytes_per_param": stated_reduce_bytes(case, zero),
         "recompute_early_stop": (rec == RECOMPUTE["full"]) & recompute_early_stop_of(case.source),
         "recompute_op_sac": (rec == RECOMPUTE["selective"]) & recompute_op_sac_of(case.source),
     }

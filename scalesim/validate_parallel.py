@@ -492,6 +492,19 @@ def bf16_main_grad_of(source: str, model_name: str) -> bool:
                for repo, excepted in BF16_MAIN_GRAD_SOURCES.items())
 
 
+def stated_reduce_bytes(case: ParallelCase, zero) -> np.ndarray:
+    """Bytes per parameter the validator states for the gradients' reduction of ``case`` at
+    ZeRO stage(s) ``zero`` (numpy, broadcasts), NaN where the framework's default applies: 4
+    where the source's FSDP reduces in float32 (zero >= 2, ``reduce_fp32_of``); 2 where its
+    Megatron-Core runs hold bf16 main grads (zero 1, ``bf16_main_grad_of``) or it trains in
+    fp16-mixed (zero <= 1: Megatron-LM's ``--fp16`` leaves accumulate_allreduce_grads_in_fp32
+    off). One rule for ``case_inputs`` and the planner benchmark's other layouts."""
+    zero = np.asarray(zero)
+    two = (((zero == 1) & bf16_main_grad_of(case.source, case.model.name))
+           | ((zero <= 1) & (case.precision == "fp16-mixed")))
+    return np.where((zero >= 2) & reduce_fp32_of(case.source), 4.0, np.where(two, 2.0, np.nan))
+
+
 def source_vocab_of(source: str, model_name: str) -> int | None:
     """The vocabulary the framework a source names uses for the case's model family
     (``SOURCE_VOCAB``), or None."""
@@ -682,8 +695,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         device_memory_bytes=np.inf if memory is None else memory[0],
         fsdp_backward_prefetch_post=prefetch_post,
         recompute_early_stop=early_stop, recompute_op_sac=op_sac,
-        reduce_bytes_per_param=(4.0 if reduce_fp32 else 2.0 if bf16_main_grad or fp16_main_grad
-                                else np.nan),
+        reduce_bytes_per_param=float(stated_reduce_bytes(case, lay.zero)),
     )
     return inputs, layout
 
