@@ -12,7 +12,9 @@ from scalesim.profiles import profile_from_presets
 from scalesim.remedies import rank_remedies, sharding_caveat, sharding_title
 from scalesim.schemas import Scenario
 
-BF16 = get_workload("bert-large")  # bf16 gradients on the wire: Megatron's main grads fp32 (4 B)
+# bert-large at the framework's default reduction (the preset states its DLE run's fp16 all-reduce):
+# bf16 gradients on the wire, Megatron's main grads and DDP's autocast gradients fp32 (4 B)
+BF16 = get_workload("bert-large").model_copy(update={"reduce_bytes_per_param": None})
 
 
 def test_zero2_under_no_sync_is_not_said_to_reduce_every_micro_step():

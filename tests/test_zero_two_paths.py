@@ -29,8 +29,11 @@ EXPOSED_TOLERANCE = 1e-9
 def _paths():
     """The seed profile (BERT-large, DLE's measured throughput, a2-highgpu-8g) with its shape
     at s = 128 (layout path) and as a parameter count with the same 24 blocks (data-parallel
-    path)."""
-    plain = default_profile()
+    path), at the framework's default reduction: the preset states its DLE run's fp16 all-reduce,
+    these tests the bf16 defaults (DDP's autocast and Megatron's main grads fp32)."""
+    seed = default_profile()
+    plain = seed.model_copy(update={"workload": seed.workload.model_copy(
+        update={"reduce_bytes_per_param": None})})
     shape = get_transformer("bert-large").model_copy(update={"seq_len": 128})
     shaped = plain.model_copy(update={"workload": plain.workload.model_copy(
         update={"transformer": shape})})
