@@ -11,8 +11,10 @@ from scalesim.profiles import profile_from_presets
 from scalesim.schemas import Scenario
 
 MIB = 2**20
-# DDP on 8 H100 of one server, 101 MiB of gradients (a 1 MiB first bucket, then four of 25
-# MiB), every bucket after backward (overlap off), no contention or stragglers.
+# DDP on 8 H100 of one server, 101 MiB of 16-bit gradients (wire 2 B), every bucket after
+# backward (overlap off), no contention or stragglers. DDP all-reduces fp32 gradients since
+# session 45: 4 B x 101 MiB / 2 parameters = 202 MiB, a 1 MiB first bucket, eight of 25 MiB and
+# a last one of 1 MiB (ten buckets; the 2-byte all-reduce had 101 MiB in five).
 H100_DDP = dict(
     devices=8, devices_per_node=8, micro_batch=1, accumulation=1, overhead_s=0.0,
     per_sample_s=0.1, optimizer_step_s=0.0, backward_fraction=2 / 3, params=101 * MIB / 2,
@@ -23,13 +25,13 @@ H100_DDP = dict(
 
 def test_ddp_buckets_all_reduce_with_nvls_by_hand():
     # Each bucket: NVLS 25 us + 2*7/8 * S / 480 GB/s, below the ring's 14 * 2 us + 1.75 S/370
-    # (25 MiB: 120.6 vs 152.0 us; 1 MiB: 28.8 vs 33.0 us), so all five go over NVLS:
-    # 5 * 25 us + 1.75 * 101 MiB / 480e9 = 0.5113 ms.
+    # (25 MiB: 120.6 vs 152.0 us; 1 MiB: 28.8 vs 33.0 us), so all ten go over NVLS:
+    # 10 * 25 us + 1.75 * 202 MiB / 480e9 = 1.0222 ms.
     nvls = evaluate(StepInputs(nvls_busbw_ratio=480.0 / 370.0, **H100_DDP))
-    assert float(nvls.exposed_comm_s) == pytest.approx(5 * 25e-6 + 1.75 * 101 * MIB / 480e9)
-    # without NVLS the same buckets take the ring: 5 * 28 us + 1.75 * 101 MiB / 370e9
+    assert float(nvls.exposed_comm_s) == pytest.approx(10 * 25e-6 + 1.75 * 202 * MIB / 480e9)
+    # without NVLS the same buckets take the ring: 10 * 28 us + 1.75 * 202 MiB / 370e9
     ring = evaluate(StepInputs(**H100_DDP))
-    assert float(ring.exposed_comm_s) == pytest.approx(5 * 28e-6 + 1.75 * 101 * MIB / 370e9)
+    assert float(ring.exposed_comm_s) == pytest.approx(10 * 28e-6 + 1.75 * 202 * MIB / 370e9)
     # reduce-scatter and all-gather stay rings: FSDP ZeRO-2 is unchanged by NVLS
     zero2 = dict(H100_DDP, strategy=2)
     assert float(evaluate(StepInputs(nvls_busbw_ratio=1.3, **zero2)).exposed_comm_s) == (
@@ -37,10 +39,12 @@ def test_ddp_buckets_all_reduce_with_nvls_by_hand():
 
 
 def test_ratio_scales_with_an_intra_busbw_override():
-    # the ratio multiplies whatever intra busbw is used: 185 GB/s ring -> 240 GB/s NVLS
+    # the ratio multiplies whatever intra busbw is used: 185 GB/s ring -> 240 GB/s NVLS; every
+    # bucket still goes over NVLS (25 MiB: 216 vs 276 us; 1 MiB: 32.6 vs 37.9 us), the ten
+    # buckets of 202 MiB of fp32 gradients (H100_DDP)
     inp = StepInputs(nvls_busbw_ratio=480.0 / 370.0, **dict(H100_DDP, intra_busbw_GBps=185.0))
     assert float(evaluate(inp).exposed_comm_s) == pytest.approx(
-        5 * 25e-6 + 1.75 * 101 * MIB / 240e9)
+        10 * 25e-6 + 1.75 * 202 * MIB / 240e9)
 
 
 def test_predict_on_dgx_h100_uses_nvls_and_a100_does_not():
