@@ -121,10 +121,10 @@ def test_split_and_data_parallel_paths_charge_the_same_jitter_at_tp_1(gpt):
 # -------------------------------------------------------------- NVLS in the dp all-reduce
 
 def test_nvls_in_the_data_parallel_allreduce_by_hand():
-    """The gradient all-reduce of the 1.652e9 x 2-byte model on H100 servers (ring busbw 370
-    GB/s, NVLS 480 GB/s, 192 GB/s of NICs per server). With contention 1 every second of the
-    exchange is charged (§3), so dp_exposed is the all-reduce's time."""
-    size = GPT["params"] * 2
+    """The gradient all-reduce of the 1.652e9-parameter 16-bit model on H100 servers (ring
+    busbw 370 GB/s, NVLS 480 GB/s, 192 GB/s of NICs per server). With contention 1 every second
+    of the exchange is charged (§3), so dp_exposed is the all-reduce's time."""
+    size = GPT["params"] * 4  # DDP all-reduces fp32 gradients since session 45: 4 B x 1.652e9
     h100 = dict(intra_latency_s=2e-6, intra_busbw_GBps=370.0, comm_contention=1.0)
     # one DDP bucket holding the whole gradient, so that one all-reduce is timed
     ring = _inputs(dp=8, tp=1, global_batch=32, bucket_bytes=size, first_bucket_bytes=0.0,
@@ -147,11 +147,12 @@ def test_nvls_in_the_data_parallel_allreduce_by_hand():
     # the ratio scales with an intra-busbw override, as StepInputs' does
     faster = evaluate_layouts(nvls.replace(intra_busbw_GBps=740.0))
     assert float(faster.dp_exposed_s) == pytest.approx(25e-6 + 1.75 * size / 960e9, rel=1e-9)
-    # DDP's own buckets (1 MiB, then 25 MiB: 1 + 125 + a last one of 0.9976 x 25 MiB = 127),
-    # each an NVLS all-reduce paying its 25 us: the same bandwidth term, 127 latencies
+    # DDP's own buckets (1 MiB, then 25 MiB of 6.608e9 B: 1 + 252 + a last one of 0.0352 x 25
+    # MiB = 254), each an NVLS all-reduce paying its 25 us (the last, 0.92 MB: 28.4 us against
+    # the ring's 32.4): the same bandwidth term, 254 latencies
     bucketed = nvls.replace(bucket_bytes=25 * 2**20, first_bucket_bytes=2**20)
     assert float(evaluate_layouts(bucketed).dp_exposed_s) == pytest.approx(
-        127 * 25e-6 + 1.75 * size / 480e9, rel=1e-9)
+        254 * 25e-6 + 1.75 * size / 480e9, rel=1e-9)
     # no NVLS figure (NaN, the default): the ring/tree of before
     assert float(evaluate_layouts(ring.replace(nvls_busbw_ratio=np.nan)).step_time_s) == \
         float(evaluate_layouts(ring).step_time_s)
