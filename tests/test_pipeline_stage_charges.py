@@ -179,12 +179,14 @@ def test_llama3_405b_over_pp_64_by_hand(capsys):
     Exchange (DDP over dp 8, one GPU a server: a ring all-reduce, 2 x 7 x 6 us + S x 1.75 /
     48 GB/s, the tree's 36 us + S x 2 / 48 GB/s where it is less (the 1 MiB first bucket);
     25 MiB buckets = 1,039.74 us each; the last bucket's all-reduce is exposed after the last
-    backward, the contention share 0.159 of the rest). The gradient, 2 bytes of the stage's
-    parameters / 8: was 2,118,156,288 + 1 MiB = 2 x 1,059,602,432 B: 1 MiB, 80 x 25 MiB, a last of
-    21,004,288 B (849.78 us): total 79.69 + 80 x 1,039.74 + 849.78 = 84,108.7 us, exposed
-    849.78 + 0.159 x 83,258.9 = 14,084.3 us. Now 2 x 796,934,144 = 1,593,868,288 B: 1 MiB,
-    60 x 25 MiB, a last of 19,955,712 B (811.55 us): total 79.69 + 60 x 1,039.74 + 811.55 =
-    63,275.5 us, exposed 811.55 + 0.159 x 62,463.9 = 10,740.6 us."""
+    backward, the contention share 0.189 / 1.189 = 0.15896 of the rest). DDP all-reduces fp32
+    gradients since session 45, 4 bytes of the stage's parameters / 8: was (the first stage
+    charged the embedding) 4 x 1,059,602,432 = 4,238,409,728 B: 1 MiB, 161 x 25 MiB, a last of
+    16,842,752 B (698.06 us): total 168,174.8 us, exposed 698.06 + 0.15896 x 167,476.8 =
+    27,319.7 us. Now 4 x 796,934,144 = 3,187,736,576 B: 1 MiB, 121 x 25 MiB, a last of
+    14,745,600 B (621.60 us): total 79.69 + 121 x 1,039.73 + 621.60 = 126,509.0 us, exposed
+    621.60 + 0.15896 x 125,887.4 = 20,632.3 us (the 2-byte all-reduce before session 45:
+    10,740.6 us, 1,593,868,288 B)."""
     code, out, _ = run_cli(capsys, PREDICT_405B)
     assert code == 0, out
     row = json.loads(out)[0]
@@ -208,9 +210,9 @@ def test_llama3_405b_over_pp_64_by_hand(capsys):
         return ring_s(last) + GPU_COMM_CONTENTION * (total - ring_s(last))
 
     dp_exposed = row["exposed_comm_s"] - row["tp_comm_s"] - row["pipeline_comm_s"]
-    assert dp_exposed == pytest.approx(exposed_s(2 * 2 * W / 8), rel=1e-9)
-    assert dp_exposed == pytest.approx(0.0107406, rel=1e-5)
-    assert exposed_s(2 * (2 * W + E) / 8) == pytest.approx(0.0140843, rel=1e-5)  # was
+    assert dp_exposed == pytest.approx(exposed_s(4 * 2 * W / 8), rel=1e-9)
+    assert dp_exposed == pytest.approx(0.0206323, rel=1e-5)
+    assert exposed_s(4 * (2 * W + E) / 8) == pytest.approx(0.0273197, rel=1e-5)  # was
 
 
 def _per_micro_batch(layers, pp, v=1, **changes):
