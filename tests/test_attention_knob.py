@@ -34,8 +34,13 @@ def test_predict_runs_flash2_slower_on_hopper_only(capsys):
     core at 0.35 of the peak instead of the matmuls' 0.73 (the preset curve is the layout
     model's own at the planner's efficiency, which the pin recovers). By hand, the compute grows
     by L x (1 + 2.5) x 4 s^2 h / peak x (1/0.35 - 1/0.73): 32 layers, forward plus flash
-    backward, 185 ms; nothing else changes. On A100s both kernels run FlashAttention-2 at
-    0.656 of the peak: the same numbers."""
+    backward, 185 ms; the communication does not change: exchanged after backward
+    (--no-overlap) it is the same seconds. Overlapped, what the exchange leaves after backward
+    may shrink with a longer backward: DDP all-reduces fp32 gradients since session 45, 4 B x
+    8.03e9 = 30,633 MiB in 1,227 buckets, the last of 7.0 MiB (NVLS 51.82 us). Under the vendor
+    kernel the last 25 MiB bucket is ready 120.14 us before backward ends and takes 120.58 us,
+    so the last one waits 0.44 us (exposed 52.26 us); flash2's longer backward hides it (51.82).
+    On A100s both kernels run FlashAttention-2 at 0.656 of the peak: the same numbers."""
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY
 
     vendor = _row(capsys, "dgx-h100")
@@ -46,7 +51,9 @@ def test_predict_runs_flash2_slower_on_hopper_only(capsys):
     extra = shape.layers * (1 + FLASH_BACKWARD_FACTOR) * core_s * (
         1 / FLASH2_ON_HOPPER_EFFICIENCY - 1 / DEFAULT_MATMUL_EFFICIENCY)
     assert flash2["compute_s"] - vendor["compute_s"] == pytest.approx(extra, rel=1e-6)
-    assert flash2["exposed_comm_s"] == vendor["exposed_comm_s"]
+    assert flash2["exposed_comm_s"] <= vendor["exposed_comm_s"]
+    assert _row(capsys, "dgx-h100", "--attention-kernel", "flash2", "--no-overlap")[
+        "exposed_comm_s"] == _row(capsys, "dgx-h100", "--no-overlap")["exposed_comm_s"]
     a100 = _row(capsys, "dgx-a100")
     assert _row(capsys, "dgx-a100", "--attention-kernel", "flash2") == a100
 
