@@ -32,10 +32,17 @@ def test_predict_runs_the_layout_plan_ranks_in_fp8(capsys):
     """Llama 3 8B, DDP on 8 H100s, one sequence each: predict's fp8 step is the step the
     planner gives the same layout in fp8 (both at the planner's efficiency: the preset curve is
     the layout model's own 16-bit micro-step, which the pin recovers), and fp8 is faster by
-    less than the peaks' 2x (casts, the 16-bit attention core and output layer)."""
+    less than the peaks' 2x (casts, the 16-bit attention core and output layer). fp8 leaves
+    the gradient exchange alone: exchanged after backward (--no-overlap) it is the same seconds.
+    Overlapped, a shorter backward hides less of its tail: DDP all-reduces fp32 gradients since
+    session 45, 4 B x 8.03e9 = 30,633 MiB in 1,227 buckets, the last of 7.0 MiB (NVLS 51.82
+    us), and the last 25 MiB one (120.58 us) is ready 120.14 us before bf16's backward ends
+    (exposed 52.26 us) but 86.45 us before fp8's (85.94 us)."""
     bf16, fp8 = _row(capsys), _row(capsys, "--precision", "fp8")
     assert bf16["step_time_s"] / fp8["step_time_s"] == pytest.approx(1.33, abs=0.05)
-    assert fp8["exposed_comm_s"] == pytest.approx(bf16["exposed_comm_s"], rel=1e-9)
+    assert fp8["exposed_comm_s"] >= bf16["exposed_comm_s"]
+    assert _row(capsys, "--precision", "fp8", "--no-overlap")["exposed_comm_s"] == \
+        pytest.approx(_row(capsys, "--no-overlap")["exposed_comm_s"], rel=1e-9)
     code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-8b", "--hardware",
                                       "dgx-h100", "--devices", "8", "--global-batch", "8",
                                       "--precision", "fp8", "--json", "--all", "--top", "10000"])
