@@ -79,9 +79,10 @@ def test_decide_adds_two_servers_where_one_does_not_split_the_global_batch(capsy
     """Was 'one more server not compared: global batch 256 does not split evenly over 24
     devices'; now 2 servers more (32 devices) and a note why not 24. Session 20: at 32 the
     planner's layout (ZeRO-1; ZeRO-2 in session 44, which reduced ZeRO-1's fp32 main grads;
-    ZeRO-1 again since session 45's bert-large states its fp16 all-reduce) is compared too and finishes sooner than today's DDP there; its title names only the ZeRO stage
-    (the micro-batch 16 -> 8 at a fixed global batch over twice the devices is today's layout's
-    too, not a change of layout)."""
+    ZeRO-1 again since session 45's bert-large states its fp16 all-reduce) is compared too and
+    finishes sooner than today's DDP there; its title names only the ZeRO stage (the micro-batch
+    16 -> 8 at a fixed global batch over twice the devices is today's layout's too, not a change
+    of layout)."""
     card = _card(capsys, "--workload", "bert-large", "--hardware", "dgx-a100", "--devices", "16",
                  "--global-batch", "256")
     (added,) = [o for o in card["options"] if o["key"] == "add_server"]
