@@ -980,6 +980,7 @@ def test_a_rescaled_bound_is_written_readably_with_its_value_unchanged():
     '0.0002777777777777778 <= x <= 876,600 hours' (1 s in hours). The edge reads '1 s
     (~0.000278 hours)' and the control's refusal '~0.000278'; the bound is the same number."""
     from scalesim.app.state import default_state, refusal
+
     from scalesim.bounds import bound, edge_number
 
     table = bound("deadline_s")
