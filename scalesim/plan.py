@@ -1023,6 +1023,13 @@ def rank_layouts(
     mem = r.memory_bytes
     order = np.lexsort((mem, key, ~fits)) if include_unfit else np.lexsort((mem[fits], key[fits]))
     rows = []
+    dumped: list[dict] = []
+
+    def best_dump() -> dict | None:
+        """The first row as a dict, dumped once (every row below it is compared with it)."""
+        if rows and not dumped:
+            dumped.append(rows[0].model_dump())
+        return dumped[0] if dumped else None
 
     def row_of(i: int, rank: int) -> PlanRow:
         row = {
@@ -1060,8 +1067,7 @@ def rank_layouts(
         row["strategy_words"] = row_strategy_words(row, setting)
         # an unfit first row (include_unfit, nothing fits) is no "best": it says it does not fit
         row["why"] = ("best" if rank == 1 and row["fits"] else
-                      _why(rows[0].model_dump() if rows else None, row, rank_by, nouns.device,
-                           setting.memory_margin))
+                      _why(best_dump(), row, rank_by, nouns.device, setting.memory_margin))
         row.update(stage_fields(setting.shape.layers, row["pp"], row["virtual_stages"]))
         return PlanRow(**row)
 

@@ -114,6 +114,22 @@ def test_stage_fields_are_null_without_a_shape():
                                    "stage_notes": stage_words(80, 9)}
 
 
+def test_stage_fields_worked_out_once_are_the_words_and_a_fresh_list_each_call():
+    """Session 45: the planner's rows share one working-out per (L, pp, v)
+    (``pipeline_stages._stage_facts``): each call's fields are those of ``stage_split`` and
+    ``stage_words`` as computed afresh, and a caller changing its list changes no later row."""
+    from scalesim.pipeline_stages import uneven_stage_words
+
+    for layers, pp, v in [(80, 9, 1), (80, 9, 2), (80, 4, 1), (126, 64, 1), (32, 13, 1),
+                          (96, 8, 3), (80, 1, 1)]:
+        first = stage_fields(layers, pp, v)
+        first["layers_per_stage"].append(-1)
+        again = stage_fields(layers, pp, v)
+        assert again["layers_per_stage"] == list(stage_split(layers, pp, v).stages)
+        assert again["uneven_stages"] == (uneven_stage_words(layers, pp, v) or None)
+        assert again["stage_notes"] == (stage_words(layers, pp, v) or None)
+
+
 def test_uneven_stages_is_null_where_the_models_stages_are_even():
     """Session 20: 80 layers over pp 4 are even in the model (20 a stage); torchtitan's split
     (20, 21, 20, 19) is a stage note, not 'uneven_stages' (was: uneven_stages held it)."""
