@@ -7,7 +7,9 @@ symptom shows in: data wait, per-rank times, steps to a quality target).
 
 from __future__ import annotations
 
+import copy
 import csv
+import functools
 import io
 
 import numpy as np
@@ -156,3 +158,23 @@ CASES = {
     "large_batch": large_batch,
     "small_work": small_work,
 }
+
+
+# every case by name: the symptoms' and the two without one
+NAMED = CASES | {"scales_well": scales_well, "below_noise_scale": below_noise_scale}
+
+
+@functools.cache
+def _made_diagnosis(name: str):
+    from scalesim.runs import parse_runs_text
+    from scalesim.runs_diagnosis import diagnose_runs
+
+    return diagnose_runs(parse_runs_text(to_csv(NAMED[name]()), "runs.csv"))
+
+
+def diagnosis(name: str):
+    """``diagnose_runs`` of case ``name`` read as 'runs.csv', every option at its default: the
+    same report several test modules read (a diagnosis is seconds of fitting), made once per
+    test process. A deep copy each call, so a test may change its own; a test that patches the
+    model or the diagnosis must call ``diagnose_runs`` itself."""
+    return copy.deepcopy(_made_diagnosis(name))

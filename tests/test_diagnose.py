@@ -37,7 +37,7 @@ def runs_of(rows, name="runs.csv"):
 
 @pytest.mark.parametrize("cause", sorted(cases.CASES))
 def test_each_symptom_is_named(cause):
-    report = diagnose_runs(runs_of(cases.CASES[cause]()))
+    report = cases.diagnosis(cause)
     assert report.cause.key == cause, report.to_text()
     assert report.cause.evidence
     if cause in FIRST_REMEDY:
@@ -46,12 +46,23 @@ def test_each_symptom_is_named(cause):
 
 
 def test_stragglers_first_remedy_is_not_replacing_a_device():
-    report = diagnose_runs(runs_of(cases.stragglers()))
+    report = cases.diagnosis("stragglers")
     assert report.first_remedy.key != "slow_device"
 
 
+def test_a_shared_case_diagnosis_is_a_copy_each_call():
+    """``cases.diagnosis`` fits a case once a test process (session 45): a test changing its
+    report changes no other test's."""
+    mine, other = cases.diagnosis("stragglers"), cases.diagnosis("stragglers")
+    text = other.to_text()
+    mine.remedies.clear()
+    mine.notes.append("changed here")
+    assert other.remedies and "changed here" not in other.notes
+    assert cases.diagnosis("stragglers").to_text() == text
+
+
 def test_a_job_that_scales_says_so():
-    report = diagnose_runs(runs_of(cases.scales_well()))
+    report = cases.diagnosis("scales_well")
     assert report.cause.key == "none"
 
 
@@ -533,7 +544,7 @@ def test_a_part_over_the_measured_step_is_said_as_a_misfit():
 
 @pytest.mark.parametrize("cause", sorted(cases.CASES))
 def test_runs_the_model_describes_get_no_over_the_step_note(cause):
-    report = diagnose_runs(runs_of(cases.CASES[cause]()))
+    report = cases.diagnosis(cause)
     assert not any("more than the step itself" in n for n in report.notes), report.notes
 
 

@@ -87,7 +87,7 @@ def test_a_parameter_the_runs_do_not_pin_widens_the_band_of_the_remedy_resting_o
     +-1700 %), so halving the batch may expose it or not: the smaller batch's time-to-quality
     gain spans tens of points. Each draw shrinks the batch by the fit's own factor (8192 ->
     4096), not by the best factor of that draw (which gave +500 % at the top)."""
-    report = diagnose_runs(_runs(cases.large_batch()))
+    report = cases.diagnosis("large_batch")
     smaller = report.first_remedy
     assert smaller.key == "smaller_batch" and "8192 -> 4096" in smaller.title
     assert smaller.gain_high - smaller.gain_low > 0.3

@@ -106,7 +106,7 @@ def test_json_keeps_gain_as_throughput_and_adds_the_ranking_measures_gain(tmp_pa
 
 
 def test_without_a_critical_batch_the_figure_is_throughput():
-    report = diagnose_runs(parse_runs_text(cases.to_csv(cases.slow_device()), "runs.csv"))
+    report = cases.diagnosis("slow_device")
     assert all(r.measure == "throughput" and shown_gain(r) == r.gain for r in report.remedies)
     text = render_text(report)
     assert ("Gains in throughput, the measure each verdict is judged on [95% band over the "

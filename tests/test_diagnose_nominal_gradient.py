@@ -18,8 +18,6 @@ import diagnose_cases as cases
 from cli_harness import run_cli
 
 from scalesim.fit_runs import NOMINAL_GRADIENT_BYTES
-from scalesim.runs import parse_runs_text
-from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.runs_gradient_size import GRADIENT_BYTES_TRIED
 
 RUNS = "devices,nodes,step_time_s,per_device_batch,device\n1,1,0.02522,32,cpu\n2,1,0.06192,32,cpu\n"
@@ -82,7 +80,7 @@ def test_the_text_lists_it_under_its_own_heading_without_a_figure(tmp_path, caps
 def test_sizes_the_runs_rule_out_are_left_out_and_named():
     """Fixed global batch on a PCIe server (BERT-large): a 1 or 10 MB gradient cannot follow
     the runs (rms residual 2.5 % against 0.06 %), so the remedies are judged from 100 MB."""
-    report = diagnose_runs(parse_runs_text(cases.to_csv(cases.comm_growth()), "runs.csv"))
+    report = cases.diagnosis("comm_growth")
     sizes = report.details["gradient_sizes"]
     assert sizes["ruled_out_bytes"] == [1e6, 1e7] and sizes["kept_bytes"][0] == 1e8
     assert any("(1 MB, 10 MB they rule out)" in n for n in report.notes)
@@ -93,7 +91,7 @@ def test_sizes_the_runs_rule_out_are_left_out_and_named():
 def test_a_first_remedy_another_would_replace_at_some_size_is_cautioned():
     """BERT-large over 100 Gb/s (the inter-server case): a faster network +256 % at 1 GB, +66 %
     at 10 GB, where accumulating (+119 %) would come first; its caution says so."""
-    report = diagnose_runs(parse_runs_text(cases.to_csv(cases.inter_server()), "runs.csv"))
+    report = cases.diagnosis("inter_server")
     first = report.first_remedy
     assert first.key == "interconnect" and first.verdict == "remedy"
     assert ("at a gradient of 10 GB, which these runs allow too, the first remedy would be "

@@ -88,10 +88,7 @@ def test_charts_render_to_svg(tmp_path):
     import vl_convert as vlc
     from scalesim.app import diagnose_page as page
 
-    from scalesim.runs import parse_runs_text
-    from scalesim.runs_diagnosis import diagnose_runs
-
-    runs = diagnose_runs(parse_runs_text(cases.to_csv(cases.inter_server()), "r.csv"))
+    runs = cases.diagnosis("inter_server")
     paths = []
     for r in (0, 1):
         paths.append(tmp_path / f"rank{r}.json")

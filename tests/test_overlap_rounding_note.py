@@ -46,5 +46,5 @@ def test_a_blended_overlap_the_scenario_cannot_run_is_said():
 
 @pytest.mark.parametrize("case", ["inter_server", "input_pipeline", "small_work"])
 def test_runs_whose_scenario_gives_the_fits_step_get_no_note(case):
-    report = diagnose_runs(parse_runs_text(cases.to_csv(cases.CASES[case]()), "runs.csv"))
+    report = cases.diagnosis(case)
     assert not [n for n in report.notes if n.startswith(NOTE)]

@@ -187,13 +187,11 @@ def test_diagnose_says_the_runs_show_no_stall_rather_than_not_modelled():
     import diagnose_cases as cases
 
     from scalesim.remedies import NO_STALL_FOUND
-    from scalesim.runs import parse_runs_text
-    from scalesim.runs_diagnosis import diagnose_runs
 
-    report = diagnose_runs(parse_runs_text(cases.to_csv(cases.inter_server()), "runs.csv"))
+    report = cases.diagnosis("inter_server")
     loader = next(r for r in report.remedies if r.key == "loader")
     assert not loader.applicable and loader.note == NO_STALL_FOUND
-    stalled = diagnose_runs(parse_runs_text(cases.to_csv(cases.input_pipeline()), "runs.csv"))
+    stalled = cases.diagnosis("input_pipeline")
     loader = next(r for r in stalled.remedies if r.key == "loader")
     assert loader.applicable and loader.gain > 0
 

@@ -45,7 +45,7 @@ def _gpt():
 
 
 def _slow_report():
-    return diagnose_runs(parse_runs_text(cases.to_csv(cases.slow_device()), "runs.csv"))
+    return cases.diagnosis("slow_device")
 
 
 def _groups(text: str) -> dict[str, list[str]]:
