@@ -31,6 +31,27 @@ def kept_diagnoses(monkeypatch) -> list:
     return made
 
 
+def diagnosed_once(monkeypatch) -> None:
+    """From now on ``runs_diagnosis.diagnose_runs`` (the CLI's, the app's) fits the same
+    arguments (the same runs, source name and options) once in the test: a repeat, e.g. the
+    text beside the --json of one file, gets a deep copy of the first report, which is what a
+    fit of the same runs gives (the fit is deterministic); the command still renders it."""
+    import copy
+    import pickle
+
+    from scalesim import runs_diagnosis
+
+    made, real = {}, runs_diagnosis.diagnose_runs
+
+    def diagnose_once(*args, **kwargs):
+        key = pickle.dumps((args, sorted(kwargs.items())))
+        if key not in made:
+            made[key] = real(*args, **kwargs)
+        return copy.deepcopy(made[key])
+
+    monkeypatch.setattr(runs_diagnosis, "diagnose_runs", diagnose_once)
+
+
 def fitted_of(report):
     """(profile, scenario) a runs diagnosis fitted, read back from its details as its --json
     writes them (a round trip through JSON, as a user's file would be)."""

@@ -14,7 +14,7 @@ import re
 
 import pytest
 from app_harness import TIMEOUT_S, open_app, run_clean, upload_profile
-from cli_harness import run_cli
+from cli_harness import diagnosed_once, run_cli
 from scalesim.app import charts
 from scalesim.app.control_labels import B_LABELS, GRID_LABELS, LABELS, MODE_LABELS, label
 from scalesim.app.plan import make_plan
@@ -70,7 +70,9 @@ def test_diagnose_of_cpu_runs_says_processes_and_hosts(capsys, tmp_path):
     assert not [line for line in ours if any(w in line for w in GPU_WORDS)]
 
 
-def test_the_same_runs_without_a_device_keep_the_gpu_words_and_the_numbers(capsys, tmp_path):
+def test_the_same_runs_without_a_device_keep_the_gpu_words_and_the_numbers(capsys, tmp_path,
+                                                                          monkeypatch):
+    diagnosed_once(monkeypatch)  # the text of the GPU file prints the report of its --json
     code, gpu, err = _diagnose(capsys, tmp_path, runs_csv(), "--json")
     assert code == 0, err
     code, cpu, err = _diagnose(capsys, tmp_path, runs_csv("cpu"), "--json")
