@@ -7,6 +7,7 @@ bus bandwidth. One rule for a preset and a file: `runs_model.gradient_bytes_of`
 import json
 
 import pytest
+from cli_harness import run_cli
 
 from scalesim import presets
 from scalesim.fit_runs import RunsExchange
@@ -14,7 +15,6 @@ from scalesim.predict import predict
 from scalesim.profiles import default_profile
 from scalesim.runs_model import gradient_bytes_of
 from scalesim.schemas import Scenario
-from tests.cli_harness import run_cli
 
 DEVICES = [1, 2, 4, 8, 16, 32, 64]
 

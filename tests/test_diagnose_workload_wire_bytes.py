@@ -9,11 +9,11 @@ bytes reduces 4 under DDP, as predict charges it)."""
 import json
 
 import pytest
+from cli_harness import run_cli
 
 from scalesim.predict import predict
 from scalesim.profiles import default_profile
 from scalesim.schemas import Scenario
-from tests.cli_harness import run_cli
 
 BERT = {"layers": 24, "hidden": 1024, "heads": 16, "seq_len": 128, "vocab": 30522}
 

@@ -7,8 +7,7 @@ import io
 import json
 
 import pytest
-
-from tests.cli_harness import run_cli
+from cli_harness import run_cli
 
 SPLIT = ["--workload", "gpt-1.7b", "--hardware", "dgx-h100", "--devices", "8,16"]
 
