@@ -46,6 +46,9 @@ def _rank(rank, world, port):
     out["grad_shard"] = _tensor(flat.grad)
     if rank == 0:
         print(json.dumps(out), flush=True)
+    # both ranks done with every collective before either tears gloo down (a rank that left
+    # first aborted the other: "terminate called without an active exception")
+    dist.barrier()
     dist.destroy_process_group()
 
 
