@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import math
 import os
 import re
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -120,14 +123,52 @@ def decode_text(raw: bytes, name: str) -> str:
         raise not_utf8(name) from None
 
 
+GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of a gzip stream (RFC 1952)
+GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)  # a cut or corrupt gzip stream
+
+
+class _OwnedGzip(gzip.GzipFile):
+    """A GzipFile that closes the file it reads (GzipFile leaves a given ``fileobj`` open)."""
+
+    def __init__(self, raw) -> None:
+        super().__init__(fileobj=raw, mode="rb")
+        self._raw = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
+def open_text(file: Path, errors: str = "strict") -> IO[str]:
+    """``file`` as UTF-8 text (a leading byte-order mark dropped, line ends as Python reads them),
+    gunzipped where it starts with gzip's magic (``GZIP_MAGIC``: a log or trace kept as
+    ``.gz``); opened once, so a pipe (``<(zcat f.gz)``) reads as a file does. The caller closes
+    it; a cut or corrupt gzip stream raises one of ``GZIP_ERRORS`` on reading (``bad_gzip``)."""
+    raw = open(file, "rb")  # noqa: SIM115 (the caller closes what it returns)
+    try:
+        stream = _OwnedGzip(raw) if raw.peek(2)[:2] == GZIP_MAGIC else raw
+        return io.TextIOWrapper(stream, encoding="utf-8-sig", errors=errors)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def bad_gzip(file: str | os.PathLike[str], exc: Exception) -> ScalesimError:
+    """The one line of a file whose gzip stream is cut or corrupt (``GZIP_ERRORS``)."""
+    return ScalesimError(f"{file}: cannot read it: corrupt or cut gzip data ({exc})")
+
+
 def read_text(path: str | os.PathLike[str], name: str = "path") -> str:
-    """A UTF-8 text file's contents (a leading byte-order mark, as Excel writes, is dropped); a
-    missing or unreadable file, one that is not UTF-8 (``not_utf8``), or one over
-    MAX_TEXT_CHARS (``/dev/zero`` never ends), raises a one-line ScalesimError; ``name`` is the
-    argument named when ``path`` is not a path."""
+    """A UTF-8 text file's contents (a leading byte-order mark, as Excel writes, is dropped;
+    gunzipped where it is gzip data: ``open_text``); a missing or unreadable file, a cut or
+    corrupt gzip stream, one that is not UTF-8 (``not_utf8``), or one over MAX_TEXT_CHARS
+    (``/dev/zero`` never ends), raises a one-line ScalesimError; ``name`` is the argument named
+    when ``path`` is not a path."""
     file = Path(require_path(path, name))
     try:
-        with open(file, encoding="utf-8-sig") as handle:
+        with open_text(file) as handle:
             text = handle.read(MAX_TEXT_CHARS + 1)
         if len(text) > MAX_TEXT_CHARS:
             raise ScalesimError(f"{file}: over {MAX_TEXT_CHARS:,} characters; not a scalesim input file")
@@ -136,6 +177,8 @@ def read_text(path: str | os.PathLike[str], name: str = "path") -> str:
         raise ScalesimError(f"{file}: no such file") from None
     except UnicodeDecodeError:
         raise not_utf8(file) from None
+    except GZIP_ERRORS as exc:
+        raise bad_gzip(file, exc) from None
     except OSError as exc:
         raise unreadable(file, exc) from None
 

@@ -10,17 +10,21 @@ events mean is ``scalesim.traces``' job.
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import os
 import re
-import zlib
 from pathlib import Path
 from typing import IO
 
 from scalesim.errors import ScalesimError, require_path
-from scalesim.jsonio import ends_mid_json, may_go_on, unreadable
+from scalesim.jsonio import (
+    GZIP_ERRORS,
+    bad_gzip,
+    ends_mid_json,
+    may_go_on,
+    open_text,
+    unreadable,
+)
 
 CHUNK_CHARS = 1 << 20
 MAX_VALUE_CHARS = 64 << 20  # one JSON value (event or metadata) larger than this is malformed
@@ -109,33 +113,6 @@ class _Stream:
             return val
 
 
-class _OwnedGzip(gzip.GzipFile):
-    """A GzipFile that closes the file it reads (GzipFile leaves a given ``fileobj`` open)."""
-
-    def __init__(self, raw) -> None:
-        super().__init__(fileobj=raw, mode="rb")
-        self._raw = raw
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._raw.close()
-
-
-def _open_text(path: Path) -> IO[str]:
-    """The trace as text, gunzipped where it starts with gzip's magic; opened once, so a pipe
-    (``<(zcat trace.json.gz)``) reads as a file does."""
-    raw = open(path, "rb")  # noqa: SIM115 (the caller closes what it returns)
-    try:
-        magic = raw.peek(2)[:2]
-        stream = _OwnedGzip(raw) if magic == b"\x1f\x8b" else raw
-        return io.TextIOWrapper(stream, encoding="utf-8-sig", errors="replace")  # -sig: a BOM
-    except BaseException:
-        raw.close()
-        raise
-
-
 # Kineto's event categories in PyTorch 1.8/1.9 traces, renamed in June 2021 (pytorch/kineto#206,
 # "Refactor trace activities"; PyTorch 1.10 on) to the names read here; the pytorch/kineto
 # tb_plugin samples (torch 1.9, resnet50) carry the old ones
@@ -176,7 +153,7 @@ def iter_trace(path: str | os.PathLike[str], metadata: dict):
     (``OLD_CATEGORIES``); top-level keys go into ``metadata``."""
     file = Path(require_path(path, "trace"))  # '' would be Path('.'), the folder
     try:
-        handle = _open_text(file)
+        handle = open_text(file, errors="replace")
     except FileNotFoundError:
         raise ScalesimError(f"{file}: no such file") from None
     except OSError as exc:
@@ -222,9 +199,9 @@ def iter_trace(path: str | os.PathLike[str], metadata: dict):
         raise ScalesimError(
             f"{file}: the trace ends early (truncated file?); re-export it with prof.export_chrome_trace"
         ) from None
-    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        if not isinstance(exc, (EOFError, gzip.BadGzipFile, zlib.error)):
-            raise unreadable(file, exc) from None
-        raise ScalesimError(f"{file}: cannot read it: corrupt or cut gzip data ({exc})") from None
+    except GZIP_ERRORS as exc:
+        raise bad_gzip(file, exc) from None
+    except OSError as exc:
+        raise unreadable(file, exc) from None
     if not seen_events:
         raise ScalesimError(f"{file}: no traceEvents: not a PyTorch profiler (Kineto) trace")
