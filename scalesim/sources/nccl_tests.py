@@ -6,10 +6,14 @@ nGpus 8 minBytes ...``, then ``#  Rank  N Group G Pid P on HOST device D [BUS] N
 the column line ``size count type redop root time algbw busbw #wrong time algbw busbw #wrong``
 (out-of-place, then in-place; older versions: ``error`` instead of ``#wrong``, no ``root``), one
 row per message size, and ``# Out of bounds values : N OK|FAILED`` / ``# Avg bus bandwidth : X``.
-MPI launchers may prefix lines (``[1,0]<stdout>:``, Slurm's ``srun --label``: `` 0: ``) and
-interleave ``NCCL INFO`` lines; both are ignored. ``-d all`` / ``-o all`` print one table whose rows
-run through every data type, and within it every reduction op (``src/*.cu``'s ``RunTest`` loops,
-one header): the rows are told apart by their ``type`` / ``redop`` cells (``one_kind_of_rows``).
+MPI launchers may prefix lines (``[1,0]<stdout>:``, Slurm's ``srun --label``: `` 0: ``), log
+collectors a time stamp (``kubectl logs --timestamps``: ``_TIMESTAMP``), and NCCL interleave
+``NCCL INFO`` lines; all are ignored (any other prefix before the rows: one line naming it).
+``-d all`` / ``-o all`` print one table whose rows run through every data type, and within it
+every reduction op (``src/*.cu``'s ``RunTest`` loops, one header): the rows are told apart by
+their ``type`` / ``redop`` cells (``one_kind_of_rows``). nccl-tests 2.17's ``-S 1`` ends each
+row with a time stamp and ``-I 1`` adds per-iteration columns (``i_min`` ...) after each
+``#wrong``: the columns are found by their names in the header.
 
 Conventions, as the calibration's collectives phase (``calibration/collective_phase.py``):
 
@@ -52,6 +56,11 @@ US = 1e-6  # nccl-tests prints times in microseconds
 
 _PREFIX = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>:)?")
 _SRUN_LABEL = re.compile(r"^\s*\d+:(?:\s+|$)")  # srun --label (-l): the task number, a colon
+# A log collector's time stamp before each line, ISO 8601 / RFC 3339: ``kubectl logs --timestamps``
+# and ``docker logs -t`` (2025-11-03T10:11:12.123456789Z), a CI job's raw log, ``ts '%F %T'``
+# (2025-11-03 10:11:12), bracketed or not. nccl-tests' own -S stamp ends a row, never starts one.
+_TIMESTAMP = re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
+                        r"(?:Z|[+-]\d{2}:?\d{2})?\]?(?:\s+|$)")
 _RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
                    r"\s+\[[^\]]*\]\s+(.+?)\s*$")
 _TEST_NAME = re.compile(r"\b(\w+?)_perf(?:_mpi)?\b")
@@ -254,7 +263,18 @@ def algorithm_words(runs: list[NcclTestsRun]) -> str:
 
 
 def _clean(line: str) -> str:
+    line = _TIMESTAMP.sub(" ", line, count=1)
     return _PREFIX.sub(" ", _SRUN_LABEL.sub(" ", line, count=1)).strip()
+
+
+def _prefixed_row(tokens: list[str], width: int) -> int | None:
+    """Where a table row of ``width`` cells starts in ``tokens`` after other words (a prefix
+    some log collector put before every line: host, process, time), None where it does not:
+    two whole numbers (size, count) after a word that is no number, ``width`` cells in all."""
+    for k in range(1, len(tokens) - width + 1):
+        if tokens[k].isdigit() and tokens[k + 1].isdigit() and not _NUMBER.match(tokens[k - 1]):
+            return k
+    return None
 
 
 def _op_from_name(text: str) -> str | None:
@@ -387,6 +407,7 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
     op = named_ops[0] if named_ops else _op_from_name(Path(source).name)
 
     header: list[str] | None = None
+    header_line = 0  # the line number of the column header
     ranks: dict[tuple, str] = {}
     nranks_info: set[int] = set()
     networks: set[str] = set()
@@ -409,7 +430,7 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
             continue
         cols = _columns(line)
         if cols:
-            header = cols
+            header, header_line = cols, number
             tables += 1
             cpu_timed = "cputime" in line.split()
             continue
@@ -449,6 +470,14 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
                             "busbw' table); give the text all_reduce_perf, reduce_scatter_perf or "
                             "all_gather_perf printed")
     if not rows:
+        for number, line in enumerate(lines[header_line:], header_line + 1):
+            tokens = line.split()
+            if not line.startswith("#") and (k := _prefixed_row(tokens, len(header))):
+                raise ScalesimError(
+                    f"{source} line {number}: the table's rows start after "
+                    f"'{excerpt(' '.join(tokens[:k]))}', words a log collector put before each "
+                    "line; strip them from every line (sed, cut) and give the text nccl-tests "
+                    "printed")
         raise ScalesimError(f"{source}: the nccl-tests table has no rows (the run stopped before "
                             "its first size: truncated?)")
     if oob is not None and oob[1] == "FAILED":

@@ -1,0 +1,109 @@
+"""nccl-tests logs as users' tools hand them over: nccl-tests 2.17-2.19's optional columns
+(``-S 1`` time stamps, ``-I 1`` per-iteration statistics), lines a log collector prefixed with a
+time stamp (``kubectl logs --timestamps``, ``docker logs -t``, ``ts``) or other words.
+
+The table is the H100 fixture's (tests/fixtures/nccl_tests/h100_8gpu_all_reduce.txt) laid out
+with nccl-tests 2.19.6's printf widths (src/util.cu ``writeResultHeader``,
+``writeBenchmarkLinePreamble``, ``writeBenchmarkLineBody``, ``writePerIterReport``,
+``writeTimestamp``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from scalesim.cli.main import main
+from scalesim.errors import ScalesimError
+from scalesim.sources import nccl_tests
+
+ROWS = [  # size, count, out-of-place time, algbw, busbw, in-place time, algbw, busbw
+    (268435456, 67108864, 1119.8, 239.71, 419.49, 1117.4, 240.24, 420.42),
+    (536870912, 134217728, 2157.5, 248.83, 435.46, 2154.8, 249.16, 436.02),
+    (1073741824, 268435456, 4027.3, 266.61, 466.57, 4029.1, 266.50, 466.37),
+    (2147483648, 536870912, 7983.5, 268.99, 470.73, 7985.2, 268.93, 470.63)]
+RANK = ("#  Rank {r:2d} Group  0 Pid 1623025 on {host:>10s} device {r:2d} [0000:{b:02x}:00] "
+        "NVIDIA H100 80GB HBM3")
+STAMP = "2025-11-03 10:11:12"  # -S 1: strftime "%Y-%m-%d %H:%M:%S", "%21s"
+
+
+def log_lines(stamps: bool = False, per_iter: bool = False) -> list[str]:
+    """The lines of a 2.19.6 all_reduce_perf -b 256M -e 2G -f 2 -g 8 run."""
+    ts, fmt = ("timestamp", "%Y-%m-%d %H:%M:%S") if stamps else ("", "")
+    lines = ["# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803",
+             "# Collective test starting: all_reduce_perf",
+             "# nThread 1 nGpus 8 minBytes 268435456 maxBytes 2147483648 step: 2(factor) warmup "
+             "iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0", "#",
+             "# Using devices", *(RANK.format(r=r, host="host", b=0x1b + r) for r in range(8)), "#"]
+    names = ["time", "algbw", "busbw", "#wrong"] + (["i_min", "i_max", "i_p99", "i_cv%"]
+                                                    if per_iter else [])
+    units = ["(us)", "(GB/s)", "(GB/s)", ""] + (["(us)", "(us)", "(us)", "(%)"] if per_iter else [])
+    widths = [7, 6, 6, 6] + ([7] * 4 if per_iter else [])
+    lead = "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}"
+    lines.append(lead.format("", "", "", "", "") + (
+        "              out-of-place (+ per-iteration)                                in-place "
+        "(+ per-iteration)" if per_iter else
+        "           out-of-place                       in-place          "))
+    for first in (["size", "count", "type", "redop", "root"], ["(B)", "(elements)", "", "", ""]):
+        cells = names if first[0] == "size" else units
+        lines.append(lead.format(*first)
+                     + "".join(f"  {c:>{w}s}" for c, w in zip(cells * 2, widths * 2, strict=True))
+                     + f" {ts if first[0] == 'size' else fmt:>{19 if stamps else 0}s}")
+    for size, count, *cols in ROWS:
+        line = f"{size:12d}  {count:12d}  {'float':>8s}  {'sum':>6s}  {-1:6d}"
+        for t, a, b in (cols[:3], cols[3:]):
+            line += f"  {t:7.1f}  {a:6.2f}  {b:6.2f}  {0:6g}"
+            if per_iter:
+                line += "".join(f"  {v:7.1f}" for v in (t * 0.98, t * 1.05, t * 1.04)) + "     1.20"
+        lines.append(line + (f"{STAMP:>21s}" if stamps else ""))
+    return lines + ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 448.212 ", "#",
+                    "# Collective test concluded: all_reduce_perf", "#"]
+
+
+def _write(tmp_path, lines, name="all_reduce.txt"):
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _pinned(run):
+    """The H100 table read as DDP runs it: 8 ranks on one host, the in-place column."""
+    assert run.op == "all_reduce" and run.ranks == 8 and run.hosts == ["host"]
+    assert [p.size_bytes for p in run.points] == [r[0] for r in ROWS]
+    assert [p.time_s for p in run.points] == pytest.approx([r[5] * 1e-6 for r in ROWS])
+    # busbw from size and time, 2(n-1)/n S/t: 2147483648 B in 7985.2 us on 8 ranks, 470.63 GB/s
+    assert run.points[-1].busbw_GBps == pytest.approx(470.63, rel=2e-4)
+
+
+@pytest.mark.parametrize("stamps, per_iter", [(True, False), (False, True), (True, True)])
+def test_nccl_tests_2_19_optional_columns_read_by_their_names(tmp_path, stamps, per_iter):
+    lines = log_lines(stamps, per_iter)
+    assert (STAMP in lines[-6]) == stamps and ("i_min" in "".join(lines)) == per_iter
+    run = nccl_tests.parse_file(_write(tmp_path, lines))
+    _pinned(run)
+    assert not run.notes
+
+
+@pytest.mark.parametrize("prefix", [
+    "2025-11-03T10:11:12.123456789Z ",  # kubectl logs --timestamps, docker logs -t
+    "2025-11-03T10:11:12.1234567Z [1,0]<stdout>:",  # a CI job's raw log of an mpirun
+    "2025-11-03 10:11:12 ",  # ts '%Y-%m-%d %H:%M:%S'
+    "[2025-11-03 10:11:12,123] ",  # a Python logging-style stamp
+    "2025-11-03T10:11:12+01:00  0: ",  # an offset, then srun --label
+])
+def test_time_stamped_lines_read_as_the_log(tmp_path, prefix):
+    run = nccl_tests.parse_file(_write(tmp_path, [prefix + line for line in log_lines()]))
+    _pinned(run)
+
+
+def test_rows_behind_other_words_are_one_line_naming_them(tmp_path, capsys):
+    lines = [f"Nov 03 10:11:12 node7 job: {line}" for line in log_lines()]
+    path = _write(tmp_path, lines)
+    with pytest.raises(ScalesimError, match=r"line 18: the table's rows start after 'Nov 03 "
+                       r"10:11:12 node7 job:', words a log collector put before each line; "
+                       r"strip them"):
+        nccl_tests.parse_file(path)
+    assert main(["calibrate", "--from-nccl-tests", str(path), "--out",
+                 str(tmp_path / "p.json")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    # a table that did stop before its first row is still said to be cut
+    with pytest.raises(ScalesimError, match="has no rows .*truncated"):
+        nccl_tests.parse_file(_write(tmp_path, log_lines()[:17], "cut.txt"))
