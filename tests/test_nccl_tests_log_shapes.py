@@ -107,3 +107,60 @@ def test_rows_behind_other_words_are_one_line_naming_them(tmp_path, capsys):
     # a table that did stop before its first row is still said to be cut
     with pytest.raises(ScalesimError, match="has no rows .*truncated"):
         nccl_tests.parse_file(_write(tmp_path, log_lines()[:17], "cut.txt"))
+
+
+def json_report(nwrong=0, cpu=False, cut=False) -> str:
+    """The same run's -J report as nccl-tests 2.19.6 writes it (src/util.cu: ``jsonDouble``
+    prints "%lf", ``root`` is the "%6i" cell, ``devices`` the first rank's line of each process,
+    here the one process of -g 8)."""
+    def timed(t, a, b, wrong):
+        return (f'{{"{"cpu_time" if cpu else "time"}":{t:f},"alg_bw":{a:f},"bus_bw":{b:f},'
+                f'"nwrong":{"null" if wrong is None else f"{wrong:f}"}}}')
+    results = ",".join(
+        f'{{"size":{s},"count":{c},"type":"float","redop":"sum","root":"    -1",'
+        f'"out_of_place":{timed(*cols[:3], nwrong if k == 1 else 0 if nwrong is not None else None)},'
+        f'"in_place":{timed(*cols[3:], 0 if nwrong is not None else None)},'
+        f'"actual_iterations":20,"experiment_name":""}}'
+        for k, (s, c, *cols) in enumerate(ROWS))
+    text = ('{"version":3,"start_time":"2025-11-03 10:11:12","args":["./build/all_reduce_perf",'
+            '"-b","256M","-e","2G","-f","2","-g","8","-J","ar.json"],"env":["HOME=/root",'
+            '"NCCL_ALGO=Ring"],"nccl_version":22803,"config":{"nthreads":1,"ngpus":8,'
+            '"minimum_bytes":268435456,"maximum_bytes":2147483648,"step_factor":2,'
+            '"warmup_iters":1,"iterations":20,"aggregated_iterations":1,"validation":1,'
+            '"graph":0,"blocking_collectives":false,"per_iter_timing":false,"per_iter_skip":0,'
+            '"parallel_init":false,"devices":[{"rank":0,"group":0,"pid":1623025,'
+            '"hostname":"host","device":0,"device_hex":"0000:1b:00",'
+            '"device_info":"NVIDIA H100 80GB HBM3"}]},"results":[' + results + '],'
+            '"out_of_bounds":{"count":0,"okay":true},"average_bus_bandwidth":{"bandwidth":'
+            '448.212000,"okay":"unchecked"},"errors":[],"end_time":"2025-11-03 10:11:40"}')
+    return text[: len(text) // 2] if cut else text
+
+
+def test_the_json_report_of_nccl_tests_reads_as_its_log(tmp_path):
+    path = tmp_path / "ar.json"
+    path.write_text(json_report())
+    run = nccl_tests.parse_file(path)
+    _pinned(run)  # 8 ranks: the process's first rank listed, nthreads 1 x ngpus 8 on it
+    assert run.devices == ["NVIDIA H100 80GB HBM3"] and run.algorithm == "Ring"
+    assert run.points == nccl_tests.parse_file(_write(tmp_path, log_lines())).points
+    path.write_text(json_report(nwrong=None, cpu=True))  # -c 0 -C: nwrong null, cpu_time
+    notes = " ".join(nccl_tests.parse_file(path).notes)
+    assert "#wrong is N/A" in notes and "'cputime', nccl-tests -C" in notes
+
+
+@pytest.mark.parametrize("report, message", [
+    (json_report(nwrong=3), r"ar\.json result 2: #wrong is 3 at 536870912 bytes"),
+    (json_report(cut=True), r"ar\.json: not valid JSON .*the file is cut short"),
+    ('{"version":3,"args":["./build/all_reduce_perf"]}', r"the JSON has no 'results': not an "
+     r"nccl-tests -J report"),
+    (json_report().replace('"alg_bw"', '"algbw"', 1), r"result 1's out_of_place has no 'alg_bw'"),
+])
+def test_a_bad_json_report_is_one_line(tmp_path, capsys, report, message):
+    path = tmp_path / "ar.json"
+    path.write_text(report)
+    with pytest.raises(ScalesimError, match=message) as exc:
+        nccl_tests.parse_file(path)
+    assert "\n" not in str(exc.value)
+    assert main(["calibrate", "--from-nccl-tests", str(path), "--out",
+                 str(tmp_path / "p.json")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

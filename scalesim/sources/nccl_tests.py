@@ -391,9 +391,23 @@ def check_one_job(ranks: dict[tuple, str], source: str) -> None:
 
 
 def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun:
-    """Parse one nccl-tests log; a wrong, truncated or foreign file raises a one-line error.
-    ``level``: the link level the user gave (intra=/inter=: ``forced_level``), None to read it
-    from the log."""
+    """Parse one nccl-tests log, or its JSON report (``-J``: ``nccl_tests_json``, read as the
+    log it stands for, an error about a row naming the report's result); a wrong, truncated or
+    foreign file raises a one-line error. ``level``: the link level the user gave
+    (intra=/inter=: ``forced_level``), None to read it from the log."""
+    from scalesim.sources import nccl_tests_json
+
+    if not nccl_tests_json.is_report(text):
+        return _parse_log(text, source, level)
+    text, first = nccl_tests_json.report_text(text, source)
+    try:
+        return _parse_log(text, source, level)
+    except ScalesimError as exc:
+        raise ScalesimError(nccl_tests_json.result_words(str(exc), first)) from None
+
+
+def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun:
+    """``parse_text`` of a text log."""
     lines = [_clean(line) for line in text.splitlines()]
     tests = _named_tests(lines)
     foreign = sorted(t for t in tests if t in OTHER_TESTS)
