@@ -13,7 +13,8 @@
 - p2p: pipeline sends between stages on the critical path;
 - dp_exposed: the data-parallel / ZeRO exchange of the local shard (``zero_exchange``, the
   data-parallel step's function) not hidden behind the last micro-batch's backward (ZeRO-2/3:
-  the collectives of every micro-batch behind its compute), plus the share ``comm_contention``
+  the collectives of every micro-batch behind its compute; FSDP under a pipeline: its
+  reduce-scatter after the first stage's last backward, ``piped_reduce``), plus the share ``comm_contention``
   of the hidden part; all of it with ``overlap`` off;
 - straggler: the expected wait for the slowest of all devices, and with jitter for the slowest
   rank of the tensor group at each of its collectives (``stragglers``); a slow device's stage
@@ -50,6 +51,7 @@ from scalesim.model.memory import (
     usable_memory_bytes,
 )
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
+from scalesim.model.piped_reduce import piped_reduce_exposed_s
 from scalesim.model.pipeline_schedule import (
     bubble_microbatches,
     microbatches_in_flight,
@@ -74,6 +76,7 @@ from scalesim.model.zero_exchange import (
     exchange,
     holds_full_gradients,
     syncs_every_micro_step,
+    unit_reduce_scatter_s,
 )
 from scalesim.pipeline_stages import stage_ends
 from scalesim.pipeline_stages import stage_layers as stage_layers_on
@@ -410,6 +413,34 @@ def _slowest_stage(pp, layers, stage_layers, layer_s, logits_s, tp_layer_s, tp_f
                                              strict=True))
 
 
+def _piped_reduce_s(x: LayoutInputs, pp, v, tp, group, layer_params, embed, stage_layers,
+                    drain_s, ring, reduce_bytes, replica):
+    """Seconds the step waits for FSDP's once-a-step reduce-scatters under a pipeline
+    (``piped_reduce``, docs/model.md §16): each rank's chunk whose backward ends last on it
+    (the first rank's holds the embedding; the last rank's output layer is on its first chunk
+    to finish, so with it under interleaving), reduced one unit a layer over the dp x cp group
+    (``ring``, then ``replica`` under hybrid sharding) at ``reduce_bytes`` per parameter;
+    ``drain_s``: seconds one rank's drain idles a rank."""
+    first_layers, middle_layers, last_layers = stage_layers
+    alone = v <= 1.0
+
+    def reduce_s(layers, params):
+        local = np.where(group > 1, params / _f(tp) * _f(x.wire_bytes_per_param), 0.0)
+        return unit_reduce_scatter_s(local, layers, ring, x.wire_bytes_per_param,
+                                     reduce_bytes, replica)
+
+    def chunks(layers, last_embed, early_embed):
+        """(last chunk's, earlier chunks') reduce-scatter seconds of a rank of ``layers``."""
+        late, early = layers / v, layers - layers / v
+        return (reduce_s(late, late * layer_params + last_embed),
+                np.where(alone, 0.0, reduce_s(early, early * layer_params + early_embed)))
+
+    return piped_reduce_exposed_s(pp, chunks(first_layers, embed, 0.0),
+                                  chunks(middle_layers, 0.0, 0.0),
+                                  chunks(last_layers, np.where(alone, embed, 0.0),
+                                         np.where(alone, 0.0, embed)), drain_s)
+
+
 def _straggler_s(x: LayoutInputs, devices, tp, m, per_micro, compute, micro_s, layers_on_stage,
                  slow_delay_s):
     """Expected waits for slower devices (docs/model.md §6, §14, §16), seconds per step.
@@ -624,13 +655,26 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # once per step (DDP, ZeRO-1) the exchange hides behind the last micro-batch's chunk on the
     # stage with the most parameters; per micro-batch (ZeRO-2/3) behind that stage's compute
     per_micro = syncs_every_micro_step(zero, x.framework, grad_sync)
+    # FSDP under a pipeline reduces each stage once after its last backward, the first stage
+    # last: the step waits for what outlasts the drain (piped_reduce). A rank's drain idles
+    # one backward of a chunk of the first rank a rank, the schedule's share of it (1F1B,
+    # GPipe: all; interleaved: 1/v; ZB-H1: what its weight passes leave, §15)
+    piped_reduce = None
+    if np.any(piped_fsdp):
+        drain_s = first_stage_layers * (bwd + rec + bwd_wait) * np.maximum(
+            bubble_microbatches(x.schedule, pp, v, w_share), 0.0) / np.maximum(_f(pp) - 1.0, 1.0)
+        piped_reduce = np.where(piped_fsdp, _piped_reduce_s(
+            x, pp, v, tp, group, layer_params, embed,
+            (first_stage_layers, middle_stage_layers, last_stage_layers), drain_s,
+            lambda size: coll.affine_s(rs_coeffs, size), reduce_bytes,
+            replica_all_reduce(x, shard, replicas, tp)), np.nan)
     exposed, total, _units = exchange(
         zero, x.framework, grad_bytes, shard, units, m,
         np.where(per_micro, fwd_mb, fwd_mb / v), np.where(per_micro, bwd_mb, bwd_mb / v), overlap,
         lambda size: coll.allreduce_from_coeffs(ar_coeffs, size, x.algorithm),
         lambda size: coll.affine_s(rs_coeffs, size), x.wire_bytes_per_param, x.bucket_bytes,
         x.first_bucket_bytes, x.fsdp_backward_prefetch_post, grad_sync, reduce_bytes,
-        replica_all_reduce(x, shard, replicas, tp))
+        replica_all_reduce(x, shard, replicas, tp), piped_reduce)
     exposed = np.where(group > 1, exposed, 0.0)
     total = np.where(group > 1, total, 0.0)
     dp_exposed = exposed + _f(x.comm_contention) * (total - exposed)

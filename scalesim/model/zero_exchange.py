@@ -250,11 +250,38 @@ def _gather_and_reduce_in_backward(gather: _Phase, reduce: _Phase, backward, ove
     return np.where(overlap, hidden, both)
 
 
+def _reduce_ring(ring: Callable, replica_all_reduce: Callable | None) -> Callable:
+    """Seconds of one gradient reduce-scatter of ``size`` bytes on the ring, then (hybrid
+    sharding) the all-reduce of its shard across the replicas."""
+    if replica_all_reduce is None:
+        return ring
+    return lambda size: ring(size) + replica_all_reduce(size)
+
+
+def _unit_reduces(grad_bytes, units, reduce_ring: Callable) -> _Phase:
+    """FSDP's gradient reduce-scatters: one per unit (``units``, at least 1) of ``grad_bytes /
+    units`` bytes each."""
+    units = np.maximum(units, 1.0)
+    return _Phase(bucket_layout(grad_bytes, grad_bytes / units, 0.0), reduce_ring)
+
+
+def unit_reduce_scatter_s(total_bytes, units, ring: Callable, wire_bytes_per_param,
+                          reduce_bytes_per_param=None,
+                          replica_all_reduce: Callable | None = None):
+    """Seconds of one pass of FSDP's per-unit gradient reduce-scatters run one after another
+    (nothing to hide behind): ``total_bytes`` of gathered parameters at
+    ``wire_bytes_per_param`` (reduced at ``reduce_bytes_per_param``, ``reduce_wire_ratio``) in
+    ``units`` units, each followed by hybrid sharding's ``replica_all_reduce`` (as in
+    ``exchange``). 0 for 0 bytes. Arrays broadcast."""
+    grad_bytes = total_bytes * reduce_wire_ratio(wire_bytes_per_param, reduce_bytes_per_param)
+    return _unit_reduces(grad_bytes, units, _reduce_ring(ring, replica_all_reduce)).serial
+
+
 def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation, forward_s,
              backward_s, overlap, all_reduce: Callable, ring: Callable, wire_bytes_per_param,
              bucket_bytes=DDP_BUCKET_BYTES, first_bucket_bytes=DDP_FIRST_BUCKET_BYTES,
              backward_prefetch_post=False, grad_sync=0, reduce_bytes_per_param=None,
-             replica_all_reduce: Callable | None = None):
+             replica_all_reduce: Callable | None = None, reduce_exposed_s=None):
     """(exposed_s, total_s, sent_units) of one step's data-parallel / ZeRO exchange.
 
     ``total_bytes``: gradient bytes of the replica's shard (Psi w); ``group_size``: ranks that
@@ -272,7 +299,10 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     reduce-scatter of ``bytes`` leaves (``bytes / n``; FSDP HYBRID_SHARD, docs/model.md §16,
     "Hybrid sharding"): it follows each ZeRO gradient reduce-scatter of the bucket or unit on
     the same channel;
-    None: full sharding (nothing after the reduce-scatter). ``exposed_s`` is before the contention
+    None: full sharding (nothing after the reduce-scatter). ``reduce_exposed_s``: seconds of
+    FSDP's once-a-step (``no_sync``) ZeRO-2 reduce-scatter left exposed where the caller knows
+    its window (FSDP under a pipeline, ``model/piped_reduce.py``), in place of its timeline
+    behind one micro-batch's backward; None or NaN: that timeline. ``exposed_s`` is before the contention
     share of the hidden time (``step.with_contention``); ``sent_units`` times
     ``(n - 1) / n * total_bytes`` is what each device sends (at ``wire_bytes_per_param``).
     Arrays broadcast.
@@ -288,8 +318,7 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     codes = np.unique(plan_framework * 4 + strategy)  # the (framework, strategy) pairs present
     plans = {(int(c) // 4, int(c) % 4) for c in codes}
     exposed, total = {}, {}
-    reduce_ring = ring if replica_all_reduce is None else (
-        lambda size: ring(size) + replica_all_reduce(size))  # HSDP: then across the replicas
+    reduce_ring = _reduce_ring(ring, replica_all_reduce)  # HSDP: then across the replicas
 
     def ds_units(elements):
         return bucket_layout(total_bytes, elements * wire, 0.0)
@@ -317,14 +346,18 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     if plans & {(FSDP, ZERO2), (FSDP, ZERO3)}:
         units = np.maximum(blocks, 1.0)
         gather = _Phase(bucket_layout(total_bytes, total_bytes / units, 0.0), ring)
-        reduce = _Phase(bucket_layout(grad_bytes, grad_bytes / units, 0.0), reduce_ring)
+        reduce = _unit_reduces(grad_bytes, units, reduce_ring)
         fwd = gather.before_use(forward_s, overlap)
         # under no_sync the first k - 1 micro-batches reduce nothing (k_reduce = 1) and
         # SHARD_GRAD_OP keeps its gathered parameters between them (k_gather2 = 1)
         once = reduces_once(framework, grad_sync)
         k_reduce = np.where(once, 1.0, k)
+        reduced = reduce.after_ready(backward_s, overlap)
+        if reduce_exposed_s is not None:  # a window the caller knows (a pipeline's stages)
+            given = np.asarray(reduce_exposed_s, dtype=float)
+            reduced = np.where(once & ~np.isnan(given) & overlap, given, reduced)
         # SHARD_GRAD_OP: gathered in forward, kept through backward, freed after it.
-        exposed[FSDP, ZERO2] = k_reduce * (fwd + reduce.after_ready(backward_s, overlap))
+        exposed[FSDP, ZERO2] = k_reduce * (fwd + reduced)
         total[FSDP, ZERO2] = k_reduce * (gather.serial + reduce.serial)
         # FULL_SHARD: gathered in forward and again in backward; under no_sync the backward of
         # the first k - 1 micro-batches gathers only.
