@@ -41,20 +41,6 @@ def optimizer_roofline_s(params, param_bytes_per_param, grad_bytes_per_param,
     return traffic / (np.asarray(memory_bandwidth_GBps, dtype=float) * 1e9)
 
 
-def optimizer_grad_read_ratio(param_bytes_per_param, grad_bytes_per_param, read_grad_bytes_per_param,
-                              optimizer_bytes_per_param):
-    """Optimizer step time where it reads ``read_grad_bytes_per_param`` bytes of each gradient
-    over that of a step that reads ``grad_bytes_per_param`` (dimensionless): the streaming
-    sweep's traffic (``optimizer_roofline_s``) ``(2 param + read + 2 state) / (2 param + grad +
-    2 state)``; Megatron-Core's distributed optimizer reads its fp32 ``main_grad`` buffer
-    (``memory.held_grad_bytes_per_param``, docs/model.md §4, §13). 1 where the two agree."""
-    rest = (2.0 * np.asarray(param_bytes_per_param, dtype=float)
-            + 2.0 * np.asarray(optimizer_bytes_per_param, dtype=float))
-    grad = np.asarray(grad_bytes_per_param, dtype=float)
-    read = np.asarray(read_grad_bytes_per_param, dtype=float)
-    return np.where(read == grad, 1.0, (rest + read) / np.where(rest + grad > 0, rest + grad, 1.0))
-
-
 # Where the memory-bound estimate would take more than this share of a published run's step
 # (per shard, for ZeRO), it is not subtracted from that run's time (set to 0: the run's
 # per-sample time keeps whatever its optimizer cost): a guard against a datasheet bandwidth far

@@ -37,13 +37,14 @@ from scalesim.figures import GIB_BYTES
 from scalesim.layout import GPIPE, INTERLEAVED, layers_per_stage, strides
 from scalesim.model import collectives as coll
 from scalesim.model import transformer as tf
-from scalesim.model.compute import optimizer_grad_read_ratio, optimizer_step_of_s
+from scalesim.model.compute import optimizer_step_of_s
 from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import fp8_cast_s, gemm_s, memory_bound_s
 from scalesim.model.memory import (
     ZERO3_GATHERED_UNITS,
     grad_state_bytes_per_param,
     held_grad_bytes_per_param,
+    optimizer_traffic_ratio,
     piped_fsdp_grad_bytes_per_param,
     reduce_bytes_per_param_of,
     state_shards,
@@ -602,7 +603,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     zero = np.where(piped_fsdp, 2, np.asarray(x.zero))
     grad_sync = np.where(piped_fsdp, ONCE_PER_STEP, np.asarray(x.grad_sync))
     # one rule for the gradients' bytes (memory.held_grad_bytes_per_param): held, reduced on
-    # the wire, and read by the optimizer step (Megatron-Core's fp32 main grads, §4)
+    # the wire (Megatron-Core's fp32 main grads, §4; the optimizer step: optimizer_traffic_ratio)
     held_grad = held_grad_bytes_per_param(zero, x.framework, x.grad_bytes_per_param,
                                           x.reduce_bytes_per_param)
     reduce_bytes = reduce_bytes_per_param_of(zero, x.framework, x.wire_bytes_per_param,
@@ -610,8 +611,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     optimizer_s = optimizer_step_of_s(
         local_params / np.where(zero >= 1, shards, 1.0), x.params, x.optimizer_step_s,
         x.param_bytes_per_param, x.grad_bytes_per_param, x.optimizer_bytes_per_param,
-        x.memory_bandwidth_GBps) * optimizer_grad_read_ratio(
-        x.param_bytes_per_param, x.grad_bytes_per_param, held_grad, x.optimizer_bytes_per_param)
+        x.memory_bandwidth_GBps) * optimizer_traffic_ratio(
+        zero, x.framework, x.param_bytes_per_param, x.grad_bytes_per_param,
+        x.optimizer_bytes_per_param, x.reduce_bytes_per_param)
 
     compute = m * slowest_compute + optimizer_s + _f(x.per_step_s)
     tp_comm = m * slowest_tp

@@ -72,6 +72,54 @@ def held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param,
                     main_grad_bytes_per_param(grad, reduce_bytes_per_param), grad)
 
 
+def optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
+                                    grad_bytes_per_param, optimizer_bytes_per_param,
+                                    reduce_bytes_per_param=np.nan):
+    """Bytes one optimizer step reads and writes per parameter it updates (docs/model.md §1, §4).
+
+    The model's sweep (``compute.optimizer_roofline_s``) reads and writes each parameter and its
+    optimizer state and reads its gradient, ``2 w_param + w_grad + 2 K``. Two frameworks differ:
+
+    - Megatron-Core's distributed optimizer (ZeRO-1, default framework) reads its ``main_grad``
+      buffer for the gradient, ``2 w_param + w_main + 2 K`` (``held_grad_bytes_per_param``).
+    - PyTorch FSDP's ZeRO-2/3 (``framework`` ``sharding.FSDP``, FSDP1 and FSDP2) hands the
+      optimizer its sharded parameter in the original dtype and that shard's gradient cast to it
+      (``FSDP_SHARD_BYTES``, fp32): the step reads and writes that shard and Adam's m, v and
+      reads the fp32 gradient shard, and touches no 16-bit copy (the next forward casts the
+      shard as it gathers it). Under mixed precision (``w_param < 4``) the fp32 shard is K's
+      master copy: ``2 K + max(w_grad, 4)`` (bf16 Adam: 2*12 + 4 = 28, not 2*2 + 2 + 2*12 =
+      30); in fp32 training ``2 w_param + max(w_grad, 4) + 2 K`` (2*4 + 4 + 2*8 = 28, as
+      before).
+
+    Numpy, broadcasts."""
+    strategy, framework = np.asarray(strategy), np.asarray(framework)
+    param = np.asarray(param_bytes_per_param, dtype=float)
+    state = np.asarray(optimizer_bytes_per_param, dtype=float)
+    held = held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param,
+                                     reduce_bytes_per_param)
+    generic = 2.0 * param + held + 2.0 * state
+    fsdp = (2.0 * state + np.maximum(np.asarray(grad_bytes_per_param, dtype=float),
+                                     FSDP_SHARD_BYTES)
+            + np.where(param >= FSDP_SHARD_BYTES, 2.0 * param, 0.0))
+    return np.where((strategy >= ZERO2) & (framework == FSDP), fsdp, generic)
+
+
+def optimizer_traffic_ratio(strategy, framework, param_bytes_per_param, grad_bytes_per_param,
+                            optimizer_bytes_per_param, reduce_bytes_per_param=np.nan):
+    """Optimizer step time under ``strategy`` and ``framework`` over the model's sweep of the
+    same parameters (dimensionless): ``optimizer_sweep_bytes_per_param`` over ``2 w_param +
+    w_grad + 2 K``, the bytes a measured or estimated ``optimizer_step_s`` stands for (§1, §13).
+    The one rule of both prediction paths (``step.evaluate``, ``layout_step``). Numpy,
+    broadcasts."""
+    base = (2.0 * np.asarray(param_bytes_per_param, dtype=float)
+            + np.asarray(grad_bytes_per_param, dtype=float)
+            + 2.0 * np.asarray(optimizer_bytes_per_param, dtype=float))
+    sweep = optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
+                                            grad_bytes_per_param, optimizer_bytes_per_param,
+                                            reduce_bytes_per_param)
+    return np.where(base > 0, sweep / np.where(base > 0, base, 1.0), 1.0)
+
+
 def piped_fsdp_grad_bytes_per_param(grad_bytes_per_param, reduce_bytes_per_param=np.nan):
     """Bytes per parameter of the whole gradients an FSDP2 pipeline stage accumulates over the
     step: FSDP2 keeps an unsharded gradient it does not reduce in its reduce dtype

@@ -27,12 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalesim.model import collectives as coll
-from scalesim.model.compute import colocation_factor, micro_step_s, optimizer_grad_read_ratio
+from scalesim.model.compute import colocation_factor, micro_step_s
 from scalesim.model.memory import (
     DDP,
     ZERO1,
     held_grad_bytes_per_param,
     memory_per_device_bytes,
+    optimizer_traffic_ratio,
     reduce_bytes_per_param_of,
     usable_memory_bytes,
 )
@@ -235,16 +236,18 @@ def evaluate(inp: StepInputs) -> StepResult:
     backward = micro * _as(inp.backward_fraction)
     forward = micro - backward
     # one rule for the gradients' bytes (memory.held_grad_bytes_per_param): held, reduced on
-    # the wire, and read by the optimizer step (Megatron-Core's fp32 main grads, §4)
+    # the wire (Megatron-Core's fp32 main grads, §4; the optimizer step: optimizer_traffic_ratio)
     held_grad = held_grad_bytes_per_param(strategy, framework, inp.grad_bytes_per_param,
                                           inp.reduce_bytes_per_param)
     reduce_bytes = reduce_bytes_per_param_of(strategy, framework, inp.wire_bytes_per_param,
                                              inp.grad_bytes_per_param, inp.reduce_bytes_per_param)
     # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/s of the parameters; the
-    # given step read grad_bytes_per_param of each gradient, this one reads held_grad (§13)
+    # given step swept 2 w_param + w_grad + 2 K bytes a parameter, this one the framework's
+    # (Megatron-Core's fp32 main grads, FSDP's fp32 shards: memory.optimizer_traffic_ratio, §4)
     optimizer = (_as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, _as(shard), 1.0)
-                 * optimizer_grad_read_ratio(inp.param_bytes_per_param, inp.grad_bytes_per_param,
-                                             held_grad, inp.optimizer_bytes_per_param))
+                 * optimizer_traffic_ratio(strategy, framework, inp.param_bytes_per_param,
+                                           inp.grad_bytes_per_param, inp.optimizer_bytes_per_param,
+                                           inp.reduce_bytes_per_param))
     compute = k * micro + optimizer + _as(inp.per_step_s)
     bubble = _as(inp.bubble_micro_steps) * micro  # a pipelined replica's fill and drain
 
