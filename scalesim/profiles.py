@@ -30,6 +30,8 @@ from scalesim.errors import (
 from scalesim.figures import count, rate
 from scalesim.jsonio import parse_model, read_json, version_text
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
+from scalesim.model.memory import STRATEGIES, optimizer_traffic_ratio
+from scalesim.model.sharding import FSDP
 from scalesim.precision import PUBLISHED_RUN
 from scalesim.schemas import (
     CPU_CONTENTION_NOTE,
@@ -154,7 +156,8 @@ def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, syst
     The run's step is ``micro_batch * accumulation / samples_per_s``. Without communication in
     the figure the step is compute and the optimizer step, sharded over the run's devices for
     ZeRO (it paid ``optimizer_s / devices``, not ``optimizer_s``):
-    ``per_sample = (step - optimizer_s / shards) / (micro_batch * accumulation)``. With
+    ``per_sample = (step - optimizer_s / shards * r) / (micro_batch * accumulation)``, r the
+    default framework's sweep over the model's (``memory.optimizer_traffic_ratio``). With
     communication included (a cluster average) the model's step of that run (compute,
     optimizer, exposed communication, straggler wait), monotone in the per-sample time, is
     solved for it by bracketing on grids of 64 (one vectorised model call each) and
@@ -164,7 +167,13 @@ def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, syst
     step_s = samples / ref.samples_per_s
     shards = ref.devices if ref.strategy != "ddp" else 1
     if not ref.includes_communication:
-        return (step_s - optimizer_s / shards) / samples
+        # the run's step under the default framework, as the step model pays it (Megatron-Core's
+        # fp32 main grads, FSDP's fp32 shard: memory.optimizer_traffic_ratio, docs/model.md §4)
+        swept = float(optimizer_traffic_ratio(
+            STRATEGIES[ref.strategy], FSDP, workload.param_bytes_per_param,
+            workload.grad_bytes_per_param, workload.optimizer_bytes_per_param,
+            workload.stated_reduce_bytes()))
+        return (step_s - optimizer_s / shards * swept) / samples
     hi = step_s / samples
     if reference_run_step_s(ref, workload, system, hi, optimizer_s) <= step_s:
         return hi  # nothing of the run's step is left to communication

@@ -8,7 +8,14 @@ from scalesim.model.memory import DDP, ZERO1, ZERO3
 from scalesim.model.step import StepInputs, evaluate
 from scalesim.predict import predict
 from scalesim.profiles import compute_from_reference, profile_from_presets, reference_run_step_s
-from scalesim.schemas import Hardware, LinkLevel, ReferenceThroughput, Scenario, Workload
+from scalesim.schemas import (
+    Hardware,
+    LinkLevel,
+    Profile,
+    ReferenceThroughput,
+    Scenario,
+    Workload,
+)
 
 
 def test_roofline_counts_one_read_and_write_of_weights_and_state_and_one_gradient_read():
@@ -78,9 +85,27 @@ def test_a_cluster_average_has_its_run_communication_taken_out():
 
 def test_a_sharded_reference_paid_only_its_shard_of_the_optimizer():
     """The Llama-2 preset's fault: a ZeRO-3 run on 8 devices paid 1/8 of the optimizer step,
-    so only that comes out: (0.4 - 0.03/8) / 4, not (0.4 - 0.03) / 4."""
+    so only that comes out: (0.4 - 0.03/8 × 28/30) / 4 = 0.099125, not (0.4 - 0.03) / 4 (FSDP's
+    ZeRO-3 sweeps 28 of the sweep's 30 bytes, docs/model.md §4; 0.0990625 before session 46)."""
     hw, wl = _toy(devices=8, strategy="zero3", includes_communication=False)
-    assert compute_from_reference(wl, hw)[0].per_sample_s == pytest.approx(0.0990625)
+    assert compute_from_reference(wl, hw)[0].per_sample_s == pytest.approx(0.099125, rel=1e-12)
+
+
+@pytest.mark.parametrize("strategy,swept", [("ddp", 1.0), ("zero1", 32 / 30),
+                                            ("zero2", 28 / 30), ("zero3", 28 / 30)])
+def test_a_reference_without_communication_computes_its_published_step(strategy, swept):
+    """Declared without communication, the run's step 4/10 = 0.4 s is its compute: predicted
+    back on its own 8 devices, 4 x per_sample + the optimizer step as the step model pays it
+    (0.03 s, / 8 for ZeRO, x the default framework's sweep: Megatron-Core's fp32 main grads
+    32/30, FSDP's fp32 shard 28/30) is 0.4 s. Before session 46 the closed form took out 0.03/8
+    whatever the framework swept: ZeRO-1 computed 0.40025 s, ZeRO-2/3 0.39975 s."""
+    hw, wl = _toy(devices=8, strategy=strategy, includes_communication=False)
+    curve, _ = compute_from_reference(wl, hw)
+    shards = 1 if strategy == "ddp" else 8
+    assert curve.per_sample_s == pytest.approx((0.4 - 0.03 / shards * swept) / 4, rel=1e-12)
+    profile = Profile(name="toy", hardware=hw, workload=wl, compute=curve)
+    (run,) = predict(profile, Scenario(devices=[8], micro_batch=4, strategy=strategy))
+    assert run.compute_s == pytest.approx(0.4, rel=1e-12)
 
 
 def test_gpt_7b_reference_is_the_declared_fsdp_run():
