@@ -1,8 +1,11 @@
-"""Run FSDP1 SHARD_GRAD_OP (ZeRO-2) with MixedPrecision(param_dtype=bf16) on 2 gloo CPU ranks and
-print, as one JSON line, what rank 0 holds of a 2-layer model: the unsharded bf16 parameters
-kept from forward to backward, the fp32 parameter shard, the gradient shard after a synced
-backward, the whole gradient accumulated under ``no_sync`` (dtype, elements, bytes). Read by
-``tests/test_fsdp_zero2_memory.py``. Usage: python tests/fsdp_zero2_probe.py PORT"""
+"""Run FSDP1 on 2 gloo CPU ranks and print, as one JSON line, what rank 0 holds of a 2-layer
+model: the unsharded parameters kept from forward to backward, the parameter shard, the gradient
+shard after a synced backward, the whole gradient accumulated under ``no_sync`` and the unsharded
+parameters left after that backward (dtype, elements, bytes). STRATEGY: SHARD_GRAD_OP (ZeRO-2,
+the default) or FULL_SHARD (ZeRO-3); PRECISION: bf16 (``MixedPrecision(param_dtype=bfloat16)``,
+the default) or fp32 (no mixed precision). Read by ``tests/test_fsdp_zero2_memory.py`` and
+``tests/test_fsdp_shard_memory.py``.
+Usage: python tests/fsdp_zero2_probe.py PORT [STRATEGY] [PRECISION]"""
 
 from __future__ import annotations
 
@@ -23,22 +26,25 @@ def _tensor(t):
                                    "elements": t.numel(), "bytes": t.untyped_storage().nbytes()}
 
 
-def _rank(rank, world, port):
+def _rank(rank, world, port, strategy, precision):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH, bias=False),
                                 torch.nn.Linear(WIDTH, WIDTH, bias=False))
     params = sum(p.numel() for p in model.parameters())
-    fsdp = FullyShardedDataParallel(model, sharding_strategy=ShardingStrategy.SHARD_GRAD_OP,
-                                    device_id=torch.device("cpu"),
-                                    mixed_precision=MixedPrecision(param_dtype=torch.bfloat16))
+    mixed = MixedPrecision(param_dtype=torch.bfloat16) if precision == "bf16" else None
+    fsdp = FullyShardedDataParallel(model, sharding_strategy=ShardingStrategy[strategy],
+                                    device_id=torch.device("cpu"), mixed_precision=mixed)
     flat = fsdp._handle.flat_param
     x = torch.randn(4, WIDTH)
-    out = {"params": params, "ranks": world}
+    out = {"params": params, "ranks": world, "strategy": strategy, "precision": precision}
     with fsdp.no_sync():  # one micro-step without reduction: the whole gradient accumulates
         fsdp(x).float().sum().backward()
     out["no_sync_grad"] = _tensor(flat.grad)
+    # what is left unsharded once that backward is done (0 bytes: freed), and the shard beside
+    out["unsharded_params_after_no_sync"] = _tensor(flat._full_param_padded)
+    out["param_shard_after_no_sync"] = _tensor(flat._local_shard)
     loss = fsdp(x).float().sum()  # the last micro-step reduces
     out["unsharded_params_before_backward"] = _tensor(flat._full_param_padded)
     out["param_shard"] = _tensor(flat._local_shard)
@@ -53,4 +59,5 @@ def _rank(rank, world, port):
 
 
 if __name__ == "__main__":
-    mp.spawn(_rank, args=(2, int(sys.argv[1])), nprocs=2)
+    arguments = sys.argv[1:] + ["SHARD_GRAD_OP", "bf16"][len(sys.argv) - 2:]
+    mp.spawn(_rank, args=(2, int(arguments[0]), arguments[1], arguments[2]), nprocs=2)

@@ -292,7 +292,7 @@ def _ms(seconds: float) -> str:
 def test_model_no_sync_example_is_predict():
     """§4: on the seed scenario (16 A100s, k = 8) no_sync takes ZeRO-2's and ZeRO-3's steps
     from ... to ... ms, at +... and +... GiB per device (ZeRO-2 trades its fp32 gradient shard
-    for whole bf16 gradients, ZeRO-3 its bf16 shard)."""
+    for whole bf16 gradients, and so, since session 46, does ZeRO-3)."""
     from scalesim.predict import predict
     from scalesim.profiles import default_profile
     from scalesim.schemas import Scenario

@@ -3,7 +3,8 @@ parameter: the whole bf16 parameters kept from forward to backward (2), its fp32
 shard (the master copy, 4/d), its gradient shard cast to that fp32 (4/d) and Adam's m, v (8/d).
 The model counted the gradient shard in bf16, 2 + 14/d. Whole gradients accumulated under
 ``no_sync`` (and a pipeline's) stay bf16; DeepSpeed and ZeRO-3 are unchanged
-(``memory.grad_state_bytes_per_param``, docs/model.md §4)."""
+(``memory.grad_state_bytes_per_param``, docs/model.md §4). Session 46: ZeRO-3's gradient shard is
+widened alike, its parameter term 0 (``tests/test_fsdp_shard_memory.py``)."""
 
 from __future__ import annotations
 
@@ -39,8 +40,9 @@ _DP = dict(devices=8, devices_per_node=8, micro_batch=1, accumulation=1, overhea
 
 def test_the_rule_by_strategy_framework_and_gradient_share():
     strategies = np.array([DDP, ZERO1, ZERO2, ZERO3])
-    # bf16 gradients (2 B) over 8 ranks: only FSDP's ZeRO-2 shard is widened to fp32
-    assert grad_state_bytes_per_param(strategies, FSDP, 8, 2.0).tolist() == [2.0, 2.0, 0.5, 0.25]
+    # bf16 gradients (2 B) over 8 ranks: FSDP's ZeRO-2 and ZeRO-3 shards are widened to fp32
+    # (ZeRO-3's since session 46, whose fp32 parameter shard is K's master: 0 + 4/8 + 12/8)
+    assert grad_state_bytes_per_param(strategies, FSDP, 8, 2.0).tolist() == [2.0, 2.0, 0.5, 0.5]
     assert grad_state_bytes_per_param(strategies, DEEPSPEED, 8, 2.0).tolist() == [
         2.0, 2.0, 0.25, 0.25]
     # whole gradients (no_sync, a pipeline's FSDP) keep their bf16; one rank shards nothing

@@ -62,10 +62,11 @@ def test_hsdp_memory_is_zero_over_the_shard_group(zero):
     hsdp = evaluate_layouts(_inputs(zero=zero, shard_group=4))
     full = evaluate_layouts(_inputs(zero=zero))
     p = GPT["params"]
-    weights = {1: 2.0 * p, 2: 2.0 * p, 3: 2.0 * p / 4}[zero]
-    # ZeRO-1: Megatron-Core's distributed optimizer, its fp32 main_grad buffer whole; ZeRO-2:
+    # ZeRO-3: FSDP's fp32 parameter shard is the master copy counted in the optimizer's 12 B
+    weights = {1: 2.0 * p, 2: 2.0 * p, 3: 0.0}[zero]
+    # ZeRO-1: Megatron-Core's distributed optimizer, its fp32 main_grad buffer whole; ZeRO-2/3:
     # FSDP's gradient shard in its sharded parameters' fp32 (§4)
-    grads = {1: 4.0 * p, 2: 4.0 * p / 4, 3: 2.0 * p / 4}[zero]
+    grads = {1: 4.0 * p, 2: 4.0 * p / 4, 3: 4.0 * p / 4}[zero]
     assert float(hsdp.weights_bytes) == pytest.approx(weights, rel=1e-12)
     assert float(hsdp.grads_bytes) == pytest.approx(grads, rel=1e-12)
     assert float(hsdp.optimizer_bytes) == pytest.approx(12.0 * p / 4, rel=1e-12)

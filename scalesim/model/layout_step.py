@@ -45,6 +45,7 @@ from scalesim.model.memory import (
     grad_state_bytes_per_param,
     held_grad_bytes_per_param,
     optimizer_traffic_ratio,
+    param_state_bytes_per_param,
     piped_fsdp_grad_bytes_per_param,
     reduce_bytes_per_param_of,
     state_shards,
@@ -723,7 +724,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # reduces after the last, so its gradients are whole even at m = 1, accumulated in the
     # reduce dtype (§16)
     full_gradients = holds_full_gradients(zero, x.framework, grad_sync, m) | piped_fsdp
-    shard_params, _, shard_optim = state_shards(zero, shards, full_gradients)  # as the dp step's
+    shard_optim = state_shards(zero, shards, full_gradients)[2]  # as the dp step's
+    param_bytes = param_state_bytes_per_param(zero, x.framework, shards, x.param_bytes_per_param)
     memory_grad = np.where(piped_fsdp, piped_fsdp_grad_bytes_per_param(
         x.grad_bytes_per_param, x.reduce_bytes_per_param), held_grad)
     grad_bytes = grad_state_bytes_per_param(zero, x.framework, shards, memory_grad,
@@ -762,7 +764,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         """(weights, gradients, optimizer state, activations, gathered ZeRO-3 layers) bytes of
         one stage's device."""
         local = params_on_stage / _f(tp)
-        return (local * _f(x.param_bytes_per_param) * shard_params,
+        return (local * param_bytes,
                 local * grad_bytes,
                 local * _f(x.optimizer_bytes_per_param) * shard_optim,
                 per_layer * layers_on_stage * in_flight + recomputing

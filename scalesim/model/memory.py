@@ -160,20 +160,46 @@ def state_shards(strategy, shards, full_gradients=False):
     return (np.where(strategy >= ZERO3, one, 1.0), grads, np.where(strategy >= ZERO1, one, 1.0))
 
 
+def _master_in_optimizer(param_bytes_per_param):
+    """True where the optimizer state K counts a fp32 master copy of the weights
+    (``FSDP_SHARD_BYTES`` = 4 of mixed-precision Adam's 12): 16-bit weights, w_param < 4. fp32
+    training (w_param = 4, K = 8: Adam's m, v) keeps none (docs/model.md §4)."""
+    return np.asarray(param_bytes_per_param, dtype=float) < FSDP_SHARD_BYTES
+
+
+def param_state_bytes_per_param(strategy, framework, shards, param_bytes_per_param):
+    """Bytes of weights one device holds per parameter of the model, beside K's master copy:
+    ``param_bytes_per_param`` times its share (``state_shards``: whole, or 1/``shards`` under
+    ZeRO-3). PyTorch FSDP (``framework`` ``sharding.FSDP``, ZeRO-2/3 on more than one rank)
+    keeps its sharded flat parameter in the parameters' original dtype (fp32, 4/s): in 16-bit
+    training that shard is the optimizer's fp32 master, counted in K, so ZeRO-3 holds no other
+    weights (0, not w/s) and ZeRO-2 its whole 16-bit weights alone (w); in fp32 training K holds
+    no master and the shard is counted here, ZeRO-3 w/s, ZeRO-2 w + w/s beside its whole
+    weights (docs/model.md §4). Numpy, broadcasts."""
+    strategy = np.asarray(strategy)
+    weights = np.asarray(param_bytes_per_param, dtype=float)
+    share = state_shards(strategy, shards)[0]
+    sharded = ((strategy >= ZERO2) & (np.asarray(framework) == FSDP)
+               & (np.asarray(shards, dtype=float) > 1.0))
+    shard = np.where(_master_in_optimizer(weights), 0.0,
+                     weights / np.maximum(np.asarray(shards, dtype=float), 1.0))
+    whole = np.where(strategy >= ZERO3, 0.0, weights)
+    return np.where(sharded, whole + shard, weights * share)
+
+
 def grad_state_bytes_per_param(strategy, framework, shards, held_grad_bytes_per_param,
                                full_gradients=False):
     """Bytes of gradients one device holds per parameter of the model: the gradient's bytes
     (``held_grad_bytes_per_param``) times its share (``state_shards``: whole, or 1/``shards``).
-    PyTorch FSDP's ZeRO-2 (``framework`` ``sharding.FSDP``, SHARD_GRAD_OP) holds its gradient
-    shard in its sharded parameters' dtype, ``max(w, FSDP_SHARD_BYTES)`` / s (bf16 mixed
-    precision: 4/s, not 2/s); the whole gradients it accumulates under ``no_sync``
-    (``full_gradients``) keep w (FSDP1: the unsharded parameters' dtype). FSDP's ZeRO-3 casts
-    alike, and its count holds those bytes already: its parameter shard of w_param/s stands for
-    them, the fp32 shard being the master copy in K, (2 + 2 + 12)/s = (4 + 4 + 8)/s
-    (docs/model.md §4). Numpy, broadcasts."""
+    PyTorch FSDP's ZeRO-2/3 (``framework`` ``sharding.FSDP``) holds its gradient shard in its
+    sharded parameters' dtype, ``max(w, FSDP_SHARD_BYTES)`` / s (bf16 mixed precision: 4/s, not
+    2/s); the whole gradients it accumulates under ``no_sync`` (``full_gradients``) keep w
+    (FSDP1: the unsharded parameters' dtype; measured, ``tests/fsdp_zero2_probe.py``). Its
+    fp32 parameter shard is ``param_state_bytes_per_param``'s (docs/model.md §4). Numpy,
+    broadcasts."""
     grad = np.asarray(held_grad_bytes_per_param, dtype=float)
     shares = state_shards(strategy, shards, full_gradients)[1]
-    fsdp_shard = ((np.asarray(strategy) == ZERO2) & (np.asarray(framework) == FSDP)
+    fsdp_shard = ((np.asarray(strategy) >= ZERO2) & (np.asarray(framework) == FSDP)
                   & (shares < 1.0))
     return np.where(fsdp_shard, np.maximum(grad, FSDP_SHARD_BYTES), grad) * shares
 
@@ -230,13 +256,14 @@ def memory_per_device_bytes(
     framework=FSDP,
 ):
     """Bytes one device holds: model states (sharded per strategy, ``state_shards``; gradients
-    whole where ``full_gradients``, FSDP's ZeRO-2 gradient shard in fp32:
-    ``grad_state_bytes_per_param`` under ``framework``), ZeRO-3's gathered units
-    (``gathered_parameter_bytes`` of ``blocks`` units) plus activations."""
-    shard_params, _, shard_optim = state_shards(strategy, devices, full_gradients)
+    whole where ``full_gradients``; FSDP's fp32 parameter and gradient shards:
+    ``param_state_bytes_per_param`` and ``grad_state_bytes_per_param`` under ``framework``),
+    ZeRO-3's gathered units (``gathered_parameter_bytes`` of ``blocks`` units) plus
+    activations."""
+    shard_optim = state_shards(strategy, devices, full_gradients)[2]
     psi = np.asarray(params, dtype=float)
     states = psi * (
-        param_bytes_per_param * shard_params
+        param_state_bytes_per_param(strategy, framework, devices, param_bytes_per_param)
         + grad_state_bytes_per_param(strategy, framework, devices, grad_bytes_per_param,
                                      full_gradients)
         + optimizer_bytes_per_param * shard_optim
