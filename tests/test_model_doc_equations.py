@@ -304,7 +304,10 @@ def test_zero3_gathers_at_most_the_layers_a_stage_holds():
     def gathered(**changes):
         r = evaluate_layouts(_inputs(dp=2, zero=3, global_batch=8, **changes))
         plain = evaluate_layouts(_inputs(dp=2, zero=2, global_batch=8, **changes))
-        return float(r.buffer_bytes - plain.buffer_bytes)
+        # DeepSpeed's ipg buckets of 5e8 bf16 elements: two at stage 2 (overlap_comm), one at
+        # stage 3 (its step's gradient copies stay below the activations; session 46)
+        buckets = 1e9 if changes.get("framework") == DEEPSPEED else 0.0
+        return float(r.buffer_bytes - plain.buffer_bytes) + buckets
 
     assert gathered(layers=1) == 127_420_416
     assert gathered(layers=2) == gathered(layers=3) == 2 * 127_420_416

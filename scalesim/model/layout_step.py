@@ -42,6 +42,7 @@ from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import fp8_cast_s, gemm_s, memory_bound_s
 from scalesim.model.memory import (
     ZERO3_GATHERED_UNITS,
+    deepspeed_buffer_bytes,
     grad_state_bytes_per_param,
     held_grad_bytes_per_param,
     optimizer_traffic_ratio,
@@ -761,16 +762,20 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     layer_bytes = layer_params / _f(tp) * _f(x.param_bytes_per_param)
 
     def stage_memory(params_on_stage, layers_on_stage, in_flight, logits_in_flight):
-        """(weights, gradients, optimizer state, activations, gathered ZeRO-3 layers) bytes of
-        one stage's device."""
+        """(weights, gradients, optimizer state, activations, buffers: gathered ZeRO-3 layers
+        and DeepSpeed's buckets and step-time gradient copies) bytes of one stage's device."""
         local = params_on_stage / _f(tp)
+        activations = (per_layer * layers_on_stage * in_flight + recomputing
+                       + logits_bytes * logits_in_flight)
+        gathered = np.where(gathers, np.minimum(ZERO3_GATHERED_UNITS, layers_on_stage)
+                            * layer_bytes, 0.0)
+        deepspeed = deepspeed_buffer_bytes(zero, x.framework, shards, local,
+                                           x.param_bytes_per_param, memory_grad,
+                                           activations + gathered, overlap)
         return (local * param_bytes,
                 local * grad_bytes,
                 local * _f(x.optimizer_bytes_per_param) * shard_optim,
-                per_layer * layers_on_stage * in_flight + recomputing
-                + logits_bytes * logits_in_flight,
-                np.where(gathers, np.minimum(ZERO3_GATHERED_UNITS, layers_on_stage) * layer_bytes,
-                         0.0))
+                activations, gathered + deepspeed)
 
     first = stage_memory(first_params, first_stage_layers,
                          microbatches_in_flight(x.schedule, pp, m, v),

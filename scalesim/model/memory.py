@@ -19,7 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalesim.model.sharding import FSDP
+from scalesim.model.sharding import (
+    DEEPSPEED,
+    DS_REDUCE_BUCKET_ELEMENTS,
+    DS_SUB_GROUP_ELEMENTS,
+    FSDP,
+)
 
 DDP, ZERO1, ZERO2, ZERO3 = 0, 1, 2, 3
 STRATEGIES = {"ddp": DDP, "zero1": ZERO1, "zero2": ZERO2, "zero3": ZERO3}
@@ -175,16 +180,49 @@ def param_state_bytes_per_param(strategy, framework, shards, param_bytes_per_par
     training that shard is the optimizer's fp32 master, counted in K, so ZeRO-3 holds no other
     weights (0, not w/s) and ZeRO-2 its whole 16-bit weights alone (w); in fp32 training K holds
     no master and the shard is counted here, ZeRO-3 w/s, ZeRO-2 w + w/s beside its whole
-    weights (docs/model.md §4). Numpy, broadcasts."""
+    weights. DeepSpeed's stages 1-2 clone an fp32 partition of the weights whatever their dtype
+    (``single_partition_of_fp32_groups``), K's master in 16-bit training, 4/s more in fp32;
+    its stage 3 updates an fp32 partition in place (docs/model.md §4). Numpy, broadcasts."""
+    strategy = np.asarray(strategy)
+    framework = np.asarray(framework)
+    weights = np.asarray(param_bytes_per_param, dtype=float)
+    s = np.maximum(np.asarray(shards, dtype=float), 1.0)
+    share = state_shards(strategy, shards)[0]
+    no_master = ~_master_in_optimizer(weights)
+    sharded = (strategy >= ZERO2) & (framework == FSDP) & (s > 1.0)
+    shard = np.where(no_master, weights / s, 0.0)
+    whole = np.where(strategy >= ZERO3, 0.0, weights)
+    cloned = ((framework == DEEPSPEED) & (strategy >= ZERO1) & (strategy <= ZERO2) & no_master)
+    return np.where(sharded, whole + shard,
+                    weights * share + np.where(cloned, FSDP_SHARD_BYTES / s, 0.0))
+
+
+def deepspeed_buffer_bytes(strategy, framework, shards, params, param_bytes_per_param,
+                           grad_bytes_per_param, backward_bytes, overlap=False):
+    """Bytes DeepSpeed's ZeRO-2/3 holds at its peak beyond its states (``framework``
+    ``sharding.DEEPSPEED``; 0 elsewhere), ``params`` its replica's parameters over ``shards``
+    ranks, ``backward_bytes`` what backward holds that the optimizer step does not
+    (activations, ZeRO-3's gathered units). Backward fills an ipg bucket of
+    ``reduce_bucket_size`` elements in the weights' dtype (stage 2: one, two with
+    ``overlap_comm``, freed after backward; stage 3: one, kept); the step flattens the 16-bit
+    gradient partition into a copy and casts it to an fp32 gradient (``w_grad + 4`` bytes an
+    element, ``w_grad`` in fp32), over the whole partition (stage 2) or one ``sub_group_size``
+    sub-group (stage 3), when activations are gone:
+    stage 2 ``max(ipg, step - backward)``, stage 3 ``ipg + max(step - backward, 0)``
+    (docs/model.md §4). Numpy, broadcasts."""
     strategy = np.asarray(strategy)
     weights = np.asarray(param_bytes_per_param, dtype=float)
-    share = state_shards(strategy, shards)[0]
-    sharded = ((strategy >= ZERO2) & (np.asarray(framework) == FSDP)
-               & (np.asarray(shards, dtype=float) > 1.0))
-    shard = np.where(_master_in_optimizer(weights), 0.0,
-                     weights / np.maximum(np.asarray(shards, dtype=float), 1.0))
-    whole = np.where(strategy >= ZERO3, 0.0, weights)
-    return np.where(sharded, whole + shard, weights * share)
+    grad = np.asarray(grad_bytes_per_param, dtype=float)
+    buckets = np.where((strategy == ZERO2) & np.asarray(overlap, dtype=bool), 2.0, 1.0)
+    ipg = buckets * DS_REDUCE_BUCKET_ELEMENTS * weights
+    partition = np.asarray(params, dtype=float) / np.maximum(np.asarray(shards, dtype=float),
+                                                             1.0)
+    elements = np.where(strategy >= ZERO3, np.minimum(partition, DS_SUB_GROUP_ELEMENTS),
+                        partition)
+    step = elements * (grad + np.where(grad < FSDP_SHARD_BYTES, FSDP_SHARD_BYTES, 0.0))
+    over = step - np.asarray(backward_bytes, dtype=float)
+    extra = np.where(strategy >= ZERO3, ipg + np.maximum(over, 0.0), np.maximum(ipg, over))
+    return np.where((np.asarray(framework) == DEEPSPEED) & (strategy >= ZERO2), extra, 0.0)
 
 
 def grad_state_bytes_per_param(strategy, framework, shards, held_grad_bytes_per_param,
@@ -254,12 +292,14 @@ def memory_per_device_bytes(
     full_gradients=False,
     blocks=1.0,
     framework=FSDP,
+    overlap=False,
 ):
     """Bytes one device holds: model states (sharded per strategy, ``state_shards``; gradients
-    whole where ``full_gradients``; FSDP's fp32 parameter and gradient shards:
-    ``param_state_bytes_per_param`` and ``grad_state_bytes_per_param`` under ``framework``),
-    ZeRO-3's gathered units (``gathered_parameter_bytes`` of ``blocks`` units) plus
-    activations."""
+    whole where ``full_gradients``; FSDP's fp32 parameter and gradient shards, DeepSpeed's fp32
+    clone: ``param_state_bytes_per_param`` and ``grad_state_bytes_per_param`` under
+    ``framework``), ZeRO-3's gathered units (``gathered_parameter_bytes`` of ``blocks`` units),
+    activations and DeepSpeed's buckets and step-time gradient copies
+    (``deepspeed_buffer_bytes``, ``overlap``: its ``overlap_comm``)."""
     shard_optim = state_shards(strategy, devices, full_gradients)[2]
     psi = np.asarray(params, dtype=float)
     states = psi * (
@@ -269,4 +309,8 @@ def memory_per_device_bytes(
         + optimizer_bytes_per_param * shard_optim
     )
     gathered = gathered_parameter_bytes(strategy, devices, params, param_bytes_per_param, blocks)
-    return states + gathered + np.asarray(activation_bytes_per_sample, dtype=float) * micro_batch
+    activations = np.asarray(activation_bytes_per_sample, dtype=float) * micro_batch
+    deepspeed = deepspeed_buffer_bytes(strategy, framework, devices, params,
+                                       param_bytes_per_param, grad_bytes_per_param,
+                                       gathered + activations, overlap)
+    return states + gathered + activations + deepspeed

@@ -77,6 +77,7 @@ def grad_sync_unused(strategy: str, accumulation: int, grad_sync: str,
 DS_REDUCE_BUCKET_ELEMENTS = 5e8  # reduce_bucket_size
 DS_ALLGATHER_BUCKET_ELEMENTS = 5e8  # allgather_bucket_size (stages 1-2, after the step)
 DS_PREFETCH_BUCKET_ELEMENTS = 5e7  # stage3_prefetch_bucket_size
+DS_SUB_GROUP_ELEMENTS = 1e9  # sub_group_size: stage 3 steps its partition in sub-groups of these
 
 # Megatron-Core DDP / distributed optimizer buckets, in parameters: ``bucket_size`` defaults to
 # max(40,000,000, 1,000,000 x dp) "(larger DP sizes need larger buckets to ensure collectives do

@@ -274,7 +274,7 @@ def evaluate(inp: StepInputs) -> StepResult:
         strategy, _as(shard), inp.params, inp.param_bytes_per_param, held_grad,
         inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b,
         holds_full_gradients(strategy, framework, inp.grad_sync, k),
-        block_count(inp.blocks, inp.params), framework,
+        block_count(inp.blocks, inp.params), framework, overlap,
     )
     shape = np.broadcast(step, memory).shape
 

@@ -1,0 +1,79 @@
+"""DeepSpeed ZeRO's memory, read in deepspeedai/DeepSpeed edaa722 (``stage_1_and_2.py``,
+``stage3.py``; docs/model.md §4, session 46). Beyond the states the model counted (16-bit
+weights, the 16-bit gradient partition, the fp32 master partition and Adam's m, v) DeepSpeed
+holds an ipg bucket of ``reduce_bucket_size`` = 5e8 elements in the weights' dtype during
+backward (stage 2: one, two with ``overlap_comm``; stage 3: one, kept), and at its step flattens
+the gradient partition into a copy and casts it to fp32 (``w_grad + 4`` bytes an element; stage 3
+per ``sub_group_size`` = 1e9 elements), when activations are gone. Stages 1-2 also clone an
+fp32 partition of fp32 weights (4/d, no master in K = 8)
+(``memory.deepspeed_buffer_bytes``, ``memory.param_state_bytes_per_param``)."""
+
+from __future__ import annotations
+
+import pytest
+from test_collective_waits import GPT, HW
+
+from scalesim.model.layout_step import FRAMEWORK_BYTES, LayoutInputs, evaluate_layouts
+from scalesim.model.memory import ZERO1, ZERO2, ZERO3, param_state_bytes_per_param
+from scalesim.model.sharding import DEEPSPEED
+from scalesim.model.step import StepInputs, evaluate
+
+PSI = 8e9  # an 8B model in 32 blocks, on 8 ranks
+_DP = dict(devices=8, devices_per_node=8, micro_batch=1, accumulation=1, overhead_s=0.0,
+           per_sample_s=1.0, optimizer_step_s=0.0, backward_fraction=2 / 3, params=PSI,
+           wire_bytes_per_param=2.0, intra_latency_s=1e-6, intra_busbw_GBps=100.0,
+           inter_latency_s=1e-6, inter_busbw_GBps=100.0, blocks=32, framework=DEEPSPEED,
+           overlap=False)
+FP32 = dict(param_bytes_per_param=4.0, grad_bytes_per_param=4.0, optimizer_bytes_per_param=8.0)
+
+
+def _memory(strategy, **changes):
+    return float(evaluate(StepInputs(strategy=strategy, **{**_DP, **changes})).memory_bytes)
+
+
+def test_stage2_8b_at_d8_by_hand():
+    """bf16, no activations: states 8e9 x (2 + 2/8 + 12/8) = 30.0e9; the step's bf16 copy and
+    fp32 cast of the 1e9-element partition, 1e9 x (2 + 4) = 6.0e9, outweigh the one 1e9-B bucket:
+    36.0e9 (was 30.0e9). With 10e9 B of activations the step's copies fit in what they free and
+    the bucket shows: 30 + 10 + 1 = 41.0e9. overlap_comm (the model's overlap) two buckets:
+    30 + 10 + 2 = 42.0e9."""
+    assert _memory(ZERO2) == pytest.approx(36.0e9, rel=1e-12)
+    assert _memory(ZERO2, activation_bytes_per_sample=10e9) == pytest.approx(41.0e9, rel=1e-12)
+    assert _memory(ZERO2, activation_bytes_per_sample=10e9, overlap=True) == pytest.approx(
+        42.0e9, rel=1e-12)
+
+
+def test_stage3_8b_at_d8_by_hand():
+    """bf16: states 8e9 x 16/8 = 16.0e9, two gathered blocks 2 x 8e9/32 x 2 = 1.0e9, the kept
+    bucket 1.0e9; the step's copies of min(1e9, 1e9 sub-group) x 6 = 6.0e9 exceed the gathered
+    blocks they replace: 16 + 1 + 1 + (6 - 1) = 23.0e9 (was 17.0e9). With 10e9 B of
+    activations: 16 + 1 + 10 + 1 = 28.0e9. At 16e9 parameters the partition (2e9) steps in two
+    sub-groups of 1e9: 32 + 2 + 1 + (6 - 2) = 39.0e9, not 32 + 2 + 1 + (12 - 2) = 45.0e9."""
+    assert _memory(ZERO3) == pytest.approx(23.0e9, rel=1e-12)
+    assert _memory(ZERO3, activation_bytes_per_sample=10e9) == pytest.approx(28.0e9, rel=1e-12)
+    assert _memory(ZERO3, params=16e9) == pytest.approx(39.0e9, rel=1e-12)
+
+
+def test_fp32_by_hand():
+    """fp32 (w = 4, K = 8): stage 2 holds 8e9 x (4 + 4/8 clone + 4/8 + 8/8) = 48.0e9 of states;
+    its step casts nothing (fp32 already) and copies 1e9 x 4 = 4.0e9 > its 2.0e9 bucket: 52.0e9
+    (was 44.0e9). Stage 3 updates its fp32 partition in place, 8e9 x 16/8 = 16.0e9, gathers
+    2 x 8e9/32 x 4 = 2.0e9, keeps a 2.0e9 bucket, steps with 4.0e9: 16 + 2 + 2 + 2 = 22.0e9."""
+    assert float(param_state_bytes_per_param(ZERO1, DEEPSPEED, 8, 4.0)) == 4.5
+    assert float(param_state_bytes_per_param(ZERO2, DEEPSPEED, 8, 4.0)) == 4.5
+    assert float(param_state_bytes_per_param(ZERO3, DEEPSPEED, 8, 4.0)) == 0.5
+    assert float(param_state_bytes_per_param(ZERO2, DEEPSPEED, 8, 2.0)) == 2.0  # master in K
+    assert _memory(ZERO2, **FP32) == pytest.approx(52.0e9, rel=1e-12)
+    assert _memory(ZERO3, **FP32) == pytest.approx(22.0e9, rel=1e-12)
+
+
+def test_the_layout_path_counts_the_same_buffers():
+    base = dict(dp=8, tp=1, pp=1, cp=1, zero=2, micro_batch=1, global_batch=8, schedule=0,
+                virtual_stages=1, recompute=0, sequence_parallel=False, framework=DEEPSPEED,
+                overlap=False)
+    r = evaluate_layouts(LayoutInputs(**{**GPT, **HW, **base}))
+    psi = float(r.weights_bytes) / 2.0  # whole bf16 weights at stage 2
+    step = psi / 8 * 6.0
+    want = max(1e9, step - float(r.activation_bytes))
+    assert float(r.buffer_bytes) - FRAMEWORK_BYTES == pytest.approx(want, rel=1e-12)
+    assert float(r.grads_bytes) == pytest.approx(2.0 * psi / 8, rel=1e-12)
