@@ -13,6 +13,8 @@ from scalesim.device_nouns import Nouns
 # state field -> (the control's name, as the sidebar label starts and every message names the
 # control; the rest of the sidebar label: an example, a unit or what empty means)
 CONTROLS = {
+    "hw": ("Hardware preset", ""),
+    "wl": ("Workload preset", ""),
     "dmax": ("Largest {device} count", ""),
     "grid": ("{Device} counts to plot", ""),
     "dlist": ("{Device} counts", " (e.g. 1,2,4,8,16,32 or 1-512)"),

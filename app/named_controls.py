@@ -15,6 +15,7 @@ from typing import Any
 from scalesim.bounds import KNOBS, LAYOUT_KNOBS
 from scalesim.device_nouns import Nouns
 from scalesim.errors import controls_named_of, knobs_of
+from scalesim.layout import HARDWARE_KNOB
 
 from .control_labels import in_words
 from .state import FIELD_LABELS, AppState
@@ -22,15 +23,21 @@ from .state import FIELD_LABELS, AppState
 # each refusable name's control: a knob's link key, or for a quantity with no knob row its own
 CONTROL_OF_KNOB = {
     **{k.field: k.url_key for k in KNOBS + LAYOUT_KNOBS if k.url_key in AppState.model_fields},
-    "nics_per_node": "nics", "gbit_per_nic": "gbit",
+    "nics_per_node": "nics", "gbit_per_nic": "gbit", HARDWARE_KNOB: "hw",
 }
+# the controls that choose the profile: a way out a box names, never set back by a fallback
+# (it predicts on the page's profile, which another preset is not)
+PROFILE_CONTROLS = ("hw",)
+# how a box names the hardware control where an uploaded profile hides the preset pickers
+LEAVE_PROFILE_FIRST = "Hardware preset (after Leave this profile)"
 
 
 def named_controls(error: BaseException, state: AppState, defaults: dict[str, Any]) -> list[str]:
     """The controls of ``state`` that ``error``'s knobs name and that are not at their default
     (``defaults``: a control's default where it is not ``AppState``'s own, the profile's), in
     the order the error names them; [] for an error without knobs."""
-    named = [CONTROL_OF_KNOB[k] for k in knobs_of(error) if k in CONTROL_OF_KNOB]
+    named = [CONTROL_OF_KNOB[k] for k in knobs_of(error)
+             if k in CONTROL_OF_KNOB and CONTROL_OF_KNOB[k] not in PROFILE_CONTROLS]
     return [key for key in dict.fromkeys(named)
             if getattr(state, key) != defaults.get(key, AppState.model_fields[key].default)]
 
@@ -43,12 +50,15 @@ def controls_to_change(error: BaseException, state: AppState, words: Nouns) -> s
     the control the sidebar shows for them: its list, else the largest count); '' for an error
     that names none. The knobs say which controls; those the line names itself in the app's
     words (``ScalesimError.controls_named``: goal's refusals through ``GoalControls``, a count
-    refusal through the app's namer) are not said twice. The message's text is not read."""
+    refusal through the app's namer) are not said twice. The hardware preset (a tp another
+    preset's server holds) is named as its picker, or where an uploaded profile hides the
+    pickers as the button that brings them back first. The message's text is not read."""
     shown = {"dlist": "dlist" if state.grid == "list" else "dmax"}
     said = set(controls_named_of(error))
     keys = dict.fromkeys(shown.get(k, k) for k in (CONTROL_OF_KNOB.get(n) for n in knobs_of(error)
                                                    if n not in said) if k is not None)
-    labels = [in_words(FIELD_LABELS.get(k, k), words) for k in keys]
+    hidden = {"hw": LEAVE_PROFILE_FIRST} if state.src == "custom" else {}
+    labels = [hidden.get(k) or in_words(FIELD_LABELS.get(k, k), words) for k in keys]
     if not labels:
         return ""
     return f" {'Control' if len(labels) == 1 else 'Controls'} to change: {', '.join(labels)}."

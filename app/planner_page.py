@@ -286,9 +286,9 @@ def _profile_section(c: _Controls) -> None:
                           on_click=_on_leave_profile)
     else:
         hw_names, wl_names = list(presets.HARDWARE), list(WORKLOAD_PRESETS)
-        c(st.sidebar.selectbox, "hw", "Hardware preset", options=hw_names, on_change=_on_preset,
+        c(st.sidebar.selectbox, "hw", c.label("hw"), options=hw_names, on_change=_on_preset,
           format_func=lambda n: f"{n} ({presets.HARDWARE[n].device_name})")
-        c(st.sidebar.selectbox, "wl", "Workload preset", options=wl_names, on_change=_on_preset)
+        c(st.sidebar.selectbox, "wl", c.label("wl"), options=wl_names, on_change=_on_preset)
     st.sidebar.file_uploader("Upload a calibration profile (JSON)", type=["json"],
                              key="upload", on_change=_on_upload, max_upload_size=MAX_UPLOAD_MB)
     folder = _profiles_dir()

@@ -27,7 +27,13 @@ from pydantic import Field
 from scalesim.attention_kernel import ATTENTION_KERNELS, VENDOR_KERNEL
 from scalesim.errors import ScalesimError, excerpt, flag_error, knobs_of
 from scalesim.figures import DAYS_PER_YEAR, exact, number, sig3
-from scalesim.layout import P2P_OVERLAP_WORDS, RECOMPUTE_STYLES, SCHEDULES, Recompute
+from scalesim.layout import (
+    HARDWARE_KNOB,
+    P2P_OVERLAP_WORDS,
+    RECOMPUTE_STYLES,
+    SCHEDULES,
+    Recompute,
+)
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
@@ -523,9 +529,11 @@ LAYOUT_KNOBS: tuple[Knob, ...] = (
 KNOB_BY_FIELD = {k.field: k for k in KNOBS}
 KNOB_BY_URL_KEY = {k.url_key: k for k in KNOBS + LAYOUT_KNOBS if k.url_key}
 LAYOUT_KNOB_BY_FIELD = {k.field: k for k in LAYOUT_KNOBS}
-# the names a refusal's ``ScalesimError.knobs`` may hold: the knob table's fields, and the
-# quantities a preset inter-server link is built from (no knob row: the app's NICs and Gbit/s)
-REFUSABLE = (*KNOB_BY_FIELD, *LAYOUT_KNOB_BY_FIELD, "nics_per_node", "gbit_per_nic")
+# the names a refusal's ``ScalesimError.knobs`` may hold: the knob table's fields, the
+# quantities a preset inter-server link is built from (no knob row: the app's NICs and Gbit/s),
+# and the hardware preset (``layout.HARDWARE_KNOB``: --hardware, the app's Hardware preset)
+REFUSABLE = (*KNOB_BY_FIELD, *LAYOUT_KNOB_BY_FIELD, "nics_per_node", "gbit_per_nic",
+             HARDWARE_KNOB)
 
 
 def validation_knobs(errors) -> tuple[str, ...]:

@@ -583,6 +583,11 @@ def cp_fix(seq_len: int, cp: int, ranks: int) -> str:
     return f"; use cp {fit}, or seq_len {lengths}"
 
 
+# a refusal's knob (``ScalesimError.knobs``) for the hardware preset, which has no knob row
+# (--hardware, the app's Hardware preset): where another preset's server runs the layout
+HARDWARE_KNOB = "hardware"
+
+
 def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
                     server_devices: int | None = None) -> Refusal:
     """'tp 16 > 8 GPUs per server (...); use tp <= 8, or hardware whose server (one NVLink
@@ -592,11 +597,14 @@ def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
     uses fewer than its ``server_devices`` (the hardware's devices_per_node; None: the job's
     ``devices_per_node``); a GPU server whose NVLink domain holds tp (``server_ways``). The rule
     is of both values: its knobs are tp and the devices per server (the one place every caller,
-    layout_problems, predict and counts_that_run, takes it from)."""
+    layout_problems, predict and counts_that_run, takes it from), and the hardware preset where
+    the line names one that holds tp (``presets_past_server``)."""
+    hardware = (HARDWARE_KNOB,) if presets_past_server(tp, devices_per_node, nouns,
+                                                    server_devices) else ()
     return Refusal(f"tp {tp} > {devices_per_node} {nouns.gpus} per {nouns.server} (tensor "
                    f"parallelism stays inside one {nouns.server}); use tp <= {devices_per_node}"
                    f"{server_ways(tp, devices_per_node, nouns, server_devices)}",
-                   ("tp", "devices_per_node"))
+                   ("tp", "devices_per_node", *hardware))
 
 
 def tp_not_dividing_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> Refusal:
@@ -617,8 +625,6 @@ def server_ways(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
     NVLink domain) holds 16 GPUs: the preset gb200-nvl72 at 64 GPUs per server, or a hardware
     file with devices_per_node a multiple of 16' (the presets: ``presets.presets_holding_tp``);
     '' for a CPU profile's host that holds no more (no preset is a CPU host)."""
-    from scalesim.presets import presets_holding_tp
-
     held = server_devices or devices_per_node
     if held > devices_per_node and held >= tp:
         return (f", or {held // tp * tp} {nouns.gpus} per {nouns.server} (the hardware's "
@@ -626,9 +632,24 @@ def server_ways(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
     if nouns.cpu:
         return ""
     presets = "".join(f"the preset {name} at {used} GPUs per server, or "
-                      for name, used in presets_holding_tp(tp, held))
+                      for name, used in presets_past_server(tp, devices_per_node, nouns,
+                                                            server_devices))
     return (f", or hardware whose server (one NVLink domain) holds {tp} GPUs: {presets}a "
             f"hardware file with devices_per_node a multiple of {tp}")
+
+
+def presets_past_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
+                        server_devices: int | None = None) -> list[tuple[str, int]]:
+    """(preset name, GPUs per server) of each hardware preset ``server_ways`` offers for a tp
+    past the ``devices_per_node`` a job uses (``presets.presets_holding_tp``, from the preset
+    table): [] where the hardware's own server (``server_devices``) holds tp, whose more
+    devices per server are the way out, and for a CPU profile's host (no preset is one)."""
+    from scalesim.presets import presets_holding_tp
+
+    held = server_devices or devices_per_node
+    if (held > devices_per_node and held >= tp) or nouns.cpu:
+        return []
+    return presets_holding_tp(tp, held)
 
 
 def check_layout(layout: ParallelLayout, devices_per_node: int, nouns: Nouns = GPU_NOUNS,

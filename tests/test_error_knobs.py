@@ -47,7 +47,8 @@ def test_a_refusal_is_a_plain_line_in_the_error_and_gives_it_its_knobs():
 
 
 @pytest.mark.parametrize("layout, knobs", [
-    (ParallelLayout(tp=16, global_batch=8), ("tp", "devices_per_node")),  # a rule of both
+    # a rule of both, and of the hardware where another preset's server holds tp (session 46)
+    (ParallelLayout(tp=16, global_batch=8), ("tp", "devices_per_node", "hardware")),
     (ParallelLayout(tp=3, global_batch=8), ("tp", "devices_per_node")),  # tp 3 divides no 8
     (ParallelLayout(dp=4, zero=3, shard_group=3, global_batch=8), ("shard_group",)),
     (ParallelLayout(pp=2, schedule="interleaved", global_batch=2), ("schedule", "virtual_stages")),

@@ -166,7 +166,7 @@ SITES = {
                                     "can run the layout", ("tp", "pp", "max_devices")),
     # session 45: a tp past the server is predict's refusal (no max_devices runs it)
     "goal: a tp past a server": (_seek(layout={"tp": 16}, max_devices=16), "use tp <= 8, or "
-                                 "hardware whose server", ("tp", "devices_per_node")),
+                                 "hardware whose server", ("tp", "devices_per_node", "hardware")),
     # sweep (the library's axes and the CLI's)
     "sweep: an axis not a list": (_sweep({"bucket_mib": "x"}), "expected a list of values",
                                   ("bucket_mib",)),

@@ -68,11 +68,16 @@ def test_fewer_gpus_per_server_than_the_hardware_holds_names_more(capsys):
 
 
 def test_the_library_raises_the_same_line_with_both_knobs():
+    """Both knobs, and the hardware preset's where the line names a preset that holds tp
+    (session 46); not where none does, nor where the server's own devices are the way out."""
     profile = profile_from_presets(presets.get_hardware("dgx-h100"), load_workload("llama3-8b"))
     with pytest.raises(ScalesimError) as caught:
         predict(profile, Scenario(devices=[64], layout=ScenarioLayout(tp=16)))
     assert str(caught.value) == TP16_ON_DGX
-    assert caught.value.knobs == ("tp", "devices_per_node")
+    assert caught.value.knobs == ("tp", "devices_per_node", "hardware")
+    assert tp_above_server(128, 8).knobs == ("tp", "devices_per_node")  # no preset holds 128
+    assert tp_above_server(8, 4, server_devices=8).knobs == ("tp", "devices_per_node")
+    assert tp_above_server(4, 2, CPU_NOUNS).knobs == ("tp", "devices_per_node")
     assert layout_problems(ParallelLayout(tp=16, dp=4, global_batch=4, micro_batch=1), 8)[0] == TP16_ON_DGX
 
 
@@ -111,4 +116,4 @@ def test_the_app_box_says_the_same_ways_out():
     (box,) = [e.value for e in at.error if e.value.startswith("Cannot predict")]
     assert "use tp \\<= 8, or hardware whose server (one NVLink domain) holds 16 GPUs: the " \
            "preset gb200-nvl72 at 64 GPUs per server" in box, box
-    assert " Controls to change: Tensor parallel, Devices per server." in box, box
+    assert " Controls to change: Tensor parallel, Devices per server, Hardware preset." in box, box

@@ -1,0 +1,79 @@
+"""Session 46: the app's layout refusals and planner flows, walked as an ML engineer uses them
+(docs/reliability.md, "Session 46").
+
+A tp past the server: the box's line named a preset whose server holds tp (gb200-nvl72 at 64
+GPUs per server), but its "Controls to change" listed Tensor parallel and Devices per server
+only; the hardware preset is a way out, named where the preset table has one that holds tp
+(``layout.presets_past_server``), and a fallback never sets it back (another preset is another
+profile)."""
+
+from __future__ import annotations
+
+import pytest
+from app_harness import open_app, run_clean
+from scalesim.app.state import AppState, encode_query, preset_profile, with_profile_defaults
+
+from scalesim import presets
+from scalesim.layout import presets_past_server
+
+
+def _query(**fields) -> dict:
+    """The share link of the what-if ``fields`` on their presets' defaults (with its checksum)."""
+    state = AppState(**fields)
+    profile = preset_profile(state)
+    return encode_query(with_profile_defaults(state, profile).model_copy(update=fields), profile)
+
+
+def _cannot_predict(at) -> str:
+    (box,) = [e.value for e in at.error if e.value.startswith("Cannot predict")]
+    return box
+
+
+def test_a_tp_past_the_server_names_the_hardware_preset_that_holds_it_and_that_way_runs():
+    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", tp=16))
+    box = _cannot_predict(at)
+    assert " Controls to change: Tensor parallel, Devices per server, Hardware preset. Below:" \
+        in box, box
+    assert at.session_state["app_state"].hw == "dgx-h100"  # the fallback keeps the preset
+    # the way out the box names: the preset table's server that holds tp 16, at its count
+    ((name, per_server),) = presets_past_server(16, 8)
+    assert f"the preset {name} at {per_server} GPUs per server" in box
+    at.sidebar.selectbox(key="k_hw").set_value(name)
+    run_clean(at)
+    at.sidebar.number_input(key="k_dpn").set_value(per_server)
+    run_clean(at)
+    assert [e.value for e in at.error if e.value.startswith("Cannot predict")] == []
+    state = at.session_state["app_state"]
+    assert (state.hw, state.dpn, state.tp) == (name, per_server, 16)
+
+
+def test_the_hardware_preset_is_named_from_the_preset_table(monkeypatch):
+    """Without a preset whose server holds tp 16 (the table patched), the box names none."""
+    monkeypatch.setattr(presets, "HARDWARE", {n: hw for n, hw in presets.HARDWARE.items()
+                                              if hw.devices_per_node < 16})
+    box = _cannot_predict(open_app(_query(hw="dgx-h100", wl="llama3-8b", tp=16)))
+    assert "the preset" not in box
+    assert box.count("Controls to change: Tensor parallel, Devices per server. Below:") == 1, box
+
+
+@pytest.mark.parametrize("fields", [
+    {"hw": "dgx-h100", "wl": "llama3-8b", "tp": 128},  # no preset's server holds 128 (heads 32
+    # refuse it as well: the server rule is the first)
+    {"hw": "dgx-h100", "wl": "llama3-8b", "dpn": 4, "tp": 8},  # the server's own 8 hold it
+], ids=["no preset holds it", "more of the server"])
+def test_no_hardware_preset_where_none_is_the_way_out(fields):
+    box = _cannot_predict(open_app(_query(**fields)))
+    assert "Hardware preset" not in box, box
+    assert "Controls to change: Tensor parallel, Devices per server." in box, box
+
+
+def test_an_uploaded_profile_names_the_button_that_brings_the_preset_pickers_back():
+    """An uploaded profile hides the preset pickers: the box says to leave it first."""
+    state = AppState(hw="dgx-h100", wl="llama3-8b", tp=16, src="custom")
+    profile = preset_profile(state).model_copy(update={"name": "lab"})
+    at = open_app(encode_query(with_profile_defaults(state, profile).model_copy(
+        update={"tp": 16, "src": "custom"}), profile))
+    box = _cannot_predict(at)
+    assert ("Controls to change: Tensor parallel, Devices per server, Hardware preset (after "
+            "Leave this profile). Below:") in box, box
+    assert at.sidebar.button(key="leave_profile").label.startswith("Leave this profile")
