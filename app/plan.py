@@ -468,6 +468,29 @@ def _control_namer(state: AppState, words: Nouns):
     return named
 
 
+def top_count_refusal(state: AppState, profile: Profile, scenario: Scenario) -> str | None:
+    """'64 devices, the largest count asked, cannot run: global batch 100 is not divisible by
+    dp 64 x accumulation 1 (64 devices); ... Control to change: Global batch. The page shows 32
+    devices.' where a setting leaves the grid's largest count out of those predicted
+    (``counts_that_run``, its one-count refusal and knobs), so that the headline moves to a
+    smaller count: an error box, not the note alone (the note lists every count left out);
+    None where the largest count runs. ``scenario``: ``build_scenario``'s for ``profile``."""
+    from .named_controls import controls_to_change
+
+    (g, unit), words = count_unit(state, profile), nouns_for(profile.hardware.device_name)
+    top = max(device_counts(state, g, words, unit)[0])
+    if top in scenario.devices:
+        return None
+    try:
+        counts_that_run(profile, scenario.model_copy(update={"devices": [top]}),
+                        named=_control_namer(state, words))
+    except ScalesimError as exc:
+        return (f"{words.count(top)}, the largest count asked, cannot run: {exc}."
+                f"{controls_to_change(exc, state, words)} The page shows "
+                f"{words.count(max(scenario.devices))}.")
+    return None
+
+
 def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[str]]:
     """The Scenario the controls describe (device counts that cannot run are left out, noted)."""
     (g, unit), words = count_unit(state, profile), nouns_for(profile.hardware.device_name)
@@ -834,7 +857,9 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
                 focus=focus, remedies=remedies, best=best, options=options, quality=quality,
                 quality_absolute=absolute, b_label=b_label, b_profile=b_profile,
                 b_scenario=b_scenario, b_focus=b_focus, b_rows=b_rows, notes=notes,
-                decision=decision, refusals=[r for r in [device_list_refusal(state, words)] if r],
+                decision=decision, refusals=[r for r in [device_list_refusal(state, words),
+                                                         top_count_refusal(state, profile,
+                                                                           scenario)] if r],
                 page_profile=page_profile)
 
 

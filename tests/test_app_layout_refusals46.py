@@ -77,3 +77,34 @@ def test_an_uploaded_profile_names_the_button_that_brings_the_preset_pickers_bac
     assert ("Controls to change: Tensor parallel, Devices per server, Hardware preset (after "
             "Leave this profile). Below:") in box, box
     assert at.sidebar.button(key="leave_profile").label.startswith("Leave this profile")
+
+
+@pytest.mark.parametrize("fields, words, controls, shown", [
+    # strong scaling at global batch 100 over tp 2: dp 32 at 64 devices does not divide it
+    ({"mode": "strong", "gb": 100, "tp": 2}, "global batch 100 is not divisible by dp 32",
+     "Controls to change: Global batch, Gradient accumulation.", 8),
+    # shard group 3 divides no power-of-two dp
+    ({"strat": "zero3", "sg": 3}, "shard group 3 does not divide dp 64",
+     "Control to change: Shard group (HSDP).", 2),
+], ids=["global batch", "shard group"])
+def test_a_setting_that_leaves_out_the_largest_count_asked_is_an_error_box(fields, words,
+                                                                           controls, shown):
+    """The headline moved from the 64 devices asked to a smaller count with only a blue note
+    among the others; an error box now says why 64 cannot run, which controls change it, and
+    which count the page shows. The page keeps working and the link keeps the what-if."""
+    link = _query(hw="dgx-h100", wl="llama3-8b", dmax=64, **fields)
+    at = open_app(link)
+    (box,) = [e.value for e in at.error if "the largest count asked" in e.value]
+    assert box.startswith("64 devices, the largest count asked, cannot run: ") and words in box
+    assert box.endswith(f" {controls} The page shows {shown} devices."), box
+    assert at.metric[0].label == f"Scaling efficiency at {shown} devices"
+    assert any("left out" in i.value for i in at.info)  # the note still lists every count
+    again = open_app({k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()})
+    assert again.session_state["app_state"] == at.session_state["app_state"]
+
+
+def test_no_error_box_where_the_largest_count_runs():
+    """tp 8 x pp 2 leaves out 1 to 8 devices (a note), but 64 runs: no box."""
+    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", dmax=64, tp=8, pp=2))
+    assert [e.value for e in at.error if "largest count asked" in e.value] == []
+    assert at.metric[0].label == "Scaling efficiency at 64 devices"
