@@ -514,7 +514,8 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
         problems.append(Refusal(f"{layers} layers cannot fill pp {L.pp} x virtual_stages "
                                 f"{L.virtual_stages} model chunks; "
                                 f"{chunks_fix(layers, L.pp, L.virtual_stages)}",
-                                ("pp", "virtual_stages")))
+                                # the knobs its fix changes: virtual stages only where 2 or more
+                                ("pp", *(("virtual_stages",) if L.virtual_stages > 1 else ()))))
     problems += unrunnable_split(tp=L.tp, heads=heads)
     if kv_heads is not None and kv_heads % L.tp and L.tp % kv_heads:
         problems.append(Refusal(f"kv_heads {kv_heads} and tp {L.tp}: one must divide the other",

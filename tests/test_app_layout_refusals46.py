@@ -108,3 +108,17 @@ def test_no_error_box_where_the_largest_count_runs():
     at = open_app(_query(hw="dgx-h100", wl="llama3-8b", dmax=64, tp=8, pp=2))
     assert [e.value for e in at.error if "largest count asked" in e.value] == []
     assert at.metric[0].label == "Scaling efficiency at 64 devices"
+
+
+def test_pp_past_the_layers_names_the_pipeline_stages_alone_and_the_link_keeps_it():
+    """32 layers over pp 64: the fix is 'use pp <= 32', but the box named Virtual stages too,
+    which is at 1 and changes nothing; the refusal's knobs name virtual stages only at 2 or
+    more (``layout.layout_problems``)."""
+    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", dmax=64, pp=64, sched="1f1b"))
+    box = _cannot_predict(at)
+    assert "32 layers cannot fill pp 64 x virtual\\_stages 1 model chunks; use pp \\<= 32." in box
+    assert " Control to change: Pipeline stages. Below:" in box, box
+    assert len(at.metric) >= 4  # the page below the box
+    again = open_app({k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()})
+    assert again.session_state["app_state"].pp == 64
+    assert _cannot_predict(again) == box

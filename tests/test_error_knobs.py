@@ -54,7 +54,11 @@ def test_a_refusal_is_a_plain_line_in_the_error_and_gives_it_its_knobs():
     (ParallelLayout(pp=2, schedule="interleaved", global_batch=2), ("schedule", "virtual_stages")),
     (ParallelLayout(pp=4, schedule="interleaved", virtual_stages=2, global_batch=2),
      ("accumulation", "pp", "schedule", "virtual_stages")),  # 2 micro-batches, pp 4
-    (ParallelLayout(pp=64, schedule="1f1b", global_batch=64), ("pp", "virtual_stages")),
+    # 32 layers: pp 64's fix is 'use pp <= 32' alone (session 46: virtual stages 1 not named),
+    # pp 16 x virtual stages 4's 'use pp <= 8 or virtual_stages <= 2'
+    (ParallelLayout(pp=64, schedule="1f1b", global_batch=64), ("pp",)),
+    (ParallelLayout(pp=16, schedule="interleaved", virtual_stages=4, global_batch=16),
+     ("pp", "virtual_stages")),
     (ParallelLayout(cp=2, global_batch=1), ("cp", "seq_len")),
     (ParallelLayout(dp=3, global_batch=4), ("global_batch", "micro_batch")),
 ])
