@@ -190,6 +190,8 @@ def _gradient_bytes(options: DiagnoseOptions, exchange) -> tuple[float, object, 
     from scalesim.runs_model import gradient_bytes_of
 
     charged = gradient_bytes_of(options.workload, exchange, options.workload_text)
+    # DDP runs gathered no parameters: ZeRO's remedies gather them in the workload's dtype
+    exchange = replace(exchange, gathered_bytes_per_param=charged.gathered)
     if options.wire_bytes is None:
         if charged.reduce is not None:
             exchange = replace(exchange, reduce_bytes_per_param=charged.reduce)

@@ -97,6 +97,11 @@ NOISE_FLOOR = 0.02
 # the normal per-run error whose median absolute value is the validation's median error
 # (scalesim.accuracy; a normal's median absolute value is 0.6745 sigma): 0.030 / 0.6745 = 4.4 %.
 NOISE_NO_DOF = DATA_PARALLEL_MEDIAN_ERROR / 0.6745
+# Bytes per parameter ZeRO's all-gathers send, fitted from DDP runs on GPUs whose workload is
+# not named: 16-bit parameters (bf16/fp16 mixed precision, as the fitted workload's memory counts
+# them: the Workload's 2-byte weights and gradients), whatever DDP all-reduced (fp32 under
+# autocast: 4). CPU processes gather what they reduced (``ddp_gathered_bytes``).
+DDP_GATHERED_BYTES = 2.0
 UNCONSTRAINED_INTER_RANGE = (1.0, 20.0)  # inter transfer / intra transfer when never measured
 Z95 = 1.96  # two-sided 95 % normal quantile (extrapolation and remedy-gain bands)
 BAND_SAMPLES = 400  # parameter draws for the extrapolation band
@@ -136,6 +141,11 @@ class RunsExchange:
     # the wire's: no fp32 main grads added to bytes counted as parameters, docs/model.md §4);
     # None: the framework's default (memory.reduce_bytes_per_param_of)
     reduce_bytes_per_param: float | None = None
+    # bytes per parameter ZeRO's all-gathers send, where the runs gathered none (DDP: their
+    # measured exchange is the gradients' reduction, which under torch.autocast is fp32): the
+    # parameters' dtype, the runs' workload's wire_bytes_per_param (16-bit: 2); None: not named
+    # (ddp_gathered_bytes, docs/model.md §4 "Diagnose's fitted workload")
+    gathered_bytes_per_param: float | None = None
 
     def __post_init__(self):
         from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, grad_sync_refused
@@ -148,6 +158,8 @@ class RunsExchange:
         if grad_sync_refused(self.zero_framework, self.grad_sync):
             raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
         check_number("wire_bytes_per_param", self.wire_bytes_per_param, "wire_bytes_per_param")
+        check_number("wire_bytes_per_param", self.gathered_bytes_per_param,
+                     "gathered_bytes_per_param", optional=True)
         for name in ("blocks", "shard_group"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
@@ -1120,6 +1132,17 @@ def rented_replicas(size: int, g: int) -> list[int] | None:
     return [size] if 1 < size < g and g % size == 0 else None
 
 
+def ddp_gathered_bytes(exchange: RunsExchange, device_name: str, reduced: float) -> float:
+    """Bytes per parameter the workload fitted to DDP runs gathers under ZeRO (its
+    ``wire_bytes_per_param``; ``reduced``: the runs' measured bytes a gradient, its reduction):
+    the named workload's (``exchange.gathered_bytes_per_param``); else on GPUs 16-bit
+    (``DDP_GATHERED_BYTES``), on CPU processes (no mixed precision assumed: PyTorch DDP reduces
+    ``param.grad`` in the parameters' own dtype) ``reduced`` (docs/model.md §4)."""
+    if exchange.gathered_bytes_per_param is not None:
+        return float(exchange.gathered_bytes_per_param)
+    return float(reduced) if nouns_for(device_name).cpu else DDP_GATHERED_BYTES
+
+
 # the source of every part of a profile fitted to measured runs (``fitted_profile``)
 RUNS_SOURCE = "fitted to measured runs"
 
@@ -1209,12 +1232,17 @@ def fitted_profile(
             else fit.gradient_bytes
         )
     shape = {"params": fit.gradient_bytes / wire, "wire_bytes_per_param": wire}
-    # DDP runs reduced their stated wire bytes (fit_problem), so their workload states them
+    # DDP runs' measured bytes are their gradients' reduction (fit_problem), so their workload
+    # states them as it (the DDP all-reduce charges them) and gathers its parameters, which
+    # ZeRO's all-gathers send, in the parameters' dtype (RunsExchange.gathered_bytes, §4)
     ddp = fit.exchange.strategy == "ddp"
     stated = fit.exchange.reduce_bytes_per_param  # a sharded exchange's stated reduction
-    if wire != fit.exchange.wire_bytes_per_param or not fit.params_known or ddp:
+    if wire != fit.exchange.wire_bytes_per_param or not fit.params_known:
         # bytes counted as parameters (nominal): reduced as gathered, no fp32 main grads (§4)
         shape["reduce_bytes_per_param"] = wire
+    elif ddp:
+        shape.update(reduce_bytes_per_param=wire,
+                     wire_bytes_per_param=ddp_gathered_bytes(fit.exchange, runs.device_name, wire))
     elif stated is not None:
         shape["reduce_bytes_per_param"] = stated
     if model is not None:  # the shape's parameters, each sending the runs' bytes per gradient
@@ -1224,7 +1252,9 @@ def fitted_profile(
             "transformer": model.shape,
         }
         if ddp:
-            shape["reduce_bytes_per_param"] = shape["wire_bytes_per_param"]
+            measured = shape["wire_bytes_per_param"]
+            shape.update(reduce_bytes_per_param=measured, wire_bytes_per_param=ddp_gathered_bytes(
+                fit.exchange, runs.device_name, measured))
         elif stated is not None and fit.params_known:
             shape["reduce_bytes_per_param"] = stated
     wl = Workload(

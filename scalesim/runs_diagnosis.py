@@ -960,6 +960,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     if exchange.sharded:
         notes.append(f"the runs exchanged as {exchange.label()}: the fit, the memory and every "
                      "remedy start from it (docs/model.md §4)")
+    gathered = _gathered_note(profile.workload, exchange, fit.params_known)
+    if gathered:
+        notes.append(gathered)
     if not fit.params_known:
         notes.append("no --params: link speeds are reported as gradient transfer times, and "
                      "the exchange's buckets are laid out for a nominal gradient of "
@@ -982,6 +985,20 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         first.caveat = "; ".join(c for c in (first.caveat, size_rank) if c)
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=decisive)
+
+
+def _gathered_note(workload, exchange, params_known: bool) -> str:
+    """What the fitted workload of DDP runs gathers where nothing named its parameters' dtype
+    (no --workload: ``fit_runs.ddp_gathered_bytes``) and it differs from their measured bytes
+    a gradient, their reduction ('' otherwise): the remedies' ZeRO all-gathers read it."""
+    reduce = workload.reduce_bytes_per_param
+    if (exchange.sharded or not params_known or exchange.gathered_bytes_per_param is not None
+            or reduce is None or reduce == workload.wire_bytes_per_param):
+        return ""
+    return (f"the runs' DDP all-reduced {reduce:g} bytes a gradient (--wire-bytes): the fitted "
+            "workload's gradient reduction; the remedies' ZeRO gathers its parameters at "
+            f"{workload.wire_bytes_per_param:g} bytes each, 16-bit mixed precision as its memory "
+            "counts them (--workload names the model's own; docs/model.md §4)")
 
 
 def _judged_by_size(fit, runs, exchange, wire_bytes_per_param: float, remedies: list[Remedy],

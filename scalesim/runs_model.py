@@ -65,10 +65,13 @@ class GradientBytes:
     under the runs' exchange. ``wire``: ``diagnose_runs``' ``wire_bytes_per_param`` (under DDP
     its all-reduce's, the reduction itself; sharded: the all-gathers' wire); ``reduce``: the
     sharded reduction's where the workload states one (None: the framework's default);
+    ``gathered``: the parameters' bytes ZeRO's all-gathers send (the workload's
+    ``wire_bytes_per_param``: the fitted DDP workload's, ``RunsExchange.gathered_bytes_per_param``);
     ``source``: where the bytes came from, for a note."""
 
     wire: float
     reduce: float | None
+    gathered: float
     source: str
 
 
@@ -89,15 +92,20 @@ def gradient_bytes_of(model: str, exchange, text: str | None = None) -> Gradient
         workload.wire_bytes_per_param, workload.grad_bytes_per_param,
         math.nan if stated is None else stated))
     name = excerpt(model)
+    gathered = float(workload.wire_bytes_per_param)
     if exchange.strategy == "ddp":
         why = (f"its stated reduce_bytes_per_param {stated:g}" if stated is not None else
                f"DDP under the default framework all-reduces fp32 gradients: max(its "
                f"grad_bytes_per_param {workload.grad_bytes_per_param:g}, 4)")
-        return GradientBytes(reduce, None, f"gradients all-reduced: {reduce:g} bytes each, as "
-                             f"predict charges {name} under DDP ({why}; docs/model.md §4)")
+        whose = ("its wire_bytes_per_param" if "wire_bytes_per_param" in workload.model_fields_set
+                 else "the workload's default, 16-bit")
+        return GradientBytes(reduce, None, gathered,
+                             f"gradients all-reduced: {reduce:g} bytes each, as predict charges "
+                             f"{name} under DDP ({why}; docs/model.md §4); the remedies' ZeRO "
+                             f"gathers its parameters at {gathered:g} bytes each ({whose})")
     stated_words = (f", its reduction the stated reduce_bytes_per_param {stated:g}"
                     if stated is not None else "")
-    return GradientBytes(float(workload.wire_bytes_per_param), stated,
+    return GradientBytes(float(workload.wire_bytes_per_param), stated, gathered,
                          f"gradients on the wire: {workload.wire_bytes_per_param:g} bytes each, "
                          f"as predict charges {name} under {exchange.strategy} (its "
                          f"wire_bytes_per_param{stated_words}; docs/model.md §4)")
