@@ -591,8 +591,8 @@ def sharding_title(strategy: str, target: str, framework: str, accumulation: int
 _HOW = {
     ("ddp", "fsdp", False): "all-reduce in DDP's buckets behind the last backward",
     ("ddp", "deepspeed", False): "all-reduce in DDP's buckets behind the last backward",
-    ("zero1", "fsdp", False): "reduce-scatter + all-gather, the gather hidden behind the next "
-                              "forward",
+    ("zero1", "fsdp", False): "reduce-scatter + all-gather, the gather overlapped with the "
+                              "next forward where overlap is on",
     ("zero1", "deepspeed", False): "all-reduce, then all-gather of the parameters after the "
                                    "optimizer step, exposed",
     ("zero2", "fsdp", False): "parameters gathered before every forward, gradients "
