@@ -492,17 +492,40 @@ def bf16_main_grad_of(source: str, model_name: str) -> bool:
                for repo, excepted in BF16_MAIN_GRAD_SOURCES.items())
 
 
-def stated_reduce_bytes(case: ParallelCase, zero) -> np.ndarray:
+REDUCE_FP32_WORDS = (
+    "FSDP mixed precision not stated in the format: gradients reduce-scattered in float32 "
+    "assumed (the framework's reduce dtype for this source: llm-foundry's Composer DEFAULT "
+    "from v0.16.4, torchtitan's mixed_precision_reduce)")
+BF16_MAIN_GRAD_WORDS = (
+    "gradient dtype not stated: the distributed optimizer's main grads held and reduced in bf16 "
+    "assumed (NVIDIA's performance recipes set grad_reduce_in_fp32 False / grad_sync_dtype "
+    "bf16), not the framework's fp32")
+# Megatron-LM's --fp16 keeps its main grads (DDP's and the distributed optimizer's buffer) in
+# fp16: only --bf16 turns accumulate_allreduce_grads_in_fp32 on (arguments.py)
+FP16_MAIN_GRAD_WORDS = (
+    "precision fp16-mixed: gradients held and reduced in fp16 (Megatron-LM's --fp16 leaves "
+    "accumulate_allreduce_grads_in_fp32 off), not the fp32 of bf16 training")
+
+
+def stated_reduce(case: ParallelCase, zero: int) -> tuple[float, tuple[str, ...]]:
     """Bytes per parameter the validator states for the gradients' reduction of ``case`` at
-    ZeRO stage(s) ``zero`` (numpy, broadcasts), NaN where the framework's default applies: 4
-    where the source's FSDP reduces in float32 (zero >= 2, ``reduce_fp32_of``); 2 where its
+    ZeRO stage ``zero`` (NaN where the framework's default applies) and the flags saying why:
+    4 where the source's FSDP reduces in float32 (zero >= 2, ``reduce_fp32_of``); 2 where its
     Megatron-Core runs hold bf16 main grads (zero 1, ``bf16_main_grad_of``) or it trains in
     fp16-mixed (zero <= 1: Megatron-LM's ``--fp16`` leaves accumulate_allreduce_grads_in_fp32
-    off). One rule for ``case_inputs`` and the planner benchmark's other layouts."""
-    zero = np.asarray(zero)
-    two = (((zero == 1) & bf16_main_grad_of(case.source, case.model.name))
-           | ((zero <= 1) & (case.precision == "fp16-mixed")))
-    return np.where((zero >= 2) & reduce_fp32_of(case.source), 4.0, np.where(two, 2.0, np.nan))
+    off; the two may both hold). One rule for ``case_inputs`` and, through
+    ``stated_reduce_bytes``, the planner benchmark's other layouts."""
+    fp32 = zero >= 2 and reduce_fp32_of(case.source)
+    bf16 = zero == 1 and bf16_main_grad_of(case.source, case.model.name)
+    fp16 = zero <= 1 and case.precision == "fp16-mixed"
+    words = tuple(w for held, w in ((fp32, REDUCE_FP32_WORDS), (bf16, BF16_MAIN_GRAD_WORDS),
+                                    (fp16, FP16_MAIN_GRAD_WORDS)) if held)
+    return (4.0 if fp32 else 2.0 if bf16 or fp16 else np.nan), words
+
+
+def stated_reduce_bytes(case: ParallelCase, zero) -> np.ndarray:
+    """``stated_reduce``'s bytes at ZeRO stage(s) ``zero`` (0-3; numpy, any shape)."""
+    return np.array([stated_reduce(case, z)[0] for z in range(4)])[np.asarray(zero)]
 
 
 def source_vocab_of(source: str, model_name: str) -> int | None:
@@ -591,24 +614,8 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     if prefetch_post:
         flags.append("FSDP backward prefetch not stated: Composer's default BACKWARD_POST assumed "
                      "(the source is llm-foundry)")
-    reduce_fp32 = lay.zero >= 2 and reduce_fp32_of(case.source)
-    if reduce_fp32:
-        flags.append("FSDP mixed precision not stated in the format: gradients reduce-scattered "
-                     "in float32 assumed (the framework's reduce dtype for this source: "
-                     "llm-foundry's Composer DEFAULT from v0.16.4, torchtitan's "
-                     "mixed_precision_reduce)")
-    bf16_main_grad = lay.zero == 1 and bf16_main_grad_of(case.source, m.name)
-    if bf16_main_grad:
-        flags.append("gradient dtype not stated: the distributed optimizer's main grads held and "
-                     "reduced in bf16 assumed (NVIDIA's performance recipes set "
-                     "grad_reduce_in_fp32 False / grad_sync_dtype bf16), not the framework's fp32")
-    # Megatron-LM's --fp16 keeps its main grads (DDP's and the distributed optimizer's buffer)
-    # in fp16: only --bf16 turns accumulate_allreduce_grads_in_fp32 on (arguments.py)
-    fp16_main_grad = lay.zero <= 1 and case.precision == "fp16-mixed"
-    if fp16_main_grad:
-        flags.append("precision fp16-mixed: gradients held and reduced in fp16 (Megatron-LM's "
-                     "--fp16 leaves accumulate_allreduce_grads_in_fp32 off), not the fp32 of "
-                     "bf16 training")
+    reduce_bytes, reduce_words = stated_reduce(case, lay.zero)
+    flags.extend(reduce_words)
     early_stop = recompute == "full" and recompute_early_stop_of(case.source)
     if early_stop:
         flags.append("full recompute: PyTorch's non-reentrant checkpoint with early stop assumed "
@@ -695,7 +702,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         device_memory_bytes=np.inf if memory is None else memory[0],
         fsdp_backward_prefetch_post=prefetch_post,
         recompute_early_stop=early_stop, recompute_op_sac=op_sac,
-        reduce_bytes_per_param=float(stated_reduce_bytes(case, lay.zero)),
+        reduce_bytes_per_param=reduce_bytes,
     )
     return inputs, layout
 

@@ -82,3 +82,39 @@ def test_shipped_cases_get_it_only_for_llmfoundrys_january_2024_table_and_torcht
             assert np.isnan(inputs.reduce_bytes_per_param) is not expected, case.id
             assert any("float32" in f for f in flags) is expected, case.id
     assert picked == 18 + 2 + 26  # llm-foundry 2024 (public), torchtitan public and collected
+
+
+def test_one_rule_states_the_validators_reduce_bytes_and_its_flags():
+    """Session 46: ``stated_reduce`` gives the bytes and the flags saying why from one rule:
+    ``case_inputs`` states both as it gives them, and ``stated_reduce_bytes`` (the planner
+    benchmark's, over ZeRO stages) its bytes at each stage."""
+    from scalesim.validate_parallel import (
+        BF16_MAIN_GRAD_WORDS,
+        FP16_MAIN_GRAD_WORDS,
+        REDUCE_FP32_WORDS,
+        stated_reduce,
+        stated_reduce_bytes,
+    )
+
+    every = {REDUCE_FP32_WORDS, BF16_MAIN_GRAD_WORDS, FP16_MAIN_GRAD_WORDS}
+    said = {2.0: 0, 4.0: 0}
+    for name in ("parallel_cases.json", "collected_parallel_cases.json"):
+        for case in load_parallel_cases(validation_path(name)):
+            flags: list[str] = []
+            inputs, _ = case_inputs(case, flags)
+            got, words = stated_reduce(case, case.layout.zero)
+            np.testing.assert_equal(inputs.reduce_bytes_per_param, got)
+            assert [f for f in flags if f in every] == list(words), case.id
+            assert bool(words) is not np.isnan(got), case.id
+            said[got] = said.get(got, 0) + 1
+            np.testing.assert_equal(stated_reduce_bytes(case, np.arange(4)),
+                                    [stated_reduce(case, z)[0] for z in range(4)])
+    assert said[2.0] > 0 and said[4.0] > 0, said
+    # both 2-byte reasons at once: an fp16-mixed run from a source with bf16 main grads
+    nemo = {c.id: c for c in load_parallel_cases(validation_path(
+        "collected_parallel_cases.json"))}["nemo2407_h100_llama2_70b"]
+    fp16 = nemo.model_copy(update={"precision": "fp16-mixed"})
+    assert stated_reduce(fp16, 1) == (2.0, (BF16_MAIN_GRAD_WORDS, FP16_MAIN_GRAD_WORDS))
+    assert stated_reduce(fp16, 0) == (2.0, (FP16_MAIN_GRAD_WORDS,))
+    got, words = stated_reduce(fp16, 2)
+    assert np.isnan(got) and words == ()
