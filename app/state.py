@@ -17,6 +17,7 @@ import binascii
 import re
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlencode
 
@@ -456,6 +457,15 @@ ADDED_SINCE_PROFILE_LINKS = (
     ("compute", "per_step_s", 0.0),  # session 43: no time once a step beside the optimizer
     ("workload", "reduce_bytes_per_param", None),  # session 44: the framework's reduce bytes
 )
+
+
+@dataclass(frozen=True)
+class EqualTo:
+    """A default of ``ADDED_SINCE_FINGERPRINTS`` that is another field of the same section."""
+
+    field: str
+
+
 # ... and after links began to carry preset fingerprints (``preset_fingerprint``): a preset
 # whose numbers did not change keeps the fingerprint its older links carry
 ADDED_SINCE_FINGERPRINTS = (
@@ -463,15 +473,22 @@ ADDED_SINCE_FINGERPRINTS = (
     ("hardware", "nic_servers_per_node", 1),
     ("compute", "attention_kernel", None),  # session 36: none recorded
     *ADDED_SINCE_PROFILE_LINKS,
+    # session 45: bert-large and resnet50 state the fp16 all-reduce of their sources, the bytes
+    # their DDP exchange had before (a reduction none stated was the wire's then)
+    ("workload", "reduce_bytes_per_param", EqualTo("wire_bytes_per_param")),
 )
 
 
 def _at_default(compact: Profile, fields) -> dict[str, set[str]]:
-    """``{section: {field, ...}}`` of ``fields`` (section, field, default) whose value in
-    ``compact`` is that default: what ``model_dump_json(exclude=...)`` leaves out."""
+    """``{section: {field, ...}}`` of ``fields`` (section, field, default: a value, or
+    ``EqualTo`` another field of the section) whose value in ``compact`` is that default: what
+    ``model_dump_json(exclude=...)`` leaves out. A field listed twice is left out at either."""
     out: dict[str, set[str]] = {}
     for section, field, default in fields:
-        if getattr(getattr(compact, section), field) == default:
+        part = getattr(compact, section)
+        if isinstance(default, EqualTo):
+            default = getattr(part, default.field)
+        if getattr(part, field) == default:
             out.setdefault(section, set()).add(field)
     return out
 
@@ -705,10 +722,6 @@ def preset_fingerprint(profile: Profile) -> str:
     # fields added since links carried fingerprints, at their default: left out, so a preset
     # whose numbers did not change keeps the fingerprint its older links carry
     later = _at_default(compact, ADDED_SINCE_FINGERPRINTS)
-    if compact.workload.reduce_bytes_per_param == compact.workload.wire_bytes_per_param:
-        # session 45: bert-large and resnet50 state the fp16 all-reduce of their sources, the
-        # bytes their DDP exchange had before (a reduction none stated was the wire's then)
-        later.setdefault("workload", set()).add("reduce_bytes_per_param")
     text = compact.model_dump_json(exclude=later or None)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 

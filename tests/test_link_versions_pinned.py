@@ -146,3 +146,26 @@ def test_the_capture_ignores_something_in_every_version_but_the_newest():
     said = {link.split("&")[0] for link, got in captured.items()
             if any(m.startswith("ignored ") for m in got["messages"])}
     assert said == {f"v={v}" for v in range(1, 16)}
+
+
+@pytest.mark.parametrize("wl", ["bert-large", "resnet50"])
+def test_a_preset_stating_its_wires_reduce_bytes_keeps_its_older_fingerprint(wl):
+    """Session 46: ``ADDED_SINCE_FINGERPRINTS`` says a default "equal to another field"
+    (``EqualTo``): bert-large and resnet50 state a reduction of their wire's 2 bytes (session
+    45), the bytes their links' fingerprints were made with when none was stated, so the stated
+    and the unstated workload fingerprint alike; a reduction other than the wire's does not."""
+    from scalesim.app.state import ADDED_SINCE_FINGERPRINTS, EqualTo, _at_default, compact_profile
+
+    profile = preset_profile(AppState(wl=wl))
+    assert profile.workload.reduce_bytes_per_param == profile.workload.wire_bytes_per_param == 2.0
+
+    def stating(reduce_bytes):
+        return profile.model_copy(update={"workload": profile.workload.model_copy(
+            update={"reduce_bytes_per_param": reduce_bytes})})
+
+    assert preset_fingerprint(profile) == preset_fingerprint(stating(None))
+    assert preset_fingerprint(stating(4.0)) != preset_fingerprint(profile)
+    equal = [f for f in ADDED_SINCE_FINGERPRINTS if isinstance(f[2], EqualTo)]
+    assert equal == [("workload", "reduce_bytes_per_param", EqualTo("wire_bytes_per_param"))]
+    assert "reduce_bytes_per_param" in _at_default(compact_profile(profile), equal)["workload"]
+    assert _at_default(compact_profile(stating(4.0)), equal) == {}
