@@ -7,20 +7,17 @@ wins. docs/model.md §4, "The gradients' dtype on the wire"."""
 
 import numpy as np
 import pytest
-from test_collective_waits import GPT, HW
+from step_fixtures import dp8_layout, one_server
 
 from scalesim.model import collectives as coll
-from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
+from scalesim.model.layout_step import evaluate_layouts
 from scalesim.model.memory import DDP
 from scalesim.model.sharding import DEEPSPEED, FSDP
 from scalesim.model.step import StepInputs, evaluate
 
 # 8 GPUs of one server, 1 us and 100 GB/s, 1e9 parameters of 2 bytes, one bucket, no overlap
-_ONE_BUCKET = dict(devices=8, devices_per_node=8, micro_batch=1, accumulation=1, overhead_s=0.0,
-                   per_sample_s=1.0, optimizer_step_s=0.0, backward_fraction=2 / 3, params=1e9,
-                   wire_bytes_per_param=2.0, intra_latency_s=1e-6, intra_busbw_GBps=100.0,
-                   inter_latency_s=1e-6, inter_busbw_GBps=100.0, algorithm=coll.RING,
-                   overlap=False, bucket_bytes=1e12, first_bucket_bytes=1e12, strategy=DDP)
+_ONE_BUCKET = one_server(1e9, algorithm=coll.RING, overlap=False, bucket_bytes=1e12,
+                         first_bucket_bytes=1e12, strategy=DDP)
 
 
 def _ring_all_reduce_s(size_bytes):
@@ -52,9 +49,7 @@ def test_fp32_training_is_not_widened():
 def test_the_layout_path_reduces_the_same_bytes():
     # the layout step calls the same rule: DDP's exposed exchange at dp 8 doubles from bf16
     # stated to the default fp32 (latency aside), DeepSpeed's stays at the stated bf16's
-    base = dict(dp=8, tp=1, pp=1, cp=1, zero=0, micro_batch=1, global_batch=8, schedule=0,
-                virtual_stages=1, recompute=0, sequence_parallel=False, overlap=False)
-    x = LayoutInputs(**{**GPT, **HW, **base})
+    x = dp8_layout(0, overlap=False)
     fp32 = float(evaluate_layouts(x).dp_exposed_s)
     bf16 = float(evaluate_layouts(x.replace(reduce_bytes_per_param=2.0)).dp_exposed_s)
     ds = float(evaluate_layouts(x.replace(framework=DEEPSPEED)).dp_exposed_s)

@@ -4,6 +4,7 @@ memory and stragglers by hand, the faster and the unfitting case, and the refusa
 import numpy as np
 import pytest
 from cli_harness import run_cli
+from step_fixtures import one_server
 
 from scalesim.errors import ScalesimError
 from scalesim.model.memory import DDP, ZERO1, ZERO2, ZERO3
@@ -16,18 +17,15 @@ from scalesim.schemas import Scenario
 
 # 8 GPUs of one server (alpha 1 us, B = 100 GB/s), Psi = 1e9 parameters of 2 bytes (S = 2e9 B) in
 # 10 FSDP blocks (a unit of 2e8 B), a 1 s micro-step, nothing else in the step.
-_ONE_SERVER = dict(devices=8, devices_per_node=8, micro_batch=1, overhead_s=0.0,
-                   per_sample_s=1.0, optimizer_step_s=0.0, backward_fraction=2 / 3, params=1e9,
-                   wire_bytes_per_param=2.0, intra_latency_s=1e-6, intra_busbw_GBps=100.0,
-                   inter_latency_s=1e-6, inter_busbw_GBps=100.0, blocks=10, framework=FSDP)
+_ONE_SERVER = one_server(1e9, blocks=10, framework=FSDP)
 # one ring all-gather or reduce-scatter of a block: 7 x 1 us + 7/8 x 2e8 B / 100 GB/s = 1.757 ms
 UNIT_S = 7e-6 + 7 / 8 * 2e8 / 100e9
 SENT_UNIT_BYTES = 7 / 8 * 2e9  # (n - 1) / n x S
 
 
 def _step(strategy, sync, k, **changes):
-    return evaluate(StepInputs(strategy=strategy, grad_sync=sync, accumulation=k,
-                               **{**_ONE_SERVER, **changes}))
+    return evaluate(StepInputs(strategy=strategy, grad_sync=sync,
+                               **{**_ONE_SERVER, "accumulation": k, **changes}))
 
 
 def test_traffic_units_by_hand():

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_collective_waits import GPT, HW
+from step_fixtures import dp8_states, one_server
 
-from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
+from scalesim.model.layout_step import evaluate_layouts
 from scalesim.model.memory import (
     DDP,
     MAIN_GRAD_BYTES,
@@ -23,10 +23,7 @@ from scalesim.model.sharding import DEEPSPEED, FSDP
 from scalesim.model.step import StepInputs, evaluate
 
 PSI = 6.74e9  # a 7B model
-_DP = dict(devices=8, devices_per_node=8, micro_batch=1, accumulation=1, overhead_s=0.0,
-           per_sample_s=1.0, optimizer_step_s=0.0, backward_fraction=2 / 3, params=PSI,
-           wire_bytes_per_param=2.0, intra_latency_s=1e-6, intra_busbw_GBps=100.0,
-           inter_latency_s=1e-6, inter_busbw_GBps=100.0, blocks=32)
+_DP = one_server(PSI, blocks=32)
 
 
 def test_the_rule_by_strategy_and_framework():
@@ -51,19 +48,11 @@ def test_seven_b_at_dp8_holds_six_plus_twelve_over_eight_bytes_per_parameter():
     assert float(ddp.memory_bytes) == pytest.approx(PSI * 16, rel=1e-12)
 
 
-def _layout(**changes):
-    base = dict(dp=8, tp=1, pp=1, cp=1, zero=1, micro_batch=1, global_batch=8, schedule=0,
-                virtual_stages=1, recompute=0, sequence_parallel=False)
-    return LayoutInputs(**{**GPT, **HW, **{**base, **changes}})
-
-
 def test_the_layout_path_holds_the_same_buffer():
-    x = _layout()
-    r = evaluate_layouts(x)
+    x, r, grads, states = dp8_states(1)
+    assert grads == pytest.approx(4, rel=1e-12)
+    assert states == pytest.approx(6 + 12 / 8, rel=1e-12)
     psi = float(x.params)
-    assert float(r.grads_bytes) == pytest.approx(4 * psi, rel=1e-12)
-    states = float(r.weights_bytes + r.grads_bytes + r.optimizer_bytes)
-    assert states == pytest.approx(psi * (6 + 12 / 8), rel=1e-12)
     # bf16 gradient reduction stated (NVIDIA's performance recipes): 2 bytes, as before
     assert float(evaluate_layouts(x.replace(reduce_bytes_per_param=2.0)).grads_bytes) == (
         pytest.approx(2 * psi, rel=1e-12))

@@ -5,14 +5,12 @@
 from __future__ import annotations
 
 import pytest
+from step_fixtures import one_server
 
 from scalesim.model.memory import DDP, ZERO2, ZERO3
 from scalesim.model.step import StepInputs, evaluate
 
-_ONE = dict(devices=8, devices_per_node=8, micro_batch=1, accumulation=1, overhead_s=0.0,
-            per_sample_s=1.0, optimizer_step_s=0.0, backward_fraction=2 / 3, params=1e9,
-            wire_bytes_per_param=2.0, intra_latency_s=1e-6, intra_busbw_GBps=100.0,
-            inter_latency_s=1e-6, inter_busbw_GBps=100.0, blocks=10)
+_ONE = one_server(1e9, blocks=10)
 
 
 def test_zero3_memory_counts_two_gathered_blocks():

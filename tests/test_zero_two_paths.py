@@ -8,6 +8,7 @@ path -1.5 %; -34 % against -46 % at 16).
 """
 
 import pytest
+from step_fixtures import one_server
 
 from scalesim.model.memory import ZERO1
 from scalesim.model.sharding import DEEPSPEED, FSDP
@@ -138,10 +139,7 @@ def test_sharding_caveat_says_what_the_model_says():
 
 # ------------------------------------------------------------ the ZeRO-1 exchange by hand
 
-_ONE_SERVER = dict(devices=8, devices_per_node=8, micro_batch=1, accumulation=1, overhead_s=0.0,
-                   per_sample_s=1.0, optimizer_step_s=0.0, backward_fraction=2 / 3, params=1e9,
-                   wire_bytes_per_param=2.0, intra_latency_s=1e-6, intra_busbw_GBps=100.0,
-                   inter_latency_s=1e-6, inter_busbw_GBps=100.0, strategy=ZERO1)
+_ONE_SERVER = one_server(1e9, strategy=ZERO1)
 
 
 def test_megatron_zero1_exchange_by_hand():
