@@ -6,7 +6,9 @@ micro-batch, schedule and virtual stages, recompute, sequence parallelism) of on
 the 13 device counts 1, 2, 4, ..., 4096 in one vectorised call (best of N, after one warm-up
 that pays the imports), then evaluates a sample of the same layouts one at a time through the
 scalar path (``plan.evaluate_layout``: checked ``ParallelLayout`` -> ``evaluate_layouts`` on
-scalars), checking each equals the vectorised value, for the per-layout comparison.
+scalars), checking each equals the vectorised value, for the per-layout comparison. Also times
+the plan of every row (``top=None, include_unfit=True``: a ``PlanRow`` a layout, with its words
+and why; best of ``--full-repeats``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ def main() -> None:
     parser.add_argument("--global-batch", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scalar-samples", type=int, default=2000)
+    parser.add_argument("--full-repeats", type=int, default=1)
     args = parser.parse_args()
     pin_to_one_core()
     shape, hw = get_transformer(args.model), HARDWARE[args.hardware]
@@ -51,7 +54,11 @@ def main() -> None:
         times.append(time.perf_counter() - t0)
     grid = candidate_grid(DEVICES, setting)
     n_layouts = grid["dp"].size
-    full = plan(shape, hw, DEVICES, args.global_batch, top=None, include_unfit=True)
+    full_times = []
+    for _ in range(args.full_repeats):
+        t0 = time.perf_counter()
+        full = plan(shape, hw, DEVICES, args.global_batch, top=None, include_unfit=True)
+        full_times.append(time.perf_counter() - t0)
 
     rng = np.random.default_rng(0)
     sample = rng.choice(len(full), size=min(args.scalar_samples, len(full)), replace=False)
@@ -74,6 +81,8 @@ def main() -> None:
     print(f"| {n_layouts:,} | {first:.2f} | {best:.3f} | {n_layouts / best:,.0f} | "
           f"{scalar_per_s:,.0f} | {n_layouts / scalar_per_s:,.0f} | "
           f"{n_layouts / best / scalar_per_s:,.0f}x |")
+    print(f"every row (top=None, include_unfit=True): {len(full):,} rows, best of "
+          f"{args.full_repeats} {min(full_times):.2f} s")
     print(f"best layout: {rows[0].devices} GPUs dp {rows[0].dp} tp {rows[0].tp} pp {rows[0].pp} "
           f"zero {rows[0].zero} mb {rows[0].micro_batch} {rows[0].schedule}/"
           f"{rows[0].virtual_stages} {rows[0].recompute} sp {rows[0].sequence_parallel}")

@@ -16,6 +16,7 @@ scenario (``rank_layouts``). docs/model.md §17.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ from scalesim.model.memory import usable_memory_bytes
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, FSDP, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
+from scalesim.model.zero_exchange import framework_label
 from scalesim.pipeline_stages import stage_fields
 from scalesim.precision import DEFAULT_PRECISION, FP8, no_fp8_peak_words
 from scalesim.predict import nvls_busbw_ratio
@@ -94,13 +96,21 @@ def row_strategy_words(row: dict, setting: Setting) -> str:
     command uses (``zero_exchange.framework_label``; hybrid where the shard group is below
     dp x cp; under a pipeline where pp > 1): the plan's JSON, its table's note and the app's
     Layouts table."""
-    from scalesim.model.zero_exchange import framework_label
+    hybrid = row["zero"] > 0 and row["shard_group"] < row["dp"] * row["cp"]
+    return _strategy_words(row["zero"], setting.framework, setting.grad_sync, hybrid,
+                           row["pp"] > 1)
 
+
+@functools.cache
+def _strategy_words(zero: int, framework: int, grad_sync: int, hybrid: bool,
+                    piped: bool) -> str:
+    """``row_strategy_words`` of a ZeRO stage (0-3), ``sharding.FRAMEWORKS`` and
+    ``GRAD_SYNCS`` codes, a hybrid shard group and pp > 1: worked out once each (a plan has a
+    row per layout, a few dozen such keys)."""
     names = {code: name for name, code in FRAMEWORKS.items()}
     syncs = {code: name for name, code in GRAD_SYNCS.items()}
-    hybrid = row["zero"] > 0 and row["shard_group"] < row["dp"] * row["cp"]
-    return framework_label(ZERO_STRATEGIES[row["zero"]], names[setting.framework],
-                           syncs[setting.grad_sync], hybrid, row["pp"] > 1)
+    return framework_label(ZERO_STRATEGIES[zero], names[framework], syncs[grad_sync], hybrid,
+                           piped)
 
 
 def strategy_legend(rows) -> str:

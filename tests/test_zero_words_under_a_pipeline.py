@@ -60,3 +60,30 @@ def test_the_app_layouts_table_shows_the_row_words():
              zip(table["ZeRO"], table[table.columns[3]], table["ZeRO runs as"], strict=True)}
     assert shown.get((2, True), PIPED) == PIPED and all(w for w in shown.values())
     assert any(p for _, p in shown), shown  # a pipelined row is shown
+
+
+def test_plan_rows_words_are_worked_out_once_per_stage_framework_sync_hybrid_and_pipeline():
+    """Session 46: ``plan.row_strategy_words`` reads ``_strategy_words`` (cached on the ZeRO
+    stage, framework, gradient sync, hybrid group and pp > 1): every row's words are still
+    ``framework_label``'s for that row, and each key is worked out once in a whole plan."""
+    from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
+    from scalesim.plan import _strategy_words, plan
+    from scalesim.presets import HARDWARE, get_transformer
+
+    shape, hw = get_transformer("llama3-8b"), HARDWARE["dgx-h100"]
+    for fw_name in FRAMEWORKS:
+        for sync_name in GRAD_SYNCS:
+            if fw_name == "deepspeed" and sync_name == "once-per-step":
+                continue  # refused: DeepSpeed has no no_sync (GRAD_SYNC_DEEPSPEED_ERROR)
+            _strategy_words.cache_clear()
+            rows = plan(shape, hw, [8, 16, 32], 64, top=None, include_unfit=True,
+                        zero_framework=fw_name, grad_sync=sync_name)
+            keys = set()
+            for r in rows:
+                hybrid = r.zero > 0 and r.shard_group < r.dp * r.cp
+                assert r.strategy_words == framework_label(
+                    ("ddp", "zero1", "zero2", "zero3")[r.zero], fw_name, sync_name, hybrid,
+                    r.pp > 1), (fw_name, sync_name, r)
+                keys.add((r.zero, hybrid, r.pp > 1))
+            info = _strategy_words.cache_info()
+            assert len(rows) > 10 * len(keys) and info.misses == len(keys), (len(rows), info)
