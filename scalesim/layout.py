@@ -653,6 +653,44 @@ def presets_past_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS
     return presets_holding_tp(tp, held)
 
 
+def presets_holding_layout(setting, layout: ParallelLayout) -> list[tuple[str, float]]:
+    """(preset name, device memory in bytes) of each hardware preset other than the
+    ``setting``'s (``plan.Setting``) whose devices hold ``layout``: the layout evaluated on
+    that preset's hardware (``plan.evaluate_layout``: its placement rules and server, and the
+    memory model's need against its device memory less the setting's margin), its count run
+    there (``runs_on_count``). The presets a plan where nothing fits names beside 'use devices
+    with more memory' (``memory_ways``); [] for a CPU profile's host (no preset is one)."""
+    from scalesim.device_nouns import nouns_for
+    from scalesim.plan import evaluate_layout
+    from scalesim.presets import HARDWARE
+
+    if nouns_for(setting.hardware.device_name).cpu:
+        return []
+    devices = layout.dp * layout.tp * layout.pp * layout.cp
+    held = []
+    for name, hardware in HARDWARE.items():
+        if name == setting.hardware.name or not bool(runs_on_count(
+                devices, hardware.devices_per_node, hardware.allocation_devices)):
+            continue
+        try:  # a layout the preset's server cannot place, or a peak it lacks (fp8): not held
+            result = evaluate_layout(setting.replace(hardware=hardware), layout)
+        except ScalesimError:
+            continue
+        if bool(result.fits):
+            held.append((name, hardware.device_memory_bytes))
+    return held
+
+
+def memory_ways(held: list[tuple[str, float]], nouns: Nouns = GPU_NOUNS) -> str:
+    """'use GPUs with more memory' and the presets ``presets_holding_layout`` found, as a
+    fix's tail: 'use devices with more memory (the layout fits the 141.0 GiB of the preset
+    dgx-h200, or the 185.0 GiB of the preset gb200-nvl72)'."""
+    from scalesim.figures import gib
+
+    ways = ", or ".join(f"the {gib(memory)} of the preset {name}" for name, memory in held)
+    return f"use {nouns.devices} with more memory" + (f" (the layout fits {ways})" if ways else "")
+
+
 def check_layout(layout: ParallelLayout, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
                  allocation: int | None = None, **shape) -> dict[str, GroupSpan]:
     """Raise ScalesimError naming the first broken rule; else return the placement."""

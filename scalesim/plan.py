@@ -33,6 +33,7 @@ from scalesim.errors import Refusal, ScalesimError
 from scalesim.figures import MIB_BYTES, count, gib, latency_us, link_GBps
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
+    HARDWARE_KNOB,
     SCHEDULES,
     ZERO_STRATEGIES,
     ParallelLayout,
@@ -40,7 +41,9 @@ from scalesim.layout import (
     count_problem,
     early_stop_of,
     hybrid_shard_groups,
+    memory_ways,
     op_sac_of,
+    presets_holding_layout,
     runs_on_count,
     valid_mask,
 )
@@ -1081,13 +1084,17 @@ def rank_layouts(
         row.update(stage_fields(setting.shape.layers, row["pp"], row["virtual_stages"]))
         return PlanRow(**row)
 
+    def least_memory(counts: list[int]) -> int:
+        """The index of the layout needing least memory on ``counts``."""
+        at = np.flatnonzero(np.isin(devices_arr, counts))
+        return int(at[np.argmin(mem[at])])
+
     def nothing_fits(counts: list[int]) -> str:
         """``nothing_fits_words`` of the layout needing least memory on ``counts``: a count's
         note (one count), the plan's error (every count asked)."""
         from scalesim.layout_predict import row_title
 
-        at = np.flatnonzero(np.isin(devices_arr, counts))
-        i = int(at[np.argmin(mem[at])])
+        i = least_memory(counts)
         on = f", on {nouns.count(int(devices_arr[i]))}" if len(counts) > 1 else ""
         return nothing_fits_words(counts, row_title(row_of(i, 0)) + on, float(mem[i]),
                                   hardware.device_memory_bytes, nouns, setting.memory_margin)
@@ -1095,10 +1102,14 @@ def rank_layouts(
     if not include_unfit:
         order = np.flatnonzero(fits)[order]
         if order.size == 0:
+            counts = sorted(set(devices))
+            # the presets whose devices hold the layout needing least memory (evaluated there)
+            held = presets_holding_layout(setting, row_of(least_memory(counts), 0).layout(
+                global_batch))
             raise ScalesimError(
-                f"{nothing_fits(sorted(set(devices)))}; every ZeRO stage, recompute and "
-                f"micro-batch was tried: add {nouns.devices}, or use {nouns.devices} with more "
-                "memory", knobs=("devices",))
+                f"{nothing_fits(counts)}; every ZeRO stage, recompute and micro-batch was "
+                f"tried: add {nouns.devices}, or {memory_ways(held, nouns)}",
+                knobs=("devices", *((HARDWARE_KNOB,) if held else ())))
     if include_unfit:
         unfit = order[~fits[order]]
         order = np.concatenate([order[fits[order]], unfit[np.argsort(r.memory_bytes[unfit], kind="stable")]])

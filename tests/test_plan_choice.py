@@ -209,7 +209,11 @@ def test_nothing_fits_anywhere_names_the_least_memory_and_the_fix(capsys):
         "scalesim plan: error: nothing fits on 8 devices: the layout needing least memory (dp 1 "
         "x tp 8 x pp 1, no data parallelism, micro-batch 1 per replica x 1024 accumulation, recompute full, "
         f"sequence parallel) needs {gib(hand)} per device, of 80.0 GiB; every ZeRO stage, "
-        "recompute and micro-batch was tried: add devices, or use devices with more memory")
+        "recompute and micro-batch was tried: add devices, or use devices with more memory "
+        # the presets whose devices hold that layout, by hand 135.4 GiB (session 46)
+        f"(the layout fits the {gib(HARDWARE['dgx-h200'].device_memory_bytes)} of the preset "
+        f"dgx-h200, or the {gib(HARDWARE['gb200-nvl72'].device_memory_bytes)} of the preset "
+        "gb200-nvl72)")
     with pytest.raises(ScalesimError) as both:
         plan(get_transformer("gpt-1t"), HARDWARE["dgx-a100"], [8, 16], 64)
     with pytest.raises(ScalesimError) as eight:
