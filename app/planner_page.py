@@ -869,6 +869,8 @@ def _tab_goal(plan: Plan) -> None:
                                      "accumulation, strategy, priced network upgrades)")
     st.caption(f"{searched[0].upper()}{searched[1:]}. "
                + " ".join(_md(n[0].upper() + n[1:]) + "." for n in answer.notes))
+    if not answer.front:  # no plan runs: the sentence and the notes above say why, no table
+        return
     show_table(pd.DataFrame([{
         "hours": to_hours(p.time_s), "cost USD": p.cost_usd, "meets goal": p.meets,
         plan.words.header("devices"): p.devices, plan.words.header("servers"): p.servers,
