@@ -108,6 +108,7 @@ from .state import (
     profile_defaults,
     query_string,
     refusal,
+    reset_words,
     share_query,
     shared_date,
     widget_bounds,
@@ -140,24 +141,40 @@ def _key(field: str) -> str:
     return f"k_{field}"
 
 
-def _set_profile(profile: Profile, src: str, origin: str) -> list[str]:
-    """Switch to ``profile``; its server size, batch, price... become the controls' values.
+def _set_profile(profile: Profile, src: str, origin: str) -> tuple[list[str], str]:
+    """Switch to ``profile``; its server size, batch, price... become the controls' values (on
+    purpose: the default global batch is the new server's, and the links, price and training
+    length are the profile's own).
 
-    Returns a message for each value that did not fit a control (it keeps the default).
+    Returns a message for each value that did not fit a control (it keeps the default), and
+    the sentence naming each value set away from the old profile's that this reset
+    (``reset_sentence``; '' where none was).
     """
     state: AppState = ss["app_state"]
     messages: list[str] = []
     defaults = profile_defaults(profile, messages, messages)  # the loaded message says both
+    resets = reset_words(state, ss["profile"], defaults, nouns_for(profile.hardware.device_name))
     ss["profile"], ss["profile_origin"] = profile, origin
     ss["app_state"] = state.model_copy(update={**defaults, "src": src})
     for name, value in defaults.items():
         ss[_key(name)] = value
-    return messages
+    return messages, reset_sentence(resets)
 
 
-def _loaded_message(profile: Profile, name: str, messages: list[str]) -> tuple[str, str]:
+def reset_sentence(resets: str) -> str:
+    """' Reset to the new profile's values: Global batch 512 → 64 (...).' for ``resets``
+    (``state.reset_words``); '' for none."""
+    return (f" Reset to the new profile's values: {resets} (a profile brings its own "
+            "server size, global batch, links, price and training length; set them again to "
+            "keep yours)." if resets else "")
+
+
+def _loaded_message(profile: Profile, name: str, messages: list[str],
+                    resets: str = "") -> tuple[str, str]:
     text = f"Loaded profile '{profile.name}' from {name}"
-    return ("warning", f"{text}; {'; '.join(messages)}") if messages else ("success", text)
+    after = f".{resets}" if resets else ""  # the text as before where nothing was reset
+    return (("warning", f"{text}; {'; '.join(messages)}{after}") if messages else
+            ("success", f"{text}{after}"))
 
 
 def _init_session() -> None:
@@ -181,8 +198,9 @@ def _init_session() -> None:
 def _on_preset() -> None:
     state = ss["app_state"].model_copy(update={"hw": ss[_key("hw")], "wl": ss[_key("wl")]})
     ss["app_state"] = state
-    _set_profile(preset_profile(state), "preset", "presets")
-    ss["profile_message"] = None
+    _, resets = _set_profile(preset_profile(state), "preset", "presets")
+    ss["profile_message"] = ("info", f"Switched to {state.hw} + {state.wl}.{resets}") \
+        if resets else None
 
 
 def _on_upload() -> None:
@@ -198,8 +216,8 @@ def _on_upload() -> None:
     except ScalesimError as exc:
         ss["profile_message"] = ("error", str(exc))
         return
-    messages = _set_profile(profile, "custom", f"uploaded file {upload.name}")
-    ss["profile_message"] = _loaded_message(profile, upload.name, messages)
+    messages, resets = _set_profile(profile, "custom", f"uploaded file {upload.name}")
+    ss["profile_message"] = _loaded_message(profile, upload.name, messages, resets)
 
 
 def _profiles_dir() -> Path | None:
@@ -220,8 +238,8 @@ def _on_folder() -> None:
     except ScalesimError as exc:
         ss["profile_message"] = ("error", str(exc))
         return
-    messages = _set_profile(profile, "custom", f"{folder.name}/{name}")
-    ss["profile_message"] = _loaded_message(profile, name, messages)
+    messages, resets = _set_profile(profile, "custom", f"{folder.name}/{name}")
+    ss["profile_message"] = _loaded_message(profile, name, messages, resets)
 
 
 # ---------------------------------------------------------------- widgets
@@ -266,9 +284,10 @@ class _Controls:
 def _on_leave_profile() -> None:
     """The explicit way back from an uploaded (or linked) profile to the presets."""
     state = ss["app_state"]
-    _set_profile(preset_profile(state), "preset", "presets")
+    _, resets = _set_profile(preset_profile(state), "preset", "presets")
     ss[_key("hw")], ss[_key("wl")] = state.hw, state.wl
-    ss["profile_message"] = ("success", f"Back to the presets {state.hw} + {state.wl}")
+    ss["profile_message"] = ("success", f"Back to the presets {state.hw} + {state.wl}"
+                             + (f".{resets}" if resets else ""))
 
 
 def _profile_section(c: _Controls) -> None:
@@ -299,8 +318,8 @@ def _profile_section(c: _Controls) -> None:
                              format_func=lambda n: n or "(choose a file)")
     message = ss.get("profile_message")
     if message:
-        show = {"error": st.sidebar.error, "warning": st.sidebar.warning}.get(message[0],
-                                                                              st.sidebar.success)
+        show = {"error": st.sidebar.error, "warning": st.sidebar.warning,
+                "info": st.sidebar.info}.get(message[0], st.sidebar.success)
         show(_md(message[1]))
     profile = ss["profile"]
     if ss["app_state"].src != "custom":

@@ -383,6 +383,24 @@ def with_profile_defaults(state: AppState, profile: Profile) -> AppState:
     return state.model_copy(update=profile_defaults(profile))
 
 
+def _value_words(value: Any) -> str:
+    """A control's value as a sentence names it: 'empty' for None, a number exactly."""
+    if value is None:
+        return "empty"
+    return str(value) if isinstance(value, str) else number(value)
+
+
+def reset_words(state: AppState, old: Profile, new: dict[str, Any], words: Nouns) -> str:
+    """'Global batch 512 → 64, Devices per server 4 → 8': each control ``state`` holds away
+    from the ``old`` profile's value (``profile_defaults``: set by hand or by a link) that a
+    newly chosen profile's values ``new`` (``profile_defaults`` of it) set to another, named
+    by its sidebar label in the new profile's ``words``; '' where none was reset."""
+    before = profile_defaults(old)
+    return ", ".join(f"{in_words(FIELD_LABELS[f], words)} {_value_words(getattr(state, f))} → "
+                     f"{_value_words(value)}" for f, value in new.items()
+                     if getattr(state, f) not in (before[f], value))
+
+
 def default_state() -> AppState:
     """What a fresh app shows: the default presets and their profile's control values."""
     state = AppState()

@@ -8,7 +8,7 @@ empty (the sentence and the notes say why)."""
 
 from __future__ import annotations
 
-from app_harness import open_app, run_clean
+from app_harness import open_app, run_clean, upload_profile
 from scalesim.app.state import AppState, encode_query, preset_profile, with_profile_defaults
 
 GOAL_405B = {"hw": "dgx-h100", "wl": "llama3-405b", "tab": "goal", "dl": 720.0,
@@ -34,3 +34,55 @@ def test_the_goal_tab_with_no_plan_shows_why_and_no_empty_table():
     assert [w for w in at.warning if w.value.startswith("No plan runs")] == []
     (table,) = at.dataframe
     assert table.value.shape[0] >= 1 and "cost USD" in table.value.columns
+
+
+def _sidebar_infos(at) -> list[str]:
+    return [i.value for i in at.sidebar.info]
+
+
+def test_a_preset_switch_says_which_typed_values_it_reset_to_the_new_profiles():
+    """Switching the Hardware preset sets the new profile's global batch and devices per server
+    (on purpose: ``_set_profile``); a typed 512 became 64 without a word. The sidebar now says
+    which values it reset, from what to what; the values reset are the profile's."""
+    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", mode="strong", gb=512, dpn=4))
+    state = at.session_state["app_state"]
+    assert (state.gb, state.dpn) == (512, 4)
+    at.sidebar.selectbox(key="k_hw").set_value("dgx-a100")
+    run_clean(at)
+    after = at.session_state["app_state"]
+    new = with_profile_defaults(AppState(hw="dgx-a100", wl="llama3-8b"),
+                                preset_profile(AppState(hw="dgx-a100", wl="llama3-8b")))
+    assert (after.hw, after.gb, after.dpn) == ("dgx-a100", new.gb, new.dpn) == ("dgx-a100", 64, 8)
+    (info,) = _sidebar_infos(at)
+    assert info.startswith("Switched to dgx-a100 + llama3-8b. Reset to the new profile's "
+                           "values: Devices per server 4 → 8, Global batch 512 → 64 ("), info
+    # the price and the rest were the old profile's own: not reset by hand, not named
+    assert "Price" not in info and "Samples" not in info
+
+
+def test_a_preset_switch_with_nothing_typed_says_nothing_and_the_next_pick_clears_it():
+    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", mode="strong", gb=512))
+    at.sidebar.selectbox(key="k_hw").set_value("dgx-a100")
+    run_clean(at)
+    assert len(_sidebar_infos(at)) == 1 and "Global batch 512 → 64" in _sidebar_infos(at)[0]
+    at.sidebar.selectbox(key="k_wl").set_value("llama3-70b")  # nothing typed since
+    run_clean(at)
+    assert not any(i.startswith("Switched to") for i in _sidebar_infos(at)), _sidebar_infos(at)
+
+
+def test_an_upload_and_leaving_it_say_the_typed_values_they_reset():
+    """The same words where an uploaded profile, and leaving it, reset a typed value."""
+    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", mode="strong", gb=512))
+    lab = preset_profile(AppState(hw="dgx-a100", wl="llama3-8b")).model_copy(
+        update={"name": "lab"})
+    upload_profile(at, lab)
+    (loaded,) = [s.value for s in at.sidebar.success if s.value.startswith("Loaded profile")]
+    assert loaded.startswith("Loaded profile 'lab' from lab.json. Reset to the new profile's "
+                             "values: Global batch 512 → 64 ("), loaded
+    at.sidebar.number_input(key="k_dpn").set_value(4)
+    run_clean(at)
+    at.sidebar.button(key="leave_profile").click()
+    run_clean(at)
+    (back,) = [s.value for s in at.sidebar.success if s.value.startswith("Back to the presets")]
+    assert back.startswith("Back to the presets dgx-h100 + llama3-8b. Reset to the new "
+                           "profile's values: Devices per server 4 → 8 ("), back
