@@ -257,7 +257,29 @@ def device_counts(state: AppState, devices_per_node: int, words: Nouns = GPU_NOU
     counts = sorted(set(small + big))
     if top < g:
         counts = [d for d in counts if d <= top] or [1]
+    if max(counts) < top:
+        notes.append(top_short_words(state, counts, g, words))
     return counts, notes
+
+
+def top_short_words(state: AppState, counts: list[int], devices_per_node: int,
+                    words: Nouns = GPU_NOUNS) -> str:
+    """Why the grid's largest count is below the Largest device count: 'Largest device count
+    64: the largest count plotted is 48 (above one server the powers of two are 3 devices
+    doubled: 3, 6, 12, 24, 48; the next, 96, is past 64)'; every server's whole servers, and
+    below one server the powers of two, alike."""
+    g, top, largest = devices_per_node, state.dmax, max(counts)
+    head = (f"{in_words(FIELD_LABELS['dmax'], words)} {top:,}: the largest count plotted is "
+            f"{largest:,}")
+    if largest < g:
+        why = f"below one {words.server} of {g:,} the counts are powers of two"
+    elif state.grid == "server":
+        why = f"whole {words.servers} of {g:,}, {largest // g:,} of them"
+    else:
+        doubled = ", ".join(f"{d:,}" for d in counts if d >= g)
+        why = (f"above one {words.server} the powers of two are {g:,} {words.devices} doubled: "
+               f"{doubled}; the next, {2 * largest:,}, is past {top:,}")
+    return f"{head} ({why})"
 
 
 def _links(state: AppState) -> dict:

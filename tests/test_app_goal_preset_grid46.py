@@ -9,6 +9,7 @@ empty (the sentence and the notes say why)."""
 from __future__ import annotations
 
 from app_harness import open_app, run_clean, upload_profile
+from scalesim.app.plan import device_counts
 from scalesim.app.state import AppState, encode_query, preset_profile, with_profile_defaults
 
 GOAL_405B = {"hw": "dgx-h100", "wl": "llama3-405b", "tab": "goal", "dl": 720.0,
@@ -86,3 +87,37 @@ def test_an_upload_and_leaving_it_say_the_typed_values_they_reset():
     (back,) = [s.value for s in at.sidebar.success if s.value.startswith("Back to the presets")]
     assert back.startswith("Back to the presets dgx-h100 + llama3-8b. Reset to the new "
                            "profile's values: Devices per server 4 → 8 ("), back
+
+
+def _count_notes(at) -> list[str]:
+    return [i.value for i in at.info if "the largest count plotted" in i.value]
+
+
+def test_a_grid_that_stops_short_of_the_largest_count_says_which_and_why():
+    """3 GPUs per server, Largest device count 64: the powers of two above one server double
+    whole servers (3 ... 48) and stopped at 48 without a word."""
+    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", dmax=64, dpn=3))
+    assert at.session_state["app_state"].dpn == 3
+    assert _count_notes(at) == [
+        "Largest device count 64: the largest count plotted is 48 (above one server the powers "
+        "of two are 3 devices doubled: 3, 6, 12, 24, 48; the next, 96, is past 64)"]
+    # the note's count is the grid's: the counts the page plots
+    counts, _ = device_counts(at.session_state["app_state"], 3)
+    assert max(counts) == 48
+    at.sidebar.radio(key="k_grid").set_value("server")  # every server: 21 whole servers
+    run_clean(at)
+    assert _count_notes(at) == ["Largest device count 64: the largest count plotted is 63 "
+                                "(whole servers of 3, 21 of them)"]
+
+
+def test_no_note_where_the_grid_reaches_the_largest_count():
+    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", dmax=64))
+    assert _count_notes(at) == []
+    state = AppState(dmax=64)
+    for g in (1, 2, 4, 8, 16, 32, 64):  # a power of two per server doubles up to 64
+        counts, notes = device_counts(state, g)
+        assert max(counts) == 64 and notes == [], g
+    counts, notes = device_counts(AppState(dmax=6), 8)  # below one server: 1, 2, 4
+    assert counts == [1, 2, 4] and notes == [
+        "Largest device count 6: the largest count plotted is 4 (below one server of 8 the "
+        "counts are powers of two)"]
