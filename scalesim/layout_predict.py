@@ -343,8 +343,10 @@ def scenario_hardware(hw: Hardware, scenario: Scenario) -> Hardware:
         # the trays of the domain's devices the job uses (whole trays where it uses some)
         "devices_per_allocation": (None if hw.devices_per_allocation is None
                                    else hw.allocation_for(used)),
+        # shapes checked against the larger of the hardware's server and the GPUs used on
+        # each (--gpus-per-node 16: a 16-GPU shape fits), as training_time.resolve_goal does
         "instance_sizes": job_sizes(scenario.instance_sizes, hw.instance_sizes,
-                                    hw.devices_per_node, allocation=hw.allocation_devices),
+                                    hw.devices_per_node, used, hw.allocation_devices),
         "comm_compute_contention": _pick(scenario.comm_compute_contention,
                                          hw.comm_compute_contention),
         "device_speed_cv": _pick(scenario.device_speed_cv, hw.device_speed_cv)})

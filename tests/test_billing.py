@@ -260,3 +260,29 @@ def test_predicts_cost_line_of_a_cpu_calibration_reads_as_one_sentence(tmp_path,
     # (session 20)
     assert line == ("cost: billed processes x hours x $0.1 per process-hour, billed per whole "
                     "host of 2 processes; set with --instance-sizes")
+
+
+def test_a_shape_as_large_as_the_gpus_put_on_a_server_is_taken_on_every_command(capsys):
+    """``--gpus-per-node 16 --instance-sizes 4,16`` on 8-GPU servers: the goal's billing took
+    the 16-GPU shape (``job_sizes`` checks it against the GPUs used per server), while the rows
+    (``layout_predict.scenario_hardware``) checked it against the hardware's 8, so predict,
+    decide, sweep and plan refused it: "16 GPUs is more than a server's 8" (session 46). The
+    shape is taken: 4 devices bill one 4-GPU instance (8 without shapes: the hardware's server),
+    16 and 32 whole 16-GPU instances."""
+    import json
+
+    used = ["--workload", "gpt-1.7b", "--hardware", "dgx-h100", "--gpus-per-node", "16"]
+    for argv in (["predict", "--devices", "4,16,32"], ["decide", "--devices", "16"],
+                 ["sweep", "--devices", "4,16,32"],
+                 ["plan", "--devices", "16", "--global-batch", "512"]):
+        code, _, err = run_cli(capsys, argv + used + ["--instance-sizes", "4,16"])
+        assert code == 0, (argv, err)
+    priced = ["predict", "--devices", "4,16,32", *used, "--price", "2", "--train-samples", "1e9",
+              "--json"]
+    code, out, err = run_cli(capsys, priced + ["--instance-sizes", "4,16"])
+    assert code == 0 and [r["billed_devices"] for r in json.loads(out)] == [4, 16, 32], err
+    code, out, _ = run_cli(capsys, priced)
+    assert [r["billed_devices"] for r in json.loads(out)] == [8, 16, 32]
+    # a shape larger than both the hardware's server and the GPUs used on one is still refused
+    code, _, err = run_cli(capsys, ["predict", *used, "--instance-sizes", "32"])
+    assert code == 2 and err.count("\n") == 1 and "instance_sizes: 32 GPUs" in err, err
