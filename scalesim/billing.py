@@ -59,7 +59,8 @@ def larger_than_server(sizes: Sequence[int] | None, server_devices: int) -> str 
     ``server_devices``; None where every shape fits (or there are none)."""
     if sizes and max(sizes) > server_devices:
         return (f"instance_sizes: {max(sizes)} GPUs is more than a server's {server_devices} "
-                "(devices_per_node)")
+                f"(devices_per_node); give shapes of at most {server_devices} GPUs that divide "
+                "it, as clouds rent them")
     return None
 
 

@@ -286,3 +286,18 @@ def test_a_shape_as_large_as_the_gpus_put_on_a_server_is_taken_on_every_command(
     # a shape larger than both the hardware's server and the GPUs used on one is still refused
     code, _, err = run_cli(capsys, ["predict", *used, "--instance-sizes", "32"])
     assert code == 2 and err.count("\n") == 1 and "instance_sizes: 32 GPUs" in err, err
+
+
+def test_a_shape_larger_than_the_server_says_how_to_fix_it(capsys):
+    """The refusal of a shape larger than a server named the value and stopped ("16 GPUs is
+    more than a server's 8 (devices_per_node)"), where its sibling for a shape that does not
+    divide the server says what to give (session 46): both now say it, on the flag and in a
+    hardware file alike (``billing.larger_than_server``)."""
+    fix = "give shapes of at most 8 GPUs that divide it"
+    for argv in (["predict"], ["decide"], ["plan", "--global-batch", "512"]):
+        code, _, err = run_cli(capsys, argv + ["--instance-sizes", "1,16"])
+        assert code == 2 and err.count("\n") == 1, (argv, err)
+        assert "instance_sizes: 16 GPUs is more than a server's 8" in err and fix in err, err
+    data = HARDWARE["dgx-a100"].model_dump(mode="json")
+    with pytest.raises(ValueError, match=fix):
+        Hardware.model_validate({**data, "instance_sizes": [1, 16]})
