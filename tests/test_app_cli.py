@@ -119,3 +119,33 @@ def test_app_without_headless_starts_with_no_prompt_on_a_fresh_machine(tmp_path)
         out = proc.communicate(timeout=30)[0]
     assert "Email" not in out
     assert not (tmp_path / ".streamlit" / "credentials.toml").exists()
+
+
+def test_an_address_this_machine_cannot_listen_on_is_named_not_the_ports(capsys, monkeypatch):
+    """``app --address 1.2.3.4`` (not this machine's) said "no free port in 8501-8600; give one
+    with --port", which no port fixes, and ``--address ''`` started Streamlit with an empty
+    address and printed "open http://:8501/", a link that opens nothing (session 46). The
+    address is checked first (``cmd_app.check_address``): one line naming it and what to give;
+    loopback and every-interface addresses print localhost. Streamlit is never started here."""
+    import subprocess
+
+    class NoStreamlit:  # the child the command starts: exits at once
+        def __init__(self, *args, **kwargs):
+            self.args = args
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", NoStreamlit)
+    monkeypatch.setattr("signal.signal", lambda *args: None)
+    for address in ("", " ", "1.2.3.4", "1.2.3"):  # numeric: no name is looked up
+        code = main(["app", "--headless", "--address", address])
+        out, err = capsys.readouterr()
+        assert code == 2 and err.count("\n") == 1 and out == "", (address, err)
+        assert "--address" in err and "give localhost, 0.0.0.0" in err and "port" not in err
+    from scalesim.cli.cmd_app import check_address
+
+    assert check_address("0.0.0.0") == check_address("127.0.0.1") == "localhost"
+    assert main(["app", "--headless", "--address", "0.0.0.0"]) == 0
+    out, _ = capsys.readouterr()
+    assert out.startswith("scalesim app: open http://localhost:")

@@ -35,16 +35,59 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "https://planner.example.com/); share links and reports use it")
 
 
-def _port_free(address: str, port: int) -> bool:
+def _bind_target(address: str, port: int) -> tuple[int, tuple]:
+    """(socket family, socket address) to bind ``address`` (a name, IPv4 or IPv6) at ``port``;
+    socket.gaierror where the name resolves to nothing."""
     import socket
 
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    host = "127.0.0.1" if address == "localhost" else address
+    family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    return family, sockaddr
+
+
+def _port_free(address: str, port: int) -> bool:
+    """Whether ``port`` is free at ``address``: False where another program holds it (or it
+    needs privileges); OSError where the address itself cannot be listened on
+    (``check_address`` says so first)."""
+    import errno
+    import socket
+
+    family, sockaddr = _bind_target(address, port)
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind(("127.0.0.1" if address == "localhost" else address, port))
-        except OSError:
-            return False
+            sock.bind(sockaddr)
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                return False
+            raise
     return True
+
+
+def check_address(address: str) -> str:
+    """The host of the printed URL for ``--address`` ('localhost' for this machine's loopback or
+    every interface; an IPv6 address in brackets); ScalesimError where the address is empty or
+    this machine cannot listen on it (a mistyped or another machine's address), which the port
+    search would have blamed on the ports ('no free port in 8501-8600')."""
+    import socket
+
+    from scalesim.errors import ScalesimError, one_line
+
+    fix = ("give localhost, 0.0.0.0 (every interface) or an address of this machine's own "
+           "network interfaces")
+    if not address.strip():
+        raise ScalesimError(f"--address is empty; {fix}")
+    try:
+        family, sockaddr = _bind_target(address, 0)
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.bind(sockaddr)
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise ScalesimError(f"--address {one_line(repr(address))}: this machine cannot listen "
+                            f"there ({reason}); {fix}") from None
+    if address in ("localhost", "127.0.0.1", "0.0.0.0", "::", "0"):
+        return "localhost"
+    return f"[{address}]" if ":" in address else address
 
 
 def choose_port(address: str, wanted: int | None) -> int:
@@ -169,8 +212,8 @@ def run(args: argparse.Namespace) -> int:
         env[PUBLIC_URL_ENV] = public
         if warning:
             print(f"scalesim app: warning: {warning}", file=sys.stderr, flush=True)
+    host = check_address(args.address)
     port = choose_port(args.address, args.port)
-    host = "localhost" if args.address in ("localhost", "127.0.0.1", "0.0.0.0") else args.address
     url = f"http://{host}:{port}/"
     print(f"scalesim app: open {url} (Ctrl-C stops it)", flush=True)
     command = streamlit_command(str(script), port, args.address)
