@@ -236,10 +236,11 @@ def parse_json_text(text: str, name: str, keys_twice: bool = False) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_unique_keys(name, keys_twice))
     except json.JSONDecodeError as exc:
-        cut = "; the text ends before the JSON does: the file is cut short (truncated?)" \
-            if ends_mid_json(text, exc) else ""
+        fix = ("; the text ends before the JSON does: the file is cut short (truncated?)"
+               if ends_mid_json(text, exc)
+               else "; mend it there, or give the JSON file scalesim wrote")
         raise ScalesimError(
-            f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}){cut}"
+            f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}){fix}"
         ) from None
     except RecursionError:  # json's decoder recurses once per nesting level
         raise ScalesimError(f"{name}: JSON nested too deeply to be a scalesim file") from None

@@ -711,7 +711,8 @@ def nothing_fits_words(devices: list[int], least: str, memory_bytes: float,
     what it needs per device, against ``device_memory_bytes`` less ``memory_margin``
     (``capacity_words``): a count's note (one count) and the plan's error where no count has a
     layout that fits."""
-    return (f"nothing fits on {list_text(devices)} {nouns.devices}: the layout needing least memory "
+    noun = nouns.noun(devices[0]) if len(devices) == 1 else nouns.devices
+    return (f"nothing fits on {list_text(devices)} {noun}: the layout needing least memory "
             f"({least}) needs {gib(memory_bytes)} per {nouns.device}, of "
             f"{capacity_words(device_memory_bytes, memory_margin)}")
 

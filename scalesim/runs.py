@@ -410,8 +410,9 @@ def on_servers_of(runs: Runs, server_devices: int, setting: str = "--gpus-per-no
     if server_devices < most:
         row = next(r for r in runs.rows if r.devices // r.nodes == most)
         raise ScalesimError(f"{said}: the run on "
-                            f"{words.count(row.devices)} put {most} in each of its "
-                            f"{words.count(row.nodes, 'server')}; give at least {most}")
+                            f"{words.count(row.devices)} over "
+                            f"{words.count(row.nodes, 'server')} put {most} on each; give at "
+                            f"least {most}")
     if runs.replica_devices > 1:
         raise ScalesimError(f"{said}: not for runs that split the "
                             f"model ({_split_words(tuple(runs.model_split.values()))}): their "

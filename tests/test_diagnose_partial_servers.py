@@ -106,8 +106,8 @@ def test_the_cli_takes_gpus_per_node_and_refuses_bad_values_in_one_line(tmp_path
     # 4 GPUs on 2 servers: 2 a server; a server of 1 cannot have held them
     path.write_text("devices,nodes,step_time_s\n2,1,0.1\n4,2,0.12\n")
     for flags, message in (
-        (["--gpus-per-node", "1"], "--gpus-per-node 1: the run on 2 devices put 2 in each of its "
-                                   "1 server; give at least 2"),
+        (["--gpus-per-node", "1"], "--gpus-per-node 1: the run on 2 devices over 1 server put 2 "
+                                   "on each; give at least 2"),
         (["--gpus-per-node", "0"], "--gpus-per-node: 0 is outside 1 <= x <= 1,024"),
         (["--gpus-per-node", "2.5"], "not a whole number"),
     ):
@@ -248,7 +248,7 @@ def test_the_diagnose_page_takes_gpus_per_node_as_the_cli(capsys, tmp_path, monk
                                                b"2,1,0.1\n4,2,0.12\n", "text/csv"))
     run_clean(at)
     assert [e.value for e in at.error] == [
-        "--gpus-per-node 1: the run on 2 devices put 2 in each of its 1 server; give at least 2"]
+        "--gpus-per-node 1: the run on 2 devices over 1 server put 2 on each; give at least 2"]
 
 
 def test_extrapolated_rows_on_an_assumed_intra_server_link_say_so_and_hold_it_in_the_band():
