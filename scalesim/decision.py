@@ -62,7 +62,7 @@ from scalesim.device_nouns import CPU_HOUR, GPU_NOUNS, Nouns, is_cpu_device, nam
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, gib, link_GBps, rate, whole
 from scalesim.figures import signed_percent as pct_text
-from scalesim.layout import ZERO_STRATEGIES, model_split_words, replica_devices
+from scalesim.layout import ZERO_STRATEGIES, memory_ways, model_split_words, replica_devices
 from scalesim.layout_change import layout_changes, layout_settings
 from scalesim.layout_predict import uses_layouts
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
@@ -1077,6 +1077,34 @@ def _most_devices(devices: int) -> int:
     return most
 
 
+def _batch_at(ctx: _Ctx, devices: int) -> int:
+    """The global batch today's scenario has at ``devices``: the same where it is fixed, the
+    per-device batch's under weak scaling."""
+    now = ctx.now
+    return now.global_batch if ctx.scenario.global_batch is not None else (
+        now.global_batch * devices // now.devices)
+
+
+def _least_memory_holders(ctx: _Ctx, devices: int) -> list[tuple[str, float]]:
+    """The other hardware presets whose devices hold the planner's layout needing least memory
+    at ``devices`` (the largest count the more-devices search modelled) and today's batch there
+    (``_batch_at``), evaluated on each (``plan.RankedRows.presets_holding_least``, the rule
+    plan's nothing-fits error names them by): the most sharded layout the search reached, so a
+    preset that holds it runs some layout there. [] for a parameter count (no layout to
+    plan), a count the planner cannot place, or a CPU host."""
+    from scalesim import layout_predict as lp
+
+    shaped = lp.with_measured_shape(ctx.profile)
+    if shaped.workload.transformer is None:
+        return []
+    try:
+        ranked = lp.plan_at(shaped, ctx.scenario, devices, _batch_at(ctx, devices), top=1,
+                            include_unfit=True)
+    except ScalesimError:
+        return []
+    return ranked.presets_holding_least()
+
+
 def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str, Scenario] | None, bool]:
     """((prediction, layout words, scenario) of the fastest layout that fits at ``devices``, or
     None where none fits; whether any layout could be modelled there at all), at the global
@@ -1088,9 +1116,8 @@ def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str, Scenario] 
     finish goes as 1 / throughput. Not modelled: no valid layout (a batch that does not split)."""
     from scalesim import layout_predict as lp
 
-    profile, scenario, now = ctx.profile, ctx.scenario, ctx.now
-    batch = now.global_batch if scenario.global_batch is not None else (
-        now.global_batch * devices // now.devices)
+    profile, scenario = ctx.profile, ctx.scenario
+    batch = _batch_at(ctx, devices)
     shaped = lp.with_measured_shape(profile)
     if shaped.workload.transformer is not None:
         try:
@@ -1217,7 +1244,12 @@ def _nothing_fits(ctx: _Ctx, more: _MoreDevices | None, searched: int) -> str:
             tried += f"; no layout is valid at more{batch}" if searched < most else ""
         advice = ("a smaller model or a larger global batch" if batch and searched < most
                   else "or a smaller model")
-        return f"{head}, {tried}: use {words.holders} with more memory, {advice}."
+        # the presets whose devices hold the least-memory layout at the largest count modelled
+        held = _least_memory_holders(ctx, searched)
+        memory = (memory_ways(held, words, "the layout needing least memory at "
+                              + words.count(searched)) if held
+                  else f"use {words.holders} with more memory")
+        return f"{head}, {tried}: {memory}, {advice}."
     o = more.option
     return (f"{head}: add {words.devices}: at {words.count(o.devices)} ({more.layout}) "
             f"it needs {gib(more.memory_bytes)} per {words.device}, which fits"

@@ -62,11 +62,18 @@ from scalesim.goal_layouts import (
     Searched,
     check_layout_mode,
     default_layout,
+    least_memory_holders,
     near_counts,
     refined_groups,
     searched_groups,
 )
-from scalesim.layout import replica_devices, runs_on_count, schedule_words, split_words
+from scalesim.layout import (
+    memory_ways,
+    replica_devices,
+    runs_on_count,
+    schedule_words,
+    split_words,
+)
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
@@ -465,6 +472,8 @@ class GoalControls:
     layout: str = "--layout {mode}"
     # where a workload with a transformer shape is found
     transformers: str = "give a transformer workload (scalesim presets)"
+    # where the hardware preset is picked (``layout.HARDWARE_KNOB``)
+    hardware: str = "--hardware"
 
     def named(self, *fields: str) -> tuple[str, ...]:
         """``fields``, the knobs a refusal names through these controls, where they are the
@@ -483,11 +492,25 @@ CLI_CONTROLS = GoalControls(name=lambda f: LAYOUT_KNOB_BY_FIELD[f].flag,
                             "that fit")
 
 
+def memory_words(nouns: Nouns, held: tuple[int, list[tuple[str, float]]] | None,
+                 controls: GoalControls = CLI_CONTROLS) -> str:
+    """'use GPUs with more memory', naming the presets ``held`` found (the largest count
+    searched and the presets whose devices hold the planner's layout needing least memory
+    there: ``goal_layouts.least_memory_holders``) and where a preset is picked (``controls``)."""
+    if held is None:
+        return f"use {nouns.devices} with more memory"
+    devices, presets = held
+    words = memory_ways(presets, nouns, f"the layout needing least memory at {nouns.count(devices)}")
+    return words + (f"; pick it with {controls.hardware}" if presets else "")
+
+
 def no_fit_note(profile: Profile, base: Scenario, max_devices: int,
-                controls: GoalControls = CLI_CONTROLS, searched: bool = False) -> str:
+                controls: GoalControls = CLI_CONTROLS, searched: bool = False,
+                held: tuple[int, list[tuple[str, float]]] | None = None) -> str:
     """What to change where no plan of ``seek`` fits in memory: the split (a transformer's tp x
     pp, which goal keeps as given) or the largest count searched, named as ``controls``;
-    ``searched``: the layouts were the planner's (``--layout search``), none of which fits."""
+    ``searched``: the layouts were the planner's (``--layout search``), none of which fits;
+    ``held``: the presets whose devices hold its layout needing least memory (``memory_words``)."""
     from scalesim.layout_predict import layout_of
 
     nouns = nouns_for(profile.hardware.device_name)
@@ -498,7 +521,7 @@ def no_fit_note(profile: Profile, base: Scenario, max_devices: int,
     if searched:
         return (f"nothing fits in {nouns.memory}{upto} at any layout the planner searches (every "
                 "tp x pp split, ZeRO stage, micro-batch and recompute): "
-                + (f"{more}, or " if more else "") + f"use {nouns.devices} with more memory")
+                + (f"{more}, or " if more else "") + memory_words(nouns, held, controls))
     if profile.workload.transformer is None:
         return (f"nothing fits in {nouns.memory}{upto}: "
                 + (f"{more}, or " if more else "") + f"use {nouns.devices} with more memory")
@@ -597,7 +620,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                                    controls.layout.format(mode="given")))
     if not groups:  # the planner found no layout that fits at any count
         return _nothing_fits(profile, base, deadline_s, budget_usd, goal, reference, max_devices,
-                             controls, notes, tried)
+                             controls, notes, tried, least_memory_holders(chosen))
     graded = _graded_on(profile, base, nets, groups, goal, reference)
     res = graded[0][0]
     if res.size == 0:  # every combination broke a layout rule: nothing to rank
@@ -659,7 +682,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             pf = pf[sorted(keep)]
         front = [plan(int(i)) for i in pf]
     if not idx.size:  # the answer's "No plan runs": what to change
-        notes.append(no_fit_note(profile, base, max_devices, controls, mode == "search"))
+        notes.append(no_fit_note(profile, base, max_devices, controls, mode == "search",
+                                 least_memory_holders(chosen) if mode == "search" else None))
     elif mode == "given" and (stages := layout_stage_words(profile, layout_of(base))):
         notes.append(stages)  # every plan keeps the split: what its stages hold, where uneven
     if note := training_time.zero_price_note(goal):
@@ -732,10 +756,12 @@ def refined_note(refined: Searched, nouns: Nouns) -> str:
 def _nothing_fits(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                   goal: training_time.Goal, reference: int, max_devices: int,
                   controls: GoalControls, notes: list[str],
-                  tried: tuple[int, int]) -> GoalAnswer:
+                  tried: tuple[int, int],
+                  held: tuple[int, list[tuple[str, float]]] | None) -> GoalAnswer:
     """The answer where the planner found no layout that fits at any count searched;
-    ``tried``: the layouts it evaluated and the device counts it searched."""
-    notes.append(no_fit_note(profile, base, max_devices, controls, searched=True))
+    ``tried``: the layouts it evaluated and the device counts it searched; ``held``: the
+    presets whose devices hold its layout needing least memory (``memory_words``)."""
+    notes.append(no_fit_note(profile, base, max_devices, controls, searched=True, held=held))
     return GoalAnswer(deadline_s=float(deadline_s), budget_usd=float(budget_usd),
                       goal=goal.label(), train_samples=goal.train_samples,
                       reference_batch=int(reference), best=None, closest=None, front=[],

@@ -80,24 +80,43 @@ def reference_batch_at(reference: int, devices_per_node: int, devices: int) -> i
 class Searched:
     """What the planner found for ``searched_groups``: the layout groups, the best row of each
     device count searched (a ``plan.PlanRow``; None where no layout is valid or fits), and how
-    many layouts it evaluated over those counts, fitting or not (``plan.RankedRows.evaluated``)."""
+    many layouts it evaluated over those counts, fitting or not (``plan.RankedRows.evaluated``);
+    ``largest``: the largest count with a valid layout and the planner's ranking there (None:
+    no count had one), whose layout needing least memory ``least_memory_holders`` asks about."""
 
     groups: list[LayoutGroup]
     best: dict[int, object]
     layouts_tried: int
+    largest: tuple[int, object] | None = None
+
+
+def least_memory_holders(searched: Searched) -> tuple[int, list[tuple[str, float]]] | None:
+    """(the largest count searched with a valid layout, the other hardware presets whose
+    devices hold the planner's layout needing least memory there, evaluated on each:
+    ``plan.RankedRows.presets_holding_least``, the rule plan's nothing-fits error names them
+    by) where no layout fits at that count; None where one fits there or none was valid. The
+    largest count: its least-memory layout is the most sharded goal reaches, so a preset that
+    holds it is one on which goal's search (up to the same count) finds a plan that fits."""
+    if searched.largest is None:
+        return None
+    devices, ranked = searched.largest
+    if ranked[0].fits:
+        return None
+    return devices, ranked.presets_holding_least()
 
 
 def _planner_best(profile: Profile, base: Scenario, devices: int, batch: int):
     """(the planner's best row at ``devices`` and global batch ``batch``, ranked by throughput,
     or None where no layout is valid there; the layouts it evaluated, fitting or not: the unfit
-    are ranked too, after every fitting one, so a count where none fits is counted)."""
+    are ranked too, after every fitting one, so a count where none fits is counted; the
+    ranking, ``plan.RankedRows``, or None)."""
     from scalesim.layout_predict import plan_at
 
     try:
         ranked = plan_at(profile, base, [devices], batch, top=1, include_unfit=True)
     except ScalesimError:  # no valid layout at that batch
-        return None, 0
-    return ranked.by_count[0].best, ranked.evaluated
+        return None, 0, None
+    return ranked.by_count[0].best, ranked.evaluated, ranked
 
 
 def _goal_layout(base: Scenario, row) -> ScenarioLayout:
@@ -114,11 +133,13 @@ def searched_groups(profile: Profile, base: Scenario, counts: list[int], referen
     ``reference_batch_at``) grouped by layout, each group's axes ``around(row)`` of its
     counts' rows merged; the best row of each count; the layouts the planner tried."""
     best: dict[int, object] = {}
-    tried = 0
+    tried, largest = 0, None
     for n in counts:
-        best[n], evaluated = _planner_best(profile, base, n,
-                                           reference_batch_at(reference, devices_per_node, n))
+        best[n], evaluated, ranked = _planner_best(
+            profile, base, n, reference_batch_at(reference, devices_per_node, n))
         tried += evaluated
+        if ranked and (largest is None or n > largest[0]):  # a valid layout ranked at n
+            largest = (n, ranked)
     groups: dict[str, tuple[ScenarioLayout, dict]] = {}
     for n, row in best.items():
         if row is None:
@@ -134,7 +155,7 @@ def searched_groups(profile: Profile, base: Scenario, counts: list[int], referen
         axes["strategy"] = list(strategies)
     return Searched([LayoutGroup(layout, {**axes, "micro_batch": sorted(axes["micro_batch"]),
                                           "accumulation": sorted(axes["accumulation"])})
-                     for layout, axes in groups.values()], best, tried)
+                     for layout, axes in groups.values()], best, tried, largest)
 
 
 # The refinement (docs/model.md section 21): a count is re-searched where its plans come within
@@ -194,7 +215,7 @@ def refined_groups(profile: Profile, base: Scenario, searched: Searched, counts:
             continue
         found[n] = {}
         for batch in goal_batches(row.micro_batch * row.accumulation * row.dp, factors):
-            best, evaluated = _planner_best(profile, base, n, batch)
+            best, evaluated, _ = _planner_best(profile, base, n, batch)
             tried += evaluated
             if best is None or not best.fits:
                 continue

@@ -681,14 +681,17 @@ def presets_holding_layout(setting, layout: ParallelLayout) -> list[tuple[str, f
     return held
 
 
-def memory_ways(held: list[tuple[str, float]], nouns: Nouns = GPU_NOUNS) -> str:
+def memory_ways(held: list[tuple[str, float]], nouns: Nouns = GPU_NOUNS,
+                layout: str = "the layout") -> str:
     """'use GPUs with more memory' and the presets ``presets_holding_layout`` found, as a
     fix's tail: 'use devices with more memory (the layout fits the 141.0 GiB of the preset
-    dgx-h200, or the 185.0 GiB of the preset gb200-nvl72)'."""
+    dgx-h200, or the 185.0 GiB of the preset gb200-nvl72)'; ``layout``: the words that name
+    the layout held where the line has not named it ('the layout needing least memory at 16
+    GPUs': goal's note, decide's card)."""
     from scalesim.figures import gib
 
     ways = ", or ".join(f"the {gib(memory)} of the preset {name}" for name, memory in held)
-    return f"use {nouns.devices} with more memory" + (f" (the layout fits {ways})" if ways else "")
+    return f"use {nouns.devices} with more memory" + (f" ({layout} fits {ways})" if ways else "")
 
 
 def check_layout(layout: ParallelLayout, devices_per_node: int, nouns: Nouns = GPU_NOUNS,

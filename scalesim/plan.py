@@ -232,12 +232,24 @@ class RankedRows(list):
     layouts together), and ``by_count``: a ``CountBest`` for each device count asked, fewest
     first. Ranked together, the largest count's layouts fill the top rows (its throughput is
     the highest); ``by_count`` says what the others run at best, or why they run nothing;
-    ``evaluated``: the valid layouts evaluated over every count, fitting or not."""
+    ``evaluated``: the valid layouts evaluated over every count, fitting or not;
+    ``holders``: ``presets_holding_least``'s rule (None: no layout was evaluated)."""
 
-    def __init__(self, rows: list[PlanRow], by_count: list[CountBest], evaluated: int = 0):
+    def __init__(self, rows: list[PlanRow], by_count: list[CountBest], evaluated: int = 0,
+                 holders: Callable[[], list[tuple[str, float]]] | None = None):
         super().__init__(rows)
         self.by_count = by_count
         self.evaluated = evaluated
+        self._holders = holders
+
+    def presets_holding_least(self) -> list[tuple[str, float]]:
+        """(preset name, device memory in bytes) of each other hardware preset whose devices
+        hold the layout needing least memory over every count asked, evaluated there
+        (``layout.presets_holding_layout``): the presets plan's nothing-fits error names, and
+        goal's and decide's where nothing fits; [] where that layout fits on this hardware
+        (a layout fits: no other device is asked for). Evaluated when asked (one layout per
+        preset), not by ``rank_layouts``."""
+        return self._holders() if self._holders is not None else []
 
 
 def count_scaling(by_count: list[CountBest]) -> list[float | None]:
@@ -1100,13 +1112,17 @@ def rank_layouts(
         return nothing_fits_words(counts, row_title(row_of(i, 0)) + on, float(mem[i]),
                                   hardware.device_memory_bytes, nouns, setting.memory_margin)
 
+    # the presets whose devices hold the layout needing least memory on every count asked
+    # (evaluated there, when asked): ``RankedRows.presets_holding_least``, where it does not
+    # fit here; the layout is kept, not the grid's arrays
+    least = least_memory(sorted(set(devices)))
+    holders = None if fits[least] else functools.partial(
+        presets_holding_layout, setting, row_of(least, 0).layout(global_batch))
     if not include_unfit:
         order = np.flatnonzero(fits)[order]
         if order.size == 0:
             counts = sorted(set(devices))
-            # the presets whose devices hold the layout needing least memory (evaluated there)
-            held = presets_holding_layout(setting, row_of(least_memory(counts), 0).layout(
-                global_batch))
+            held = holders()
             raise ScalesimError(
                 f"{nothing_fits(counts)}; every ZeRO stage, recompute and micro-batch was "
                 f"tried: add {nouns.devices}, or {memory_ways(held, nouns)}",
@@ -1128,7 +1144,7 @@ def rank_layouts(
             by_count.append(CountBest(n, rows[k] if k < len(rows) else row_of(order[k], k + 1)))
             continue
         by_count.append(CountBest(n, None, nothing_fits([n])))
-    return RankedRows(rows, by_count, int(grid["dp"].size))
+    return RankedRows(rows, by_count, int(grid["dp"].size), holders)
 
 
 def exhaustive_scalar(setting: Setting, devices: list[int], cp_values=(1,)) -> list[tuple]:
