@@ -70,6 +70,7 @@ from scalesim.model.layout_step import (
     evaluate_layouts,
     evaluate_together,
 )
+from scalesim.model.memory import DDP, optimizer_traffic_ratio
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.plan import Setting, checked_devices, measured_p2p, rank_layouts, setting_inputs
@@ -524,10 +525,15 @@ def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     fixed = c1 - a - core
     overhead_s, per_sample_s, _ = curve.alone()
     slope = colocation_slope(curve.colocation_slowdown, curve.colocated_devices)
+    # the one-device DDP step's optimizer as both paths pay it: the estimate x the framework's
+    # sweep over the model's (PyTorch DDP's fp32 weights: memory.optimizer_traffic_ratio, §4)
     target = (micro_step_s(b, overhead_s, per_sample_s) * colocation_factor(per_node, slope)
               + optimizer_roofline_s(wl.params, wl.param_bytes_per_param,
                                      wl.grad_bytes_per_param, wl.optimizer_bytes_per_param,
-                                     base.memory_bandwidth_GBps))
+                                     base.memory_bandwidth_GBps)
+              * optimizer_traffic_ratio(DDP, base.framework, base.param_bytes_per_param,
+                                        base.grad_bytes_per_param, base.optimizer_bytes_per_param,
+                                        base.reduce_bytes_per_param))
     return a, core, kernel_s, fixed, target, rate
 
 

@@ -313,8 +313,11 @@ def compute_curve_from_shape(workload: Workload, hardware: Hardware,
         efficiency=efficiency, device_cv=0.0, framework_bytes=0.0,
         recompute=RECOMPUTE["full" if workload.activation_recompute else "none"])
     optimizer_s = optimizer_estimate_s(workload, bandwidth)
-    t1, t2 = (float(evaluate_layouts(x.replace(micro_batch=b, global_batch=b)).compute_s)
-              - optimizer_s for b in (1, 2))
+    # the micro-step alone: the one-device step without its optimizer (which it pays at the
+    # framework's sweep, memory.optimizer_traffic_ratio, not the estimate's, §4)
+    t1, t2 = (float(evaluate_layouts(x.replace(micro_batch=b, global_batch=b,
+                                                optimizer_step_s=0.0)).compute_s)
+              for b in (1, 2))
     per_sample_s = t2 - t1
     kernels = hardware.kernel_bandwidth_GBps or bandwidth
     note = (f"compute: no reference run; the transformer shape's forward+backward on one "

@@ -822,6 +822,10 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
         # the case's gradient bytes are its all-reduce's (stated, or WIRE_BYTES_OF_PRECISION):
         # stated, not the default framework's (memory.reduce_bytes_per_param_of)
         reduce_bytes_per_param=wire_bytes,
+        # the bytes its optimizer estimate swept (_optimizer_s), so the step's sweep of them
+        # (memory.optimizer_traffic_ratio) reads the case's precision: fp32 weights in fp32
+        **dict(zip(("param_bytes_per_param", "grad_bytes_per_param", "optimizer_bytes_per_param"),
+                   OPTIMIZER_BYTES_OF_PRECISION[case.workload.precision], strict=True)),
         intra_latency_s=intra.latency_s,
         # fewer GPUs than a whole DGX-1 get fewer NVLinks: the model reads the link level's
         # subset_busbw_shares (presets.subset_shares, model/subset_links.py), as predict does

@@ -70,17 +70,19 @@ def _toy(devices=2, strategy="ddp", includes_communication=True):
 
 
 def test_a_cluster_average_has_its_run_communication_taken_out():
-    # Step 4/10 = 0.4 s = 4 x per_sample + optimizer 0.03 s + all-reduce of 4 GB on 2 ranks at
-    # 100 GB/s busbw (DDP all-reduces fp32 gradients since session 45: 4 B x 1e9 parameters;
-    # ring: 2(n-1)/n * S / B = 0.04 s). per_sample = (0.4 - 0.03 - 0.04) / 4.
+    # Step 4/10 = 0.4 s = 4 x per_sample + optimizer 0.03 s x 28/30 (PyTorch DDP under autocast
+    # steps fp32 weights and gradients, 2·12 + 4 of the sweep's 30 B since session 46, §4) +
+    # all-reduce of 4 GB on 2 ranks at 100 GB/s busbw (DDP all-reduces fp32 gradients since
+    # session 45: 4 B x 1e9 parameters; ring: 2(n-1)/n * S / B = 0.04 s).
+    # per_sample = (0.4 - 0.028 - 0.04) / 4 = 0.083 (0.0825 before session 46's DDP sweep).
     hw, wl = _toy()
     curve, note = compute_from_reference(wl, hw)
     assert curve.optimizer_step_s == pytest.approx(0.03)
-    assert curve.per_sample_s == pytest.approx(0.0825, rel=1e-9)
+    assert curve.per_sample_s == pytest.approx(0.083, rel=1e-9)
     assert "communication and straggler wait taken out" in note
-    # Declared without communication, only the optimizer comes out: (0.4 - 0.03) / 4.
+    # Declared without communication, only the optimizer comes out: (0.4 - 0.028) / 4.
     hw, wl = _toy(includes_communication=False)
-    assert compute_from_reference(wl, hw)[0].per_sample_s == pytest.approx(0.0925)
+    assert compute_from_reference(wl, hw)[0].per_sample_s == pytest.approx(0.093)
 
 
 def test_a_sharded_reference_paid_only_its_shard_of_the_optimizer():
@@ -91,14 +93,15 @@ def test_a_sharded_reference_paid_only_its_shard_of_the_optimizer():
     assert compute_from_reference(wl, hw)[0].per_sample_s == pytest.approx(0.099125, rel=1e-12)
 
 
-@pytest.mark.parametrize("strategy,swept", [("ddp", 1.0), ("zero1", 32 / 30),
+@pytest.mark.parametrize("strategy,swept", [("ddp", 28 / 30), ("zero1", 34 / 30),
                                             ("zero2", 28 / 30), ("zero3", 28 / 30)])
 def test_a_reference_without_communication_computes_its_published_step(strategy, swept):
     """Declared without communication, the run's step 4/10 = 0.4 s is its compute: predicted
     back on its own 8 devices, 4 x per_sample + the optimizer step as the step model pays it
-    (0.03 s, / 8 for ZeRO, x the default framework's sweep: Megatron-Core's fp32 main grads
-    32/30, FSDP's fp32 shard 28/30) is 0.4 s. Before session 46 the closed form took out 0.03/8
-    whatever the framework swept: ZeRO-1 computed 0.40025 s, ZeRO-2/3 0.39975 s."""
+    (0.03 s, / 8 for ZeRO, x the default framework's sweep: PyTorch DDP's fp32 weights 28/30,
+    Megatron-Core's distributed optimizer 34/30, FSDP's fp32 shard 28/30, §4) is 0.4 s.
+    Before session 46 the closed form took out 0.03/8 whatever the framework swept: ZeRO-1
+    computed 0.40025 s, ZeRO-2/3 0.39975 s."""
     hw, wl = _toy(devices=8, strategy=strategy, includes_communication=False)
     curve, _ = compute_from_reference(wl, hw)
     shards = 1 if strategy == "ddp" else 8
@@ -132,13 +135,14 @@ def test_gpt_7b_reference_is_the_declared_fsdp_run():
 
 def test_recomputation_converts_by_one_extra_forward():
     """A run with full activation checkpointing did 4/3 of the forward+backward work: for a
-    workload without it 3/4 of the time is kept, and the other way round 4/3."""
+    workload without it 3/4 of the time is kept, and the other way round 4/3 (of (0.4 - 0.03 x
+    28/30) / 4 = 0.093, PyTorch DDP's 28 B sweep, §4)."""
     hw, wl = _toy(includes_communication=False)
     ref = wl.reference[0].model_copy(update={"activation_recompute": True})
     plain = compute_from_reference(wl.model_copy(update={"reference": [ref]}), hw)[0]
-    assert plain.per_sample_s == pytest.approx(0.0925 * 0.75)
+    assert plain.per_sample_s == pytest.approx(0.093 * 0.75)
     recomputing = wl.model_copy(update={"activation_recompute": True})
-    assert compute_from_reference(recomputing, hw)[0].per_sample_s == pytest.approx(0.0925 * 4 / 3)
+    assert compute_from_reference(recomputing, hw)[0].per_sample_s == pytest.approx(0.093 * 4 / 3)
 
 
 def test_zero3_on_8_gpus_beats_one_device_only_by_the_optimizer_it_shards():
@@ -167,8 +171,10 @@ def test_zero_shards_the_optimizer_step(strategy):
         inter_latency_s=6e-6, inter_busbw_GBps=24)
     ddp = evaluate(inp.replace(strategy=DDP))
     sharded = evaluate(inp.replace(strategy=strategy))
-    # Megatron-Core's ZeRO-1 reads its fp32 main grads: (2·2 + 4 + 2·12) / (2·2 + 2 + 2·12)
-    # = 32/30 of the sweep (session 44, docs/model.md §13); FSDP's ZeRO-3 steps its fp32 shard
-    # with its fp32 gradient and no bf16 copy: (2·12 + 4) / 30 = 28/30 (session 46, §4)
-    reads = 32 / 30 if strategy == ZERO1 else 28 / 30
-    assert float(ddp.compute_s - sharded.compute_s) == pytest.approx(0.08 * (1 - reads / 8))
+    # PyTorch DDP under autocast steps fp32 weights and gradients, (2·12 + 4) / (2·2 + 2 + 2·12)
+    # = 28/30 of the sweep; Megatron-Core's ZeRO-1 also copies its fp32 main shard into the
+    # bf16 weights, (2·12 + 4 + 4 + 2) / 30 = 34/30; FSDP's ZeRO-3 steps its fp32 shard with its
+    # fp32 gradient and no bf16 copy, 28/30 (session 46, docs/model.md §4)
+    reads = 34 / 30 if strategy == ZERO1 else 28 / 30
+    assert float(ddp.compute_s - sharded.compute_s) == pytest.approx(
+        0.08 * (28 / 30 - reads / 8))

@@ -37,6 +37,9 @@ MAIN_GRAD_BYTES = 4.0
 # (FSDP1 ``_runtime_utils._cast_grad_to_param_dtype``; FSDP2 ``foreach_reduce`` to the sharded
 # parameter's dtype): bytes per parameter of a gradient shard; docs/model.md §4
 FSDP_SHARD_BYTES = 4.0
+# The optimizer side's dtype in every framework's step (fp32 master weights, the fp32 gradient
+# Adam reads, the casts into and out of them), bytes per element; docs/model.md §4
+FP32_BYTES = 4.0
 
 
 def _megatron_zero1(strategy, framework):
@@ -77,36 +80,66 @@ def held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param,
                     main_grad_bytes_per_param(grad, reduce_bytes_per_param), grad)
 
 
+def _fp32_update_bytes(param_bytes_per_param, optimizer_bytes_per_param, fp32_grad_bytes):
+    """Bytes Adam's update reads and writes per parameter on fp32 weights given an fp32
+    gradient (``fp32_grad_bytes``): the weights and the optimizer state read and written, the
+    gradient read. Under mixed precision (``param_bytes_per_param`` < 4) the fp32 weights are
+    K's master copy, ``2 K + g32``; in fp32 training ``2 w_param + g32 + 2 K``. Numpy."""
+    param = np.asarray(param_bytes_per_param, dtype=float)
+    return (2.0 * np.asarray(optimizer_bytes_per_param, dtype=float) + fp32_grad_bytes
+            + np.where(param >= FP32_BYTES, 2.0 * param, 0.0))
+
+
 def optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
                                     grad_bytes_per_param, optimizer_bytes_per_param,
                                     reduce_bytes_per_param=np.nan):
-    """Bytes one optimizer step reads and writes per parameter it updates (docs/model.md §1, §4).
+    """Bytes one optimizer step reads and writes per parameter it updates (docs/model.md §1, §4
+    "The optimizer step by framework", each term read in the framework's source).
 
     The model's sweep (``compute.optimizer_roofline_s``) reads and writes each parameter and its
-    optimizer state and reads its gradient, ``2 w_param + w_grad + 2 K``. Two frameworks differ:
+    optimizer state and reads its gradient, ``2 w + g + 2 K`` (w, g the parameters' and
+    gradients' bytes, K the state's). Each framework's step, mixed precision (w < 4):
 
-    - Megatron-Core's distributed optimizer (ZeRO-1, default framework) reads its ``main_grad``
-      buffer for the gradient, ``2 w_param + w_main + 2 K`` (``held_grad_bytes_per_param``).
-    - PyTorch FSDP's ZeRO-2/3 (``framework`` ``sharding.FSDP``, FSDP1 and FSDP2) hands the
-      optimizer its sharded parameter in the original dtype and that shard's gradient cast to it
-      (``FSDP_SHARD_BYTES``, fp32): the step reads and writes that shard and Adam's m, v and
-      reads the fp32 gradient shard, and touches no 16-bit copy (the next forward casts the
-      shard as it gathers it). Under mixed precision (``w_param < 4``) the fp32 shard is K's
-      master copy: ``2 K + max(w_grad, 4)`` (bf16 Adam: 2*12 + 4 = 28, not 2*2 + 2 + 2*12 =
-      30); in fp32 training ``2 w_param + max(w_grad, 4) + 2 K`` (2*4 + 4 + 2*8 = 28, as
-      before).
+    - PyTorch DDP under ``torch.autocast`` (DDP, default framework): fp32 parameters (K's
+      master) and fp32 gradients, ``2 K + 4`` (28 in bf16 Adam); with a stated 16-bit
+      reduction (a model cast to 16 bits, apex O2) the model's sweep.
+    - Megatron-Core's distributed optimizer (ZeRO-1, default framework): casts its ``main_grad``
+      shard (w_main, ``main_grad_bytes_per_param``) to fp32 where it is 16-bit (``w_main + 4``),
+      updates the fp32 main shard (``2 K + 4``) and copies it into the 16-bit parameters
+      (``4 + w``): 34 with fp32 main grads, 40 with bf16.
+    - PyTorch FSDP's ZeRO-2/3 (FSDP1, FSDP2): the fp32 shard and its gradient cast to fp32,
+      ``2 K + max(g, 4)``, no 16-bit copy (28; measured, ``tests/fsdp_optimizer_probe.py``).
+    - DeepSpeed's ZeRO-1/2/3 (``stage_1_and_2.py``, ``stage3.py``): flattens the gradient
+      partition (``2 g``), casts it to fp32 (``g + 4``), unscales it in place (8), updates the fp32
+      partition (``2 K + 4``) and copies it into the 16-bit partition (``4 + w``): 52.
 
-    Numpy, broadcasts."""
+    fp32 training (w = 4, K without a master): ``2 w + 4 + 2 K`` = 28 for all but DeepSpeed
+    (flatten 8 + unscale 8 + 28 + copy 8 = 52; 44 at stage 3, whose fp32 partition is the
+    parameters'). DeepSpeed's DDP (stage 0) keeps the model's sweep. The gradient norm (clipping)
+    is counted in no framework. Numpy, broadcasts."""
     strategy, framework = np.asarray(strategy), np.asarray(framework)
     param = np.asarray(param_bytes_per_param, dtype=float)
+    grad = np.asarray(grad_bytes_per_param, dtype=float)
     state = np.asarray(optimizer_bytes_per_param, dtype=float)
-    held = held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param,
-                                     reduce_bytes_per_param)
-    generic = 2.0 * param + held + 2.0 * state
-    fsdp = (2.0 * state + np.maximum(np.asarray(grad_bytes_per_param, dtype=float),
-                                     FSDP_SHARD_BYTES)
-            + np.where(param >= FSDP_SHARD_BYTES, 2.0 * param, 0.0))
-    return np.where((strategy >= ZERO2) & (framework == FSDP), fsdp, generic)
+    default = framework == FSDP
+    mixed = param < FP32_BYTES
+    generic = 2.0 * param + grad + 2.0 * state
+    fp32_update = _fp32_update_bytes(param, state, FP32_BYTES)
+    # a 16-bit gradient cast to fp32 (read g, write 4); fp32 master copied to the 16-bit weights
+    cast = np.where(grad < FP32_BYTES, grad + FP32_BYTES, 0.0)
+    copy_back = np.where(mixed, FP32_BYTES + param, 0.0)
+    # the gradients the default framework reduces: PyTorch DDP's are its parameters' dtype
+    # (fp32 under autocast), Megatron-Core's its main_grad buffer's (§4)
+    reduced = main_grad_bytes_per_param(grad, reduce_bytes_per_param)
+    ddp = np.where(reduced >= FP32_BYTES, _fp32_update_bytes(param, state, reduced), generic)
+    megatron = np.where(reduced < FP32_BYTES, reduced + FP32_BYTES, 0.0) + fp32_update + copy_back
+    fsdp = _fp32_update_bytes(param, state, np.maximum(grad, FSDP_SHARD_BYTES))
+    deepspeed = (2.0 * grad + cast + 2.0 * FP32_BYTES + fp32_update
+                 + np.where(mixed | (strategy <= ZERO2), FP32_BYTES + param, 0.0))
+    return np.select(
+        [default & (strategy == DDP), default & (strategy == ZERO1), default & (strategy >= ZERO2),
+         (framework == DEEPSPEED) & (strategy >= ZERO1)],
+        [ddp, megatron, fsdp, deepspeed], generic)
 
 
 def optimizer_traffic_ratio(strategy, framework, param_bytes_per_param, grad_bytes_per_param,

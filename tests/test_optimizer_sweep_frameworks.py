@@ -1,0 +1,125 @@
+"""Each framework's optimizer step, in bytes per parameter it updates, as read in its source
+(``memory.optimizer_sweep_bytes_per_param``; docs/model.md §4 "The optimizer step by
+framework"), by hand on 8e9 parameters at 3,350 GB/s (an H100), and the same on both paths."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_collective_waits import GPT, HW
+
+from scalesim.model.compute import optimizer_roofline_s
+from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
+from scalesim.model.memory import DDP, ZERO1, ZERO2, ZERO3, optimizer_sweep_bytes_per_param
+from scalesim.model.sharding import DEEPSPEED, FSDP
+from scalesim.model.step import StepInputs, evaluate
+
+PSI = 8e9
+BW = 3.35e12  # B/s
+FULL = PSI * 30 / BW  # the model's sweep of all parameters on one device, 71.642 ms
+
+
+def _optimizer_s(strategy, framework=FSDP, devices=8, **bytes_):
+    base = dict(devices=devices, devices_per_node=8, micro_batch=1, accumulation=1,
+                overhead_s=0.0, per_sample_s=1.0, optimizer_step_s=0.0, backward_fraction=2 / 3,
+                params=PSI, wire_bytes_per_param=2.0, intra_latency_s=1e-6,
+                intra_busbw_GBps=100.0, inter_latency_s=1e-6, inter_busbw_GBps=100.0,
+                blocks=32, strategy=strategy, framework=framework, **bytes_)
+    x = StepInputs(**base)
+    return float(evaluate(x.replace(optimizer_step_s=FULL)).compute_s
+                 - evaluate(x).compute_s)
+
+
+def test_pytorch_ddp_under_autocast_steps_fp32_weights_and_gradients():
+    """fused AdamW on fp32 weights (K's master) and fp32 gradients: reads w, g, m, v (16 B),
+    writes w, m, v (12 B): 8e9 × 28 / 3.35e12 = 66.866 ms a device (was 30 B, 71.642 ms)."""
+    assert _optimizer_s(DDP) == pytest.approx(PSI * 28 / BW, rel=1e-12)
+    assert _optimizer_s(DDP) == pytest.approx(66.866e-3, rel=1e-4)
+    # fp32 training sweeps 2·4 + 4 + 2·8 = 28 as before; a stated 16-bit reduction (a model
+    # cast to bf16, apex O2) keeps the model's 30
+    assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 4.0, 4.0, 8.0)) == 28.0
+    assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 2.0, 2.0, 12.0, 2.0)) == 30.0
+    assert _optimizer_s(DDP, reduce_bytes_per_param=2.0) == pytest.approx(FULL, rel=1e-12)
+
+
+def test_megatron_distributed_optimizer_casts_and_copies_back():
+    """ZeRO-1 on 8: 1e9 parameters a device. fp32 main grads: Adam 2·12 + 4 = 28, the fp32 main
+    shard copied into the bf16 parameter buffer 4 + 2: 34 B, 1e9 × 34 / 3.35e12 = 10.149 ms
+    (was 32 B, 9.552 ms). bf16 main grads: their cast to fp32 first, 2 + 4: 40 B, 11.940 ms
+    (was 30 B, 8.955 ms)."""
+    assert _optimizer_s(ZERO1) == pytest.approx(1e9 * 34 / BW, rel=1e-12)
+    assert _optimizer_s(ZERO1) == pytest.approx(10.149e-3, rel=1e-4)
+    assert _optimizer_s(ZERO1, reduce_bytes_per_param=2.0) == pytest.approx(
+        1e9 * 40 / BW, rel=1e-12)
+    assert _optimizer_s(ZERO1, reduce_bytes_per_param=2.0) == pytest.approx(11.940e-3, rel=1e-4)
+    # fp32 training: the main shard is the parameter (a view), nothing to cast or copy: 28
+    assert float(optimizer_sweep_bytes_per_param(ZERO1, FSDP, 4.0, 4.0, 8.0)) == 28.0
+
+
+def test_deepspeed_flattens_casts_unscales_and_copies_back():
+    """Stages 1-3 in bf16: flatten the gradient partition 2 + 2, cast it to fp32 2 + 4, unscale
+    in place 4 + 4, Adam 2·12 + 4, copy the fp32 partition into the bf16 one 4 + 2: 52 B,
+    1e9 × 52 / 3.35e12 = 15.522 ms a device on 8 (was 30 B, 8.955 ms)."""
+    for zero in (ZERO1, ZERO2, ZERO3):
+        assert _optimizer_s(zero, DEEPSPEED) == pytest.approx(1e9 * 52 / BW, rel=1e-12)
+    assert _optimizer_s(ZERO2, DEEPSPEED) == pytest.approx(15.522e-3, rel=1e-4)
+    # fp32 training: no cast; stages 1-2 copy their fp32 clone back (4 + 4): 8 + 8 + 28 + 8 =
+    # 52; stage 3's fp32 partition is the parameters' own, no copy: 44
+    assert float(optimizer_sweep_bytes_per_param(ZERO2, DEEPSPEED, 4.0, 4.0, 8.0)) == 52.0
+    assert float(optimizer_sweep_bytes_per_param(ZERO3, DEEPSPEED, 4.0, 4.0, 8.0)) == 44.0
+    # stage 0 (its BF16_Optimizer) keeps the model's sweep
+    assert _optimizer_s(DDP, DEEPSPEED) == pytest.approx(FULL, rel=1e-12)
+
+
+@pytest.mark.parametrize("framework", [FSDP, DEEPSPEED])
+@pytest.mark.parametrize("zero", [DDP, ZERO1, ZERO2, ZERO3])
+def test_both_paths_pay_the_same_sweep(framework, zero):
+    """GPT (1.652e9 parameters) at dp 8 on A100s, tp = pp = 1: the layout step's optimizer
+    equals the data-parallel step's given the one-device sweep of all parameters."""
+    x = LayoutInputs(**{**GPT, **HW, **dict(dp=8, tp=1, pp=1, cp=1, zero=zero, micro_batch=1,
+                                            global_batch=8, schedule=0, virtual_stages=1,
+                                            recompute=0, sequence_parallel=False,
+                                            framework=framework)})
+    layout = float(evaluate_layouts(x).compute_s
+                   - evaluate_layouts(x.replace(optimizer_step_s=0.0)).compute_s)
+    full = float(optimizer_roofline_s(1.652e9, 2.0, 2.0, 12.0, 2039.0))
+    shards = 8 if zero >= ZERO1 else 1
+    swept = float(optimizer_sweep_bytes_per_param(zero, framework, 2.0, 2.0, 12.0))
+    assert layout == pytest.approx(1.652e9 / shards * swept / 2039e9, rel=1e-12)
+    base = dict(devices=8, devices_per_node=8, micro_batch=1, accumulation=1, overhead_s=0.0,
+                per_sample_s=1.0, backward_fraction=2 / 3, params=1.652e9,
+                wire_bytes_per_param=2.0, intra_latency_s=1e-6, intra_busbw_GBps=100.0,
+                inter_latency_s=1e-6, inter_busbw_GBps=100.0, blocks=32, strategy=zero,
+                framework=framework)
+    dp = float(evaluate(StepInputs(**base, optimizer_step_s=full)).compute_s
+               - evaluate(StepInputs(**base, optimizer_step_s=0.0)).compute_s)
+    assert dp == pytest.approx(layout, rel=1e-12)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_real_ddp_step_under_autocast_sweeps_what_the_model_counts():
+    """2 gloo ranks, ``torch.autocast(bfloat16)``, fused AdamW (``tests/ddp_optimizer_probe.py``):
+    rank 0's step reads 16 B and writes 12 B per parameter (fp32 weight, gradient, m, v; weight,
+    m, v), all fp32, 28 B: the model's DDP sweep, not its 30."""
+    probe = Path(__file__).with_name("ddp_optimizer_probe.py")
+    done = subprocess.run([sys.executable, str(probe), str(_free_port())],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    step = json.loads(done.stdout.strip().splitlines()[-1])
+    assert step["updated"] == step["params"]  # DDP updates every parameter on every rank
+    assert step["param_dtypes"] == step["grad_dtypes"] == step["dtypes"] == ["float32"]
+    assert step["read"] / step["updated"] == 16.0
+    assert step["written"] / step["updated"] == 12.0
+    assert (step["read"] + step["written"]) / step["updated"] == float(
+        optimizer_sweep_bytes_per_param(DDP, FSDP, 2.0, 2.0, 12.0))
