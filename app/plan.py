@@ -144,6 +144,9 @@ class Plan:
     # the profile the page holds and its links carry (``make_plan``'s argument), before the
     # state's sequence length, intra-server link and split made ``profile`` of it; None: profile
     page_profile: Profile | None = None
+    # scenario B is a faster-links remedy costed at today's devices alone (``unpriced_links``):
+    # its cost leaves the links' price out, so the A/B tab says so and gives no change in money
+    b_unpriced_links: bool = False
 
     @property
     def unit(self) -> str:
@@ -692,6 +695,13 @@ def unpriced_links(r: RemedyResult) -> bool:
             and r.prediction.fits)
 
 
+def ab_cost_label(unpriced: bool) -> str:
+    """The A/B tab's cost metric's label: 'Cost', or where the run buys faster links its cost
+    leaves out (``Plan.b_unpriced_links``) 'Cost (the devices only, ...)', ``UNPRICED_LINKS``'
+    words, so a network with no public price does not read as halving the bill."""
+    return f"Cost ({UNPRICED_LINKS.removeprefix('cost: ')})" if unpriced else "Cost"
+
+
 def remedy_note(r: RemedyResult) -> str:
     """A remedy's note in the app's and the report's tables: its reason, and where its cost
     leaves out the links it buys, that (``UNPRICED_LINKS``)."""
@@ -865,6 +875,8 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     b_label, b_profile, b_scenario, b_devices = _scenario_b(state, profile, scenario, focus,
                                                             remedies, best, decision)
     b_focus, b_rows = None, []
+    b_pick = (None if state.b == "more_devices" else best if state.b == "best"
+              else next((r for r in remedies if r.key == state.b), None))
     if state.b == "more_devices" and decision is not None and decision.added is not None:
         b_focus = decision.added.p  # the card's own prediction: its time and money, no other
     elif b_devices is not None:
@@ -882,7 +894,8 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
                 decision=decision, refusals=[r for r in [device_list_refusal(state, words),
                                                          top_count_refusal(state, profile,
                                                                            scenario)] if r],
-                page_profile=page_profile)
+                page_profile=page_profile,
+                b_unpriced_links=b_pick is not None and unpriced_links(b_pick))
 
 
 LAYOUT_TOP = 12  # layouts in the Layouts tab's ranked table and chart

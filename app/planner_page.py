@@ -72,6 +72,7 @@ from .plan import (
     MAKES_IT_RUN,
     VS_SCHEDULES,
     Plan,
+    ab_cost_label,
     ab_misfit,
     against_now_text,
     count_unit,
@@ -808,7 +809,8 @@ def _tab_ab(plan: Plan) -> None:
         if out is not None:
             column.error(f"{out}.")
         else:
-            _ab_metrics(column, plan, p, a if column is right and a_out is None else None)
+            _ab_metrics(column, plan, p, a if column is right and a_out is None else None,
+                        unpriced=column is right and plan.b_unpriced_links)
     if a_out is not None and b_out is None:
         right.success(f"B {makes_it_run_text(b.samples_per_s, plan.unit, plan.words)}.")
     chart = charts.ab_chart(plan)
@@ -816,8 +818,12 @@ def _tab_ab(plan: Plan) -> None:
         _chart(chart, charts.chart_text(plan, "a_vs_b"))
 
 
-def _ab_metrics(column, plan: Plan, p: Prediction, ref: Prediction | None) -> None:
-    """A run's numbers on the A/B tab, with its change against ``ref`` (A, where both run)."""
+def _ab_metrics(column, plan: Plan, p: Prediction, ref: Prediction | None,
+                unpriced: bool = False) -> None:
+    """A run's numbers on the A/B tab, with its change against ``ref`` (A, where both run).
+    ``unpriced``: the run buys faster links its cost leaves out (``Plan.b_unpriced_links``):
+    its cost is labelled so (``UNPRICED_LINKS``) and has no change against A, whose money it
+    does not compare with."""
 
     def rel(new: float | None, old: float | None) -> str | None:
         if ref is None or new is None or old is None or old == 0:
@@ -833,8 +839,11 @@ def _ab_metrics(column, plan: Plan, p: Prediction, ref: Prediction | None) -> No
     (t, cost), (t_ref, cost_ref) = finish(plan, p), finish(plan, ref)
     if t is not None:
         column.metric("Time to finish", duration(t), rel(t, t_ref), delta_color="inverse")
-    if cost is not None:
-        column.metric("Cost", f"${amount(cost)}", rel(cost, cost_ref), delta_color="inverse")
+    if cost is not None and unpriced:
+        column.metric(ab_cost_label(True), f"${amount(cost)}")
+    elif cost is not None:
+        column.metric(ab_cost_label(False), f"${amount(cost)}", rel(cost, cost_ref),
+                      delta_color="inverse")
 
 
 def goal_controls(words: Nouns) -> GoalControls:
