@@ -784,9 +784,12 @@ def chart_text(plan: Plan, name: str) -> str:
             return (f"None of the options shown fits in {plan.words.memory}: no bar, no time "
                     "or money.")
         fast = min(runs, key=lambda o: o.time_s)
-        cheap = min(runs, key=lambda o: o.cost_usd)
+        # the cheapest of those whose cost is all they buy: a faster-links remedy's is today's
+        # devices alone (``Option.priced``), a lower bound no priced option can be weighed against
+        priced = [o for o in runs if o.priced]
+        cheap = min(priced, key=lambda o: o.cost_usd) if priced else None
         said = [("Fastest and cheapest that runs", fast)] if fast is cheap else [
-            ("Fastest that runs", fast), ("Cheapest that runs", cheap)]
+            ("Fastest that runs", fast), *([("Cheapest that runs", cheap)] if cheap else [])]
         return (" ".join(f"{head}: {o.label}, {duration_text(o.time_s)} for "
                          f"${amount(o.cost_usd)}." for head, o in said)
                 + (f" No bar, {DOES_NOT_FIT} in {plan.words.memory}: {'; '.join(out)}."

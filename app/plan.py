@@ -108,6 +108,9 @@ class Option:
     fits: bool
     time_s: float | None = None  # time to finish, large-batch penalty included (training_time)
     billed_devices: int | None = None  # a card option's (its own billing); None: the goal's
+    # False where the cost leaves out links it buys (``unpriced_links``: today's devices alone,
+    # a lower bound), so it is never named the cheapest (``charts.chart_text``)
+    priced: bool = True
 
 
 @dataclass(frozen=True)
@@ -731,15 +734,17 @@ def card_options(decision: DecisionCard | None, options: list[Option]) -> list[O
     return out
 
 
-def _option(kind: str, label: str, p: Prediction, goal: Goal, reference_batch: int) -> Option:
-    """An option with its time to finish (large-batch penalty against ``reference_batch``)."""
+def _option(kind: str, label: str, p: Prediction, goal: Goal, reference_batch: int,
+            priced: bool = True) -> Option:
+    """An option with its time to finish (large-batch penalty against ``reference_batch``);
+    ``priced`` False where its cost leaves out links it buys (``Option.priced``)."""
     t = time_to_goal_s(goal, p.step_time_s, p.global_batch, reference_batch)
     cost = cost_usd(goal, t, p.devices)
     if not p.fits:
         label += NOT_RUNNABLE_SUFFIX
     return Option(kind, label, p.devices, p.samples_per_s, p.time_to_train_s,
                   p.time_to_quality_s, None if cost is None else float(cost), p.fits,
-                  None if t is None else float(t))
+                  None if t is None else float(t), priced=priced)
 
 
 def _quality_sweep(profile: Profile, scenario: Scenario, devices: int):
@@ -861,7 +866,7 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         if r.helps and r.prediction is not None:
             options.append(_option("remedy", f"{r.title} ({words.count(focus.devices)}"
                                    f"{'; ' + UNPRICED_LINKS if unpriced_links(r) else ''})",
-                                   r.prediction, goal, ref))
+                                   r.prediction, goal, ref, priced=not unpriced_links(r)))
     try:
         decision = decide(profile, scenario, focus.devices)
     except ScalesimError as exc:

@@ -67,3 +67,26 @@ def test_ab_tabs_cost_of_a_priced_change_keeps_its_change_against_a():
     assert [m.label for m in costs] == ["Cost", "Cost"]
     assert costs[1].delta == f"{hand_b / hand_a - 1:+.1%}", costs[1].delta
 
+
+def test_hours_and_cost_words_never_name_an_unpriced_network_the_cheapest():
+    """bert-large on 32 a2-highgpu-8g GPUs (4 servers), 1e8 samples. By hand: HDR InfiniBand
+    (no public price) 1.8 h x 32 x $3.673375 = $206, the devices alone; EFA (AWS p4d.24xlarge,
+    $32.7726 a server-hour, 4 servers = $131.09/h) 1.9 h = $244, its network included. The
+    chart's words said "Fastest and cheapest that runs: ... HDR InfiniBand ... $206" while the
+    decision card recommends EFA for $244: a lower bound was called the cheapest. Now the
+    cheapest is named among the options whose cost is all they buy: EFA, as the card says."""
+    from scalesim.app.charts import chart_text
+
+    plan = _plan(grid="list", dlist="32", train=1e8)
+    hdr = next(o for o in plan.options if o.label.startswith("Faster inter-server network"))
+    efa = next(o for o in plan.options if o.label.startswith("Network: 4 x 100 Gb/s EFA"))
+    assert not hdr.priced and efa.priced
+    assert hdr.cost_usd == pytest.approx(hdr.time_s / 3600 * 32 * A2_GPU_HOUR, rel=1e-12)
+    assert efa.cost_usd == pytest.approx(efa.time_s / 3600 * 4 * 32.7726, rel=1e-12)
+    assert hdr.cost_usd < efa.cost_usd  # the lower bound is below the priced network's money
+    assert min(o.cost_usd for o in plan.options if o.fits and o.priced) == efa.cost_usd
+    words = chart_text(plan, "hours")
+    assert words.startswith("Fastest that runs: Faster inter-server network"), words
+    assert f"Cheapest that runs: {efa.label}, 1.9 h for $244." in words, words
+    assert "cheapest" not in words.split("Cheapest that runs")[0].lower(), words
+    assert plan.decision.recommendation.startswith("Upgrade the inter-server network to 4 x 100")
