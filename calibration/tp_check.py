@@ -135,9 +135,10 @@ def _worker(args) -> dict | None:
     everyone = gathered_rounds(dist, rounds)
     if everyone is None:
         return None
-    if args.raw:
-        with open(args.raw, "w", encoding="utf-8") as handle:
-            json.dump(everyone, handle)
+    if args.raw:  # atomically, as every file scalesim writes
+        from scalesim.jsonio import atomic_write_text
+
+        atomic_write_text(args.raw, json.dumps(everyone) + "\n")
     return summarise(args, everyone, np)
 
 

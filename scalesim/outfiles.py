@@ -3,9 +3,11 @@ OS error as one line.
 
 - A symlink is followed to its real target, which is written (the link stays a link).
 - A regular file (or a new one) is written to a temporary file in the target's folder, flushed to
-  disk and renamed over the target (``os.replace``, atomic on POSIX): a crash leaves the old file
-  or the new one, never a part. The new file gets the old one's permission bits (and, where
-  allowed, its owner), or for a new file ``0o666`` less the process umask, as ``open`` would.
+  disk and renamed over the target (``os.replace``, atomic on POSIX), then the folder is flushed
+  too (the rename is an entry of the folder: without it a power cut may undo a write reported
+  done): a crash leaves the old file or the new one, never a part. The new file gets the old
+  one's permission bits (and, where allowed, its owner), or for a new file ``0o666`` less the
+  process umask, as ``open`` would.
 - Anything else that exists (``/dev/null``, a named pipe), and any existing path under ``/dev/``
   or ``/proc/PID/fd/`` (``/dev/stdout``: the shell's redirection, maybe ``>>``), is opened and
   written in place: renaming a regular file over a device would replace the device.
@@ -82,6 +84,21 @@ def _in_place(target: Path, st: os.stat_result | None) -> bool:
     return bool(_SYSTEM_STREAM.match(str(target))) or not stat.S_ISREG(st.st_mode)
 
 
+def _sync_folder(folder: Path) -> None:
+    """Flush ``folder``'s entries to disk (the rename just made in it); a file system that
+    cannot flush a folder (some network ones refuse it) leaves it to the kernel, as before."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def free_bytes(path: str | os.PathLike[str]) -> int | None:
     """Free bytes of the disk a new ``path`` would be stored on; None when it is written in place
     (a device or pipe stores nothing) or the disk cannot be asked."""
@@ -148,6 +165,7 @@ def open_output(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
             os.fsync(handle.fileno())
         os.replace(tmp_name, real)
         tmp_name = None
+        _sync_folder(real.parent)
     except OSError as exc:
         raise _problem(target, exc) from None
     finally:
