@@ -87,11 +87,13 @@ def _lock_outputs(ctx, args, folder):
     from scalesim.calibration.state import FolderLock
 
     from scalesim.outfiles import check_writable
+    from scalesim.profiles import refuse_newer_profile_out
 
     lock, error = None, None
     if ctx.is_main:
         try:
             check_writable(args.out)
+            refuse_newer_profile_out(args.out)
             if not args.state_dir and _not_a_regular_file(args.out):
                 raise ScalesimError(
                     f"--out {args.out} is not a regular file, so the per-phase "

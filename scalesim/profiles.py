@@ -28,7 +28,7 @@ from scalesim.errors import (
     require_text,
 )
 from scalesim.figures import count, rate
-from scalesim.jsonio import parse_model, read_json, version_text
+from scalesim.jsonio import parse_model, read_json, version_number, version_text
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.model.memory import STRATEGIES, optimizer_traffic_ratio
 from scalesim.model.sharding import FSDP
@@ -567,6 +567,30 @@ def parse_profile(data: Any, what: str = "profile") -> Profile:
 def load_profile(path: str | os.PathLike[str]) -> Profile:
     """Read and validate a profile JSON file."""
     return parse_profile(read_json(require_path(path, "path")), str(path))
+
+
+def refuse_newer_profile_out(path: str | os.PathLike[str]) -> None:
+    """Raise (one line) where ``path``, an ``--out`` a calibration is about to write over, holds
+    a profile a newer scalesim wrote: this version's profile would replace it, and what this
+    version cannot read would be lost. No file, no JSON, another kind or an older profile: left
+    to the writer, as before."""
+    if not os.path.isfile(path):
+        return
+    try:
+        data = read_json(path)
+    except ScalesimError:
+        return
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if not (isinstance(version, str) and version.startswith(PROFILE_VERSION.rpartition("/")[0])
+            and (version_number(version) or 0) > (version_number(PROFILE_VERSION) or 0)):
+        return
+    from scalesim import __version__
+
+    raise ScalesimError(
+        f"--out {path} is a profile a newer scalesim wrote (schema_version {version!r}); this "
+        f"scalesim ({__version__}) writes {PROFILE_VERSION!r} and would replace it, losing what "
+        "it cannot read: upgrade scalesim, or give another --out"
+    )
 
 
 def _json_path(spec: str) -> bool:

@@ -40,6 +40,7 @@ from scalesim.profiles import (
     default_profile,
     load_profile,
     profile_from_presets,
+    refuse_newer_profile_out,
 )
 from scalesim.schemas import (
     ComputeCurve,
@@ -523,6 +524,8 @@ def calibrate_from_sources(out: str | os.PathLike[str], nccl_tests_files=(), tra
         from scalesim.sources.nvidia_smi import parse_topo_file
 
         topo = parse_topo_file(topo_file)
+    if write and base is not None:  # else a newer --out is read as the base, and refused so
+        refuse_newer_profile_out(out)
     profile, fresh, origin = base_profile(out, base)
     report = [origin]
     preset = traced_preset = None
