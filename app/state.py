@@ -847,7 +847,9 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     version = flat.pop("v", None)
     if version not in READ_VERSIONS:
         # the fact only: the app's box says what to do once (planner_page.link_problems)
-        what = "has no version" if version is None else f"is in format v{_shown(version)[:10]}"
+        what = ("has no version" if version is None
+                else f"has an empty version ('v='): {CUT_SHORT}" if version == ""
+                else f"is in format v{_shown(version)[:10]}")
         newer = version is not None and version.isdecimal() and int(version) > LINK_VERSION
         messages.append(f"this link {what}" + (", made by a newer scalesim" if newer else "")
                         + f"; this scalesim reads v1 to v{LINK_VERSION} links, so it shows the "
