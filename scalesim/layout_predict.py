@@ -67,6 +67,7 @@ from scalesim.model.kept import Kept
 from scalesim.model.layout_step import (
     LayoutInputs,
     LayoutResult,
+    distinct_rows,
     evaluate_layouts,
     evaluate_together,
 )
@@ -285,6 +286,9 @@ class LayoutRows:
     matmul_efficiency: np.ndarray  # pinned share of the peak
     peak_known: bool
     one_device_fits: np.ndarray  # the one-device run speed-up is against fits in memory
+    # one device holds the model: its run fits at one sample per micro-step (predict's
+    # ``Prediction.one_device_holds_model``; ``one_device_fits`` where that fits already)
+    one_device_holds_model: np.ndarray
 
 
 def layout_hardware(profile: Profile) -> Hardware:
@@ -845,6 +849,17 @@ def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
                         f"{nouns.devices})", knobs=("shard_group",))
 
 
+def _one_sample_fits(base: LayoutInputs, k, supply, fits_of) -> np.ndarray:
+    """``fits_of(inputs, accumulation, loader supply)`` (the one-device run at one sample per
+    micro-step, ``evaluate_rows``) of each row of ``base``, evaluated once per distinct row
+    (``distinct_rows``: a sweep's rows differ in their splits, which that run has none of)."""
+    distinct = distinct_rows(base, k, supply)
+    if distinct is None:
+        return fits_of(base, np.asarray(k), supply)
+    inputs, (k1, supply1), row, shape = distinct
+    return np.broadcast_to(fits_of(inputs, k1, supply1), k1.shape)[row].reshape(shape)
+
+
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
                   base_micro_batch, tp=None, pp=None, zero=None, shard_group=None,
                   overrides: dict | None = None, cp=None) -> LayoutRows:
@@ -900,17 +915,24 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                      per_step_s=profile.compute.per_step_s,
                      loader_samples_per_s=supply)
     base_b = np.asarray(base_micro_batch, dtype=np.int64)
-    alone = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=base_b, global_batch=base_b * k,
-                         schedule=0, virtual_stages=1, recompute=recompute,
-                         recompute_early_stop=early_stop, recompute_op_sac=op_sac,
-                         sequence_parallel=False, device_cv=0.0, jitter_cv=0.0,
-                         slow_factor=1.0, devices_per_node=1,
-                         optimizer_step_s=measured_optimizer_s(profile, 1),
-                         per_step_s=profile.compute.per_step_s,
-                         **dict(zip(("efficiency", "kernel_bandwidth_GBps"),
-                                    pinned_compute(profile, base, base_b, 1), strict=True)),
-                         loader_samples_per_s=supply_alone)
-    result, one = evaluate_together([x, alone])  # the rows and their baseline in one call
+
+    def one_device(inputs, k, b1, supply):  # the unsplit model on one device, b1 a micro-step
+        return inputs.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b1, global_batch=b1 * k,
+                              schedule=0, virtual_stages=1, recompute=recompute,
+                              recompute_early_stop=early_stop, recompute_op_sac=op_sac,
+                              sequence_parallel=False, device_cv=0.0, jitter_cv=0.0,
+                              slow_factor=1.0, devices_per_node=1,
+                              optimizer_step_s=measured_optimizer_s(profile, 1),
+                              per_step_s=profile.compute.per_step_s,
+                              **dict(zip(("efficiency", "kernel_bandwidth_GBps"),
+                                         pinned_compute(profile, inputs, b1, 1), strict=True)),
+                              loader_samples_per_s=supply)
+
+    result, one = evaluate_together([x, one_device(base, k, base_b, supply_alone)])  # at once
+    holds = one.fits  # and where some baseline does not fit: the model, at one sample?
+    if (~np.asarray(one.fits) & (base_b > 1)).any():
+        holds = _one_sample_fits(base, k, supply_alone, lambda inputs, k1, supply: (
+            evaluate_layouts(one_device(inputs, k1, np.ones_like(k1), supply)).fits))
     speedup = result.samples_per_s / one.samples_per_s
     shape = result.step_time_s.shape
 
@@ -922,7 +944,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
         devices=full(p), nodes=full(nodes), devices_per_node=full(per_node), dp=full(dp),
         tp=full(tp), pp=full(pp), cp=full(cp), micro_batch=full(b), accumulation=full(k),
         global_batch=full(gb), matmul_efficiency=full(eff, float), peak_known=peak_known,
-        one_device_fits=full(one.fits, bool))
+        one_device_fits=full(one.fits, bool), one_device_holds_model=full(holds, bool))
 
 
 def replica_loader_supply(profile: Profile, scenario: Scenario, counts,

@@ -597,10 +597,7 @@ def _split_rows(profile: Profile, scenario: Scenario):
         if unused:  # a setting its layout does not run (the pipeline's: a layout rule above)
             raise ScalesimError(rule)
     rows = lp.evaluate_rows(profile, scenario, p, b, k, base_b)
-    holds = rows.one_device_fits
-    if not np.all(holds):  # the baseline's micro-batch, or the model? (one sample per micro-step)
-        holds = lp.evaluate_rows(profile, scenario, p, b, k, np.ones_like(base_b)).one_device_fits
-    return rows, base_b, holds
+    return rows, base_b, rows.one_device_holds_model  # the model at one sample per micro-step
 
 
 def predict(profile: Profile, scenario: Scenario | None = None) -> list[Prediction]:

@@ -103,6 +103,14 @@ OUTPUT_COLUMNS = ("step_time_s", "compute_s", "exposed_comm_s", "data_stall_s", 
                   "comm_total_s", "samples_per_s", "speedup", "efficiency", "memory_bytes", "fits")
 
 
+# ``SweepResult.baseline``: each row's ``Prediction`` fields that predict's notes of the
+# one-device baseline and of efficiency above 100 % read (``predict.one_device_note``,
+# ``above_linear_note``): whether one device holds the baseline's micro-batch, whether it holds
+# the model at one sample, that micro-batch (samples), and the group sharding the ZeRO states
+# (ranks; 0 under ddp, predict's None)
+BASELINE_FIELDS = ("one_device_fits", "one_device_holds_model", "one_device_micro_batch",
+                   "shard_group")
+
 # Rows evaluated at once: the model's arrays for one chunk take about 40 MB.
 CHUNK_ROWS = 1 << 17
 MAX_ROWS = 10**9  # a larger grid is refused: hours of evaluation for any use of its rows
@@ -119,6 +127,9 @@ class SweepResult:
     # a one-value layout setting or shard group (``SweepPlan.ignorable``) -> (rows that run
     # without it, the first such row in words): its column says what each row runs
     ignored: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # not written: what predict's notes read of each row (``BASELINE_FIELDS``, the rows'
+    # order), for ``cmd_sweep.BaselineRows``; {} where a result has no rows evaluated
+    baseline: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -151,10 +162,11 @@ class SweepPlan:
     def memory_bytes(self) -> int:
         """Bytes of the whole result held in memory: the swept axes at their own width, the
         layout columns (nodes, micro_batch, accumulation, global_batch) and every output at
-        8 bytes (``fits``: 1)."""
+        8 bytes (``fits``: 1), and ``SweepResult.baseline`` (two flags, two 8-byte numbers)."""
         layout_columns = {"nodes", "micro_batch", "accumulation", "global_batch"} - set(self.axes)
         per_row = (sum(values.itemsize for values in self.axes.values())
-                   + 8 * len(layout_columns) + 8 * (len(OUTPUT_COLUMNS) - 1) + 1)
+                   + 8 * len(layout_columns) + 8 * (len(OUTPUT_COLUMNS) - 1) + 1
+                   + 2 * 1 + 2 * 8)  # BASELINE_FIELDS
         if self.profile.workload.transformer is not None:  # + dp, tp, pp and bubble_s
             per_row += 8 * len(set(LAYOUT_COLUMNS + LAYOUT_AXES) - set(self.axes))
             if "cp" not in self.axes and self.base.layout is not None and self.base.layout.cp > 1:
@@ -547,7 +559,8 @@ def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
                      "shard_group": shard,
                      **input_changes(grid, inter_nic_share(profile.hardware, base))}
     inputs = inputs.replace(**changes)
-    result, speedup, efficiency = evaluate_scaling(inputs, base_micro)
+    result, speedup, efficiency, one = evaluate_scaling(inputs, base_micro, with_baseline=True)
+    one_fits = within_measured_memory(profile, one.fits, base_micro)
 
     columns = dict(grid)
     if "shard_group" in grid:  # the group that shards the states, as predict --json says it:
@@ -573,8 +586,31 @@ def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
         columns["bubble_s"] = np.broadcast_to(result.bubble_s, result.step_time_s.shape)
     if "shard_group" in grid:
         columns[SHARD_GROUP_ASKED] = grid["shard_group"]
+    holds = _holds_model(one_fits, base_micro, lambda: within_measured_memory(
+        profile, evaluate_scaling(inputs, np.ones_like(base_micro), with_baseline=True)[3].fits, 1))
+    group = np.where(strategy == DDP, 0, np.where(shard > 0, np.minimum(shard, p), p))
     return SweepResult(columns=columns, dropped=int((~keep).sum()) + dropped_layout,
-                       dropped_layout=dropped_layout, layout_example=example, ignored=ignored)
+                       dropped_layout=dropped_layout, layout_example=example, ignored=ignored,
+                       baseline=_baseline(one_fits, holds, base_micro, group))
+
+
+def _holds_model(one_fits, base_micro, fits_at_one: Callable[[], np.ndarray]) -> np.ndarray:
+    """Whether one device holds each row's model (``Prediction.one_device_holds_model``):
+    ``one_fits`` where every baseline fits or the rows short of memory run one sample a
+    micro-step already, else ``fits_at_one()``, the baseline evaluated at one sample, as
+    predict evaluates it (only then: the rows' evaluation once more)."""
+    short = ~np.asarray(one_fits, dtype=bool)
+    if not (short & (np.asarray(base_micro) > 1)).any():
+        return np.asarray(one_fits, dtype=bool)
+    return np.asarray(fits_at_one(), dtype=bool)
+
+
+def _baseline(one_fits, holds, base_micro, shard_group) -> dict[str, np.ndarray]:
+    """``SweepResult.baseline`` of the rows, ``BASELINE_FIELDS`` in order, as arrays."""
+    values = (one_fits, holds, base_micro, shard_group)
+    shape = np.shape(base_micro)
+    return {name: np.broadcast_to(np.asarray(v), shape).copy()
+            for name, v in zip(BASELINE_FIELDS, values, strict=True)}
 
 
 def _shard_groups_at(base, grid: dict[str, np.ndarray], p, strategy, words: Nouns):
@@ -683,7 +719,17 @@ def _evaluate_groups(grid: dict[str, np.ndarray], names: list[str], row_key: str
                        dropped_layout=sum(part.dropped_layout for part in parts),
                        layout_example=next((part.layout_example for part in parts
                                             if part.layout_example), ""),
-                       ignored=merge_ignored(parts))
+                       ignored=merge_ignored(parts),
+                       baseline={name: values[order] for name, values in
+                                 merge_baseline(parts).items()})
+
+
+def merge_baseline(results) -> dict[str, np.ndarray]:
+    """``SweepResult.baseline`` of several results (parts or chunks), concatenated in their
+    order; {} where none has one."""
+    names = next((list(r.baseline) for r in results if r.baseline), [])
+    return {name: np.concatenate([r.baseline[name] for r in results if r.baseline])
+            for name in names}
 
 
 def merge_ignored(results) -> dict[str, tuple[int, str]]:
@@ -835,9 +881,14 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
         columns["mfu"] = np.broadcast_to(r.mfu, r.step_time_s.shape)
     if "shard_group" in grid:
         columns[SHARD_GROUP_ASKED] = grid["shard_group"]
+    ranks = rows.dp * rows.cp  # the ZeRO states shard over dp x cp, or the group asked in it
+    group = np.where(zero == 0, 0, ranks if shard is None else
+                     np.where(shard > 0, np.minimum(shard, ranks), ranks))
     return SweepResult(columns=columns, dropped=int((~keep).sum()),
                        dropped_layout=int((~layout_ok).sum()), layout_example=example,
-                       ignored=ignored)
+                       ignored=ignored,
+                       baseline=_baseline(rows.one_device_fits, rows.one_device_holds_model,
+                                          base_micro, group))
 
 
 def _unused_settings_of_rows(grid: dict[str, np.ndarray], split, tp,
@@ -958,7 +1009,7 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
                        dropped_layout=sum(c.dropped_layout for c in chunks),
                        layout_example=next((c.layout_example for c in chunks
                                             if c.layout_example), ""),
-                       ignored=merge_ignored(chunks))
+                       ignored=merge_ignored(chunks), baseline=merge_baseline(chunks))
 
 
 def _codes(values: np.ndarray, table: dict[str, int], what: str) -> np.ndarray:

@@ -255,14 +255,64 @@ class BubbleRows:
         return sweep_bubble_note(self.rows, self.count, written, self.first, strong, schedule, words.devices)
 
 
-def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None) -> tuple[int, int, int, str, dict]:
+class BaselineRows:
+    """What predict's notes of the one-device baseline say of the rows a sweep writes
+    (``predict.above_linear_note``: the row of highest efficiency above 100 %;
+    ``predict.one_device_note``: the first row whose one-device run does not fit, and the first
+    whose one device cannot hold the model), recorded chunk by chunk as the rows stream out."""
+
+    def __init__(self) -> None:
+        self.top = None  # the row of highest efficiency, the first of equals
+        self.short: list = []  # the first row short of memory at one device; the first
+        # that cannot hold the model, where it is another
+
+    def add(self, columns: dict, baseline: dict) -> None:
+        """Record one chunk's rows (``SweepResult.columns`` and ``.baseline``)."""
+        import numpy as np
+
+        if not baseline or not len(columns["efficiency"]):
+            return
+        i = int(np.argmax(columns["efficiency"]))
+        if self.top is None or columns["efficiency"][i] > self.top.efficiency:
+            self.top = self._row(columns, baseline, i)
+        short = np.flatnonzero(~baseline["one_device_fits"])
+        if short.size and not self.short:
+            self.short.append(self._row(columns, baseline, int(short[0])))
+        lost = short[~baseline["one_device_holds_model"][short]]
+        if lost.size and all(r.one_device_holds_model for r in self.short):
+            self.short.append(self._row(columns, baseline, int(lost[0])))
+
+    @staticmethod
+    def _row(columns: dict, baseline: dict, i: int) -> SimpleNamespace:
+        """Row ``i`` with the ``Prediction`` fields the notes read (tp x pp 1 without a
+        layout; a shard group of 0 is predict's None: ddp)."""
+        fields = {k: v[i].item() for k, v in {**columns, **baseline}.items()
+                  if k in ("devices", "tp", "pp", "accumulation", "global_batch", "efficiency",
+                           *baseline)}
+        group = fields.pop("shard_group")
+        return SimpleNamespace(**{"tp": 1, "pp": 1, **fields, "shard_group": group or None})
+
+    def notes(self, plan) -> list[str]:
+        """predict's notes of the rows recorded, in the profile's words: efficiency above
+        100 %, then the one-device baseline that does not fit."""
+        from scalesim.predict import above_linear_note, one_device_note
+
+        words = nouns_for(plan.profile.hardware.device_name)
+        notes = (above_linear_note([self.top] if self.top else [], words),
+                 one_device_note(self.short, words))
+        return [n for n in notes if n]
+
+
+def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
+           baseline: BaselineRows | None = None) -> tuple[int, int, int, str, dict]:
     """Stream every row of ``plan`` to ``handle``; returns the rows written, the combinations
     dropped, of those the layouts that break a rule, the first such layout with its rule
     (``SweepResult.layout_example``, '' for none) and the rows that run without a one-value
     layout flag (``SweepResult.ignored``, ``ignored_notes``). A sweep that keeps no row writes
     nothing and raises, its drops counted by reason: the data-parallel sweep refuses that case
     before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs.
-    ``bubbles``: records the rows whose pipeline bubble is large."""
+    ``bubbles``: records the rows whose pipeline bubble is large; ``baseline``: what predict's
+    notes of the one-device baseline read of the rows."""
     from scalesim.predict import input_pipeline_modelled
     from scalesim.sweep import iter_sweep, merge_ignored
 
@@ -278,6 +328,8 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None) -> tuple[i
             continue
         if bubbles is not None:
             bubbles.add(chunk.columns, written)
+        if baseline is not None:
+            baseline.add(chunk.columns, chunk.baseline)
         written += chunk.size
         if first:
             handle.write("[" if fmt == "json" else ",".join(chunk.columns) + "\n")
@@ -586,14 +638,14 @@ def run(args: argparse.Namespace) -> int:
         argparse.Namespace(**{**vars(args), "seq_len": seq})),  # as predict --seq-len reads it
         refuse_counts=True)  # a list none runs: predict's line, every count named
     check_size(plan)
-    bubbles = BubbleRows()
+    bubbles, baseline = BubbleRows(), BaselineRows()
     if args.out is not None:  # '' too: refused by name, not taken for stdout
         check_writable(args.out)
         _check_disk(args.out, _estimated_bytes(plan, fmt), plan.rows)
         with open_output(args.out) as handle:
-            written, *dropped, ignored = _write(handle, plan, fmt, bubbles)
+            written, *dropped, ignored = _write(handle, plan, fmt, bubbles, baseline)
     else:
-        written, *dropped, ignored = _write(sys.stdout, plan, fmt, bubbles)
+        written, *dropped, ignored = _write(sys.stdout, plan, fmt, bubbles, baseline)
     note = dropped_note(*dropped, words=nouns_for(profile.hardware.device_name))
     if args.out is not None:
         print(f"wrote {written} scenarios to {args.out}" + (f" ({note})" if note else ""), file=sys.stderr)
@@ -602,5 +654,7 @@ def run(args: argparse.Namespace) -> int:
     for line in sweep_notes(plan) + ignored_notes(plan, ignored, written):  # stderr: stdout
         print(f"note: {line}", file=sys.stderr)  # holds only the rows
     if note := bubbles.note(plan, written):  # predict's note, once, naming the rows
+        print(f"note: {note}", file=sys.stderr)
+    for note in baseline.notes(plan):  # predict's: efficiency above 100 %, the baseline
         print(f"note: {note}", file=sys.stderr)
     return 0

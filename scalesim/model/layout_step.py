@@ -514,6 +514,27 @@ def evaluate_together(inputs: list[LayoutInputs]) -> list[LayoutResult]:
             for i in range(len(inputs))]
 
 
+def distinct_rows(x: LayoutInputs, *extra):
+    """``x``'s rows with each distinct one once (rows alike in every field of ``x`` and value
+    of the arrays ``extra``, broadcast with them; numbers compared as float64), for fewer
+    evaluations where many rows share their inputs (a sweep's one-device runs, alike over the
+    parallel axes): (``x`` at the distinct rows, ``extra`` at them, each row's distinct row,
+    the rows' shape); None where there are no rows or a field is not a number."""
+    names = [f.name for f in dataclasses.fields(LayoutInputs) if f.name != "intra_subset_shares"
+             and getattr(x, f.name) is not None]
+    arrays = {n: np.asarray(getattr(x, n)) for n in names}
+    extra = [np.asarray(e) for e in extra]
+    shape = np.broadcast_shapes(*(a.shape for a in [*arrays.values(), *extra]))
+    if not shape or any(a.dtype.kind not in "biuf" for a in [*arrays.values(), *extra]):
+        return None
+    columns = {n: np.broadcast_to(a, shape).ravel() for n, a in arrays.items() if a.ndim}
+    rest = [np.broadcast_to(e, shape).ravel() for e in extra]
+    keys = np.stack([c.astype(np.float64) for c in [*columns.values(), *rest]], axis=1)
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    return (x.replace(**{n: c[first] for n, c in columns.items()}), [e[first] for e in rest],
+            np.ravel(inverse), shape)
+
+
 def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     """Step time, its breakdown, throughput, utilisation and memory of every layout in ``x``."""
     dp, tp, pp, cp = (np.asarray(v, dtype=int) for v in (x.dp, x.tp, x.pp, x.cp))
