@@ -46,7 +46,8 @@ option makes today's layout fit, the sentence names what is done already and the
 it searched (``_nothing_fits``); that count is the card's **more devices** option, priced for
 its billed devices like the others, with the scenario changes that reproduce it (``changes``).
 Where "Nx one device" is against a device that cannot hold the model, a note says so
-(``predict.one_device_note``). The CLI (``scalesim decide``) and the app call this same
+(``predict.one_device_note``); where it is more than N, a note says why
+(``predict.above_linear_note``). The CLI (``scalesim decide``) and the app call this same
 function, so their numbers are equal.
 """
 
@@ -69,6 +70,7 @@ from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_nee
 from scalesim.network_upgrades import NetworkUpgrade, network_scenarios
 from scalesim.predict import (
     Prediction,
+    above_linear_note,
     data_parallel_ranks,
     inter_busbw_GBps_of,
     one_device_note,
@@ -1380,6 +1382,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         question = f"{gpus}: what should we do?"
     elif now.fits:
         question = f"{gpus} give {now.speedup:.1f}x one {words.device}: what should we do?"
+        if note := above_linear_note([now], words):  # more than Nx on N devices: why
+            notes.append(note)
         if note := one_device_note([now], words):
             notes.append(note)
     else:
