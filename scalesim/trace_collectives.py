@@ -706,7 +706,12 @@ def within_stages(summaries, cr: dict, staged: tuple) -> tuple[dict, str]:
     from scalesim.trace_ranks import cross_rank
 
     p, stages, _ = staged  # ``pipeline_stages``
-    if p < 2 or None in stages:
+    if p < 2:
+        return cr, ""
+    # the slowest across stages is the pipeline's shape: the model's micro-step stays every
+    # rank's median (``cross_rank``'s waiting ranks would be the other stages)
+    cr = dict(cr, waiting_compute_s=cr["compute_s"], waiting_data_wait_s=cr["data_wait_s"])
+    if None in stages:
         return cr, ""
     keys = ("straggler_wait_s", "slowest_rank", "slowest_consistency", "slowest_factor",
             "slowest_counts", "steps_compared")

@@ -901,7 +901,9 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
         return None, []
     step = cr["step_s"]
     k = micro_steps or 1
-    compute = max(cr["compute_s"], 1e-6 * step) / k  # of one micro-step
+    # of one micro-step: the waiting ranks' (``cross_rank``; a ``cr`` without them: every
+    # rank's), the slowest's excess being the wait the slow device or the spread adds below
+    compute = max(cr.get("waiting_compute_s", cr["compute_s"]), 1e-6 * step) / k
     grad_bytes = 100e6
     # all the exchange's collective time of one step, hidden or not
     transfer = max(cr["comm_s"] if dp_comm is None else dp_comm[0], 1e-9)
@@ -933,7 +935,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     loader, loading = None, 0.0
     if cr["data_wait_s"] >= LOADER_MODELLED_SHARE * step:
         if any(s.loader_in_process for s in summaries):  # num_workers=0: serial, per sample
-            loading = cr["data_wait_s"] / k
+            loading = cr.get("waiting_data_wait_s", cr["data_wait_s"]) / k
         else:  # worker processes: a supply beside the step, at today's rate (k samples a step)
             loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=k / step)],
                                  measured=True, source=TRACE_SOURCE)

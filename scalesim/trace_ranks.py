@@ -72,6 +72,10 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
     communication (median over steps), of which ``intrinsic_exposed_comm_s`` is the exposed
     part: a step's exposed time is at most its communication, so the one median is at most the
     other (``comm_s``, the median rank's median, is another aggregate that may be less).
+    ``waiting_compute_s`` / ``waiting_data_wait_s``: the compute and data wait of the ranks
+    that wait (each step's ranks but its slowest, median over them, then over steps), the
+    micro-step the remedies' model adds the wait to: the median over every rank includes the
+    slowest's excess (of two ranks, half of it), which the wait then counts again.
     """
     common = set.intersection(*(set(s.step for s in x.steps) for x in summaries))
     by_rank = [{s.step: s for s in x.steps} for x in summaries]
@@ -90,6 +94,8 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
     result["own_s"] = own.tolist()
     if len(summaries) < 2 or not common:
         result.update(
+            waiting_compute_s=result["compute_s"],
+            waiting_data_wait_s=result["data_wait_s"],
             straggler_wait_s=0.0,
             slowest_rank=summaries[int(np.argmax(own))].rank,
             slowest_consistency=1.0,
@@ -103,6 +109,7 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         )
         return result
     slowest, waits, intrinsic, intrinsic_comm, aside, factors = [], [], [], [], [], []
+    waiting_compute, waiting_data = [], []
     for n in sorted(common):
         st = [r[n] for r in by_rank]
         # waiting on peers: in the exchange's collectives or in those set aside (a loss
@@ -117,6 +124,8 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         others = np.delete(np.arange(len(st)), i)
         waits.append(float(np.median(exposed[others] - exposed[i])))
         factors.append(float(own_n[i] / max(np.median(own_n[others]), 1e-12)))
+        waiting_compute.append(float(np.median([st[j].compute_s for j in others])))
+        waiting_data.append(float(np.median([st[j].data_wait_s for j in others])))
     mode, count = Counter(slowest).most_common(1)[0]
     result.update(
         straggler_wait_s=max(float(np.median(waits)), 0.0),
@@ -128,6 +137,8 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         intrinsic_exposed_comm_s=float(np.median(intrinsic)),
         intrinsic_comm_s=float(np.median(intrinsic_comm)),
         set_aside_exposed_s=float(np.median(aside)),
+        waiting_compute_s=float(np.median(waiting_compute)),
+        waiting_data_wait_s=float(np.median(waiting_data)),
     )
     return result
 
