@@ -203,6 +203,8 @@ class StepBreakdown:
     # each named group role's collective time in the step, s (``TraceSummary.groups``' roles;
     # {} where the collectives name no group): the per-step values behind its medians
     group_comm_s: dict[str, float] = field(default_factory=dict)
+    # of each role's time in the step, the part compute or a data wait hid, s
+    group_hidden_s: dict[str, float] = field(default_factory=dict)
     # forwards of a data-parallel wrapper (else DataLoader fetches) that start in the step's
     # host window (``TraceSummary.micro_steps_from``); None where the trace has neither
     micro_steps: int | None = None
@@ -657,10 +659,11 @@ def summarise(
         sw = length_in(aside, w0, w1)  # the collectives set aside: |S n W|, and S under nothing
         alone = max(length_in(union(cdm, aside), w0, w1) - cdmw, 0.0)
         ow = length_in(other_comm, w0, w1)  # the collectives that are not point to point
-        group_comm = {}
+        group_comm, group_hidden = {}, {}
         for role, (merged, _) in roles.items():  # each role's collectives, and what hid them
             rw = group_comm[role] = length_in(merged, w0, w1)
-            hidden = max(rw + cdw - length_in(with_compute[role], w0, w1), 0.0)
+            hidden = group_hidden[role] = max(rw + cdw - length_in(with_compute[role], w0, w1),
+                                              0.0)
             alone = max(cdmw - length_in(covered_by_others[role], w0, w1), 0.0)
             role_steps[role].append((rw, hidden, min(alone, rw)))
         steps.append(
@@ -681,6 +684,7 @@ def summarise(
                 collective_hidden_s=max(ow + cdw - length_in(cd_collectives, w0, w1), 0.0),
                 receives=None if counted is None else count_in(counted, *host_window.get(num, (w0, w1))),
                 group_comm_s=group_comm,
+                group_hidden_s=group_hidden,
                 micro_steps=None if micro_starts is None else
                 count_in(micro_starts, *host_window.get(num, (w0, w1))),
                 micro_steps_with=_micro_steps_with(micro_starts, posts,

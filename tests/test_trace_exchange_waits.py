@@ -100,3 +100,39 @@ def test_ranks_with_no_step_in_common_keep_their_waits_in_the_exchange(tmp_path)
     assert exchange_transfer_s(summaries, (1, [], "")) == pytest.approx(3e-3)
     report = diagnose_traces(summaries, "t")
     assert report.cause.key != "slow_device"  # no step compared
+
+
+def _hidden_by_the_last_rank(tmp_path):
+    """Two gloo ranks, 10 ms steps: rank 0 computes 3 ms, then sits in the all-reduce to the
+    step's end (7 ms, all of it waiting, exposed); rank 1 computes 9 ms, its all-reduce from
+    5 ms to 10 ms (4 ms of it under its backward, 1 ms exposed): DDP overlapping, as the last
+    rank to arrive shows."""
+    paths = []
+    for rank, (compute, start) in enumerate([(3.0, 3.0), (9.0, 5.0)]):
+        events = []
+        for n in range(5):
+            t = n * 10e3
+            events += [_event(f"ProfilerStep#{n + 1}", t, 10e3, cat="user_annotation"),
+                       _event("aten::mm", t, compute * 1e3),
+                       _event("gloo:all_reduce", t + start * 1e3, (10 - start) * 1e3,
+                              cat="user_annotation", tid=2)]
+        path = tmp_path / f"h{rank}.json"
+        path.write_text(json.dumps({"traceEvents": events, "distributedInfo": {
+            "backend": "gloo", "rank": rank, "world_size": 2}}))
+        paths.append(str(path))
+    return trace_ranks.load_traces(paths)
+
+
+def test_the_exchange_hides_as_the_last_rank_hid_it(tmp_path):
+    """The exchange is the last rank's 5 ms, of which 4 ms hid (80 %, session 46). Its hidden
+    share over every rank's collectives, (4 + 0) / (5 + 7) = 33 %, counted rank 0's 7 ms wait,
+    exposed by nature, as exchange left unhidden: the model ran the job without overlap and
+    offered "Overlap gradient exchange with backward" at +12.1 % to a job that overlaps."""
+    from scalesim.trace_collectives import traced_dp_comm, traced_layout
+
+    summaries = _hidden_by_the_last_rank(tmp_path)
+    comm, hidden = traced_dp_comm(summaries, pipeline_stages(summaries, traced_layout(summaries)))
+    assert (comm, hidden) == (pytest.approx(5e-3), pytest.approx(4e-3))
+    report = diagnose_traces(summaries, "t")
+    overlap = next(r for r in report.remedies if r.key == "overlap")
+    assert not overlap.applicable and "already on" in overlap.note
