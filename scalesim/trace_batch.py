@@ -16,7 +16,8 @@ elements on a 2-rank gloo job):
 Anything else is no reading: a trace without shapes, no wrapper forward or loss op, or two
 readings that differ (a language model's embedding takes the weight first, its loss the
 flattened tokens: neither is the batch). ``SHAPES_FROM_FORWARDS`` names the wrappers whose
-forward holds the model's ops (FSDP2's ``FSDP::root_pre_forward`` is only its hook).
+forward holds the model's ops (FSDP2's ``FSDP::root_pre_forward`` is only its hook); the ops in
+``WRAPPER_HOOKS``' windows (FSDP1 unsharding its flat parameters) are passed over.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ LOSS_OPS = frozenset({
 NO_SHAPES = "no op records its input shapes (torch.profiler's record_shapes=True)"
 # the wrappers' forwards that hold the model's own ops (DDP's, FSDP1's root)
 SHAPES_FROM_FORWARDS = ("DistributedDataParallel.forward", "FullyShardedDataParallel.forward")
+# the wrappers' own work before a unit's ops, whose shaped ops are no input: FSDP1 unshards its
+# flat parameters there (aten::chunk, narrow of [262656], c10d::allgather_ on a real gloo
+# FULL_SHARD job, torch 2.13: the root forward's first shaped ops), by the annotations
+# torch/distributed/fsdp/_runtime_utils.py records
+WRAPPER_HOOKS = ("FullyShardedDataParallel._root_pre_forward",
+                 "FullyShardedDataParallel._pre_forward")
 
 
 def leading_dimension(args) -> int | None:
@@ -59,6 +66,7 @@ class ShapeReads:
         self.start, self.lead, self.name_id = array("d"), array("q"), array("q")
         self.names: dict[str, int] = {}
         self.forward_start, self.forward_end = array("d"), array("d")
+        self.hook_start, self.hook_end = array("d"), array("d")  # ``WRAPPER_HOOKS``' windows
 
     def see(self, name: str, t0: float, args) -> None:
         lead = leading_dimension(args)
@@ -72,6 +80,21 @@ class ShapeReads:
             self.forward_start.append(t0)
             self.forward_end.append(t0 + dur)
 
+    def see_hook(self, name: str, t0: float, dur: float) -> None:
+        if name in WRAPPER_HOOKS:
+            self.hook_start.append(t0)
+            self.hook_end.append(t0 + dur)
+
+    def _outside_hooks(self, start: np.ndarray) -> np.ndarray:
+        """Which of the sorted ``start``s lie in no ``WRAPPER_HOOKS`` window."""
+        h0, h1 = np.frombuffer(self.hook_start), np.frombuffer(self.hook_end)
+        if not len(h0):
+            return np.ones(len(start), dtype=bool)
+        order = np.argsort(h0, kind="stable")
+        h0, reach = h0[order], np.maximum.accumulate(h1[order])
+        i = np.searchsorted(h0, start, side="right") - 1  # the last hook started at or before
+        return (i < 0) | (start > reach[np.maximum(i, 0)])
+
     def micro_batch(self, backward_starts: np.ndarray) -> tuple[int | None, str]:
         """(micro-batch, where it was read) of the trace; (None, why not) where the readings are
         absent or disagree. ``backward_starts``: the backward ops' starts, sorted (s): a forward
@@ -84,6 +107,8 @@ class ShapeReads:
         start = np.frombuffer(self.start)[order]
         lead = np.frombuffer(self.lead, dtype=np.int64)[order]
         name_id = np.frombuffer(self.name_id, dtype=np.int64)[order]
+        outside = self._outside_hooks(start)
+        start, lead, name_id = start[outside], lead[outside], name_id[outside]
         names = {i: n for n, i in self.names.items()}
         loss = np.array([names[i] in LOSS_OPS for i in name_id], dtype=bool)
         f0 = np.frombuffer(self.forward_start)

@@ -65,7 +65,7 @@ from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, excerpt
 from scalesim.jsonio import json_kind
 from scalesim.process_groups import ranks_of, whole_or_none
-from scalesim.trace_batch import ShapeReads
+from scalesim.trace_batch import WRAPPER_HOOKS, ShapeReads
 from scalesim.trace_comm_calls import (
     CPU_COMM_PREFIXES,
     HOST_COLLECTIVE_FAMILIES,
@@ -497,6 +497,8 @@ def summarise(
             wrapper_forwards.add(t0, d)
             forward_names[name] += 1
             shapes.see_forward(name, t0, d)
+        elif cat == "user_annotation" and name in WRAPPER_HOOKS:
+            shapes.see_hook(name, t0, d)
         elif cat == "user_annotation" and name.startswith("PP:"):
             for stage, micro in _SCHEDULE_FORWARD.findall(name):
                 forwards.setdefault(int(stage), set()).add(int(micro))

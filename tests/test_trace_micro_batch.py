@@ -118,3 +118,41 @@ def test_ranks_that_read_two_batches_name_none(tmp_path):
 ])
 def test_the_leading_dimension_is_read_only_from_a_first_tensor_input(args, lead):
     assert leading_dimension(args) == lead
+
+
+def _fsdp1_trace(tmp_path, rank, steps=3):
+    """FSDP1 (FullyShardedDataParallel, FULL_SHARD) as a real 2-rank gloo job traced it (torch
+    2.13, session 46): the root's forward opens with its ``_root_pre_forward`` and each unit's
+    ``_pre_forward``, which unshard the flat parameter (``aten::chunk`` of its 262,656
+    elements, a ``c10d::allgather_`` of half of them) before the model's ``aten::linear`` on
+    the micro-batch of 32."""
+    flat = [[262656], [], []]
+    events = []
+    for n in range(steps):
+        t = n * 1000.0
+        events += [_op(f"ProfilerStep#{n + 1}", t, 1000.0, "user_annotation"),
+                   _op("FullyShardedDataParallel.forward", t + 10, 400.0, "user_annotation"),
+                   _op("FullyShardedDataParallel._root_pre_forward", t + 12, 40.0,
+                       "user_annotation"),
+                   _op("aten::chunk", t + 14, 5.0, dims=flat),
+                   _op("FullyShardedDataParallel._pre_forward", t + 60, 60.0, "user_annotation"),
+                   _op("aten::narrow", t + 62, 5.0, dims=[[262656], [], [], []]),
+                   _op("c10d::allgather_", t + 70, 40.0, dims=[[], [[131328]], [], [], []]),
+                   _op("aten::linear", t + 130, 200.0, dims=[[32, 512], [512, 512], [512]]),
+                   _op("aten::mse_loss", t + 420, 30.0, dims=[[32, 1], [32, 1], []]),
+                   _op(BACKWARD, t + 500, 300.0)]
+    path = tmp_path / f"fsdp{rank}.json"
+    path.write_text(json.dumps({"distributedInfo": {"backend": "gloo", "rank": rank,
+                                                    "world_size": 2}, "traceEvents": events}))
+    return traces.summarise(path)
+
+
+def test_fsdp1s_unsharding_before_the_model_is_no_input(tmp_path):
+    """The first shaped op of FSDP1's root forward was the unshard's ``aten::chunk`` of the flat
+    parameter, so no batch was read ("the forwards' first inputs lead with [262656] and the
+    losses' with [32]"); the ops inside FSDP1's pre-forward hooks are passed over."""
+    ranks = [_fsdp1_trace(tmp_path, r) for r in (0, 1)]
+    assert [s.micro_batch for s in ranks] == [32, 32], ranks[0].micro_batch_from
+    assert "aten::linear" in ranks[0].micro_batch_from
+    title, _ = _bigger_batch_title(ranks)
+    assert title == "Double the per-process batch (32 -> 64, from the traces' input shapes)"
