@@ -10,14 +10,15 @@ error that names no knob (a profile's problem) names no control."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from scalesim.bounds import KNOBS, LAYOUT_KNOBS
+from scalesim.bounds import KNOBS, LAYOUT_KNOBS, flag_of
 from scalesim.device_nouns import Nouns
-from scalesim.errors import controls_named_of, knobs_of
+from scalesim.errors import ScalesimError, controls_named_of, in_words_of, knobs_of
 from scalesim.layout import HARDWARE_KNOB
 
-from .control_labels import in_words
+from .control_labels import in_words, label
 from .state import FIELD_LABELS, AppState
 
 # each refusable name's control: a knob's link key, or for a quantity with no knob row its own
@@ -62,3 +63,25 @@ def controls_to_change(error: BaseException, state: AppState, words: Nouns) -> s
     if not labels:
         return ""
     return f" {'Control' if len(labels) == 1 else 'Controls'} to change: {', '.join(labels)}."
+
+
+def control_namer(state: AppState, words: Nouns) -> Callable[[str], str]:
+    """A knob's name in a line, as the sidebar labels its control in the profile's nouns (the
+    label of its link key, ``CONTROL_OF_KNOB``; 'Shard group (HSDP)'): the device counts by the
+    control that sets them, the list's or the largest count's; a knob with no control by its
+    CLI flag (``bounds.flag_of``)."""
+    def named(field: str) -> str:
+        if field == "devices":
+            return label("dlist" if state.grid == "list" else "dmax", words)
+        key = CONTROL_OF_KNOB.get(field)
+        return in_words(FIELD_LABELS[key], words) if key in FIELD_LABELS else flag_of(field)
+    return named
+
+
+def in_control_words(error: BaseException, state: AppState, words: Nouns) -> ScalesimError:
+    """``error`` with the knobs its line names as the CLI's flags ('--tp-overlap needs --tp 2
+    or more') said as the sidebar's controls ('Tensor-parallel overlap needs Tensor parallel 2
+    or more'): its template (``errors.in_words_of``, ``control_namer``), those knobs its
+    controls named (``controls_to_change`` does not say them again); its own line where it
+    names no control."""
+    return ScalesimError(in_words_of(error, control_namer(state, words)))

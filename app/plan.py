@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from scalesim import presets
-from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, LAYOUT_KNOBS, validation_knobs
+from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOBS, validation_knobs
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import (
     DOES_NOT_FIT,
@@ -27,7 +27,7 @@ from scalesim.decision import (
     duration_text,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, controls_named_of, in_words_of
 from scalesim.figures import (
     GIB_BYTES,
     amount,
@@ -88,6 +88,7 @@ from scalesim.schemas import Profile, Scenario, ScenarioLayout, grad_sync_refuse
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
 from .control_labels import in_words, label
+from .named_controls import control_namer
 from .state import FIELD_LABELS, MAX_DEVICES, AppState
 
 MAX_CURVE_POINTS = 256  # device counts on one curve
@@ -478,24 +479,6 @@ def _precision(state: AppState, profile: Profile, fields: dict) -> list[str]:
     return []
 
 
-def _control_label(field: str) -> str:
-    """The sidebar control of knob ``field`` as a note names it ('Shard group (HSDP)'): the
-    label of its link key (``bounds``' knob table)."""
-    knob = KNOB_BY_FIELD.get(field) or LAYOUT_KNOB_BY_FIELD[field]
-    return FIELD_LABELS[knob.url_key]
-
-
-def _control_namer(state: AppState, words: Nouns):
-    """A knob's name in a fix, as the sidebar labels its control in the profile's nouns
-    (``_control_label``): the device counts by the control that sets them, the list's or the
-    largest count's."""
-    def named(field: str) -> str:
-        if field == "devices":
-            return label("dlist" if state.grid == "list" else "dmax", words)
-        return in_words(_control_label(field), words)
-    return named
-
-
 def top_count_refusal(state: AppState, profile: Profile, scenario: Scenario) -> str | None:
     """'64 devices, the largest count asked, cannot run: global batch 100 is not divisible by
     dp 64 x accumulation 1 (64 devices); ... Control to change: Global batch. The page shows 32
@@ -511,7 +494,7 @@ def top_count_refusal(state: AppState, profile: Profile, scenario: Scenario) -> 
         return None
     try:
         counts_that_run(profile, scenario.model_copy(update={"devices": [top]}),
-                        named=_control_namer(state, words))
+                        named=control_namer(state, words))
     except ScalesimError as exc:
         return (f"{words.count(top)}, the largest count asked, cannot run: {exc}."
                 f"{controls_to_change(exc, state, words)} The page shows "
@@ -603,12 +586,14 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     try:
         scenario = Scenario(**fields)
     except ValidationError as exc:  # a combination the scenario refuses: its words, one line
-        raise ScalesimError("scenario: " + "; ".join(error_text(e) for e in exc.errors()),
-                            knobs=validation_knobs(exc.errors())) from None
+        parts = [in_words_of(error_text(e), control_namer(state, words)) for e in exc.errors()]
+        raise ScalesimError("scenario: " + "; ".join(parts), knobs=validation_knobs(exc.errors()),
+                            controls_named=[k for p in parts for k in controls_named_of(p)]
+                            ) from None
     # the counts the split, the fixed global batch and the shard group cannot run: left out in
     # predict's and sweep's notes, a list none runs refused in predict's line (one function,
     # ``counts_that_run``), each fix naming the control
-    counts, left = counts_that_run(profile, scenario, named=_control_namer(state, words))
+    counts, left = counts_that_run(profile, scenario, named=control_namer(state, words))
     if left:
         notes += left
         scenario = scenario.model_copy(update={"devices": counts})

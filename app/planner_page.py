@@ -67,7 +67,7 @@ from .control_labels import (
 )
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
-from .named_controls import controls_to_change, named_controls
+from .named_controls import controls_to_change, in_control_words, named_controls
 from .plan import (
     MAKES_IT_RUN,
     VS_SCHEDULES,
@@ -884,6 +884,7 @@ def _tab_goal(plan: Plan) -> None:
                               .model_dump_json(), state.dl * 3600.0, state.bud, state.gmax,
                               goal_layout_mode(state, plan.profile, plan.scenario))
     except ScalesimError as exc:
+        exc = in_control_words(exc, state, plan.words)  # the knobs named as the sidebar's
         st.info(f"Goal seeking needs more: {_md(str(exc))}."
                 + _md(controls_to_change(exc, state, plan.words)))
         return
@@ -942,6 +943,7 @@ def _tab_layouts(plan: Plan) -> None:
         rows = _cached_layouts(plan.profile.model_dump_json(), plan.scenario.model_dump_json(),
                                f.model_dump_json())
     except ScalesimError as exc:
+        exc = in_control_words(exc, plan.state, plan.words)  # the knobs named as the sidebar's
         st.info(f"No layout to rank: {_md(str(exc))}."
                 + _md(controls_to_change(exc, plan.state, plan.words)))
         return
@@ -1114,6 +1116,7 @@ def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
              "this profile's defaults"),
         ]
         words = nouns_for(profile.hardware.device_name)
+        exc = in_control_words(exc, state, words)  # the knobs its line names, as the sidebar's
         for fallback, shown in fallbacks:
             try:
                 plan = _plan(profile, fallback)

@@ -529,6 +529,12 @@ LAYOUT_KNOBS: tuple[Knob, ...] = (
 KNOB_BY_FIELD = {k.field: k for k in KNOBS}
 KNOB_BY_URL_KEY = {k.url_key: k for k in KNOBS + LAYOUT_KNOBS if k.url_key}
 LAYOUT_KNOB_BY_FIELD = {k.field: k for k in LAYOUT_KNOBS}
+
+
+def flag_of(field: str) -> str:
+    """The CLI flag of knob ``field`` ('--shard-group'): the knob table's; how the CLI's
+    refusals name a knob (``layout.knob_refusal``, ``counts_left_out``)."""
+    return (KNOB_BY_FIELD.get(field) or LAYOUT_KNOB_BY_FIELD[field]).flag
 # the names a refusal's ``ScalesimError.knobs`` may hold: the knob table's fields, the
 # quantities a preset inter-server link is built from (no knob row: the app's NICs and Gbit/s),
 # and the hardware preset (``layout.HARDWARE_KNOB``: --hardware, the app's Hardware preset)

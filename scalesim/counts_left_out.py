@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD
+from scalesim.bounds import flag_of
 from scalesim.device_nouns import CPU_NOUNS, GPU_NOUNS
 from scalesim.figures import count_list, either, whole
 from scalesim.layout import shard_group_problem
@@ -34,11 +34,6 @@ class LeftOut:
     note: str = ""
     why: str = ""
     knobs: tuple[str, ...] = ()
-
-
-def flag_of(field: str) -> str:
-    """The CLI flag of knob ``field`` ('--shard-group'): the knob table's (``bounds``)."""
-    return (KNOB_BY_FIELD.get(field) or LAYOUT_KNOB_BY_FIELD[field]).flag
 
 
 def callers_words(named: Callable[[str], str] | None, *fields: str) -> tuple[str, ...]:

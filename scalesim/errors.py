@@ -2,23 +2,89 @@
 
 from __future__ import annotations
 
+import string
 from contextlib import contextmanager
+
+
+class _KnobSlots:
+    """``KNOB.tp_overlap`` is '{tp_overlap}': where a refusal's template (``Refusal.template``)
+    names a knob by its control, written inside an f-string of the line's values."""
+
+    def __getattr__(self, field: str) -> str:
+        if field.startswith("__"):  # copy, pickle and the like ask for dunders: not a knob
+            raise AttributeError(field)
+        return "{" + field + "}"
+
+
+KNOB = _KnobSlots()
+
+
+def template_fields(template: str) -> tuple[str, ...]:
+    """The knobs a refusal's template names ('{tp_overlap} needs {tp} 2 or more' -> tp_overlap,
+    tp), in order, each once."""
+    return tuple(dict.fromkeys(name for _, name, _, _ in string.Formatter().parse(template)
+                               if name))
+
+
+def _as_template(text: str) -> str:
+    """``text`` as a template's literal part: its braces doubled (a template names knobs only)."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 class Refusal(str):
     """One line refusing a value (a layout rule's, a check's) with the knobs it is about
     (``knobs``, as ``ScalesimError``'s) and those whose controls it names in its caller's words
     (``controls_named``, as ``ScalesimError``'s): a plain str to every reader (joined, compared,
-    printed), and ``ScalesimError(refusal)`` carries both."""
+    printed), and ``ScalesimError(refusal)`` carries both. ``template``: the line with each
+    knob it names by its control written '{field}' ('' where it names none as a control), so
+    that a caller with other names for the controls (the app's labels) says it in them
+    (``in_words_of``); the line itself names them as the CLI's flags (``layout.knob_refusal``)."""
 
     knobs: tuple[str, ...] = ()
     controls_named: tuple[str, ...] = ()
+    template: str = ""
 
-    def __new__(cls, text: str, knobs=(), controls_named=()):
+    def __new__(cls, text: str, knobs=(), controls_named=(), template: str = ""):
         self = super().__new__(cls, text)
         self.knobs = tuple(knobs)
         self.controls_named = tuple(controls_named)
+        self.template = template
         return self
+
+
+def template_of(value) -> str:
+    """The template (``Refusal.template``) of ``value`` (a ``Refusal``, a ``ScalesimError``);
+    '' for anything else."""
+    template = getattr(value, "template", "")
+    return template if isinstance(template, str) else ""
+
+
+def within(value, message: str) -> Refusal:
+    """``message``, a longer line that quotes ``value`` (a ``Refusal``, a ``ScalesimError``)
+    whole ('layout at 16 devices: <it>', '<it> (at 16 devices)'), with ``value``'s knobs,
+    controls named and template (its quote's part of it): a caller that says where a refusal
+    came from keeps what its callers read."""
+    line, template = str(value), template_of(value)
+    at = message.find(line) if template else -1
+    if at >= 0:
+        template = (_as_template(message[:at]) + template
+                    + _as_template(message[at + len(line):]))
+    else:
+        template = ""
+    return Refusal(message, knobs_of(value), controls_named_of(value), template)
+
+
+def in_words_of(value, named) -> Refusal:
+    """``value``'s line (a ``Refusal``, a ``ScalesimError``) with each knob its template names
+    said as ``named`` says it (``named(field)``: the app's control label), those knobs added to
+    its controls named; its own line where it has no template (it names no control)."""
+    template = template_of(value)
+    if not template:
+        return Refusal(str(value), knobs_of(value), controls_named_of(value))
+    fields = template_fields(template)
+    text = template.format_map({f: named(f) for f in fields})
+    return Refusal(text, knobs_of(value),
+                   tuple(dict.fromkeys((*controls_named_of(value), *fields))), template)
 
 
 def knobs_of(value) -> tuple[str, ...]:
@@ -53,20 +119,25 @@ class ScalesimError(ValueError):
 
     knobs: tuple[str, ...] = ()
     controls_named: tuple[str, ...] = ()
+    template: str = ""
 
     def __init__(self, *args, knobs=(), controls_named=()):
         knobs = tuple(knobs) or (knobs_of(args[0]) if args else ())
         named = tuple(controls_named) or (controls_named_of(args[0]) if args else ())
+        template = template_of(args[0]) if len(args) == 1 else ""
         super().__init__(*(str(a) if isinstance(a, Refusal) else a for a in args))
         if knobs:  # only then in the instance: an error without knobs pickles as before
             self.knobs = knobs
         if named:
             self.controls_named = named
+        if template:
+            self.template = template
 
     def reworded(self, message: str) -> ScalesimError:
-        """This error's knobs and controls named on another line (``message``: this one with a
-        prefix or what the caller adds), for a caller that says where the refusal came from."""
-        return ScalesimError(message, knobs=self.knobs, controls_named=self.controls_named)
+        """This error's knobs, controls named and template on another line (``message``: this
+        one with a prefix or what the caller adds: ``within``), for a caller that says where the
+        refusal came from."""
+        return ScalesimError(within(self, message))
 
 
 def require_model(value, model: type, name: str):

@@ -148,7 +148,7 @@ class RunsExchange:
     gathered_bytes_per_param: float | None = None
 
     def __post_init__(self):
-        from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, grad_sync_refused
+        from scalesim.schemas import grad_sync_deepspeed_error, grad_sync_refused
 
         for name, known in (("strategy", STRATEGIES), ("zero_framework", FRAMEWORKS),
                             ("grad_sync", GRAD_SYNCS)):
@@ -156,7 +156,7 @@ class RunsExchange:
             if not isinstance(value, str) or value not in known:
                 raise ScalesimError(f"{name} {value!r}: expected one of {', '.join(known)}")
         if grad_sync_refused(self.zero_framework, self.grad_sync):
-            raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
+            raise ScalesimError(grad_sync_deepspeed_error())
         check_number("wire_bytes_per_param", self.wire_bytes_per_param, "wire_bytes_per_param")
         check_number("wire_bytes_per_param", self.gathered_bytes_per_param,
                      "gathered_bytes_per_param", optional=True)

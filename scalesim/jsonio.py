@@ -15,7 +15,7 @@ from typing import IO, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from scalesim.errors import ScalesimError, require_path
+from scalesim.errors import ScalesimError, require_path, template_of, within
 from scalesim.figures import number
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -325,7 +325,10 @@ def error_text(error: Mapping[str, Any], model: type[BaseModel] | None = None) -
         kind = json_kind(error.get("input"))
         article = "" if kind == "null" else "an " if kind[0] in "aeiou" else "a "
         return f"expected a JSON object {{...}}, got {article}{kind}"
-    return str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    text = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    cause = (error.get("ctx") or {}).get("error")  # a validator's own exception
+    # its refusal keeps what its callers read (its knobs, its template's controls)
+    return within(cause, text) if template_of(cause) else text
 
 
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}

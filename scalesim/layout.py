@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from scalesim.device_nouns import GPU_NOUNS, Nouns
-from scalesim.errors import Refusal, ScalesimError
+from scalesim.errors import KNOB, Refusal, ScalesimError, template_fields
 
 Schedule = Literal["none", "gpipe", "1f1b", "interleaved", "zb"]
 Recompute = Literal["none", "selective", "full"]
@@ -61,8 +61,8 @@ NO_PIPELINE, GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE = range(5)
 LAYOUT_VERSION = "scalesim-layout/1"
 # Sequence parallelism splits the tensor-parallel group's activations: the refusal of predict
 # and sweep where no row has tp > 1
-SEQUENCE_PARALLEL_NEEDS_TP = ("sequence_parallel needs tp > 1 (it splits the tensor-parallel "
-                              "group's activations)")
+SEQUENCE_PARALLEL_NEEDS_TP = (f"{KNOB.sequence_parallel} needs {KNOB.tp} 2 or more (it splits "
+                              "the tensor-parallel group's activations)")  # a template
 # The framework overlaps the tensor-parallel collectives with the matmuls (docs/model.md §14):
 # one description for the layout's field, the scenario's and the --tp-overlap flag of predict,
 # sweep, decide, goal and plan; and the refusal of predict and sweep where no row has tp > 1
@@ -72,8 +72,8 @@ TP_OVERLAP_HELP = (
     "torchtitan's async TP (enable_async_tensor_parallel); they hide behind the layer's weight "
     "matmuls but for what those cannot cover and the contention share (docs/model.md §14). "
     "Applies where tp > 1 (default off: every tensor-parallel collective exposed)")
-TP_OVERLAP_NEEDS_TP = ("tp_overlap needs tp > 1 (it overlaps the tensor-parallel group's "
-                       "collectives with the matmuls)")
+TP_OVERLAP_NEEDS_TP = (f"{KNOB.tp_overlap} needs {KNOB.tp} 2 or more (it overlaps the "
+                       "tensor-parallel group's collectives with the matmuls)")  # a template
 # overlap off (Scenario.overlap) exposes every collective, the tensor-parallel ones too: the
 # model drops tp_overlap there (docs/model.md §16): why the commands say it is ignored
 TP_OVERLAP_UNDER_NO_OVERLAP = ("overlap is off, so every collective, the tensor-parallel ones "
@@ -92,9 +92,10 @@ P2P_OVERLAP_HELP = (
     "interleaved (pp > 1, virtual_stages > 1; the other schedules' sends block either way); "
     "default on")
 P2P_OVERLAP_WORDS = {True: "on", False: "off"}
-P2P_OVERLAP_NEEDS_INTERLEAVED = (
-    "p2p_overlap off needs the interleaved schedule (pp > 1 with virtual_stages > 1): the other "
-    "schedules' pipeline sends block either way (docs/model.md §15)")
+P2P_OVERLAP_NEEDS_INTERLEAVED = (  # a template (``knob_refusal``)
+    f"{KNOB.p2p_overlap} off needs the interleaved schedule ({KNOB.pp} 2 or more with "
+    f"{KNOB.virtual_stages} 2 or more): the other schedules' pipeline sends block either way "
+    "(docs/model.md §15)")
 
 
 # Context parallelism (docs/model.md §12, §14): one description for the scenario's field and the
@@ -125,6 +126,17 @@ SHARD_GROUP_HELP = (
 ZERO_STRATEGIES = ("ddp", "zero1", "zero2", "zero3")
 
 
+def knob_refusal(template: str, knobs=()) -> Refusal:
+    """The refusal of ``template``, a line naming knobs by their controls (``errors.KNOB``'s
+    '{field}'), as the CLI says it: each knob by its flag from the knob table
+    (``bounds.flag_of``: '--tp-overlap needs --tp 2 or more'), the template kept so that the
+    app says it in its control labels (``errors.in_words_of``). ``knobs``: as ``Refusal``'s."""
+    from scalesim.bounds import flag_of
+
+    return Refusal(template.format_map({f: flag_of(f) for f in template_fields(template)}),
+                   knobs, template=template)
+
+
 def deepspeed_refuses_pipeline(framework, zero, pp):
     """Whether DeepSpeed refuses ZeRO stage ``zero`` (0-3) with ``pp`` pipeline stages: it
     runs ZeRO-2/3 without pipeline parallelism only (``deepspeed/runtime/pipe/engine.py``,
@@ -137,9 +149,10 @@ def deepspeed_pipeline_error(strategy: str, pp: int) -> Refusal:
     """Why DeepSpeed cannot run ZeRO-2/3 (``strategy``) with ``pp`` pipeline stages
     (``deepspeed_refuses_pipeline``): the scenario refuses it and the sweep drops such rows in
     these words (the planner leaves them out)."""
-    return Refusal(f"strategy {strategy} with pp {pp}: DeepSpeed refuses ZeRO-2/3 with pipeline "
-                   "parallelism; use zero1, pp 1 or zero_framework fsdp",
-                   ("strategy", "pp", "zero_framework"))
+    return knob_refusal(f"{KNOB.strategy} {strategy} with {KNOB.pp} {pp}: DeepSpeed refuses "
+                        "ZeRO-2/3 with pipeline parallelism; use "
+                        f"{KNOB.strategy} zero1, {KNOB.pp} 1 or {KNOB.zero_framework} fsdp",
+                        ("strategy", "pp", "zero_framework"))
 
 
 def split_words(dp: int | None, tp: int, pp: int, cp: int | None = None) -> str:
@@ -208,16 +221,18 @@ def shard_group_refusal(shard_group: int | None, strategy: str, framework: str =
     if shard_group is None:
         return ""
     if strategy == "ddp":
-        return Refusal(f"{shard_group_needs_zero(shard_group)}; give --strategy zero1..zero3 "
-                       "or drop the shard group", ("shard_group", "strategy"))
+        return knob_refusal(f"{shard_group_needs_zero(shard_group)}; give {KNOB.strategy} "
+                            f"zero1..zero3 or drop {KNOB.shard_group}", ("shard_group", "strategy"))
     if shard_group == 1:
-        return Refusal(f"shard group 1 with {strategy} is plain replication (no state sharded): "
-                       "use --strategy ddp, or a shard group of 2 or more", ("shard_group",))
+        return knob_refusal(f"{KNOB.shard_group} 1 with {KNOB.strategy} {strategy} is plain "
+                            f"replication (no state sharded): use {KNOB.strategy} ddp, or "
+                            f"{KNOB.shard_group} 2 or more", ("shard_group",))
     if framework == "deepspeed":
-        return Refusal(f"shard group {shard_group} with zero_framework deepspeed: hybrid sharding "
-                       "is modelled for FSDP and Megatron-Core (DeepSpeed's MiCS / ZeRO++ hpZ are "
-                       "not); use zero_framework fsdp or drop the shard group",
-                       ("shard_group", "zero_framework"))
+        return knob_refusal(f"{KNOB.shard_group} {shard_group} with {KNOB.zero_framework} "
+                            "deepspeed: hybrid sharding is modelled for FSDP and Megatron-Core "
+                            "(DeepSpeed's MiCS / ZeRO++ hpZ are not); use "
+                            f"{KNOB.zero_framework} fsdp or drop {KNOB.shard_group}",
+                            ("shard_group", "zero_framework"))
     return ""
 
 
@@ -274,15 +289,25 @@ def interleaves(schedule: str, pp: int, virtual_stages: int) -> bool:
 
 def schedule_needs_pp(schedule: str) -> Refusal:
     """The rule a pipeline schedule breaks at pp 1 (``layout_problems``, ``unused_settings``)."""
-    return Refusal(f"schedule {schedule} needs pp > 1; use schedule none with pp 1",
-                   ("schedule",))
+    return knob_refusal(f"{KNOB.schedule} {schedule} needs {KNOB.pp} 2 or more (a pipeline); at "
+                        f"{KNOB.pp} 1 leave {KNOB.schedule} at its default", ("schedule",))
 
 
-def virtual_stages_need_interleaved(virtual_stages: int) -> Refusal:
-    """The rule virtual stages above 1 break without the interleaved schedule (at pp 1: no
-    schedule at all)."""
-    return Refusal(f"virtual_stages {virtual_stages} needs the interleaved schedule",
-                   ("virtual_stages",))
+def virtual_stages_need_interleaved(virtual_stages: int, pp: int = 1,
+                                    schedule: str | None = None) -> Refusal:
+    """The rule virtual stages above 1 break without the interleaved schedule: at pp 1 (no
+    pipeline) both ways in, pipeline stages and that schedule; above, the schedule, as
+    ``schedule`` is another (None: the default, interleaved with virtual stages)."""
+    if pp == 1:
+        return knob_refusal(f"{KNOB.virtual_stages} {virtual_stages} needs {KNOB.pp} 2 or more "
+                            f"and {KNOB.schedule} interleaved (model chunks of a pipeline's "
+                            f"stages); give both, or {KNOB.virtual_stages} 1",
+                            ("virtual_stages", "pp", "schedule"))
+    other = f" ({SCHEDULE_SHORT[schedule]} runs one)" if schedule in SCHEDULE_SHORT else ""
+    return knob_refusal(f"{KNOB.virtual_stages} {virtual_stages} needs {KNOB.schedule} "
+                        f"interleaved, several model chunks a stage{other}; give "
+                        f"{KNOB.schedule} interleaved, or {KNOB.virtual_stages} 1",
+                        ("virtual_stages", "schedule"))
 
 
 def unused_settings(tp, pp, schedule: str | None, virtual_stages: int, sequence_parallel,
@@ -304,10 +329,11 @@ def unused_settings(tp, pp, schedule: str | None, virtual_stages: int, sequence_
         "virtual_stages": (no_pipeline & (virtual_stages > 1),
                            virtual_stages_need_interleaved(virtual_stages)),
         "sequence_parallel": ((tp == 1) & sequence_parallel,
-                              Refusal(SEQUENCE_PARALLEL_NEEDS_TP, ("sequence_parallel",))),
-        "tp_overlap": ((tp == 1) & tp_overlap, Refusal(TP_OVERLAP_NEEDS_TP, ("tp_overlap",))),
+                              knob_refusal(SEQUENCE_PARALLEL_NEEDS_TP, ("sequence_parallel",))),
+        "tp_overlap": ((tp == 1) & tp_overlap,
+                       knob_refusal(TP_OVERLAP_NEEDS_TP, ("tp_overlap",))),
         "p2p_overlap": (~np.asarray(p2p_overlap, dtype=bool) & ~interleaved,
-                        Refusal(P2P_OVERLAP_NEEDS_INTERLEAVED, ("p2p_overlap",))),
+                        knob_refusal(P2P_OVERLAP_NEEDS_INTERLEAVED, ("p2p_overlap",))),
     }
 
 
@@ -470,7 +496,8 @@ def unrunnable_split(global_batch: int | None = None, dp: int = 1, micro_batch: 
         problems.append(Refusal(f"global batch {global_batch} is not divisible by dp {dp} x "
                                 f"micro-batch {micro_batch}", ("global_batch", "micro_batch")))
     if heads is not None and heads % tp:
-        problems.append(Refusal(f"heads {heads} are not divisible by tp {tp}", ("tp",)))
+        problems.append(knob_refusal(f"heads {heads} are not divisible by {KNOB.tp} {tp}",
+                                     ("tp",)))
     return problems
 
 
@@ -496,36 +523,38 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     if L.pp == 1 and L.schedule != "none":
         problems.append(schedule_needs_pp(L.schedule))
     if L.pp > 1 and L.schedule == "none":
-        problems.append(Refusal(f"pp {L.pp} needs a pipeline schedule (gpipe, 1f1b, "
-                                "interleaved, zb)", ("schedule",)))
+        problems.append(knob_refusal(f"{KNOB.pp} {L.pp} needs a pipeline {KNOB.schedule} "
+                                     "(gpipe, 1f1b, interleaved, zb)", ("schedule",)))
     if L.schedule == "interleaved":
         if L.virtual_stages < 2:
-            problems.append(Refusal("the interleaved schedule needs virtual_stages >= 2",
-                                    ("schedule", "virtual_stages")))
+            problems.append(knob_refusal(
+                f"{KNOB.schedule} interleaved needs {KNOB.virtual_stages} 2 or more (model "
+                f"chunks a stage); give {KNOB.virtual_stages} 2 or more, or another "
+                f"{KNOB.schedule}", ("schedule", "virtual_stages")))
         elif not L.global_batch % (L.dp * L.micro_batch) and L.accumulation % L.pp:
-            problems.append(Refusal(
-                f"interleaved schedule: {L.accumulation} micro-batches per step are not a "
-                f"multiple of pp {L.pp} (Megatron's rule); use accumulation "
+            problems.append(knob_refusal(
+                f"{KNOB.schedule} interleaved: {L.accumulation} micro-batches per step are not "
+                f"a multiple of {KNOB.pp} {L.pp} (Megatron's rule); use {KNOB.accumulation} "
                 f"{-(-L.accumulation // L.pp) * L.pp} (a multiple of {L.pp}), or another "
-                "schedule", ("accumulation", "pp", "schedule", "virtual_stages")))
+                f"{KNOB.schedule}", ("accumulation", "pp", "schedule", "virtual_stages")))
     elif L.virtual_stages != 1:
-        problems.append(virtual_stages_need_interleaved(L.virtual_stages))
+        problems.append(virtual_stages_need_interleaved(L.virtual_stages, L.pp, L.schedule))
     if layers is not None and layers < L.pp * L.virtual_stages:
-        problems.append(Refusal(f"{layers} layers cannot fill pp {L.pp} x virtual_stages "
-                                f"{L.virtual_stages} model chunks; "
-                                f"{chunks_fix(layers, L.pp, L.virtual_stages)}",
+        problems.append(knob_refusal(f"{layers} layers cannot fill {KNOB.pp} {L.pp} x "
+                                     f"{KNOB.virtual_stages} {L.virtual_stages} model chunks; "
+                                     f"{chunks_fix(layers, L.pp, L.virtual_stages)}",
                                 # the knobs its fix changes: virtual stages only where 2 or more
                                 ("pp", *(("virtual_stages",) if L.virtual_stages > 1 else ()))))
     problems += unrunnable_split(tp=L.tp, heads=heads)
     if kv_heads is not None and kv_heads % L.tp and L.tp % kv_heads:
-        problems.append(Refusal(f"kv_heads {kv_heads} and tp {L.tp}: one must divide the other",
-                                ("tp",)))
+        problems.append(knob_refusal(f"{kv_heads} kv heads and {KNOB.tp} {L.tp}: one must "
+                                     "divide the other", ("tp",)))
     problems += [p for p in (shard_group_refusal(L.shard_group, ZERO_STRATEGIES[L.zero]),
                              shard_group_problem(L.shard_group, L.dp, L.cp)) if p]
     if seq_len is not None and L.cp > 1 and seq_len % (2 * L.cp):
-        problems.append(Refusal(f"seq_len {seq_len} is not divisible by 2 x cp {L.cp} "
-                                "(load-balanced context parallelism)"
-                                f"{cp_fix(seq_len, L.cp, L.dp * L.cp)}", ("cp", "seq_len")))
+        problems.append(knob_refusal(f"sequence length {seq_len} is not divisible by 2 x "
+                                     f"{KNOB.cp} {L.cp} (load-balanced context parallelism)"
+                                     f"{cp_fix(seq_len, L.cp, L.dp * L.cp)}", ("cp", "seq_len")))
     return problems
 
 
@@ -564,24 +593,26 @@ def divisors_text(n: int) -> str:
 
 
 def chunks_fix(layers: int, pp: int, virtual_stages: int) -> str:
-    """The fix of ``layers`` too few for pp x virtual stages model chunks: the largest pp that
-    they fill at these virtual stages ('use pp <= 32'), and at this pp the most virtual stages
-    where the interleaved schedule's 2 fit ('or virtual_stages <= 5')."""
-    fix = f"use pp <= {layers // virtual_stages}" if layers >= virtual_stages else ""
+    """The fix of ``layers`` too few for pp x virtual stages model chunks, a template
+    (``knob_refusal``): the largest pp that they fill at these virtual stages ('use {pp} <=
+    32'), and at this pp the most virtual stages where the interleaved schedule's 2 fit ('or
+    {virtual_stages} <= 5')."""
+    fix = f"use {KNOB.pp} <= {layers // virtual_stages}" if layers >= virtual_stages else ""
     if virtual_stages > 1 and layers // pp >= 2:
-        fix += f"{' or ' if fix else 'use '}virtual_stages <= {layers // pp}"
-    return fix or f"use pp 1 (the {layers} layers fill no pipeline)"
+        fix += f"{' or ' if fix else 'use '}{KNOB.virtual_stages} <= {layers // pp}"
+    return fix or f"use {KNOB.pp} 1 (the {layers} layers fill no pipeline)"
 
 
 def cp_fix(seq_len: int, cp: int, ranks: int) -> str:
-    """'; use cp 2' (the largest cp below ``cp`` that divides the ``ranks`` of dp x cp and whose
-    2 x cp divides ``seq_len``; else cp 1), then the sequence lengths around ``seq_len`` that
-    2 x cp divides: '; use cp 2, or seq_len 4096 or 4128'."""
+    """'; use {cp} 2' (a template, ``knob_refusal``: the largest cp below ``cp`` that divides
+    the ``ranks`` of dp x cp and whose 2 x cp divides ``seq_len``; else cp 1), then the sequence
+    lengths around ``seq_len`` that 2 x cp divides: '; use {cp} 2, or {seq_len} 4096 or
+    4128'."""
     fit = next((c for c in range(cp - 1, 1, -1) if ranks % c == 0 and seq_len % (2 * c) == 0), 1)
     step = 2 * cp
     below, above = seq_len // step * step, -(-seq_len // step) * step
     lengths = f"{below} or {above}" if below else f"{above}"
-    return f"; use cp {fit}, or seq_len {lengths}"
+    return f"; use {KNOB.cp} {fit}, or {KNOB.seq_len} {lengths}"
 
 
 # a refusal's knob (``ScalesimError.knobs``) for the hardware preset, which has no knob row

@@ -43,7 +43,7 @@ from scalesim.counts_left_out import (
     split_left_out,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError, controls_named_of, knobs_of
+from scalesim.errors import ScalesimError, controls_named_of, knobs_of, within
 from scalesim.figures import MIB_BYTES, count_list, either, whole
 from scalesim.layout import (
     SCHEDULES,
@@ -839,7 +839,7 @@ def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
     sizes = {int(p[i]): (int(d[i]), int(c[i])) for i in bad
              if shard_group_problem(shard_group, int(d[i]), int(c[i]))}
     if len(sizes) < 2 or not shard_group_problem(shard_group, int(d[bad[0]]), int(c[bad[0]])):
-        raise ScalesimError(f"{first} (at {nouns.count(int(p[bad[0]]))})", knobs=knobs_of(first))
+        raise ScalesimError(within(first, f"{first} (at {nouns.count(int(p[bad[0]]))})"))
     group = "dp x cp" if any(k > 1 for _, k in sizes.values()) else "dp"
     ranks = list(dict.fromkeys(a * b for a, b in sizes.values()))
     common = math.gcd(*ranks)

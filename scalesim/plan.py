@@ -60,11 +60,11 @@ from scalesim.predict import nvls_busbw_ratio
 from scalesim.presets import attention_efficiency_of, attention_share
 from scalesim.schemas import (
     BLOCK_NOT_USABLE,
-    GRAD_SYNC_DEEPSPEED_ERROR,
     LAUNCH_BOUND,
     Hardware,
     Profile,
     TransformerShape,
+    grad_sync_deepspeed_error,
     grad_sync_refused,
 )
 
@@ -941,7 +941,7 @@ def plan(
         raise ScalesimError(f"grad_sync {grad_sync!r}: choose {' or '.join(GRAD_SYNCS)}",
                             knobs=("grad_sync",))
     if grad_sync_refused(zero_framework, grad_sync):  # the scenario validator's knobs
-        raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR, knobs=("grad_sync", "zero_framework"))
+        raise ScalesimError(grad_sync_deepspeed_error())
     check_number("bucket_mib", bucket_mib, "bucket_mib", knobs=("bucket_mib",))
     check_number("memory_margin", memory_margin, "memory_margin", knobs=("memory_margin",))
     if not loader_samples_per_s > 0:

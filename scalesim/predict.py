@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.counts_left_out import callers_words
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import Refusal, ScalesimError, knobs_of, require_model
+from scalesim.errors import Refusal, ScalesimError, require_model, within
 from scalesim.figures import MIB_BYTES, count_list, either, link_GBps, sig3
 from scalesim.layout import (
     SCHEDULES,
@@ -590,7 +590,7 @@ def _split_rows(profile: Profile, scenario: Scenario):
         i = int(np.flatnonzero(~ok)[0])
         why = lp.first_problem(profile, dp[i], split.tp, split.pp, 0, b[i], dp[i] * b[i] * k[i],
                                split, schedule, g_max, split.cp, unit)
-        raise ScalesimError(f"layout at {nouns.count(int(p[i]))}: {why}", knobs=knobs_of(why))
+        raise ScalesimError(within(why, f"layout at {nouns.count(int(p[i]))}: {why}"))
     for unused, rule in unused_settings(split.tp, split.pp, split.schedule, split.virtual_stages,
                                         split.sequence_parallel, split.tp_overlap,
                                         split.p2p_overlap).values():

@@ -39,7 +39,7 @@ from scalesim.bounds import (
     knob_field,
     nonzero_floor,
 )
-from scalesim.errors import ScalesimError, name_problem, printable
+from scalesim.errors import KNOB, Refusal, ScalesimError, name_problem, printable
 from scalesim.layout import (
     CP_HELP,
     SHARD_GROUP_HELP,
@@ -51,6 +51,7 @@ from scalesim.layout import (
     deepspeed_refuses_pipeline,
     early_stop_of,
     interleaves,
+    knob_refusal,
     op_sac_of,
     p2p_overlap_field,
     recompute_style_field,
@@ -75,14 +76,17 @@ INSTANCE_SIZES_HELP = (
 Strategy = Literal["ddp", "zero1", "zero2", "zero3"]
 ZeroFramework = Literal["fsdp", "deepspeed"]
 GradSync = Literal["every-micro-step", "once-per-step"]  # model/sharding.GRAD_SYNCS
-GRAD_SYNC_DEEPSPEED_ERROR = (
-    "grad_sync once-per-step is FSDP's no_sync; DeepSpeed stage 2/3 reduce gradients in every "
-    "micro-step: use zero_framework fsdp or grad_sync every-micro-step"
-)
+def grad_sync_deepspeed_error() -> Refusal:
+    """The refusal of DeepSpeed with once-per-step reduction (``grad_sync_refused``), its knobs
+    named as the CLI's flags (``layout.knob_refusal``)."""
+    return knob_refusal(
+        f"{KNOB.grad_sync} once-per-step is FSDP's no_sync; DeepSpeed stage 2/3 reduce gradients "
+        f"in every micro-step: use {KNOB.zero_framework} fsdp or {KNOB.grad_sync} "
+        "every-micro-step", ("grad_sync", "zero_framework"))
 
 
 def grad_sync_refused(zero_framework: str, grad_sync: str) -> bool:
-    """True for the pair refused with ``GRAD_SYNC_DEEPSPEED_ERROR`` (DeepSpeed, once-per-step);
+    """True for the pair refused with ``grad_sync_deepspeed_error`` (DeepSpeed, once-per-step);
     the scenario, the planner and the sweep's axes all ask this."""
     return zero_framework == "deepspeed" and grad_sync == "once-per-step"
 
@@ -1151,7 +1155,7 @@ class Scenario(_Strict):
         # a ScalesimError (a ValueError to pydantic) carries the knobs it refuses into the
         # ValidationError's context (``bounds.validation_knobs``)
         if grad_sync_refused(self.zero_framework, self.grad_sync):
-            raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR, knobs=("grad_sync", "zero_framework"))
+            raise ScalesimError(grad_sync_deepspeed_error())
         if self.layout is not None and deepspeed_refuses_pipeline(
                 self.zero_framework, ZERO_STRATEGIES.index(self.strategy), self.layout.pp):
             raise ScalesimError(deepspeed_pipeline_error(self.strategy, self.layout.pp))

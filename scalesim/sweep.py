@@ -47,7 +47,7 @@ from scalesim.predict import (
     within_measured_memory,
 )
 from scalesim.presets import attention_share
-from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_sync_refused
+from scalesim.schemas import Profile, Scenario, grad_sync_deepspeed_error, grad_sync_refused
 
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
@@ -230,7 +230,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
     frameworks = axes.get("zero_framework", [base.zero_framework])
     syncs = axes.get("grad_sync", [base.grad_sync])
     if all(grad_sync_refused(f, g) for f in frameworks for g in syncs):  # else rows dropped
-        raise ScalesimError(f"axes zero_framework, grad_sync: {GRAD_SYNC_DEEPSPEED_ERROR}",
+        raise ScalesimError(f"axes zero_framework, grad_sync: {grad_sync_deepspeed_error()}",
                             knobs=("zero_framework", "grad_sync"))
     from scalesim.layout_predict import (
         check_attention_kernel,
@@ -545,7 +545,7 @@ def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
     refused = _grad_sync_refused_rows(base, grid, p) & (shard >= 0)
     if refused.any():  # DeepSpeed with once-per-step reduction: dropped, as broken layouts
         dropped_layout += int(refused.sum())
-        example = example or f"zero_framework deepspeed: {GRAD_SYNC_DEEPSPEED_ERROR}"
+        example = example or f"zero_framework deepspeed: {grad_sync_deepspeed_error()}"
         shard = np.where(refused, -1, shard)
     if dropped_layout:  # rows the shard group cannot run: dropped, counted as broken layouts
         ok = shard >= 0
@@ -817,7 +817,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
         layout_ok &= ~deepspeed_piped
     refused = layout_ok & _grad_sync_refused_rows(base, grid, p)
     if refused.any():  # DeepSpeed with once-per-step reduction (predict refuses it): dropped
-        example = example or f"zero_framework deepspeed: {GRAD_SYNC_DEEPSPEED_ERROR}"
+        example = example or f"zero_framework deepspeed: {grad_sync_deepspeed_error()}"
         layout_ok &= ~refused
     shard = _row_shard_groups(base, grid, p, zero)  # swept, or the one value (0 at ddp rows)
     if shard is not None:  # a row the shard group cannot run is dropped, as a broken layout

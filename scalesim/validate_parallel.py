@@ -29,7 +29,7 @@ from scalesim.case_words import (
     default_gbit_per_nic,
     intra_preset,
 )
-from scalesim.errors import ScalesimError, excerpt
+from scalesim.errors import ScalesimError, excerpt, in_words_of
 from scalesim.figures import GIB_BYTES
 from scalesim.jsonio import read_json
 from scalesim.layout import (
@@ -363,6 +363,7 @@ def _check_parallel_case(case: ParallelCase, where: str) -> None:
     short = lay.global_batch < lay.dp * micro
     problems = (unrunnable_split(lay.global_batch, lay.dp, micro) if short else [])
     problems += unrunnable_split(tp=lay.tp, heads=case.model.heads)
+    problems = [in_words_of(p, str) for p in problems]  # the case file's fields, not flags
     if problems:
         raise ScalesimError(f"{where}: {'; '.join(problems)}: no framework runs that layout; "
                             "check the case's layout and model against its source")
@@ -634,7 +635,8 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
                             sequence_parallel=sp, tp_overlap=tp_overlap)
     for problem in layout_problems(layout, hw.gpus_per_node, layers=m.layers, heads=m.heads,
                                    kv_heads=kv, seq_len=m.seq_len, allocation=allocation_of(hw)):
-        flags.append(f"layout note (predicted as published): {problem}")
+        flags.append("layout note (predicted as published): "  # the case file's fields
+                     f"{in_words_of(problem, str)}")
 
     fp8 = case.precision == "fp8"
     if case.precision is None:

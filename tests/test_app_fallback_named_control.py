@@ -137,5 +137,9 @@ def test_a_combination_the_scenario_refuses_is_one_line_in_its_own_words():
     errors = [e.value for e in at.error if e.value.startswith("Cannot predict")]
     assert len(errors) == 1 and "\n" not in errors[0]
     assert "validation error" not in errors[0] and "pydantic" not in errors[0]
-    assert "scenario: strategy zero3 with pp 2: DeepSpeed refuses ZeRO-2/3" in errors[0]
+    # the knobs it names as the sidebar's controls (session 46: it said the fields, strategy,
+    # pp and zero_framework, to a user who set Strategy, Pipeline stages, ZeRO framework)
+    assert ("scenario: Strategy zero3 with Pipeline stages 2: DeepSpeed refuses ZeRO-2/3 with "
+            "pipeline parallelism; use Strategy zero1, Pipeline stages 1 or ZeRO framework "
+            "fsdp.") in errors[0]
     assert "Below: this what-if with Strategy at its default until" in errors[0]

@@ -304,6 +304,6 @@ def test_a_layout_refused_at_one_device_says_device():
     from scalesim.schemas import Scenario
 
     state = default_state().model_copy(update={"wl": "llama3-8b"})
-    with pytest.raises(ScalesimError, match=r"^layout at 1 device: virtual_stages 2 needs"):
+    with pytest.raises(ScalesimError, match=r"^layout at 1 device: --virtual-stages 2 needs"):
         predict(preset_profile(state),
                 Scenario(devices=[1, 2], layout=ScenarioLayout(virtual_stages=2)))

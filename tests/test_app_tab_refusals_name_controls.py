@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from app_harness import open_app
 from scalesim.app.named_controls import controls_to_change
-from scalesim.app.plan import _control_namer, build_scenario
+from scalesim.app.named_controls import control_namer
+from scalesim.app.plan import build_scenario
 from scalesim.app.planner_page import goal_controls
 from scalesim.app.state import AppState, default_state, preset_profile
 
@@ -129,7 +130,7 @@ def test_a_count_refusal_in_the_clis_flags_marks_no_control():
     with pytest.raises(ScalesimError) as in_flags:
         counts_that_run(profile, scenario)
     with pytest.raises(ScalesimError) as in_labels:
-        counts_that_run(profile, scenario, named=_control_namer(state, GPU_NOUNS))
+        counts_that_run(profile, scenario, named=control_namer(state, GPU_NOUNS))
     assert "--global-batch" in str(in_flags.value) and in_flags.value.controls_named == ()
     assert "Global batch" in str(in_labels.value)
     assert in_labels.value.controls_named == ("devices", "accumulation", "global_batch")

@@ -16,7 +16,8 @@ import json
 
 import pytest
 from cli_harness import run_cli
-from scalesim.app.plan import _control_namer, build_scenario
+from scalesim.app.named_controls import control_namer
+from scalesim.app.plan import build_scenario
 from scalesim.app.state import default_state, preset_profile
 
 from scalesim.counts_left_out import flag_of
@@ -54,7 +55,7 @@ def _app(update: dict):
 
 def _in_flags(text: str, state, profile) -> str:
     """The app's words with each control written as the CLI's flag (``counts_left_out.flag_of``)."""
-    named = _control_namer(state, nouns_for(profile.hardware.device_name))
+    named = control_namer(state, nouns_for(profile.hardware.device_name))
     for field in FIELDS:
         text = text.replace(named(field), flag_of(field))
     return text

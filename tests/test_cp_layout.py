@@ -100,8 +100,8 @@ def test_predict_cli_takes_cp_and_says_it(tmp_path, capsys):
      "devices 16 are not divisible by tp x pp x cp = 3; give device counts that are multiples "
      "of it (15 or 18), or a tp x pp x cp that divides 16"),
     (["--devices", "40", "--cp", "5"],
-     "layout at 40 devices: seq_len 32768 is not divisible by 2 x cp 5 (load-balanced context "
-     "parallelism); use cp 4, or seq_len 32760 or 32770"),
+     "layout at 40 devices: sequence length 32768 is not divisible by 2 x --cp 5 (load-balanced context "
+     "parallelism); use --cp 4, or --seq-len 32760 or 32770"),
     (["--devices", "16", "--cp", "2", "--strategy", "zero1", "--shard-group", "3"],
      "shard group 3 does not divide dp x cp 16; give a divisor of it (e.g. 16: full sharding) "
      "(at 16 devices)"),

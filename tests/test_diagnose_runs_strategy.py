@@ -291,7 +291,8 @@ def test_the_report_carries_the_shard_group_to_its_remedies_and_the_planner(hsdp
     (["--shard-group", "8"], "shard group 8 needs a ZeRO strategy"),
     (["--strategy", "zero3", "--zero-framework", "deepspeed", "--shard-group", "8"],
      "hybrid sharding is modelled for FSDP and Megatron-Core"),
-    (["--strategy", "zero3", "--shard-group", "1"], "shard group 1 with zero3 is plain replication"),
+    (["--strategy", "zero3", "--shard-group", "1"], "--shard-group 1 with --strategy zero3 is plain "
+     "replication"),
     (["--strategy", "zero3", "--shard-group", "3"],
      "the run on 4 devices: shard group 3 does not divide dp 4"),
     (["--strategy", "zero3", "--shard-group", "0"], "0 is outside 1 <= x"),

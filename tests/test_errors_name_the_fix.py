@@ -13,17 +13,17 @@ LLAMA8 = ["--workload", "llama3-8b", "--hardware", "dgx-h100"]
 
 
 @pytest.mark.parametrize("argv, fix", [
-    (["--devices", "64", "--pp", "64"], "32 layers cannot fill pp 64 x virtual_stages 1 model "
-                                        "chunks; use pp <= 32"),
+    (["--devices", "64", "--pp", "64"], "32 layers cannot fill --pp 64 x --virtual-stages 1 model "
+                                        "chunks; use --pp <= 32"),
     (["--devices", "64", "--tp", "16"], "(tensor parallelism stays inside one server); use tp <= 8"),
     (["--devices", "64", "--tp", "3"], "devices 64 are not divisible by tp x pp = 3; give device "
                                        "counts that are multiples of it (63 or 66), or a tp x pp "
                                        "that divides 64"),
     (["--devices", "64", "--pp", "4", "--virtual-stages", "2", "--accumulation", "3"],
-     "3 micro-batches per step are not a multiple of pp 4 (Megatron's rule); use accumulation 4"),
+     "3 micro-batches per step are not a multiple of --pp 4 (Megatron's rule); use --accumulation 4"),
     (["--devices", "16", "--cp", "16", "--seq-len", "4100"],
-     "seq_len 4100 is not divisible by 2 x cp 16 (load-balanced context parallelism); use cp 2, "
-     "or seq_len 4096 or 4128"),
+     "sequence length 4100 is not divisible by 2 x --cp 16 (load-balanced context parallelism); use --cp 2, "
+     "or --seq-len 4096 or 4128"),
 ])
 def test_a_layout_refusal_names_a_valid_value(capsys, argv, fix):
     code, out, err = run_cli(capsys, ["predict", *LLAMA8, *argv])
@@ -39,12 +39,12 @@ def test_the_suggested_value_runs(capsys):
 
 
 def test_too_few_layers_for_the_chunks_offer_pp_and_virtual_stages():
-    assert chunks_fix(32, 64, 1) == "use pp <= 32"
-    assert chunks_fix(32, 8, 8) == "use pp <= 4 or virtual_stages <= 4"
-    assert chunks_fix(2, 4, 4) == "use pp 1 (the 2 layers fill no pipeline)"
+    assert chunks_fix(32, 64, 1) == "use {pp} <= 32"  # a template: the knobs by their controls
+    assert chunks_fix(32, 8, 8) == "use {pp} <= 4 or {virtual_stages} <= 4"
+    assert chunks_fix(2, 4, 4) == "use {pp} 1 (the 2 layers fill no pipeline)"
     layout = ParallelLayout(dp=1, tp=1, pp=8, global_batch=8, micro_batch=1, schedule="interleaved",
                             virtual_stages=8)
-    assert "use pp <= 4 or virtual_stages <= 4" in " ".join(layout_problems(layout, 8, layers=32))
+    assert "use --pp <= 4 or --virtual-stages <= 4" in " ".join(layout_problems(layout, 8, layers=32))
 
 
 def test_goal_names_the_global_batch_flag_and_the_one_to_give(capsys):

@@ -298,8 +298,8 @@ BAD_SHARD_GROUPS = [
     (["--strategy", "zero3", "--shard-group", "3"],
      "shard group 3 does not divide dp 16"),
     (["--shard-group", "8"], "shard group 8 needs a ZeRO strategy"),
-    (["--strategy", "zero2", "--shard-group", "1"], "shard group 1 with zero2 is plain "
-     "replication"),
+    (["--strategy", "zero2", "--shard-group", "1"], "--shard-group 1 with --strategy zero2 is "
+     "plain replication"),
     (["--strategy", "zero2", "--shard-group", "8", "--zero-framework", "deepspeed"],
      "hybrid sharding is modelled for FSDP and Megatron-Core"),
 ]
@@ -547,11 +547,11 @@ def test_a_sweep_of_the_framework_drops_deepspeed_with_a_shard_group(capsys):
     assert code == 0, err
     assert [line.split(",")[1] for line in out.splitlines()[1:]] == ["fsdp"]
     assert ("note: 1 combination dropped: 1 breaks a layout rule (e.g. shard group 8 on 16 "
-            "devices: shard group 8 with zero_framework deepspeed: hybrid sharding is modelled"
+            "devices: --shard-group 8 with --zero-framework deepspeed: hybrid sharding is modelled"
             in err), err
     code, out, err = run_cli(capsys, base + ["--zero-framework-values", "deepspeed"])
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-    assert "shard group 8 with zero_framework deepspeed: hybrid sharding is modelled" in err
+    assert "--shard-group 8 with --zero-framework deepspeed: hybrid sharding is modelled" in err
     code, out, _ = run_cli(capsys, base + ["--zero-framework-values", "fsdp"])
     assert code == 0
     header, row = out.splitlines()[:2]

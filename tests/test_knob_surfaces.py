@@ -13,7 +13,7 @@ import pytest
 from cli_harness import kept_diagnoses, run_cli
 
 from scalesim.errors import ScalesimError
-from scalesim.layout import P2P_OVERLAP_NEEDS_INTERLEAVED
+from scalesim.layout import P2P_OVERLAP_NEEDS_INTERLEAVED, knob_refusal
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
 from scalesim.remedies import best_split
@@ -44,8 +44,8 @@ def test_the_send_overlap_is_a_sweep_axis_with_the_rows_predict_gives():
             enumerate(zip(cols["pp"], cols["p2p_overlap"], strict=True))}
     assert sorted(rows) == [(1, True), (4, False), (4, True)]
     assert res.dropped == res.dropped_layout == 1
-    assert res.layout_example == f"tp 1 x pp 1 on 4 devices: {P2P_OVERLAP_NEEDS_INTERLEAVED}"
-    with pytest.raises(ScalesimError, match="p2p_overlap off needs the interleaved schedule"):
+    assert res.layout_example == f"tp 1 x pp 1 on 4 devices: {knob_refusal(P2P_OVERLAP_NEEDS_INTERLEAVED)}"
+    with pytest.raises(ScalesimError, match="--p2p-overlap off needs the interleaved schedule"):
         predict(profile, base.model_copy(update={"layout": ScenarioLayout(p2p_overlap=False)}))
     c = profile.hardware.comm_compute_contention
     t = 2e-6 + 8192 * 4096 * 2 / 370e9
@@ -62,7 +62,7 @@ def test_the_send_overlap_is_a_sweep_axis_with_the_rows_predict_gives():
 
 @pytest.mark.parametrize(("argv", "words"), [
     (["--devices", "8"], "sweep axis p2p_overlap needs a transformer workload"),
-    ([*WORKLOAD, "--devices", "4", "--pp", "4"], P2P_OVERLAP_NEEDS_INTERLEAVED),
+    ([*WORKLOAD, "--devices", "4", "--pp", "4"], str(knob_refusal(P2P_OVERLAP_NEEDS_INTERLEAVED))),
     ([*WORKLOAD, "--devices", "4", "--pp", "4", "--virtual-stages", "2", "--accumulation", "8",
       "--p2p-overlap", "off"], "--p2p-overlap and --p2p-overlap-values both set p2p_overlap"),
 ])
@@ -317,14 +317,16 @@ def test_two_virtual_stages_halve_the_bubble_and_nothing_else_of_the_compute():
      "sweep axis recompute needs a transformer workload"),
     # predict's rule, the values, what to give and what to drop (one check since session 42)
     ([*WORKLOAD, "--devices", "4", "--virtual-stages-values", "1,2"],
-     "virtual_stages 2 needs the interleaved schedule: '2' of --virtual-stages-values means "
+     "--virtual-stages 2 needs --pp 2 or more and --schedule interleaved (model chunks of a "
+     "pipeline's stages); give both, or --virtual-stages 1: '2' of --virtual-stages-values means "
      "nothing on every row of the sweep; give --pp (in a sweep: or a --pp-values that reaches "
      "2), or drop '2' from --virtual-stages-values"),
     ([*WORKLOAD, "--devices", "4", "--schedule-values", "gpipe,zb"],
-     "schedule gpipe needs pp > 1; use schedule none with pp 1: 'gpipe', 'zb' of "
+     "--schedule gpipe needs --pp 2 or more (a pipeline); at --pp 1 leave --schedule at its "
+     "default: 'gpipe', 'zb' of "
      "--schedule-values mean nothing on every row of the sweep; give --pp"),
     ([*WORKLOAD, "--devices", "4", "--sequence-parallel-values", "on,off"],
-     "sequence_parallel needs tp > 1"),
+     "--sequence-parallel needs --tp 2 or more"),
     ([*WORKLOAD, "--devices", "4", "--recompute", "full", "--recompute-values", "none,full"],
      "--recompute and --recompute-values both set recompute"),
     ([*WORKLOAD, "--devices", "4", "--recompute-values", "none,sometimes"],

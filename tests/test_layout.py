@@ -56,11 +56,11 @@ def test_errors_name_values_and_rule():
     with pytest.raises(ScalesimError,
                        match="global batch 1000 is not divisible by dp 64 x micro-batch 4"):
         check_layout(ParallelLayout(dp=64, micro_batch=4, global_batch=1000), 8)
-    with pytest.raises(ScalesimError, match="pp 4 needs a pipeline schedule"):
+    with pytest.raises(ScalesimError, match="--pp 4 needs a pipeline --schedule"):
         check_layout(ParallelLayout(dp=2, pp=4, global_batch=8), 8)
-    with pytest.raises(ScalesimError, match="heads 12 are not divisible by tp 8"):
+    with pytest.raises(ScalesimError, match="heads 12 are not divisible by --tp 8"):
         check_layout(ParallelLayout(tp=8, global_batch=8), 8, heads=12)
-    with pytest.raises(ScalesimError, match="not a multiple of pp 4"):
+    with pytest.raises(ScalesimError, match="not a multiple of --pp 4"):
         check_layout(ParallelLayout(dp=2, pp=4, global_batch=12, schedule="interleaved",
                                     virtual_stages=2), 8)
     with pytest.raises(ScalesimError, match="do not fill whole servers"):

@@ -150,9 +150,10 @@ def test_more_bandwidth_never_slows_a_layout_down(gpt):
     (dict(devices=[16], layout=ScenarioLayout(tp=2, pp=3)), "not divisible by tp x pp = 6"),
     (dict(devices=[16], global_batch=12, layout=ScenarioLayout(tp=2)),
      "global batch 12 is not divisible by dp 8 x accumulation 1"),
-    (dict(devices=[8], layout=ScenarioLayout(sequence_parallel=True)), "needs tp > 1"),
+    (dict(devices=[8], layout=ScenarioLayout(sequence_parallel=True)),
+     "--sequence-parallel needs --tp 2 or more"),
     (dict(devices=[8], accumulation=2, layout=ScenarioLayout(pp=2, virtual_stages=48)),
-     "24 layers cannot fill pp 2 x virtual_stages 48"),
+     "24 layers cannot fill --pp 2 x --virtual-stages 48"),
 ])
 def test_bad_layouts_name_the_values_and_the_rule(gpt, scenario, words):
     with pytest.raises(ScalesimError, match=words):

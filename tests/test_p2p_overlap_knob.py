@@ -14,7 +14,7 @@ from cli_harness import run_cli
 
 from scalesim.bounds import LAYOUT_KNOB_BY_FIELD
 from scalesim.errors import ScalesimError
-from scalesim.layout import P2P_OVERLAP_HELP, P2P_OVERLAP_NEEDS_INTERLEAVED
+from scalesim.layout import P2P_OVERLAP_HELP
 from scalesim.layout_predict import plan_at, scenario_of_row
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
@@ -68,7 +68,9 @@ def test_off_without_the_interleaved_schedule_is_refused_in_one_line(capsys, lay
                                       "dgx-h100", "--devices", "8", "--batch", "1",
                                       "--accumulation", "8", *layout, "--p2p-overlap", "off"])
     assert code != 0 and out == ""
-    assert err.strip() == f"scalesim predict: error: {P2P_OVERLAP_NEEDS_INTERLEAVED}"
+    assert err.strip() == ("scalesim predict: error: --p2p-overlap off needs the interleaved "
+                           "schedule (--pp 2 or more with --virtual-stages 2 or more): the other "
+                           "schedules' pipeline sends block either way (docs/model.md §15)")
     code, _, err = run_cli(capsys, [*PREDICT, "--p2p-overlap", "maybe"])
     assert code != 0 and "invalid choice: 'maybe'" in err and "Traceback" not in err
 
@@ -115,7 +117,7 @@ def test_sweep_and_decide_take_it(capsys):
         want = predict(profile, off.model_copy(update={"layout": split}))[0].step_time_s
         assert steps["off"][i] == pytest.approx(want, rel=1e-12) and steps["off"][i] > (
             steps["on"][i])
-    with pytest.raises(ScalesimError, match="p2p_overlap off needs the interleaved schedule"):
+    with pytest.raises(ScalesimError, match="--p2p-overlap off needs the interleaved schedule"):
         sweep(profile, off.model_copy(update={"layout": ScenarioLayout(p2p_overlap=False)}),
               {"pp": [2, 4]})
     split = off.model_copy(update={"layout": ScenarioLayout(pp=4, virtual_stages=2,
@@ -161,7 +163,7 @@ def test_a_plan_row_carries_it_and_re_predicts_equal(capsys):
 
 def test_the_library_refuses_off_where_nothing_interleaves():
     profile = resolve_profile(None, "dgx-h100", "llama3-8b")
-    with pytest.raises(ScalesimError, match=r"p2p_overlap off needs the interleaved schedule"):
+    with pytest.raises(ScalesimError, match=r"--p2p-overlap off needs the interleaved schedule"):
         predict(profile, Scenario(devices=[8], layout=ScenarioLayout(pp=2, p2p_overlap=False)))
 
 

@@ -497,7 +497,7 @@ def test_settings_that_do_not_go_together_are_said_plainly(capsys, command):
     )
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert err.startswith(
-        f"scalesim {command}: error: scenario: grad_sync once-per-step is FSDP's no_sync"
+        f"scalesim {command}: error: scenario: --grad-sync once-per-step is FSDP's no_sync"
     ), err
     assert "Value error" not in err and "top level" not in err
 

@@ -157,8 +157,8 @@ def test_a_measured_profiles_own_model_at_another_sequence_re_predicts_plans_row
      "whose sequence could change (give --workload with a 'transformer' shape (e.g. "
      "llama3-8b))"),
     ("predict", [*LLAMA, "--seq-len", "32766", "--devices", "8", "--cp", "2"],
-     "layout at 8 devices: seq_len 32766 is not divisible by 2 x cp 2 (load-balanced context "
-     "parallelism); use cp 1, or seq_len 32764 or 32768"),
+     "layout at 8 devices: sequence length 32766 is not divisible by 2 x --cp 2 (load-balanced context "
+     "parallelism); use --cp 1, or --seq-len 32764 or 32768"),
     ("decide", [*LLAMA, "--seq-len", "0"],
      "argument --seq-len: 0 is outside 1 <= x <= 1,073,741,824 tokens (tokens per sequence "
      "(1M-token contexts exist)) (see scalesim decide --help)"),

@@ -116,7 +116,7 @@ def test_a_cp_that_splits_some_sequences_drops_only_their_rows(capsys):
                                     "--seq-len-values", "4096,4098", "--cp-values", "1,2"])
     assert [(r["seq_len"], r["cp"]) for r in rows] == [(4096, 1), (4096, 2), (4098, 1)]
     assert ("1 combination dropped: 1 breaks a layout rule (e.g. tp 1 x pp 1 x cp 2 on 8 "
-            "devices: seq_len 4098 is not divisible by 2 x cp 2") in err
+            "devices: sequence length 4098 is not divisible by 2 x --cp 2") in err
 
 
 @pytest.mark.parametrize(("flags", "message"), [

@@ -14,7 +14,7 @@ import json
 import pytest
 from cli_harness import run_cli
 
-from scalesim.layout import SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP
+from scalesim.layout import SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP, knob_refusal
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
 from scalesim.schemas import Scenario, ScenarioLayout
@@ -24,8 +24,8 @@ TO_TP = "give --tp (in a sweep: or a --tp-values that reaches 2 within a server)
 
 
 @pytest.mark.parametrize(("axis", "field", "rule"), [
-    ("--sequence-parallel-values", "sequence_parallel", SEQUENCE_PARALLEL_NEEDS_TP),
-    ("--tp-overlap-values", "tp_overlap", TP_OVERLAP_NEEDS_TP),
+    ("--sequence-parallel-values", "sequence_parallel", str(knob_refusal(SEQUENCE_PARALLEL_NEEDS_TP))),
+    ("--tp-overlap-values", "tp_overlap", str(knob_refusal(TP_OVERLAP_NEEDS_TP))),
 ])
 def test_a_swept_value_no_row_a_server_holds_runs_is_refused(capsys, axis, field, rule):
     code, out, err = run_cli(capsys, [*CLI, "--tp-values", "1,16", axis, "on,off"])
@@ -48,9 +48,11 @@ def test_a_swept_value_no_row_a_server_holds_runs_is_refused(capsys, axis, field
 
 @pytest.mark.parametrize(("one_value", "swept", "rule"), [
     (["--schedule", "gpipe"], ["--schedule-values", "gpipe"],
-     "schedule gpipe needs pp > 1; use schedule none with pp 1"),
+     "--schedule gpipe needs --pp 2 or more (a pipeline); at --pp 1 leave --schedule at its "
+     "default"),
     (["--virtual-stages", "2"], ["--virtual-stages-values", "2"],
-     "virtual_stages 2 needs the interleaved schedule"),
+     "--virtual-stages 2 needs --pp 2 or more and --schedule interleaved (model chunks of a "
+     "pipeline's stages); give both, or --virtual-stages 1"),
 ])
 def test_a_flag_and_its_axis_get_the_same_rule_and_fix(capsys, one_value, swept, rule):
     """predict's rule (predict refuses the scenario in those words), then the flag as given."""

@@ -171,7 +171,7 @@ def test_a_pipeline_schedule_with_no_pipeline_is_refused_as_predict_refuses_it(c
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err  # predict's rule, then what to give
-    assert ("needs pp > 1" in err or "needs the interleaved schedule" in err), err
+    assert ("needs --pp 2 or more" in err), err  # both rules: a pipeline first
     assert "means nothing on every row of the sweep; give --pp" in err, err
     if extra[0] == "--schedule":
         assert main([*argv, "--pp-values", "1,2", "--accumulation", "4"]) == 0
@@ -185,7 +185,7 @@ def test_sequence_parallel_with_no_tensor_parallelism_is_refused(capsys):
             "--sequence-parallel"]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "sequence_parallel needs tp > 1" in err and len(err.strip().splitlines()) == 1, err
+    assert "--sequence-parallel needs --tp 2 or more" in err and len(err.strip().splitlines()) == 1, err
     assert main([*argv, "--tp-values", "1,2"]) == 0
     capsys.readouterr()
 
@@ -235,10 +235,10 @@ def test_every_axis_has_its_one_value_flag():
 
 @pytest.mark.parametrize("argv, rule", [
     (["--pp-values", "2", "--schedule", "interleaved"],
-     "e.g. tp 1 x pp 2 on 8 devices: the interleaved schedule needs virtual_stages >= 2"),
+     "e.g. tp 1 x pp 2 on 8 devices: --schedule interleaved needs --virtual-stages 2 or more"),
     (["--pp-values", "2", "--schedule", "interleaved", "--virtual-stages", "2"],
-     "e.g. tp 1 x pp 2 on 8 devices: interleaved schedule: 1 micro-batches per step are not a "
-     "multiple of pp 2"),
+     "e.g. tp 1 x pp 2 on 8 devices: --schedule interleaved: 1 micro-batches per step are not a "
+     "multiple of --pp 2"),
     (["--tp-values", "3"], "e.g. tp 3 x pp 1 on 8 devices: tp x pp does not divide the devices"),
 ])
 def test_a_sweep_left_empty_by_layout_rules_names_the_rule(capsys, argv, rule):

@@ -17,6 +17,7 @@ from sweep_llama_case import BASE, CLI
 
 from scalesim.errors import ScalesimError
 from scalesim.layout import (
+    knob_refusal,
     P2P_OVERLAP_NEEDS_INTERLEAVED,
     SEQUENCE_PARALLEL_NEEDS_TP,
     TP_OVERLAP_NEEDS_TP,
@@ -26,8 +27,11 @@ from scalesim.profiles import resolve_profile
 from scalesim.schemas import Scenario, ScenarioLayout
 from scalesim.sweep import sweep
 
-PIPELINE_RULES = {"schedule": "schedule gpipe needs pp > 1; use schedule none with pp 1",
-                  "virtual_stages": "virtual_stages 2 needs the interleaved schedule"}
+PIPELINE_RULES = {"schedule": "--schedule gpipe needs --pp 2 or more (a pipeline); at --pp 1 "
+                              "leave --schedule at its default",
+                  "virtual_stages": "--virtual-stages 2 needs --pp 2 or more and --schedule "
+                                    "interleaved (model chunks of a pipeline's stages); give both, "
+                                    "or --virtual-stages 1"}
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +76,9 @@ def test_each_row_runs_the_settings_its_layout_uses_and_is_predicts(profile, fla
             assert c[name][i] == pytest.approx(getattr(want, name), rel=1e-12), (i, name)
     first = _row_scenario(base, c, 0, axis)  # the first row with every flag as given
     name = next(iter(runs))
-    rule = {"tp_overlap": TP_OVERLAP_NEEDS_TP, "sequence_parallel": SEQUENCE_PARALLEL_NEEDS_TP,
-            "p2p_overlap": P2P_OVERLAP_NEEDS_INTERLEAVED, **PIPELINE_RULES}[name]
+    rule = {"tp_overlap": str(knob_refusal(TP_OVERLAP_NEEDS_TP)),
+            "sequence_parallel": str(knob_refusal(SEQUENCE_PARALLEL_NEEDS_TP)),
+            "p2p_overlap": str(knob_refusal(P2P_OVERLAP_NEEDS_INTERLEAVED)), **PIPELINE_RULES}[name]
     with pytest.raises(ScalesimError, match=rule.split(" (")[0].replace("(", r"\(")):
         predict(profile, first)
 
@@ -89,7 +94,7 @@ def test_the_cli_row_carries_the_setting_and_the_note_names_the_rows(capsys):
     assert [(r["tp"], r["tp_overlap"]) for r in rows] == [(1, False), (8, True)]
     notes = [line for line in err.splitlines() if "--tp-overlap ignored" in line]
     assert notes == [f"note: --tp-overlap ignored on 1 of the 2 rows (e.g. tp 1 x pp 1 on 8 "
-                     f"devices): {TP_OVERLAP_NEEDS_TP}; they run without it, as predict runs "
+                     f"devices): {knob_refusal(TP_OVERLAP_NEEDS_TP)}; they run without it, as predict runs "
                      "their scenario without the flag, and column tp_overlap says what each "
                      "row runs"], err
 
@@ -111,9 +116,9 @@ def test_the_csv_has_the_column_and_no_note_where_every_row_uses_the_flag(capsys
 @pytest.mark.parametrize(("argv", "words"), [
     # tp 16 does not fit the 8 GPUs of a server: every row kept is tp 1
     (["--tp-values", "1,16", "--tp-overlap"],
-     f"{TP_OVERLAP_NEEDS_TP}: --tp-overlap means nothing on every row of the sweep"),
+     f"{knob_refusal(TP_OVERLAP_NEEDS_TP)}: --tp-overlap means nothing on every row of the sweep"),
     (["--tp-values", "1,16", "--sequence-parallel"],
-     f"{SEQUENCE_PARALLEL_NEEDS_TP}: --sequence-parallel means nothing on every row"),
+     f"{knob_refusal(SEQUENCE_PARALLEL_NEEDS_TP)}: --sequence-parallel means nothing on every row"),
 ])
 def test_a_flag_no_row_runs_is_refused_in_one_line(capsys, argv, words):
     """Before: exit 0, one tp 1 row, the flag in no column and no word of it."""

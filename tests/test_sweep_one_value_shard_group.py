@@ -97,12 +97,12 @@ def test_a_deepspeed_row_is_dropped_and_the_fsdp_row_is_predicts(hardware, workl
     asked = base.model_copy(update={"layout": ScenarioLayout(shard_group=4)})
     res = sweep(profile, asked, {"zero_framework": ["fsdp", "deepspeed"]})
     assert res.size == 1 and res.dropped == res.dropped_layout == 1
-    assert res.layout_example.startswith("shard group 4 on 16 devices: shard group 4 with "
-                                         "zero_framework deepspeed: hybrid sharding is modelled")
+    assert res.layout_example.startswith("shard group 4 on 16 devices: --shard-group 4 with "
+                                         "--zero-framework deepspeed: hybrid sharding is modelled")
     want = _predicted(profile, asked)
     for name in OUTPUTS:
         assert res.columns[name][0] == pytest.approx(getattr(want, name), rel=1e-12), name
-    with pytest.raises(ScalesimError, match="zero_framework deepspeed"):
+    with pytest.raises(ScalesimError, match="--zero-framework deepspeed"):
         _predicted(profile, asked.model_copy(update={"zero_framework": "deepspeed"}))
 
 
@@ -123,9 +123,9 @@ def test_a_device_count_the_group_does_not_divide_is_dropped():
 @pytest.mark.parametrize(("argv", "words"), [
     (["--strategy", "ddp"], "shard group 4 needs a ZeRO strategy"),
     (["--strategy-values", "ddp,zero1", "--zero-framework", "deepspeed"],
-     "shard group 4 with zero_framework deepspeed"),
+     "--shard-group 4 with --zero-framework deepspeed"),
     (["--strategy-values", "ddp,zero3", "--shard-group", "1"],
-     "shard group 1 with zero3 is plain replication"),
+     "--shard-group 1 with --strategy zero3 is plain replication"),
 ])
 def test_a_group_no_row_can_run_is_refused_in_one_line(capsys, argv, words):
     base = ["sweep", "--workload", "bert-large", "--devices", "16"]

@@ -14,6 +14,7 @@ from sweep_llama_case import BASE, CLI
 
 from scalesim.errors import ScalesimError
 from scalesim.layout import (
+    knob_refusal,
     P2P_OVERLAP_NEEDS_INTERLEAVED,
     SEQUENCE_PARALLEL_NEEDS_TP,
     TP_OVERLAP_NEEDS_TP,
@@ -31,18 +32,20 @@ def profile():
 
 @pytest.mark.parametrize(("axes", "kept", "dropped", "rule"), [
     ({"pp": [1, 2], "virtual_stages": [1, 2]}, [(1, 1), (2, 1), (2, 2)], 1,
-     "tp 1 x pp 1 on 8 devices: virtual_stages 2 needs the interleaved schedule"),
+     "tp 1 x pp 1 on 8 devices: --virtual-stages 2 needs --pp 2 or more and --schedule "
+     "interleaved (model chunks of a pipeline's stages); give both, or --virtual-stages 1"),
     # pp 2 with none broke a rule before; pp 1 with 1f1b or gpipe is new
     ({"pp": [1, 2], "schedule": ["none", "1f1b", "gpipe"]},
      [(1, "none"), (2, "1f1b"), (2, "gpipe")], 3,
-     "tp 1 x pp 1 on 8 devices: schedule 1f1b needs pp > 1; use schedule none with pp 1"),
+     "tp 1 x pp 1 on 8 devices: --schedule 1f1b needs --pp 2 or more (a pipeline); at --pp 1 "
+     "leave --schedule at its default"),
     ({"tp": [1, 2], "sequence_parallel": [True, False]}, [(1, False), (2, True), (2, False)], 1,
-     f"tp 1 x pp 1 on 8 devices: {SEQUENCE_PARALLEL_NEEDS_TP}"),
+     f"tp 1 x pp 1 on 8 devices: {knob_refusal(SEQUENCE_PARALLEL_NEEDS_TP)}"),
     # the switches: tp 1 with the overlap on, blocking sends at one chunk a stage (1F1B)
     ({"tp": [1, 2], "tp_overlap": [True, False]}, [(1, False), (2, True), (2, False)], 1,
-     f"tp 1 x pp 1 on 8 devices: {TP_OVERLAP_NEEDS_TP}"),
+     f"tp 1 x pp 1 on 8 devices: {knob_refusal(TP_OVERLAP_NEEDS_TP)}"),
     ({"virtual_stages": [1, 2], "p2p_overlap": [True, False]}, [(1, True), (2, True), (2, False)],
-     1, f"tp 1 x pp 2 on 8 devices: {P2P_OVERLAP_NEEDS_INTERLEAVED}"),
+     1, f"tp 1 x pp 2 on 8 devices: {knob_refusal(P2P_OVERLAP_NEEDS_INTERLEAVED)}"),
 ])
 def test_a_swept_value_the_layout_does_not_run_is_dropped_as_predict_refuses_it(
         profile, axes, kept, dropped, rule):
@@ -80,7 +83,8 @@ def test_the_cli_says_the_drop_in_its_note(capsys):
     assert code == 0, err
     assert out.count("\n") == 1 + 3  # the header and the three rows that mean something
     assert ("note: 1 combination dropped: 1 breaks a layout rule (e.g. tp 1 x pp 1 on 8 "
-            "devices: virtual_stages 2 needs the interleaved schedule)") in err.splitlines()
+            "devices: --virtual-stages 2 needs --pp 2 or more and --schedule interleaved (model "
+            "chunks of a pipeline's stages); give both, or --virtual-stages 1)") in err.splitlines()
 
 
 def test_a_one_value_schedule_runs_no_pipeline_at_pp_1(profile):

@@ -14,7 +14,7 @@ from cli_harness import run_cli
 from h200_gpt import H200
 
 from scalesim.errors import ScalesimError
-from scalesim.layout import TP_OVERLAP_HELP, TP_OVERLAP_NEEDS_TP, ParallelLayout
+from scalesim.layout import TP_OVERLAP_HELP, TP_OVERLAP_NEEDS_TP, ParallelLayout, knob_refusal
 from scalesim.layout_predict import plan_at, scenario_of_row
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
@@ -71,14 +71,15 @@ def test_tp_one_refuses_the_overlap_in_one_line(capsys, command, extra):
     code, _, err = run_cli(capsys, [command, "--workload", "llama3-8b", "--hardware", "dgx-h100",
                                     "--tp-overlap", *extra])
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    assert TP_OVERLAP_NEEDS_TP in err
+    assert ("error: --tp-overlap needs --tp 2 or more (it overlaps the tensor-parallel group's "
+            "collectives with the matmuls)") in err  # the flags the user typed
 
 
 def test_the_library_refuses_it_with_the_same_message_and_a_parameter_count_names_it():
     profile = resolve_profile(None, "dgx-h100", "llama3-8b")
     with pytest.raises(ScalesimError) as info:
         predict(profile, Scenario(devices=[8], layout={"tp_overlap": True}))
-    assert str(info.value) == TP_OVERLAP_NEEDS_TP
+    assert str(info.value) == str(knob_refusal(TP_OVERLAP_NEEDS_TP))
     bert = resolve_profile(None, "dgx-a100", "bert-large")
     with pytest.raises(ScalesimError, match="layout tp overlap: workload 'bert-large' is a "
                        "parameter count only"):
@@ -170,8 +171,8 @@ def test_the_overlap_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
             zip(cols["tp"], cols["tp_overlap"], cols["step_time_s"], strict=True)}
     assert sorted(rows) == [(1, False), (8, False), (8, True)]
     assert res.dropped == res.dropped_layout == 1
-    assert res.layout_example == f"tp 1 x pp 1 on 8 devices: {TP_OVERLAP_NEEDS_TP}"
-    with pytest.raises(ScalesimError, match="tp_overlap needs tp > 1"):
+    assert res.layout_example == f"tp 1 x pp 1 on 8 devices: {knob_refusal(TP_OVERLAP_NEEDS_TP)}"
+    with pytest.raises(ScalesimError, match="--tp-overlap needs --tp 2 or more"):
         predict(profile, Scenario(devices=[8], micro_batch=1,
                                   layout=ScenarioLayout(tp_overlap=True)))
     for (tp, overlap), step in rows.items():
@@ -181,7 +182,7 @@ def test_the_overlap_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
     assert rows[8, True] < rows[8, False]
     for argv, words in ((["--devices", "8"], "sweep axis tp_overlap needs a transformer"),
                         (["--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
-                          "8"], TP_OVERLAP_NEEDS_TP)):
+                          "8"], str(knob_refusal(TP_OVERLAP_NEEDS_TP)))):
         code, _, err = run_cli(capsys, ["sweep", *argv, "--tp-overlap-values", "off,on"])
         assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
 
