@@ -93,6 +93,7 @@ from .plan import (
     runs_interleaved,
     story,
 )
+from .sent_figure import changed_note, figure_text
 from .state import (
     FIELD_LABELS,
     LAYOUT_FIELDS,
@@ -110,6 +111,7 @@ from .state import (
     query_string,
     refusal,
     reset_words,
+    sent_figure,
     share_query,
     shared_date,
     widget_bounds,
@@ -189,7 +191,8 @@ def _init_session() -> None:
     state, profile, messages = decode_query(params)
     ss["app_state"], ss["profile"], ss["link_messages"] = state, profile, messages
     date = shared_date(params)
-    ss["shared"] = None if date is None else {"date": date, "state": state, "profile": profile}
+    ss["shared"] = None if date is None else {"date": date, "state": state, "profile": profile,
+                                              "sent": sent_figure(params)}
     ss["profile_origin"] = "presets" if state.src == "preset" else "the link"
     for name in WIDGET_FIELDS:
         ss[_key(name)] = getattr(state, name)
@@ -594,6 +597,8 @@ def _shared_banner(plan: Plan) -> None:
         return
     st.info(f"Shared what-if from {shared['date']}, {_md(shared['profile'].name)}. Change the "
             "controls to try your own settings; compare them with the shared ones below.")
+    if (note := _sent_figure_note(shared)) is not None:
+        st.info(_md(note))
     if not st.toggle("Compare with my settings", key="compare_shared"):
         return
     try:
@@ -614,6 +619,24 @@ def _shared_banner(plan: Plan) -> None:
                      "cost USD": cost if runs else None,
                      "recommendation": p.decision.recommendation if p.decision else "-"})
     show_table(pd.DataFrame(rows), key="compare_table")
+
+
+def _sent_figure_note(shared: dict) -> str | None:
+    """Where the shared link carries its sender's headline (``sent_figure``) and this
+    scalesim predicts another for the same what-if at the same count: both figures and that
+    the model changed since (``sent_figure.changed_note``); None where they agree."""
+    sent = shared.get("sent")
+    if sent is None:
+        return None
+    profile = shared["profile"]
+    words = nouns_for(profile.hardware.device_name)
+    try:
+        theirs = _plan(profile, shared["state"])
+    except ScalesimError:  # the error box says why
+        return changed_note(sent, None, profile.workload.sample_unit, words)
+    row = next((r for r in theirs.rows if r.devices == sent.devices), None)
+    return changed_note(sent, None if row is None else (row.samples_per_s, row.fits),
+                        theirs.unit, theirs.words)
 
 
 def _decision_card(plan: Plan) -> None:
@@ -1154,11 +1177,14 @@ def render() -> None:
     except Exception:  # noqa: BLE001 - the URL is a convenience; never fail the page for it
         pass
     today = datetime.now(UTC).strftime("%Y-%m-%d")
-    link = f"{_base_url()}?{query_string(share_query(params, today))}"
 
     plan = _plan_or_fallback(profile, state)
     if plan is None:
         return
+    # the headline the link's receiver checks, only of this what-if (not a fallback's)
+    f = plan.focus
+    figure = figure_text(f.devices, f.samples_per_s, f.fits) if plan.state == state else None
+    link = f"{_base_url()}?{query_string(share_query(params, today, figure))}"
     st.caption(f"Profile: {_md(profile.name)}. Predictions from an analytical model, "
                "not measurements.")
     _shared_banner(plan)

@@ -47,6 +47,7 @@ from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile, Scenario, ZeroFramework
 
 from .control_labels import NAMES, in_words
+from .sent_figure import HEADLINE_KEY, SentFigure, parse_figure
 
 # The share link's versions. Each link key arrived in the version its knob table row says
 # (``bounds.Knob.link_since``, docs/bounds.md's 'link since' column), and a link older than that
@@ -803,13 +804,38 @@ def shared_date(params: Mapping[str, Any]) -> str | None:
     return text if re.fullmatch(r"20\d\d-[01]\d-[0-3]\d", text) else None
 
 
-def share_query(params: Mapping[str, str], date: str) -> dict[str, str]:
+def share_query(params: Mapping[str, str], date: str,
+                figure: str | None = None) -> dict[str, str]:
     """The share link's parameters: ``params`` (``encode_query``) dated ``date`` (YYYY-MM-DD)
     right after the version, so that the date opens the link and the fingerprint or profile
     ends it: a link cut anywhere between them keeps its date and loses its end
-    (``cut_before_fingerprint``)."""
-    return {"v": params["v"], SHARED_DATE_KEY: date,
-            **{k: v for k, v in params.items() if k != "v"}}
+    (``cut_before_fingerprint``). ``figure`` (``sent_figure.figure_text``, the sender's
+    headline) goes right after the checksum as ``HEADLINE_KEY``; None: none (the link as
+    before session 46)."""
+    rest = {k: v for k, v in params.items() if k not in ("v", CHECK_KEY)}
+    head = {CHECK_KEY: params[CHECK_KEY]} if CHECK_KEY in params else {}
+    return {"v": params["v"], SHARED_DATE_KEY: date, **head,
+            **({HEADLINE_KEY: figure} if figure is not None else {}), **rest}
+
+
+def checksum_holds(params: Mapping[str, Any]) -> bool:
+    """True where a link carries its checksum (``CHECK_KEY``) and what it says matches it: the
+    what-if it opens is the one its sender made."""
+    flat = {str(k): _first(v) for k, v in params.items()}
+    check = flat.get(CHECK_KEY)
+    return check is not None and check.lower() == link_checksum(flat)
+
+
+def sent_figure(params: Mapping[str, Any]) -> SentFigure | None:
+    """The sender's headline figure a share link carries (``HEADLINE_KEY``), where the link is
+    whole (``checksum_holds``: a cut or edited link opens another what-if, whose numbers differ
+    for that reason, said by its own message); None where it carries none or a broken one
+    (``decode_query`` says which)."""
+    value = params.get(HEADLINE_KEY)
+    if value is None or not checksum_holds(params):
+        return None
+    figure = parse_figure(_first(value), MAX_DEVICES)
+    return figure if isinstance(figure, SentFigure) else None
 
 
 def cut_before_fingerprint(flat: Mapping[str, str]) -> tuple[str, str] | None:
@@ -862,6 +888,11 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         messages.append(f"the link's date '{SHARED_DATE_KEY}={_shown(date)[:12]}' is not a date "
                         f"(YYYY-MM-DD): {CUT_SHORT}")
     check = flat.pop(CHECK_KEY, None)
+    figure = flat.pop(HEADLINE_KEY, None)  # read by sent_figure()
+    if figure is not None and isinstance(why := parse_figure(figure, MAX_DEVICES), str):
+        messages.append(f"the link's headline figure '{HEADLINE_KEY}={_shown(figure)[:20]}' is "
+                        f"{why}: ignored, so whether the model changed since the link was sent "
+                        "cannot be told")
     # a checksum in capitals compares as written (8 hex digits either way)
     altered = check is not None and check.lower() != link_checksum({**flat, "v": version})
     if check is not None and (why := _hex_problem("checksum", CHECK_KEY, check)):
@@ -874,7 +905,8 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                             f"value): {CUT_SHORT}")
     if not flat:  # every link the app makes holds a fingerprint or profile after these
         held = [n for n, k in (("its version", "v"), ("date", SHARED_DATE_KEY),
-                               ("checksum", CHECK_KEY)) if k in params]
+                               ("checksum", CHECK_KEY), ("headline figure", HEADLINE_KEY))
+                if k in params]
         if partial is not None:
             held.append(f"the start of a key ('{_shown(partial)[:20]}')")
         what = ", ".join(held[:-1]) + " and " + held[-1] if len(held) > 1 else held[0]
@@ -999,7 +1031,7 @@ def _cut_key(flat: Mapping[str, str]) -> str | None:
     """The link's last key where a copy stopped inside it ('c' of 'v=2&ck=...', 'a' of
     'v=2&at=...'): no value, no key a link holds but the start of one; None otherwise."""
     last = next(reversed(list(flat)), None)
-    keys = SCENARIO_KEYS | {CHECK_KEY, SHARED_DATE_KEY}
+    keys = SCENARIO_KEYS | {CHECK_KEY, SHARED_DATE_KEY, HEADLINE_KEY}
     if last is None or flat[last] != "" or last in keys:
         return None
     return last if any(k.startswith(last) for k in keys) else None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from scalesim.app.plan import headline, make_plan
+from scalesim.app.sent_figure import figure_text
 from scalesim.app.state import (
     default_state,
     encode_query,
@@ -103,7 +104,9 @@ def test_share_link_in_a_real_browser(server, tmp_path):
         copied = page.evaluate("navigator.clipboard.readText()")
         # the sender's exact what-if, dated after its version (a cut link keeps the date)
         day = re.search(r"&at=(20\d\d-\d\d-\d\d)&", copied)
-        dated = share_query(encode_query(state, profile), day.group(1)) if day else {}
+        f = plan.focus  # and its headline, which the receiver checks (session 46)
+        dated = share_query(encode_query(state, profile), day.group(1),
+                            figure_text(f.devices, f.samples_per_s, f.fits)) if day else {}
         assert copied == f"{server}?{query_string(dated)}"
         assert re.search(r"[?&]hw=dgx-a100(&|$)", page.url) and "inter=ethernet" in page.url
         shot = tmp_path / "planner.png"
