@@ -295,10 +295,15 @@ def _trace_tables(report: Report) -> list[str]:
     steps = cr["steps_compared"]
     count = round(cr["slowest_consistency"] * steps)
     persistent = steps and slowest_in_most_steps(count, steps, len(report.table))
+    # most of the slowest rank's excess its own data wait: the input pipeline's, said so
+    loader = (f"; most of its excess is its own data wait ({cr['loader_wait_s'] * 1e3:.1f} of "
+              f"the others' {(cr['loader_wait_s'] + cr['straggler_wait_s']) * 1e3:.1f} ms "
+              "wait): the input pipeline's" if cr.get("loader_wait_s", 0.0)
+              > cr["straggler_wait_s"] else "")
     if persistent and cr["slowest_factor"] >= SLOW_DEVICE_FACTOR:
         out.append(f"straggler: rank {cr['slowest_rank']} (slowest in "
                    f"{whole_percent(cr['slowest_consistency'])} of steps, own time "
-                   f"{cr['slowest_factor']:.2f}x the median of the others)")
+                   f"{cr['slowest_factor']:.2f}x the median of the others{loader})")
     elif persistent:  # the same rank, but no slower than healthy devices differ (or a tie)
         out.append(f"straggler: none beyond healthy device variation (rank "
                    f"{cr['slowest_rank']} the slowest in {whole_percent(cr['slowest_consistency'])} of "

@@ -734,21 +734,24 @@ def within_stages(summaries, cr: dict, staged: tuple) -> tuple[dict, str]:
         return cr, ""
     # the slowest across stages is the pipeline's shape: the model's micro-step stays every
     # rank's median (``cross_rank``'s waiting ranks would be the other stages)
-    cr = dict(cr, waiting_compute_s=cr["compute_s"], waiting_data_wait_s=cr["data_wait_s"])
+    cr = dict(cr, waiting_compute_s=cr["compute_s"], waiting_data_wait_s=cr["data_wait_s"],
+              input_wait_s=cr["data_wait_s"], loader_wait_s=0.0)
     if None in stages:
         return cr, ""
-    keys = ("straggler_wait_s", "slowest_rank", "slowest_consistency", "slowest_factor",
-            "slowest_counts", "steps_compared")
+    keys = ("straggler_wait_s", "loader_wait_s", "slowest_rank", "slowest_consistency",
+            "slowest_factor", "slowest_counts", "steps_compared")
     per_stage = [cross_rank([s for s, k in zip(summaries, stages, strict=True) if k == stage])
                  for stage in sorted(set(stages)) if stages.count(stage) > 1]
     out = dict(cr)
     if not per_stage:
-        out.update(straggler_wait_s=0.0, slowest_factor=1.0, slowest_counts={},
-                   steps_compared=0, slowest_consistency=1.0)
+        out.update(straggler_wait_s=0.0, loader_wait_s=0.0, slowest_factor=1.0,
+                   slowest_counts={}, steps_compared=0, slowest_consistency=1.0)
         return out, ("one traced rank a pipeline stage: stages do different work, so no rank "
                      "is compared with another (trace the data-parallel peers of a stage)")
-    worst = max(per_stage, key=lambda c: c["straggler_wait_s"])
+    worst = max(per_stage, key=lambda c: c["straggler_wait_s"] + c["loader_wait_s"])
     out.update({k: worst[k] for k in keys})
+    # the pacing stage's slowest rank waiting on its own loader: every rank's data wait plus it
+    out["input_wait_s"] = out["data_wait_s"] + out["loader_wait_s"]
     return out, ("ranks compared within their pipeline stage (stages do different work): the "
                  "stage whose slowest rank keeps its peers waiting the longest")
 

@@ -128,7 +128,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     # the pacing stage's waits on its sends and receives are the pipeline's, not the exchange's
     pp_waits = 0.0 if pipeline is None else pipeline.bubble_s
     parts = {
-        "data": cr["data_wait_s"],
+        "data": input_wait_s(cr),
         "straggler": cr["straggler_wait_s"],
         "comm": max(cr["intrinsic_exposed_comm_s"] - mp_exposed - pp_waits, 0.0),
         "model_parallel": mp_exposed,
@@ -168,11 +168,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     if pipeline is not None:
         findings.append(finding("pipeline", share["pipeline"], _pipeline_lines(pipeline, step),
                                 words))
-    findings.append(finding("input_pipeline", share["data"], [
-        f"waiting on the DataLoader {milliseconds(parts['data'])} per step ({whole_percent(share['data'])}), "
-        "median over ranks",
-    ]))
     slow = cr["slowest_rank"]
+    findings.append(finding("input_pipeline", share["data"], _input_lines(cr, parts, share)))
     persistence = persistence_words(cr["slowest_counts"].get(slow, 0), cr["steps_compared"],
                                     len(summaries))
     persistent = slowest_in_most_steps(cr["slowest_counts"].get(slow, 0), cr["steps_compared"],
@@ -187,6 +184,9 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         f"({whole_percent(share['straggler'])} of the step)",
         f"rank {slow} is the {persistence}, {own}",
     ]
+    if cr.get("loader_wait_s", 0.0) >= OTHER_CAUSE_SHARE * step:
+        strag_lines.insert(1, f"beyond the {milliseconds(cr['loader_wait_s'])} its own extra "
+                              "data wait keeps them waiting (the input pipeline's)")
     if cr["steps_compared"]:
         strag_lines.append("slowest rank per step: " + ", ".join(
             f"rank {r} in {n} of {cr['steps_compared']}" for r, n in cr["slowest_counts"].items()
@@ -242,7 +242,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         first = first_remedy(remedies, cause.key, median_error(False))
     elif pipeline is not None and exchange_replicas(degrees) < 2:  # no exchange to model
         for priced in pipeline_only_batch_remedies(pipeline, step, mp_exposed,
-                                                   cr["data_wait_s"], words.device):
+                                                   input_wait_s(cr), words.device):
             remedies = _with_measured(remedies, priced)
         first = first_remedy(remedies, cause.key, median_error(False))
     for measured in ([] if pipeline is None else pipeline_remedies(pipeline, step)):
@@ -850,6 +850,30 @@ UNSEEN_EXCHANGE_REASON = ("not predicted: no collective of the data-parallel exc
 TRACE_SOURCE = "from traces"
 
 
+def input_wait_s(cr: dict) -> float:
+    """Seconds a step waits on the input (``trace_ranks.cross_rank``'s ``cr``): every rank's
+    median data wait, or, where the slowest rank's own extra data wait keeps the others waiting
+    (``loader_wait_s``) and the step holds more for it (``input_wait_s``: the waiting ranks'
+    plus that part), that."""
+    if cr.get("loader_wait_s", 0.0) > 0:
+        return max(cr["data_wait_s"], cr["input_wait_s"])
+    return cr["data_wait_s"]
+
+
+def _input_lines(cr: dict, parts: dict, share: dict) -> list[str]:
+    """The input pipeline finding's evidence: the data wait a step holds, and where the slowest
+    rank's own loader keeps the others waiting, how much of their wait it is."""
+    head = (f"waiting on the DataLoader {milliseconds(parts['data'])} per step "
+            f"({whole_percent(share['data'])})")
+    if parts["data"] <= cr["data_wait_s"]:
+        return [f"{head}, median over ranks"]
+    return [f"{head} on the rank the others wait for: {milliseconds(cr['loader_wait_s'])} of "
+            f"it its own data wait beyond theirs ({milliseconds(cr['waiting_data_wait_s'])}), "
+            f"which they wait for in their collectives (median over steps)",
+            f"rank {cr['slowest_rank']}'s loader keeps up less than the others' (theirs "
+            "prefetch while they wait): its batches, not its compute, pace the step"]
+
+
 def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
                     model_parallel_s: float = 0.0, per_sample_extra_s: float = 0.0,
                     per_step_s: float = 0.0, micro_steps: int | None = None,
@@ -933,9 +957,10 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
                   device_memory_bytes=1e15, cpu_cores_per_node=world, intra_node=link,
                   inter_node=link, comm_compute_contention=0.0)  # traced compute includes it
     loader, loading = None, 0.0
-    if cr["data_wait_s"] >= LOADER_MODELLED_SHARE * step:
+    if input_wait_s(cr) >= LOADER_MODELLED_SHARE * step:
         if any(s.loader_in_process for s in summaries):  # num_workers=0: serial, per sample
-            loading = cr.get("waiting_data_wait_s", cr["data_wait_s"]) / k
+            # the waiting ranks' and the part of their wait the slowest rank's own adds
+            loading = cr.get("input_wait_s", cr["data_wait_s"]) / k  # == waiting ranks' + it
         else:  # worker processes: a supply beside the step, at today's rate (k samples a step)
             loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=k / step)],
                                  measured=True, source=TRACE_SOURCE)
@@ -986,7 +1011,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
         remedies = [Remedy(r.key, r.title, 0.0, False, UNSEEN_EXCHANGE_REASON, factor=r.factor)
                     if r.key in EXCHANGE_REMEDIES else r for r in remedies]
         first = first_remedy(remedies, cause, least_decisive_gain(profile, scenario))
-    capped = [_loader_within_wait(r, cr["data_wait_s"], step) for r in remedies]
+    capped = [_loader_within_wait(r, input_wait_s(cr), step) for r in remedies]
     if capped == remedies:
         return first, remedies
     return first_remedy(capped, cause, least_decisive_gain(profile, scenario)), capped

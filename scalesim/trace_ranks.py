@@ -76,6 +76,13 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
     that wait (each step's ranks but its slowest, median over them, then over steps), the
     micro-step the remedies' model adds the wait to: the median over every rank includes the
     slowest's excess (of two ranks, half of it), which the wait then counts again.
+    ``loader_wait_s``: the part of the others' wait that the slowest rank's own extra data wait
+    covers (its data wait beyond the waiting ranks' median, at most the wait; median over
+    steps): a loader too slow on the rank the others wait for (one worker, prefetching on the
+    waiting ranks while they sit in the collective) keeps them waiting, the input pipeline's
+    loss, not a straggler's; ``straggler_wait_s`` is the rest of the wait (its compute, idle;
+    median over steps less that part, so the two add up to the wait). ``input_wait_s``: the data
+    wait the step holds, the waiting ranks' plus that part.
     """
     common = set.intersection(*(set(s.step for s in x.steps) for x in summaries))
     by_rank = [{s.step: s for s in x.steps} for x in summaries]
@@ -96,6 +103,8 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         result.update(
             waiting_compute_s=result["compute_s"],
             waiting_data_wait_s=result["data_wait_s"],
+            input_wait_s=result["data_wait_s"],
+            loader_wait_s=0.0,
             straggler_wait_s=0.0,
             slowest_rank=summaries[int(np.argmax(own))].rank,
             slowest_consistency=1.0,
@@ -109,7 +118,7 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         )
         return result
     slowest, waits, intrinsic, intrinsic_comm, aside, factors = [], [], [], [], [], []
-    waiting_compute, waiting_data = [], []
+    waiting_compute, waiting_data, loader_waits = [], [], []
     for n in sorted(common):
         st = [r[n] for r in by_rank]
         # waiting on peers: in the exchange's collectives or in those set aside (a loss
@@ -122,13 +131,17 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         intrinsic_comm.append(st[i].comm_s)
         aside.append(st[i].set_aside_exposed_s)
         others = np.delete(np.arange(len(st)), i)
-        waits.append(float(np.median(exposed[others] - exposed[i])))
+        wait = float(np.median(exposed[others] - exposed[i]))
         factors.append(float(own_n[i] / max(np.median(own_n[others]), 1e-12)))
         waiting_compute.append(float(np.median([st[j].compute_s for j in others])))
         waiting_data.append(float(np.median([st[j].data_wait_s for j in others])))
+        # the part of the wait the slowest rank spent waiting on its own loader beyond the others
+        loader_waits.append(min(max(st[i].data_wait_s - waiting_data[-1], 0.0), max(wait, 0.0)))
+        waits.append(wait)
     mode, count = Counter(slowest).most_common(1)[0]
+    loader_wait = float(np.median(loader_waits))
     result.update(
-        straggler_wait_s=max(float(np.median(waits)), 0.0),
+        straggler_wait_s=max(float(np.median(waits)) - loader_wait, 0.0),
         slowest_rank=summaries[mode].rank,
         slowest_consistency=count / len(slowest),
         slowest_counts={summaries[i].rank: slowest.count(i) for i in range(len(summaries))},
@@ -139,6 +152,8 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         set_aside_exposed_s=float(np.median(aside)),
         waiting_compute_s=float(np.median(waiting_compute)),
         waiting_data_wait_s=float(np.median(waiting_data)),
+        loader_wait_s=loader_wait,
+        input_wait_s=float(np.median(waiting_data)) + loader_wait,
     )
     return result
 
