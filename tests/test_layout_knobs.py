@@ -265,12 +265,19 @@ def test_slow_device_agrees_with_the_data_parallel_path_at_tp_1(gpt):
 
 
 def _optimizer_s(profile, row):
-    """The data-parallel path's optimizer step (ddp: not sharded), colocation-slowed."""
+    """The data-parallel path's optimizer step (ddp: not sharded), colocation-slowed, at the
+    bytes DDP's step sweeps (``memory.optimizer_traffic_ratio``: 28 of the estimate's 30 under
+    autocast, docs/model.md §4)."""
     from scalesim.model.compute import colocation_factor, colocation_slope
+    from scalesim.model.memory import DDP, optimizer_traffic_ratio
+    from scalesim.model.sharding import FSDP
 
-    c = profile.compute
+    c, w = profile.compute, profile.workload
     _, _, opt = c.alone()
-    return opt * colocation_factor(row.devices_per_node, colocation_slope(
+    ratio = float(optimizer_traffic_ratio(DDP, FSDP, w.param_bytes_per_param,
+                                          w.grad_bytes_per_param, w.optimizer_bytes_per_param,
+                                          w.stated_reduce_bytes()))
+    return opt * ratio * colocation_factor(row.devices_per_node, colocation_slope(
         c.colocation_slowdown, c.colocated_devices))
 
 
