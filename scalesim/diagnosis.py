@@ -127,8 +127,9 @@ class Remedy:
     # time to quality where a critical batch size is known, else throughput (None: ``gain``)
     objective_gain: float | None = None
     measure: str = "throughput"  # what objective_gain measures: time, quality or throughput
-    # what its gain rests on that the measured runs do not pin ('' where nothing, and for
-    # traces): said beside it in the text, the app and --json (``remedy_caveat``)
+    # what its gain rests on that the measured runs do not pin ('' where nothing; for traces,
+    # the reading of a data wait the steps cannot tell, ``other_gain``): said beside it in the
+    # text, the app and --json (``remedy_caveat``)
     caveat: str = ""
     # the 95 % band of the shown gain (``shown_gain``) over the parameters the runs cannot rule
     # out (``set_gain_bands``); None where not banded (traces, a remedy that does not apply)
@@ -143,6 +144,10 @@ class Remedy:
     # runs without --params: [gradient bytes, shown gain] at each gradient size the runs allow
     # (``runs_gradient_size.judge_by_size``); None where the size is known, or not applicable
     gain_by_gradient_bytes: list[list[float]] | None = None
+    # traces whose data wait may be a loader that paces the job or a fixed cost of each fetch,
+    # the steps not telling which (``trace_data_wait``): the shown gain, relative, if it is the
+    # fixed cost (``gain``: while the loader paces), its caveat giving both; None elsewhere
+    other_gain: float | None = None
     helps: bool = field(init=False)  # a remedy: it runs and gains (verdict "remedy")
 
     def __post_init__(self) -> None:

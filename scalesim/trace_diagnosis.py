@@ -70,6 +70,14 @@ from scalesim.trace_collectives import (
     unsized_reductions_note,
     within_stages,
 )
+from scalesim.trace_data_wait import (
+    FIXED,
+    PACES,
+    UNDECIDED,
+    DataWaitReading,
+    both_readings,
+    read_data_wait,
+)
 
 # Why a trace of one process (world size 1) gets no model remedy, and what answers its questions
 ONE_PROCESS_NOTE = (
@@ -227,15 +235,17 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
                                                                             exchange, grad_sync)
     # how often the collectives set aside (a metric's) run: once a step or each micro-step
     aside_once, aside_words = (0.0, "") if pipeline is not None else set_aside_cadence(summaries)
+    data_wait = traced_data_wait(summaries, cr)
     first, remedies = _trace_remedies(cr, summaries, cause.key, exchange, degrees,
                                       dp_comm, mp_exposed + pipeline_fixed,
                                       micro_steps=micro_steps, exchange_seen=not unseen,
-                                      ddp_reductions=reductions, set_aside_once=aside_once)
+                                      ddp_reductions=reductions, set_aside_once=aside_once,
+                                      data_wait=data_wait)
     if pipeline is not None and any(r.factor is not None for r in remedies):
         def model(per_sample_extra_s: float, per_step_s: float, fixed_s: float):
             return _trace_remedies(cr, summaries, cause.key, exchange, degrees,
                                    dp_comm, fixed_s, per_sample_extra_s, per_step_s,
-                                   exchange_seen=not unseen)
+                                   exchange_seen=not unseen, data_wait=data_wait)
 
         for priced in pipeline_batch_remedies(pipeline, model, mp_exposed, pipeline_fixed):
             remedies = _with_measured(remedies, priced)
@@ -291,6 +301,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         "pipeline": None if pipeline is None else {
             **asdict(pipeline), "bubble_s": pipeline.bubble_s, "uneven_s": pipeline.uneven_s,
             "lost_s": pipeline.lost_s},
+        # how the data wait is read where the model carries a worker loader's (``traced_data_wait``)
+        "data_wait_reading": None if data_wait is None else asdict(data_wait),
         "groups": {str(s.rank): {role: {k: v for k, v in g.items()
                                         if k not in ("collectives", "by_desc")}
                                  for role, g in s.groups.items()} for s in summaries},
@@ -305,6 +317,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         notes.append(exchange_note)
     if micro_note:
         notes.append(micro_note)
+    if data_wait is not None and exchange_ranks(summaries, degrees) >= 2:
+        notes.append(data_wait.words)
     if batch_note:
         notes.append(batch_note)
     # what the traces show, where the user's --grad-sync did not override it (its own note)
@@ -860,6 +874,18 @@ def input_wait_s(cr: dict) -> float:
     return cr["data_wait_s"]
 
 
+def traced_data_wait(summaries, cr: dict) -> DataWaitReading | None:
+    """How the data wait the step holds is read (``trace_data_wait.read_data_wait``) from the
+    steps of the rank the others wait for (``cr``'s slowest, its wait the one on the step's
+    path), where the remedies' model carries it as a worker-process loader's
+    (``LOADER_MODELLED_SHARE`` of the step or more; an in-process loader's is serial: None)."""
+    wait, step = input_wait_s(cr), cr["step_s"]
+    if wait < LOADER_MODELLED_SHARE * step or any(s.loader_in_process for s in summaries):
+        return None
+    slowest = next(s for s in summaries if s.rank == cr["slowest_rank"])
+    return read_data_wait(slowest.steps, wait, step)
+
+
 def _input_lines(cr: dict, parts: dict, share: dict) -> list[str]:
     """The input pipeline finding's evidence: the data wait a step holds, and where the slowest
     rank's own loader keeps the others waiting, how much of their wait it is."""
@@ -874,11 +900,26 @@ def _input_lines(cr: dict, parts: dict, share: dict) -> list[str]:
             "prefetch while they wait): its batches, not its compute, pace the step"]
 
 
-def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
-                    model_parallel_s: float = 0.0, per_sample_extra_s: float = 0.0,
-                    per_step_s: float = 0.0, micro_steps: int | None = None,
-                    exchange_seen: bool = True, ddp_reductions: int = 1,
-                    set_aside_once: float = 0.0):
+def _trace_remedies(cr, summaries, *args, data_wait: DataWaitReading | None = None, **kwargs):
+    """``_modelled_remedies`` with a worker-process loader's data wait read as ``data_wait``
+    says (``trace_data_wait.read_data_wait``; None: a loader that paces the job). Where the
+    steps cannot tell (``UNDECIDED``) both are priced: each remedy's gain and the first remedy
+    are the pacing reading's, and where the fixed-cost reading's gain differs, it is beside it
+    (``Remedy.other_gain``, the caveat giving both)."""
+    reading = PACES if data_wait is None else data_wait.reading
+    if reading != UNDECIDED:
+        return _modelled_remedies(cr, summaries, *args, wait_reading=reading, **kwargs)
+    first, paced = _modelled_remedies(cr, summaries, *args, wait_reading=PACES, **kwargs)
+    _, fixed = _modelled_remedies(cr, summaries, *args, wait_reading=FIXED, **kwargs)
+    both = both_readings(paced, fixed, input_wait_s(cr))
+    return next((b for p, b in zip(paced, both, strict=True) if p is first), None), both
+
+
+def _modelled_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
+                       model_parallel_s: float = 0.0, per_sample_extra_s: float = 0.0,
+                       per_step_s: float = 0.0, micro_steps: int | None = None,
+                       exchange_seen: bool = True, ddp_reductions: int = 1,
+                       set_aside_once: float = 0.0, wait_reading: str = PACES):
     """Rank the seed remedies with a model profile built from the traced breakdown, the job
     exchanging as ``exchange`` (None: DDP; its link's bus bandwidth from the bytes that
     strategy sends, ``zero_exchange.sent_units``). Where the traces' groups split the model
@@ -900,7 +941,11 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     (``trace_collectives.ddp_reductions``; 1: once a step). ``set_aside_once``: the share of
     the exposed time of the collectives set aside as no gradient traffic (a part of idle) that
     runs once a step (``trace_collectives.set_aside_cadence``): paid once a step
-    (``ComputeCurve.per_step_s``, never sharded), the rest in each micro-step."""
+    (``ComputeCurve.per_step_s``, never sharded), the rest in each micro-step. ``wait_reading``:
+    a worker-process loader's data wait (where the model carries it, ``LOADER_MODELLED_SHARE``)
+    as a supply beside the step at today's rate (``PACES``: nothing else gains until it does) or
+    as a fixed time of each micro-step (``FIXED``: a fixed cost of each fetch, which the loader
+    remedy takes off, ``_fixed_fetch_remedy``)."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
     from scalesim.model.memory import reduce_bytes_per_param_of
@@ -956,11 +1001,13 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
                   devices_per_node=world,
                   device_memory_bytes=1e15, cpu_cores_per_node=world, intra_node=link,
                   inter_node=link, comm_compute_contention=0.0)  # traced compute includes it
-    loader, loading = None, 0.0
+    loader, loading, fetch = None, 0.0, 0.0
     if input_wait_s(cr) >= LOADER_MODELLED_SHARE * step:
         if any(s.loader_in_process for s in summaries):  # num_workers=0: serial, per sample
             # the waiting ranks' and the part of their wait the slowest rank's own adds
             loading = cr.get("input_wait_s", cr["data_wait_s"]) / k  # == waiting ranks' + it
+        elif wait_reading == FIXED:  # a fixed cost of each fetch: a fixed time a micro-step
+            fetch = input_wait_s(cr) / k
         else:  # worker processes: a supply beside the step, at today's rate (k samples a step)
             loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=k / step)],
                                  measured=True, source=TRACE_SOURCE)
@@ -971,7 +1018,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     aside_once = (set_aside_once * min(max(cr["set_aside_exposed_s"], 0.0),
                                        max(cr["idle_s"], 0.0))
                   if set_aside_once > 0 and k >= 2 else 0.0)
-    idle = (max(cr["idle_s"], 0.0) - aside_once + model_parallel_s) / k
+    idle = (max(cr["idle_s"], 0.0) - aside_once + model_parallel_s) / k + fetch
     per_sample_extra_s /= k
     micro = compute + idle + loading  # the model's micro-step, an in-process loader's time in it
     slow_factor, cv = 1.0, 0.0
@@ -1003,8 +1050,9 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     first, remedies = model_remedies(profile, scenario, world, cause, nominal_links=True,
                                      nominal_batch=True, traced_micro_steps=micro_steps,
                                      ddp_reductions=ddp_reductions)
-    if loading:
-        remedies = [_loader_workers(profile, scenario, loading, k) if r.key == "loader" else r
+    if loading or fetch:
+        remedies = [r if r.key != "loader" else _loader_workers(profile, scenario, loading, k)
+                    if loading else _fixed_fetch_remedy(profile, scenario, fetch, k)
                     for r in remedies]
         first = first_remedy(remedies, cause, least_decisive_gain(profile, scenario))
     if not exchange_seen:
@@ -1042,6 +1090,29 @@ def _loader_workers(profile, scenario, loading_s: float, micro_steps: int = 1) -
             "processes (DataLoader(num_workers=N), as many as keep up) load the next batches "
             "beside it")
     return Remedy("loader", LOADER_WORKERS_TITLE, gain, True, note, verdict=gain_verdict(gain))
+
+
+# the loader remedy where the traces' data wait reads as a fixed cost of each fetch
+FIXED_FETCH_TITLE = ("Take the fixed cost off each fetch (pin_memory, a lighter collate_fn, the "
+                     "next batch copied to the device ahead)")
+
+
+def _fixed_fetch_remedy(profile, scenario, fetch_s: float, micro_steps: int = 1) -> Remedy:
+    """The loader remedy where the traces' data wait reads as a fixed cost of each fetch
+    (``trace_data_wait.FIXED``): its ``fetch_s`` a micro-step (of ``micro_steps`` a step) is in
+    the model's fixed time of each micro-step (``ComputeCurve.overhead_s``); taking it off is the
+    gain (held to removing the traced wait, ``_loader_within_wait``). More workers do not shorten
+    the hand-off of a batch they already have ready."""
+    from scalesim.predict import predict
+
+    now = predict(profile, scenario)[0]
+    compute = profile.compute.model_copy(
+        update={"overhead_s": profile.compute.overhead_s - fetch_s})
+    after = predict(profile.model_copy(update={"compute": compute}), scenario)[0]
+    gain = float(after.samples_per_s / now.samples_per_s - 1.0)
+    note = (f"the traces' data wait, {milliseconds(fetch_s * micro_steps)} a step, is read as "
+            "the same cost in every fetch (see the notes), not a loader falling short")
+    return Remedy("loader", FIXED_FETCH_TITLE, gain, True, note, verdict=gain_verdict(gain))
 
 
 def _loader_within_wait(remedy: Remedy, data_wait_s: float, step_s: float) -> Remedy:

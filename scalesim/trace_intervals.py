@@ -41,6 +41,17 @@ def length_in(merged: tuple[np.ndarray, np.ndarray], w0: float, w1: float) -> fl
     return float(np.sum(np.clip(e[lo:hi], w0, w1) - np.clip(s[lo:hi], w0, w1)))
 
 
+def last_end_in(merged: tuple[np.ndarray, np.ndarray], w0: float, w1: float) -> float | None:
+    """The latest end (s) of the disjoint intervals ``merged`` inside the window [w0, w1], one
+    that runs past it held at w1; None where none lies in it. One that starts within a
+    nanosecond of w1 is the next window's (as ``count_in`` counts it; ts + dur rounded past)."""
+    s, e = merged
+    lo, hi = np.searchsorted(e, w0, "right"), np.searchsorted(s, w1 - 1e-9, "left")
+    if hi <= lo:
+        return None
+    return float(min(e[hi - 1], w1))
+
+
 def count_in(sorted_starts: np.ndarray, w0: float, w1: float) -> int:
     """How many of ``sorted_starts`` (s) fall in [w0, w1) (s), both ends a nanosecond early:
     an op that starts as the next step does (``ts + dur`` rounded past it) is the next step's."""

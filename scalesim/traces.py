@@ -93,6 +93,7 @@ from scalesim.trace_intervals import (
     count_in,
     device_windows,
     in_window,
+    last_end_in,
     length_in,
     union,
 )
@@ -188,6 +189,10 @@ class StepBreakdown:
     idle_s: float
     start_s: float = 0.0  # the step's window on the timeline it was measured on (trace clock)
     end_s: float = 0.0
+    # when the step's last data wait ended, s on the same clock (the batch's arrival: the gaps
+    # between steps' arrivals say whether a loader paces the job, ``trace_data_wait``); None
+    # where the step waits on no data
+    data_end_s: float | None = None
     attention_s: float = 0.0  # attention kernels (a part of compute_s)
     # point-to-point sends and receives (``point_to_point``) under nothing else: no compute,
     # data wait or other communication; a part of exposed_comm_s (a pipeline's waits)
@@ -680,6 +685,7 @@ def summarise(
                 idle_s=max(span - cdmw, 0.0),
                 start_s=w0,
                 end_s=w1,
+                data_end_s=last_end_in(d_set, w0, w1),
                 attention_s=length_in(a_set, w0, w1),
                 p2p_exposed_s=max(cdmw - length_in(cd_other, w0, w1), 0.0),
                 collective_s=ow,
