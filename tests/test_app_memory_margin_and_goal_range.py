@@ -128,7 +128,12 @@ def test_the_layouts_tabs_best_is_plans_with_the_same_margin(capsys, margin):
     code, out, err = run_cli(capsys, [*PLAN, "--memory-margin", str(margin)])
     assert code == 0, err
     cli = json.loads(out)
-    assert {k: getattr(best, k) for k in SAME} == {k: cli["layouts"][0][k] for k in SAME}
+    exact = [k for k in SAME if k != "step_time_s"]
+    assert {k: getattr(best, k) for k in exact} == {k: cli["layouts"][0][k] for k in exact}
+    # the same step to the last bits: since the optimizer step pays the framework's sweep
+    # (841026b, memory.optimizer_traffic_ratio) the page's and plan's batches of rows round it
+    # one ulp apart (16.55288657350136 / ...354 s)
+    assert best.step_time_s == pytest.approx(cli["layouts"][0]["step_time_s"], rel=1e-12)
     note = layout_memory_note(plan.profile, plan.scenario, focus, best)
     if margin:
         assert note is None and cli["memory_note"] is None
