@@ -16,8 +16,10 @@ from scalesim.profiles import resolve_profile
 from scalesim.remedies import rank_remedies
 from scalesim.schemas import Scenario
 
-# session 44: ddp -> zero2 (was zero1) since Megatron-Core's ZeRO-1 reduces fp32 main grads
-CHANGE = ("Change the layout: pipeline schedule 1F1B -> zero bubble, ddp -> zero2, sequence "
+# session 44: ddp -> zero2 (was zero1) since Megatron-Core's ZeRO-1 reduces fp32 main grads;
+# session 46: zero1 again, FSDP's ZeRO-2 under the pipeline waits for the first stage's
+# reduce-scatter after its last backward (model/piped_reduce.py)
+CHANGE = ("Change the layout: pipeline schedule 1F1B -> zero bubble, ddp -> zero1, sequence "
           "parallel off -> on")
 
 
