@@ -129,8 +129,10 @@ def test_predict_says_which_links_it_used_and_why_efficiency_passes_100(capsys):
             "(--intra-busbw, --inter-busbw)") in out.splitlines()[1]
     code, out, _ = run_cli(capsys, ["predict", "--hardware", "dgx-a100", "--workload", "gpt-7b",
                                     "--strategy", "zero3", "--devices", "1,8"])
-    assert code == 0 and " 103.3%" in out
-    assert ("note: efficiency above 100% (up to 103.3% at 8 devices): each device updates "
+    # 103.3% before session 46: FSDP ZeRO-3's step sweeps 28 B a parameter (was 30), which
+    # shortens the one-device step's whole-model update more than the 1/8 shard's
+    assert code == 0 and " 102.8%" in out
+    assert ("note: efficiency above 100% (up to 102.8% at 8 devices): each device updates "
             "1/8 of the optimizer state (ZeRO shards it over 8 ranks)") in out
     code, out, _ = run_cli(capsys, ["predict", "--devices", "1,8"])
     assert "efficiency above 100%" not in out
