@@ -161,9 +161,12 @@ def test_deepspeed_refuses_once_per_step():
     from scalesim.sweep import sweep
 
     profile = default_profile()
-    with pytest.raises(ScalesimError, match="axes zero_framework, grad_sync: grad_sync "):
+    # the refusal names its knobs as the CLI's flags since be57796 (layout.knob_refusal)
+    with pytest.raises(ScalesimError, match="axes zero_framework, grad_sync: --grad-sync "
+                                            "once-per-step is FSDP's no_sync") as refused:
         sweep(profile, Scenario(devices=[8], grad_sync="once-per-step"),
               {"zero_framework": ["deepspeed"]})  # every pair refused: nothing to sweep
+    assert set(refused.value.knobs) == {"zero_framework", "grad_sync"}
     with pytest.raises(ScalesimError, match="FSDP's no_sync"):
         sweep(profile, Scenario(devices=[8], zero_framework="deepspeed"),
               {"grad_sync": ["once-per-step"]})
