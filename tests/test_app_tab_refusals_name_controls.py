@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 from app_harness import open_app
-from scalesim.app.named_controls import controls_to_change
-from scalesim.app.named_controls import control_namer
+from scalesim.app.named_controls import control_namer, controls_to_change
 from scalesim.app.plan import build_scenario
 from scalesim.app.planner_page import goal_controls
 from scalesim.app.state import AppState, default_state, preset_profile

@@ -13,9 +13,9 @@ from urllib.parse import parse_qs
 
 import pytest
 from app_harness import open_app, run_clean
-
 from scalesim.app.plan import make_plan
 from scalesim.app.state import AppState, decode_query, preset_profile
+
 from scalesim.schemas import PROFILE_VERSION
 
 FIXTURES = Path(__file__).parent / "fixtures"

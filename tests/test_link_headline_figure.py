@@ -10,7 +10,6 @@ import re
 import urllib.parse
 
 import pytest
-import scalesim.model.collectives as collectives
 from app_harness import open_app
 from scalesim.app.sent_figure import (
     HEADLINE_KEY,
@@ -29,6 +28,8 @@ from scalesim.app.state import (
     sent_figure,
     share_query,
 )
+
+import scalesim.model.collectives as collectives
 
 CHANGED = "the model changed since the link was sent"
 DATE = "2026-12-02"

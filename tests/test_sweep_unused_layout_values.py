@@ -14,10 +14,10 @@ from sweep_llama_case import BASE, CLI
 
 from scalesim.errors import ScalesimError
 from scalesim.layout import (
-    knob_refusal,
     P2P_OVERLAP_NEEDS_INTERLEAVED,
     SEQUENCE_PARALLEL_NEEDS_TP,
     TP_OVERLAP_NEEDS_TP,
+    knob_refusal,
 )
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
