@@ -12,59 +12,17 @@ Usage: python tests/ddp_optimizer_probe.py PORT."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from gloo_probe_common import WIDTH, StepBytes, start_two_layers
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
-
-WIDTH = 64  # two bias-free WIDTH x WIDTH layers: 8,192 parameters
-
-
-def _local(t):
-    """The rank's own tensor of a DTensor (FSDP2's parameters), else ``t``."""
-    return t._local_tensor if hasattr(t, "_local_tensor") else t
-
-
-def _tensors(values):
-    return [_local(t) for t in tree_flatten(values)[0]
-            if isinstance(t, torch.Tensor) and _local(t).dim() > 0]
-
-
-class StepBytes(TorchDispatchMode):
-    """Bytes read and written by the aten ops run under it, and the dtypes they read."""
-
-    def __init__(self):
-        super().__init__()
-        self.read = self.written = 0
-        self.dtypes = set()
-        self.ops = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        given = _tensors((args, kwargs))
-        before = [t.detach().clone() for t in given]
-        out = func(*args, **kwargs)
-        changed = [t for t, b in zip(given, before, strict=True) if not torch.equal(t, b)]
-        made = [t for t in _tensors(out) if not any(t is g for g in given)]
-        self.read += sum(t.numel() * t.element_size() for t in given)
-        self.written += sum(t.numel() * t.element_size() for t in changed + made)
-        self.dtypes.update(str(t.dtype).removeprefix("torch.") for t in given)
-        self.ops.append(str(func))
-        return out
 
 
 def _rank(rank, world, port):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH, bias=False),
-                                torch.nn.Linear(WIDTH, WIDTH, bias=False))
-    params = sum(p.numel() for p in model.parameters())
+    model, params = start_two_layers(rank, world, port)
     net = DistributedDataParallel(model)
     optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3, fused=True)
     x = torch.randn(4, WIDTH)

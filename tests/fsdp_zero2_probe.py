@@ -10,15 +10,13 @@ Usage: python tests/fsdp_zero2_probe.py PORT [STRATEGY] [PRECISION]"""
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from gloo_probe_common import WIDTH, start_two_layers
 from torch.distributed.fsdp import FullyShardedDataParallel, MixedPrecision, ShardingStrategy
-
-WIDTH = 64  # two bias-free WIDTH x WIDTH layers: 8,192 parameters
 
 
 def _tensor(t):
@@ -27,12 +25,7 @@ def _tensor(t):
 
 
 def _rank(rank, world, port, strategy, precision):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH, bias=False),
-                                torch.nn.Linear(WIDTH, WIDTH, bias=False))
-    params = sum(p.numel() for p in model.parameters())
+    model, params = start_two_layers(rank, world, port)
     mixed = MixedPrecision(param_dtype=torch.bfloat16) if precision == "bf16" else None
     fsdp = FullyShardedDataParallel(model, sharding_strategy=ShardingStrategy[strategy],
                                     device_id=torch.device("cpu"), mixed_precision=mixed)
