@@ -91,3 +91,19 @@ def upload_profile(at: AppTest, profile, name: str = "lab.json") -> AppTest:
 def knee_line(at: AppTest) -> str:
     """The headline's knee / best-remedy line (the first markdown is the story sentence)."""
     return next(m.value for m in at.markdown if m.value.startswith("**Knee:**"))
+
+
+def preset_query(**fields) -> dict:
+    """The share link of the what-if ``fields`` on their presets' defaults (with its checksum),
+    as the app writes it."""
+    from scalesim.app.state import AppState, encode_query, preset_profile, with_profile_defaults
+
+    state = AppState(**fields)
+    profile = preset_profile(state)
+    return encode_query(with_profile_defaults(state, profile).model_copy(update=fields), profile)
+
+
+def cannot_predict_box(at: AppTest) -> str:
+    """The page's one 'Cannot predict' error box."""
+    (box,) = [e.value for e in at.error if e.value.startswith("Cannot predict")]
+    return box

@@ -8,23 +8,17 @@ empty (the sentence and the notes say why)."""
 
 from __future__ import annotations
 
-from app_harness import open_app, run_clean, upload_profile
+from app_harness import open_app, preset_query, run_clean, upload_profile
 from scalesim.app.plan import device_counts
-from scalesim.app.state import AppState, encode_query, preset_profile, with_profile_defaults
+from scalesim.app.state import AppState, preset_profile, with_profile_defaults
 
 GOAL_405B = {"hw": "dgx-h100", "wl": "llama3-405b", "tab": "goal", "dl": 720.0,
              "bud": 100000.0, "train": 1e7, "gmax": 16}
 
 
-def _query(**fields) -> dict:
-    """The share link of the what-if ``fields`` on their presets' defaults (with its checksum)."""
-    state = AppState(**fields)
-    profile = preset_profile(state)
-    return encode_query(with_profile_defaults(state, profile).model_copy(update=fields), profile)
-
 
 def test_the_goal_tab_with_no_plan_shows_why_and_no_empty_table():
-    at = open_app(_query(**GOAL_405B))
+    at = open_app(preset_query(**GOAL_405B))
     assert [w.value for w in at.warning if w.value.startswith("No plan runs")] == [
         "No plan runs: none of the layouts searched fits in device memory."]
     assert any("so there was no plan to evaluate" in c.value for c in at.caption)
@@ -45,7 +39,7 @@ def test_a_preset_switch_says_which_typed_values_it_reset_to_the_new_profiles():
     """Switching the Hardware preset sets the new profile's global batch and devices per server
     (on purpose: ``_set_profile``); a typed 512 became 64 without a word. The sidebar now says
     which values it reset, from what to what; the values reset are the profile's."""
-    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", mode="strong", gb=512, dpn=4))
+    at = open_app(preset_query(hw="dgx-h100", wl="llama3-8b", mode="strong", gb=512, dpn=4))
     state = at.session_state["app_state"]
     assert (state.gb, state.dpn) == (512, 4)
     at.sidebar.selectbox(key="k_hw").set_value("dgx-a100")
@@ -62,7 +56,7 @@ def test_a_preset_switch_says_which_typed_values_it_reset_to_the_new_profiles():
 
 
 def test_a_preset_switch_with_nothing_typed_says_nothing_and_the_next_pick_clears_it():
-    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", mode="strong", gb=512))
+    at = open_app(preset_query(hw="dgx-h100", wl="llama3-8b", mode="strong", gb=512))
     at.sidebar.selectbox(key="k_hw").set_value("dgx-a100")
     run_clean(at)
     assert len(_sidebar_infos(at)) == 1 and "Global batch 512 → 64" in _sidebar_infos(at)[0]
@@ -73,7 +67,7 @@ def test_a_preset_switch_with_nothing_typed_says_nothing_and_the_next_pick_clear
 
 def test_an_upload_and_leaving_it_say_the_typed_values_they_reset():
     """The same words where an uploaded profile, and leaving it, reset a typed value."""
-    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", mode="strong", gb=512))
+    at = open_app(preset_query(hw="dgx-h100", wl="llama3-8b", mode="strong", gb=512))
     lab = preset_profile(AppState(hw="dgx-a100", wl="llama3-8b")).model_copy(
         update={"name": "lab"})
     upload_profile(at, lab)
@@ -96,7 +90,7 @@ def _count_notes(at) -> list[str]:
 def test_a_grid_that_stops_short_of_the_largest_count_says_which_and_why():
     """3 GPUs per server, Largest device count 64: the powers of two above one server double
     whole servers (3 ... 48) and stopped at 48 without a word."""
-    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", dmax=64, dpn=3))
+    at = open_app(preset_query(hw="dgx-h100", wl="llama3-8b", dmax=64, dpn=3))
     assert at.session_state["app_state"].dpn == 3
     assert _count_notes(at) == [
         "Largest device count 64: the largest count plotted is 48 (above one server the powers "
@@ -111,7 +105,7 @@ def test_a_grid_that_stops_short_of_the_largest_count_says_which_and_why():
 
 
 def test_no_note_where_the_grid_reaches_the_largest_count():
-    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", dmax=64))
+    at = open_app(preset_query(hw="dgx-h100", wl="llama3-8b", dmax=64))
     assert _count_notes(at) == []
     state = AppState(dmax=64)
     for g in (1, 2, 4, 8, 16, 32, 64):  # a power of two per server doubles up to 64

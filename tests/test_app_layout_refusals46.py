@@ -10,28 +10,16 @@ profile)."""
 from __future__ import annotations
 
 import pytest
-from app_harness import open_app, run_clean
+from app_harness import cannot_predict_box, open_app, preset_query, run_clean
 from scalesim.app.state import AppState, encode_query, preset_profile, with_profile_defaults
 
 from scalesim import presets
 from scalesim.layout import presets_past_server
 
 
-def _query(**fields) -> dict:
-    """The share link of the what-if ``fields`` on their presets' defaults (with its checksum)."""
-    state = AppState(**fields)
-    profile = preset_profile(state)
-    return encode_query(with_profile_defaults(state, profile).model_copy(update=fields), profile)
-
-
-def _cannot_predict(at) -> str:
-    (box,) = [e.value for e in at.error if e.value.startswith("Cannot predict")]
-    return box
-
-
 def test_a_tp_past_the_server_names_the_hardware_preset_that_holds_it_and_that_way_runs():
-    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", tp=16))
-    box = _cannot_predict(at)
+    at = open_app(preset_query(hw="dgx-h100", wl="llama3-8b", tp=16))
+    box = cannot_predict_box(at)
     assert " Controls to change: Tensor parallel, Devices per server, Hardware preset. Below:" \
         in box, box
     assert at.session_state["app_state"].hw == "dgx-h100"  # the fallback keeps the preset
@@ -51,7 +39,7 @@ def test_the_hardware_preset_is_named_from_the_preset_table(monkeypatch):
     """Without a preset whose server holds tp 16 (the table patched), the box names none."""
     monkeypatch.setattr(presets, "HARDWARE", {n: hw for n, hw in presets.HARDWARE.items()
                                               if hw.devices_per_node < 16})
-    box = _cannot_predict(open_app(_query(hw="dgx-h100", wl="llama3-8b", tp=16)))
+    box = cannot_predict_box(open_app(preset_query(hw="dgx-h100", wl="llama3-8b", tp=16)))
     assert "the preset" not in box
     assert box.count("Controls to change: Tensor parallel, Devices per server. Below:") == 1, box
 
@@ -62,7 +50,7 @@ def test_the_hardware_preset_is_named_from_the_preset_table(monkeypatch):
     {"hw": "dgx-h100", "wl": "llama3-8b", "dpn": 4, "tp": 8},  # the server's own 8 hold it
 ], ids=["no preset holds it", "more of the server"])
 def test_no_hardware_preset_where_none_is_the_way_out(fields):
-    box = _cannot_predict(open_app(_query(**fields)))
+    box = cannot_predict_box(open_app(preset_query(**fields)))
     assert "Hardware preset" not in box, box
     assert "Controls to change: Tensor parallel, Devices per server." in box, box
 
@@ -73,7 +61,7 @@ def test_an_uploaded_profile_names_the_button_that_brings_the_preset_pickers_bac
     profile = preset_profile(state).model_copy(update={"name": "lab"})
     at = open_app(encode_query(with_profile_defaults(state, profile).model_copy(
         update={"tp": 16, "src": "custom"}), profile))
-    box = _cannot_predict(at)
+    box = cannot_predict_box(at)
     assert ("Controls to change: Tensor parallel, Devices per server, Hardware preset (after "
             "Leave this profile). Below:") in box, box
     assert at.sidebar.button(key="leave_profile").label.startswith("Leave this profile")
@@ -92,7 +80,7 @@ def test_a_setting_that_leaves_out_the_largest_count_asked_is_an_error_box(field
     """The headline moved from the 64 devices asked to a smaller count with only a blue note
     among the others; an error box now says why 64 cannot run, which controls change it, and
     which count the page shows. The page keeps working and the link keeps the what-if."""
-    link = _query(hw="dgx-h100", wl="llama3-8b", dmax=64, **fields)
+    link = preset_query(hw="dgx-h100", wl="llama3-8b", dmax=64, **fields)
     at = open_app(link)
     (box,) = [e.value for e in at.error if "the largest count asked" in e.value]
     assert box.startswith("64 devices, the largest count asked, cannot run: ") and words in box
@@ -105,7 +93,7 @@ def test_a_setting_that_leaves_out_the_largest_count_asked_is_an_error_box(field
 
 def test_no_error_box_where_the_largest_count_runs():
     """tp 8 x pp 2 leaves out 1 to 8 devices (a note), but 64 runs: no box."""
-    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", dmax=64, tp=8, pp=2))
+    at = open_app(preset_query(hw="dgx-h100", wl="llama3-8b", dmax=64, tp=8, pp=2))
     assert [e.value for e in at.error if "largest count asked" in e.value] == []
     assert at.metric[0].label == "Scaling efficiency at 64 devices"
 
@@ -114,8 +102,8 @@ def test_pp_past_the_layers_names_the_pipeline_stages_alone_and_the_link_keeps_i
     """32 layers over pp 64: the fix is 'use pp <= 32', but the box named Virtual stages too,
     which is at 1 and changes nothing; the refusal's knobs name virtual stages only at 2 or
     more (``layout.layout_problems``)."""
-    at = open_app(_query(hw="dgx-h100", wl="llama3-8b", dmax=64, pp=64, sched="1f1b"))
-    box = _cannot_predict(at)
+    at = open_app(preset_query(hw="dgx-h100", wl="llama3-8b", dmax=64, pp=64, sched="1f1b"))
+    box = cannot_predict_box(at)
     # the line names the controls itself (it named the fields pp and virtual_stages, then
     # 'Control to change: Pipeline stages'), so no list repeats them
     assert ("32 layers cannot fill Pipeline stages 64 x Virtual stages 1 model chunks; use "
@@ -124,4 +112,4 @@ def test_pp_past_the_layers_names_the_pipeline_stages_alone_and_the_link_keeps_i
     assert len(at.metric) >= 4  # the page below the box
     again = open_app({k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()})
     assert again.session_state["app_state"].pp == 64
-    assert _cannot_predict(again) == box
+    assert cannot_predict_box(again) == box

@@ -9,8 +9,7 @@ hold that layout, evaluated there (``layout.presets_holding_layout``), are named
 
 from __future__ import annotations
 
-from app_harness import open_app, run_clean
-from scalesim.app.state import AppState, encode_query, preset_profile, with_profile_defaults
+from app_harness import open_app, preset_query, run_clean
 
 from scalesim import presets
 from scalesim.figures import gib
@@ -19,12 +18,6 @@ from scalesim.plan import Setting, plan
 
 BIG = {"hw": "dgx-h100", "wl": "llama3-405b", "dmax": 64, "tab": "layouts"}
 
-
-def _query(**fields) -> dict:
-    """The share link of the what-if ``fields`` on their presets' defaults (with its checksum)."""
-    state = AppState(**fields)
-    profile = preset_profile(state)
-    return encode_query(with_profile_defaults(state, profile).model_copy(update=fields), profile)
 
 
 def _no_layout_box(at) -> str:
@@ -41,7 +34,7 @@ def _least_memory_405b_on_64(hardware: str = "dgx-h100"):
 
 
 def test_the_layouts_tab_names_the_hardware_preset_whose_devices_hold_the_least_layout():
-    at = open_app(_query(**BIG))
+    at = open_app(preset_query(**BIG))
     box = _no_layout_box(at)
     least = _least_memory_405b_on_64()
     assert not least.fits and f"needs {gib(least.memory_bytes)} per device, of 80.0 GiB" in box
@@ -77,14 +70,14 @@ def test_a_preset_is_named_by_evaluating_the_layout_on_it_not_by_its_name(monkey
         n: hw.model_copy(update={"device_memory_bytes": h100}) if n == "dgx-h200" else hw
         for n, hw in presets.HARDWARE.items() if n != "gb200-nvl72"})
     assert presets_holding_layout(_setting(), least) == []
-    box = _no_layout_box(open_app(_query(**BIG)))
+    box = _no_layout_box(open_app(preset_query(**BIG)))
     assert "the preset" not in box and "with more memory." in box, box
     assert box.endswith("Control to change: Largest device count."), box
 
 
 def test_no_preset_where_none_holds_the_least_layout():
     """llama3-405b on 8 H100s needs 762.9 GiB a device at least: no preset holds it."""
-    at = open_app(_query(**{**BIG, "dmax": 8}))
+    at = open_app(preset_query(**{**BIG, "dmax": 8}))
     box = _no_layout_box(at)
     assert "the preset" not in box, box
     assert box.endswith("Control to change: Largest device count."), box

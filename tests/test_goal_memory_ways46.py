@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import json
 
-from app_harness import open_app
+from app_harness import open_app, preset_query
 from cli_harness import run_cli
-from scalesim.app.state import AppState, encode_query, preset_profile, with_profile_defaults
 
 from scalesim import presets
 from scalesim.decision import decide
@@ -73,16 +72,10 @@ def test_goal_names_a_preset_by_evaluating_the_layout_not_by_its_name(monkeypatc
     assert "the preset" not in note and note.endswith("or use devices with more memory"), note
 
 
-def _query(**fields) -> dict:
-    """The share link of the what-if ``fields`` on their presets' defaults (with its checksum)."""
-    state = AppState(**fields)
-    profile = preset_profile(state)
-    return encode_query(with_profile_defaults(state, profile).model_copy(update=fields), profile)
-
 
 def test_the_goal_tab_names_them_and_the_hardware_preset(capsys):
     for most, held in ((64, True), (16, False)):
-        at = open_app(_query(hw="dgx-h100", wl="llama3-405b", train=1e6, price=3.0, dl=7200.0,
+        at = open_app(preset_query(hw="dgx-h100", wl="llama3-405b", train=1e6, price=3.0, dl=7200.0,
                              bud=1e9, gmax=most, tab="goal"))
         assert [w.value for w in at.warning] == [
             "No plan runs: none of the layouts searched fits in device memory."]

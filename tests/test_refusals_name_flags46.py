@@ -11,9 +11,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from app_harness import open_app
+from app_harness import cannot_predict_box, open_app, preset_query
 from cli_harness import run_cli
-from scalesim.app.state import AppState, encode_query, preset_profile, with_profile_defaults
 
 from scalesim import bounds
 from scalesim.errors import ScalesimError, in_words_of
@@ -129,21 +128,12 @@ def test_a_wrapped_refusal_keeps_its_controls_for_another_caller():
     assert said.knobs == info.value.knobs == ("virtual_stages", "schedule")
 
 
-def _query(**fields) -> dict:
-    state = AppState(**fields)
-    profile = preset_profile(state)
-    return encode_query(with_profile_defaults(state, profile).model_copy(update=fields), profile)
-
-
-def _cannot_predict(at) -> str:
-    (box,) = [e.value for e in at.error if e.value.startswith("Cannot predict")]
-    return box
 
 
 def test_the_app_names_the_controls_of_the_interleaved_schedule():
     """Pipeline stages 2, Pipeline schedule interleaved, Virtual stages 1: the box said
     'the interleaved schedule needs virtual\\_stages >= 2'."""
-    box = _cannot_predict(open_app(_query(hw="dgx-h100", wl="llama3-8b", pp=2,
+    box = cannot_predict_box(open_app(preset_query(hw="dgx-h100", wl="llama3-8b", pp=2,
                                           sched="interleaved", vs=1)))
     assert ("layout at 2 devices: Pipeline schedule interleaved needs Virtual stages 2 or more "
             "(model chunks a stage); give Virtual stages 2 or more, or another Pipeline "
@@ -155,7 +145,7 @@ def test_the_app_names_the_controls_of_the_interleaved_schedule():
 def test_the_app_names_the_controls_of_a_shard_group_under_deepspeed():
     """The box said 'shard group 2 with zero\\_framework deepspeed ...; use zero\\_framework
     fsdp or drop the shard group'."""
-    box = _cannot_predict(open_app(_query(hw="dgx-h100", wl="llama3-8b", strat="zero3",
+    box = cannot_predict_box(open_app(preset_query(hw="dgx-h100", wl="llama3-8b", strat="zero3",
                                           zfw="deepspeed", sg=2)))
     assert ("Shard group (HSDP) 2 with ZeRO framework deepspeed: hybrid sharding is modelled "
             "for FSDP and Megatron-Core") in box, box
