@@ -1076,20 +1076,27 @@ def _loader_workers(profile, scenario, loading_s: float, micro_steps: int = 1) -
     compute, so the traced job's model carries it as compute per sample (the other remedies
     scale it with the batch, and overlap still hides the exchange: a supply beside the step at
     today's rate had made them gain nothing); worker processes take it off the step."""
-    from scalesim.predict import predict
     from scalesim.traces import IN_PROCESS_LOADER
 
-    now = predict(profile, scenario)[0]
-    compute = profile.compute.model_copy(
-        update={"per_sample_s": profile.compute.per_sample_s - loading_s})
-    after = predict(profile.model_copy(update={"compute": compute}), scenario)[0]
-    gain = float(after.samples_per_s / now.samples_per_s - 1.0)
+    gain = _gain_of_compute(profile, scenario,
+                            per_sample_s=profile.compute.per_sample_s - loading_s)
     note = (f"the traces' DataLoader loads in the training process ({IN_PROCESS_LOADER}: "
             f"num_workers=0), {milliseconds(loading_s * micro_steps)} a step serial with the "
             "compute; worker "
             "processes (DataLoader(num_workers=N), as many as keep up) load the next batches "
             "beside it")
     return Remedy("loader", LOADER_WORKERS_TITLE, gain, True, note, verdict=gain_verdict(gain))
+
+
+def _gain_of_compute(profile, scenario, **curve) -> float:
+    """The throughput gain (a fraction) of the scenario's first device count with the profile's
+    compute curve changed to ``curve`` (its fields, seconds)."""
+    from scalesim.predict import predict
+
+    now = predict(profile, scenario)[0]
+    compute = profile.compute.model_copy(update=curve)
+    after = predict(profile.model_copy(update={"compute": compute}), scenario)[0]
+    return float(after.samples_per_s / now.samples_per_s - 1.0)
 
 
 # the loader remedy where the traces' data wait reads as a fixed cost of each fetch
@@ -1103,13 +1110,9 @@ def _fixed_fetch_remedy(profile, scenario, fetch_s: float, micro_steps: int = 1)
     the model's fixed time of each micro-step (``ComputeCurve.overhead_s``); taking it off is the
     gain (held to removing the traced wait, ``_loader_within_wait``). More workers do not shorten
     the hand-off of a batch they already have ready."""
-    from scalesim.predict import predict
 
-    now = predict(profile, scenario)[0]
-    compute = profile.compute.model_copy(
-        update={"overhead_s": profile.compute.overhead_s - fetch_s})
-    after = predict(profile.model_copy(update={"compute": compute}), scenario)[0]
-    gain = float(after.samples_per_s / now.samples_per_s - 1.0)
+    gain = _gain_of_compute(profile, scenario,
+                            overhead_s=profile.compute.overhead_s - fetch_s)
     note = (f"the traces' data wait, {milliseconds(fetch_s * micro_steps)} a step, is read as "
             "the same cost in every fetch (see the notes), not a loader falling short")
     return Remedy("loader", FIXED_FETCH_TITLE, gain, True, note, verdict=gain_verdict(gain))
