@@ -7,14 +7,9 @@ m, v and reads the fp32 gradient shard, and touches no bf16 copy; the model's sw
 
 from __future__ import annotations
 
-import json
-import socket
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from probe_runner import run_probe
 from test_collective_waits import GPT, HW
 
 from scalesim.model.compute import optimizer_roofline_s
@@ -109,11 +104,6 @@ def test_the_layout_path_sweeps_the_same_bytes():
             float(layout.compute_s - layout_zero.compute_s), rel=1e-12)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind,zero", [("SHARD_GRAD_OP", ZERO2), ("FULL_SHARD", ZERO3),
@@ -123,11 +113,7 @@ def test_a_real_fsdp_optimizer_step_sweeps_what_the_model_counts(kind, zero):
     (``tests/fsdp_optimizer_probe.py``): rank 0's step reads 16 B and writes 12 B per parameter it
     updates (fp32 shard, fp32 gradient, m, v; shard, m, v), all fp32, 28 B: the model's FSDP
     sweep, not its 30."""
-    probe = Path(__file__).with_name("fsdp_optimizer_probe.py")
-    done = subprocess.run([sys.executable, str(probe), str(_free_port()), kind],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    step = json.loads(done.stdout.strip().splitlines()[-1])
+    step = run_probe("fsdp_optimizer_probe.py", kind)
     assert step["updated"] == step["params"] / step["ranks"]
     assert step["param_dtypes"] == step["dtypes"] == ["float32"]
     assert step["read"] / step["updated"] == 16.0

@@ -12,14 +12,9 @@ training K (8: Adam's m, v) holds none and the shard comes on top. Two counts we
 
 from __future__ import annotations
 
-import json
-import socket
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from probe_runner import run_probe
 from test_collective_waits import GPT, HW
 
 from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
@@ -100,18 +95,9 @@ def test_the_layout_path_counts_the_same_weights():
                                                                         rel=1e-12)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _probe(strategy: str, precision: str) -> dict:
-    probe = Path(__file__).with_name("fsdp_zero2_probe.py")
-    done = subprocess.run([sys.executable, str(probe), str(_free_port()), strategy, precision],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_probe("fsdp_zero2_probe.py", strategy, precision)
 
 
 @pytest.mark.slow

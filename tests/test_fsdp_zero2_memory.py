@@ -8,14 +8,9 @@ widened alike, its parameter term 0 (``tests/test_fsdp_shard_memory.py``)."""
 
 from __future__ import annotations
 
-import json
-import socket
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from probe_runner import run_probe
 from step_fixtures import dp8_states, one_server
 
 from scalesim.model.layout_step import evaluate_layouts
@@ -72,11 +67,6 @@ def test_the_layout_path_holds_the_same_shard():
         pytest.approx(2 * psi / 8, rel=1e-12))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.mark.slow
 def test_a_real_fsdp1_shard_grad_op_job_holds_what_the_model_counts():
@@ -84,11 +74,7 @@ def test_a_real_fsdp1_shard_grad_op_job_holds_what_the_model_counts():
     (``tests/fsdp_zero2_probe.py``): rank 0's bytes per parameter of the model are the model's
     terms: 2 whole bf16 parameters, 4/d fp32 parameter shard, 4/d fp32 gradient shard
     (FSDP_SHARD_BYTES), and, under no_sync, 2 of whole bf16 gradients."""
-    probe = Path(__file__).with_name("fsdp_zero2_probe.py")
-    done = subprocess.run([sys.executable, str(probe), str(_free_port())], capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    held = json.loads(done.stdout.strip().splitlines()[-1])
+    held = run_probe("fsdp_zero2_probe.py")
     psi, d = held["params"], held["ranks"]
 
     def per_param(name):

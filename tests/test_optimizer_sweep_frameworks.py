@@ -4,13 +4,8 @@ framework"), by hand on 8e9 parameters at 3,350 GB/s (an H100), and the same on 
 
 from __future__ import annotations
 
-import json
-import socket
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from probe_runner import run_probe
 from test_collective_waits import GPT, HW
 
 from scalesim.model.compute import optimizer_roofline_s
@@ -101,22 +96,13 @@ def test_both_paths_pay_the_same_sweep(framework, zero):
     assert dp == pytest.approx(layout, rel=1e-12)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.mark.slow
 def test_a_real_ddp_step_under_autocast_sweeps_what_the_model_counts():
     """2 gloo ranks, ``torch.autocast(bfloat16)``, fused AdamW (``tests/ddp_optimizer_probe.py``):
     rank 0's step reads 16 B and writes 12 B per parameter (fp32 weight, gradient, m, v; weight,
     m, v), all fp32, 28 B: the model's DDP sweep, not its 30."""
-    probe = Path(__file__).with_name("ddp_optimizer_probe.py")
-    done = subprocess.run([sys.executable, str(probe), str(_free_port())],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    step = json.loads(done.stdout.strip().splitlines()[-1])
+    step = run_probe("ddp_optimizer_probe.py")
     assert step["updated"] == step["params"]  # DDP updates every parameter on every rank
     assert step["param_dtypes"] == step["grad_dtypes"] == step["dtypes"] == ["float32"]
     assert step["read"] / step["updated"] == 16.0
