@@ -413,10 +413,16 @@ def _block_model(model: type[BaseModel] | None, loc: tuple) -> type[BaseModel] |
     return cls
 
 
-def version_number(version: Any) -> int | None:
+def _version_number(version: Any) -> int | None:
     """The N of 'scalesim-hardware/N', or None."""
     tail = version.rpartition("/")[2] if isinstance(version, str) else ""
     return int(tail) if tail.isdigit() else None
+
+
+def newer_version(given: Any, expected: str) -> bool:
+    """True where ``given``'s N ('scalesim-profile/N') is above ``expected``'s: a newer scalesim
+    wrote it (a version without a number counts as 0)."""
+    return (_version_number(given) or 0) > (_version_number(expected) or 0)
 
 
 def version_text(given: Any, model: type[BaseModel], outer: type[BaseModel] | None = None) -> str:
@@ -444,7 +450,7 @@ def version_text(given: Any, model: type[BaseModel], outer: type[BaseModel] | No
         + (f" (scalesim schema {writer} lists the fields)" if writer else "")
     )
     fix = f": {redo}"
-    if (version_number(given) or 0) > (version_number(expected) or 0):
+    if newer_version(given, expected):
         fix = f"; a newer scalesim wrote it: upgrade scalesim, or {redo}"
     said = "no schema_version" if given is None else f"schema_version is {given!r}"
     return f"{said}; this scalesim ({__version__}) reads {expected!r} only and converts no other version{fix}"

@@ -28,7 +28,7 @@ from scalesim.errors import (
     require_text,
 )
 from scalesim.figures import count, rate
-from scalesim.jsonio import parse_model, read_json, version_number, version_text
+from scalesim.jsonio import newer_version, parse_model, read_json, version_text
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.model.memory import STRATEGIES, optimizer_traffic_ratio
 from scalesim.model.sharding import FSDP
@@ -582,7 +582,7 @@ def refuse_newer_profile_out(path: str | os.PathLike[str]) -> None:
         return
     version = data.get("schema_version") if isinstance(data, dict) else None
     if not (isinstance(version, str) and version.startswith(PROFILE_VERSION.rpartition("/")[0])
-            and (version_number(version) or 0) > (version_number(PROFILE_VERSION) or 0)):
+            and newer_version(version, PROFILE_VERSION)):
         return
     from scalesim import __version__
 

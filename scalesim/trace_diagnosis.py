@@ -1110,7 +1110,6 @@ def _fixed_fetch_remedy(profile, scenario, fetch_s: float, micro_steps: int = 1)
     the model's fixed time of each micro-step (``ComputeCurve.overhead_s``); taking it off is the
     gain (held to removing the traced wait, ``_loader_within_wait``). More workers do not shorten
     the hand-off of a batch they already have ready."""
-
     gain = _gain_of_compute(profile, scenario,
                             overhead_s=profile.compute.overhead_s - fetch_s)
     note = (f"the traces' data wait, {milliseconds(fetch_s * micro_steps)} a step, is read as "
