@@ -68,8 +68,8 @@ def report_text(text: str, source: str) -> tuple[str, int]:
         if not isinstance(d, dict) or not all(isinstance(d.get(k), int)
                                               for k in ("rank", "device")):
             continue
+        pid = d["pid"] if isinstance(d.get("pid"), int) else 0
         for i in range(per_process):
-            pid = d["pid"] if isinstance(d.get("pid"), int) else 0
             lines.append(f"#  Rank {d['rank'] + i} Group 0 Pid {pid} on "
                          f"{_cell(d.get('hostname'))} device {d['device'] + i} "
                          f"[{_cell(d.get('device_hex'))}] {' '.join(str(d.get('device_info')).split())}")
