@@ -631,12 +631,11 @@ def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
     is of both values: its knobs are tp and the devices per server (the one place every caller,
     layout_problems, predict and counts_that_run, takes it from), and the hardware preset where
     the line names one that holds tp (``presets_past_server``)."""
-    hardware = (HARDWARE_KNOB,) if presets_past_server(tp, devices_per_node, nouns,
-                                                    server_devices) else ()
+    presets = presets_past_server(tp, devices_per_node, nouns, server_devices)
     return Refusal(f"tp {tp} > {devices_per_node} {nouns.gpus} per {nouns.server} (tensor "
                    f"parallelism stays inside one {nouns.server}); use tp <= {devices_per_node}"
-                   f"{server_ways(tp, devices_per_node, nouns, server_devices)}",
-                   ("tp", "devices_per_node", *hardware))
+                   f"{server_ways(tp, devices_per_node, nouns, server_devices, presets)}",
+                   ("tp", "devices_per_node", *((HARDWARE_KNOB,) if presets else ())))
 
 
 def tp_not_dividing_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> Refusal:
@@ -650,23 +649,23 @@ def tp_not_dividing_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NO
 
 
 def server_ways(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
-                server_devices: int | None = None) -> str:
+                server_devices: int | None = None,
+                presets: list[tuple[str, int]] = ()) -> str:
     """The ways out of a tp past the ``devices_per_node`` a job uses per server other than a
     smaller tp, as a fix's tail: ', or 8 GPUs per server (the hardware's servers hold 8)' where
     the server holds tp (``server_devices``), else for GPUs ', or hardware whose server (one
     NVLink domain) holds 16 GPUs: the preset gb200-nvl72 at 64 GPUs per server, or a hardware
-    file with devices_per_node a multiple of 16' (the presets: ``presets.presets_holding_tp``);
-    '' for a CPU profile's host that holds no more (no preset is a CPU host)."""
+    file with devices_per_node a multiple of 16' (``presets``: ``presets_past_server``'s, which
+    its caller names among the knobs too); '' for a CPU profile's host that holds no more (no
+    preset is a CPU host)."""
     held = server_devices or devices_per_node
     if held > devices_per_node and held >= tp:
         return (f", or {held // tp * tp} {nouns.gpus} per {nouns.server} (the hardware's "
                 f"{nouns.servers} hold {held})")
     if nouns.cpu:
         return ""
-    presets = "".join(f"the preset {name} at {used} GPUs per server, or "
-                      for name, used in presets_past_server(tp, devices_per_node, nouns,
-                                                            server_devices))
-    return (f", or hardware whose server (one NVLink domain) holds {tp} GPUs: {presets}a "
+    named = "".join(f"the preset {name} at {used} GPUs per server, or " for name, used in presets)
+    return (f", or hardware whose server (one NVLink domain) holds {tp} GPUs: {named}a "
             f"hardware file with devices_per_node a multiple of {tp}")
 
 
