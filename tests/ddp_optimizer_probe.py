@@ -15,9 +15,8 @@ import json
 import sys
 
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
-from gloo_probe_common import WIDTH, StepBytes, start_two_layers
+from gloo_probe_common import WIDTH, StepBytes, end_rank, start_two_layers
 from torch.nn.parallel import DistributedDataParallel
 
 
@@ -47,8 +46,7 @@ def _rank(rank, world, port):
                                                  for p in updated}),
                           "read": step.read, "written": step.written,
                           "dtypes": sorted(step.dtypes), "ops": step.ops}), flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
+    end_rank()  # past every collective on both ranks, then out without teardown
 
 
 if __name__ == "__main__":

@@ -15,9 +15,8 @@ import json
 import sys
 
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
-from gloo_probe_common import WIDTH, StepBytes, local_tensor, start_two_layers
+from gloo_probe_common import WIDTH, StepBytes, end_rank, local_tensor, start_two_layers
 
 
 def _wrap(model, kind):
@@ -51,9 +50,7 @@ def _rank(rank, world, port, kind):
                           "param_dtypes": sorted({str(p.dtype).removeprefix("torch.") for p in updated}),
                           "read": step.read, "written": step.written,
                           "dtypes": sorted(step.dtypes), "ops": step.ops}), flush=True)
-    # both ranks done with every collective before either tears gloo down
-    dist.barrier()
-    dist.destroy_process_group()
+    end_rank()  # past every collective on both ranks, then out without teardown
 
 
 if __name__ == "__main__":

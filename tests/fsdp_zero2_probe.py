@@ -13,9 +13,8 @@ import json
 import sys
 
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
-from gloo_probe_common import WIDTH, start_two_layers
+from gloo_probe_common import WIDTH, end_rank, start_two_layers
 from torch.distributed.fsdp import FullyShardedDataParallel, MixedPrecision, ShardingStrategy
 
 
@@ -45,10 +44,7 @@ def _rank(rank, world, port, strategy, precision):
     out["grad_shard"] = _tensor(flat.grad)
     if rank == 0:
         print(json.dumps(out), flush=True)
-    # both ranks done with every collective before either tears gloo down (a rank that left
-    # first aborted the other: "terminate called without an active exception")
-    dist.barrier()
-    dist.destroy_process_group()
+    end_rank()  # past every collective on both ranks, then out without teardown
 
 
 if __name__ == "__main__":
