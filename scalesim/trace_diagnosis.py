@@ -865,13 +865,22 @@ TRACE_SOURCE = "from traces"
 
 
 def input_wait_s(cr: dict) -> float:
-    """Seconds a step waits on the input (``trace_ranks.cross_rank``'s ``cr``): every rank's
-    median data wait, or, where the slowest rank's own extra data wait keeps the others waiting
-    (``loader_wait_s``) and the step holds more for it (``input_wait_s``: the waiting ranks'
-    plus that part), that."""
-    if cr.get("loader_wait_s", 0.0) > 0:
-        return max(cr["data_wait_s"], cr["input_wait_s"])
-    return cr["data_wait_s"]
+    """Seconds a step waits on the input (``trace_ranks.cross_rank``'s ``cr``): the data wait
+    on the step's path, what taking every rank's data wait off saves it (``input_wait_s``; a
+    ``cr`` without it: every rank's median data wait). The one reading of the wait: the input
+    finding's share, the loader's model (an in-process loader's serial time, a worker loader's
+    reading) and the loader remedy's cap take it; the model's micro-step takes the waiting
+    ranks' (``micro_step_wait_s``)."""
+    return cr.get("input_wait_s", cr["data_wait_s"])
+
+
+def micro_step_wait_s(cr: dict) -> float:
+    """Seconds of data wait in the model's step (``_modelled_remedies``), whose micro-step is
+    the waiting ranks' (``waiting_compute_s``): their data wait plus the part of their wait the
+    slowest rank's own extra data wait covers (``loader_wait_s``), so that with the straggler
+    wait it rebuilds the traced step. Where the slowest rank waits less on data than they do,
+    this is more than ``input_wait_s`` (their extra wait hidden in their wait for it)."""
+    return cr.get("waiting_data_wait_s", cr["data_wait_s"]) + cr.get("loader_wait_s", 0.0)
 
 
 def traced_data_wait(summaries, cr: dict) -> DataWaitReading | None:
@@ -891,8 +900,12 @@ def _input_lines(cr: dict, parts: dict, share: dict) -> list[str]:
     rank's own loader keeps the others waiting, how much of their wait it is."""
     head = (f"waiting on the DataLoader {milliseconds(parts['data'])} per step "
             f"({whole_percent(share['data'])})")
-    if parts["data"] <= cr["data_wait_s"]:
+    if abs(parts["data"] - cr["data_wait_s"]) <= 1e-9 * cr["step_s"]:
         return [f"{head}, median over ranks"]
+    if cr.get("loader_wait_s", 0.0) <= 0:  # the slowest rank waits less: theirs is hidden
+        return [f"{head} on the step's path, what taking every rank's data wait off saves it "
+                f"(every rank's median {milliseconds(cr['data_wait_s'])}, the rest hidden in "
+                "the waits for the slowest rank)"]
     return [f"{head} on the rank the others wait for: {milliseconds(cr['loader_wait_s'])} of "
             f"it its own data wait beyond theirs ({milliseconds(cr['waiting_data_wait_s'])}), "
             f"which they wait for in their collectives (median over steps)",
@@ -1004,10 +1017,9 @@ def _modelled_remedies(cr, summaries, cause: str, exchange=None, degrees=None, d
     loader, loading, fetch = None, 0.0, 0.0
     if input_wait_s(cr) >= LOADER_MODELLED_SHARE * step:
         if any(s.loader_in_process for s in summaries):  # num_workers=0: serial, per sample
-            # the waiting ranks' and the part of their wait the slowest rank's own adds
-            loading = cr.get("input_wait_s", cr["data_wait_s"]) / k  # == waiting ranks' + it
+            loading = micro_step_wait_s(cr) / k
         elif wait_reading == FIXED:  # a fixed cost of each fetch: a fixed time a micro-step
-            fetch = input_wait_s(cr) / k
+            fetch = micro_step_wait_s(cr) / k
         else:  # worker processes: a supply beside the step, at today's rate (k samples a step)
             loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=k / step)],
                                  measured=True, source=TRACE_SOURCE)

@@ -82,7 +82,11 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
     waiting ranks while they sit in the collective) keeps them waiting, the input pipeline's
     loss, not a straggler's; ``straggler_wait_s`` is the rest of the wait (its compute, idle;
     median over steps less that part, so the two add up to the wait). ``input_wait_s``: the data
-    wait the step holds, the waiting ranks' plus that part.
+    wait the step holds, what taking every rank's data wait off saves the step: each step's
+    slowest rank's own time less the most any rank's own time but its data wait comes to (the
+    waiting ranks' wait plus that part where the slowest rank waits as long as they do or
+    longer; its own where it waits less, theirs then hidden in their wait for it), median over
+    steps.
     """
     common = set.intersection(*(set(s.step for s in x.steps) for x in summaries))
     by_rank = [{s.step: s for s in x.steps} for x in summaries]
@@ -118,7 +122,7 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         )
         return result
     slowest, waits, intrinsic, intrinsic_comm, aside, factors = [], [], [], [], [], []
-    waiting_compute, waiting_data, loader_waits = [], [], []
+    waiting_compute, waiting_data, loader_waits, path_waits = [], [], [], []
     for n in sorted(common):
         st = [r[n] for r in by_rank]
         # waiting on peers: in the exchange's collectives or in those set aside (a loss
@@ -137,6 +141,9 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         waiting_data.append(float(np.median([st[j].data_wait_s for j in others])))
         # the part of the wait the slowest rank spent waiting on its own loader beyond the others
         loader_waits.append(min(max(st[i].data_wait_s - waiting_data[-1], 0.0), max(wait, 0.0)))
+        # what the step would lose with no rank waiting on data: the data wait on its path
+        data = np.array([s.data_wait_s for s in st])
+        path_waits.append(max(float(own_n[i] - np.max(own_n - data)), 0.0))
         waits.append(wait)
     mode, count = Counter(slowest).most_common(1)[0]
     loader_wait = float(np.median(loader_waits))
@@ -153,7 +160,7 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         waiting_compute_s=float(np.median(waiting_compute)),
         waiting_data_wait_s=float(np.median(waiting_data)),
         loader_wait_s=loader_wait,
-        input_wait_s=float(np.median(waiting_data)) + loader_wait,
+        input_wait_s=float(np.median(path_waits)),
     )
     return result
 
