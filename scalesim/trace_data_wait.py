@@ -139,3 +139,17 @@ def both_readings(paced: list[Remedy], fixed: list[Remedy], wait_s: float) -> li
         out.append(replace(r, other_gain=float(shown_gain(f)),
                            caveat=f"{words}; {r.caveat}" if r.caveat else words))
     return out
+
+
+def as_read(price, reading: DataWaitReading | None, wait_s: float) -> list[Remedy]:
+    """The remedies ``price(wait_reading)`` gives under the steps' ``reading`` of the
+    ``wait_s`` data wait: ``price(None)`` where it was not read (an in-process loader's wait,
+    or one too small to model), ``price(PACES)`` or ``price(FIXED)`` as read, and where the
+    steps cannot tell (``UNDECIDED``) the pacing reading's with the fixed-cost reading's gain
+    beside each it differs on (``both_readings``). Every diagnose path that prices a data wait
+    goes through it."""
+    if reading is None:
+        return price(None)
+    if reading.reading != UNDECIDED:
+        return price(reading.reading)
+    return both_readings(price(PACES), price(FIXED), wait_s)

@@ -73,9 +73,8 @@ from scalesim.trace_collectives import (
 from scalesim.trace_data_wait import (
     FIXED,
     PACES,
-    UNDECIDED,
     DataWaitReading,
-    both_readings,
+    as_read,
     read_data_wait,
 )
 
@@ -251,8 +250,11 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
             remedies = _with_measured(remedies, priced)
         first = first_remedy(remedies, cause.key, median_error(False))
     elif pipeline is not None and exchange_replicas(degrees) < 2:  # no exchange to model
-        for priced in pipeline_only_batch_remedies(pipeline, step, mp_exposed,
-                                                   input_wait_s(cr), words.device):
+        def price(reading):
+            return pipeline_only_batch_remedies(pipeline, step, mp_exposed, input_wait_s(cr),
+                                                words.device, reading)
+
+        for priced in as_read(price, data_wait, input_wait_s(cr)):
             remedies = _with_measured(remedies, priced)
         first = first_remedy(remedies, cause.key, median_error(False))
     for measured in ([] if pipeline is None else pipeline_remedies(pipeline, step)):
@@ -594,7 +596,8 @@ def _pipeline_accumulation_title(pipeline, factor: int) -> str:
 
 
 def pipeline_only_batch_remedies(pipeline, step_s: float, mp_exposed_s: float,
-                                 data_wait_s: float, device: str) -> list[Remedy]:
+                                 data_wait_s: float, device: str,
+                                 wait_reading: str | None = None) -> list[Remedy]:
     """The batch remedies of a pipeline with no data-parallel exchange (dp 1: nothing for the
     exchange's model to price), from the traced step ``step_s`` split the way
     ``pipeline_batch_remedies`` splits it: per sample the pipeline's span T (its stages'
@@ -605,12 +608,22 @@ def pipeline_only_batch_remedies(pipeline, step_s: float, mp_exposed_s: float,
     - Twice the per-device batch: step' = rest + 2 (T + x + d), gain 2 step / step' - 1.
     - 4x the micro-batches: each more pass of m adds the replay's steady state and the sends'
       own time p (``pipeline_trace.accumulation_split_s``) with its x and d; step' = step +
-      3 (p + x + d), gain 4 step / step' - 1. Both train at a larger global batch."""
+      3 (p + x + d), gain 4 step / step' - 1. Both train at a larger global batch.
+
+    ``wait_reading``: how the data wait d is read (``traced_data_wait``): None, the loading
+    serial with the step (an in-process loader's, or a wait too small to model), as above;
+    ``FIXED``, a fixed cost of each fetch, paid once a step for twice the batch (step' = rest +
+    d + 2 (T + x)) and once each pass for 4x the micro-batches (as above); ``PACES``, a loader
+    supplying one step's samples a step at today's rate: step' is at least that many steps
+    (``max(n step, step'_FIXED)``), so neither gains."""
     from scalesim.pipeline_trace import accumulation_split_s
     from scalesim.remedies import gain_verdict
 
     per_sample = pipeline.span_s + mp_exposed_s + data_wait_s
     rest = step_s - per_sample
+    # read as a fixed cost of each fetch (or a pacing loader's, which FIXED's step then floors),
+    # twice the batch fetches once a step: d leaves the per-sample time for the once-a-step rest
+    once_d = 0.0 if wait_reading is None else data_wait_s
     rest = rest if rest > 1e-9 * step_s else 0.0  # 0 but rounding
     # no exchange, so no model remedy to say its factor: the remedies' own, no global batch set
     big, acc = BIGGER_BATCH_FACTOR, accumulation_factor(None, 1, 1)
@@ -620,14 +633,18 @@ def pipeline_only_batch_remedies(pipeline, step_s: float, mp_exposed_s: float,
     if data_wait_s > 0:
         others.append(f"the data wait {milliseconds(data_wait_s)}")
     with_them = f", with {' and '.join(others)}," if others else ""
+    grows = others[:-1] if once_d else others  # twice the batch: a fixed fetch once a step
+    grow_with = f", with {' and '.join(grows)}," if grows else ""
+    once_a_step = ([f"the data wait {milliseconds(once_d)}"] if once_d else []) + (
+        [f"the rest of the step {milliseconds(rest)}"] if rest else [])
     m, v = pipeline.micro_batches, pipeline.virtual_stages
     out = []
     for key, title, new_step, samples, how in (
         ("bigger_batch", NOMINAL_BATCH_TITLES["bigger_batch"].format(device=device),
-         rest + big * per_sample, big,
+         rest + once_d + big * (per_sample - once_d), big,
          f"the pipeline's span {milliseconds(pipeline.span_s)} (its stages' compute, bubble and "
-         f"sends){with_them} grows with the micro-batch"
-         + (f", the rest of the step {milliseconds(rest)} is paid once" if rest else
+         f"sends){grow_with} grows with the micro-batch"
+         + (f", {' and '.join(once_a_step)} paid once" if once_a_step else
             ": the traced step is all of it, so nothing is amortised")),
         ("accumulation", _pipeline_accumulation_title(pipeline, acc),
          step_s + (acc - 1) * per_pass, acc,
@@ -636,6 +653,12 @@ def pipeline_only_batch_remedies(pipeline, step_s: float, mp_exposed_s: float,
          f"and drain {milliseconds(once)}"
          + (f" and the rest of the step {milliseconds(rest)}" if rest else "") + " paid once a step"),
     ):
+        if wait_reading == PACES:  # the loader's supply: samples steps' time at least
+            new_step = max(new_step, samples * step_s)
+            how += (f"; the loader, pacing the job, supplies {samples}x the samples in "
+                    f"{samples}x the time")
+        elif wait_reading == FIXED:
+            how += f"; the {milliseconds(data_wait_s)} data wait a fixed cost of each fetch"
         gain = float(samples * step_s / new_step - 1.0)
         note = f"{how}; global batch {samples}x: check time-to-quality"
         out.append(Remedy(key, title, gain, True, note, verdict=gain_verdict(gain),
@@ -915,17 +938,21 @@ def _input_lines(cr: dict, parts: dict, share: dict) -> list[str]:
 
 def _trace_remedies(cr, summaries, *args, data_wait: DataWaitReading | None = None, **kwargs):
     """``_modelled_remedies`` with a worker-process loader's data wait read as ``data_wait``
-    says (``trace_data_wait.read_data_wait``; None: a loader that paces the job). Where the
+    says (``trace_data_wait.read_data_wait``; None: a loader that paces the job), through
+    ``trace_data_wait.as_read`` as every path that prices a data wait. Where the
     steps cannot tell (``UNDECIDED``) both are priced: each remedy's gain and the first remedy
     are the pacing reading's, and where the fixed-cost reading's gain differs, it is beside it
     (``Remedy.other_gain``, the caveat giving both)."""
-    reading = PACES if data_wait is None else data_wait.reading
-    if reading != UNDECIDED:
-        return _modelled_remedies(cr, summaries, *args, wait_reading=reading, **kwargs)
-    first, paced = _modelled_remedies(cr, summaries, *args, wait_reading=PACES, **kwargs)
-    _, fixed = _modelled_remedies(cr, summaries, *args, wait_reading=FIXED, **kwargs)
-    both = both_readings(paced, fixed, input_wait_s(cr))
-    return next((b for p, b in zip(paced, both, strict=True) if p is first), None), both
+    priced = {}
+
+    def price(reading):
+        priced[reading] = _modelled_remedies(cr, summaries, *args, wait_reading=reading or PACES,
+                                             **kwargs)
+        return priced[reading][1]
+
+    shown = as_read(price, data_wait, input_wait_s(cr))
+    first, remedies = next(iter(priced.values()))  # the pacing reading's where both
+    return next((b for r, b in zip(remedies, shown, strict=True) if r is first), None), shown
 
 
 def _modelled_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
