@@ -101,19 +101,19 @@ def row_strategy_words(row: dict, setting: Setting) -> str:
     Layouts table."""
     hybrid = row["zero"] > 0 and row["shard_group"] < row["dp"] * row["cp"]
     return _strategy_words(row["zero"], setting.framework, setting.grad_sync, hybrid,
-                           row["pp"] > 1)
+                           row["pp"] > 1, row["tp"] > 1)
 
 
 @functools.cache
 def _strategy_words(zero: int, framework: int, grad_sync: int, hybrid: bool,
-                    piped: bool) -> str:
+                    piped: bool, tensor_split: bool) -> str:
     """``row_strategy_words`` of a ZeRO stage (0-3), ``sharding.FRAMEWORKS`` and
-    ``GRAD_SYNCS`` codes, a hybrid shard group and pp > 1: worked out once each (a plan has a
-    row per layout, a few dozen such keys)."""
+    ``GRAD_SYNCS`` codes, a hybrid shard group, pp > 1 and tp > 1: worked out once each (a plan
+    has a row per layout, a few dozen such keys)."""
     names = {code: name for name, code in FRAMEWORKS.items()}
     syncs = {code: name for name, code in GRAD_SYNCS.items()}
     return framework_label(ZERO_STRATEGIES[zero], names[framework], syncs[grad_sync], hybrid,
-                           piped)
+                           piped, tensor_split)
 
 
 def strategy_legend(rows) -> str:
@@ -122,7 +122,8 @@ def strategy_legend(rows) -> str:
     (the rows' ``strategy_words``); '' for none."""
     said = {}
     for r in rows:
-        key = f"zero {r.zero}" + (" with pp > 1" if r.pp > 1 and r.zero >= 2 else "")
+        key = f"zero {r.zero}" + (" with pp > 1" if r.pp > 1 and r.zero >= 2 else
+                                  " with tp or pp > 1" if r.zero == 0 and r.tp * r.pp > 1 else "")
         said.setdefault(key, r.strategy_words)
     return "; ".join(f"{k}: {w}" for k, w in said.items() if w)
 

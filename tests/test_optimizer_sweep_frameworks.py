@@ -13,6 +13,7 @@ from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
 from scalesim.model.memory import DDP, ZERO1, ZERO2, ZERO3, optimizer_sweep_bytes_per_param
 from scalesim.model.sharding import DEEPSPEED, FSDP
 from scalesim.model.step import StepInputs, evaluate
+from scalesim.model.zero_exchange import framework_label
 
 PSI = 8e9
 BW = 3.35e12  # B/s
@@ -95,6 +96,42 @@ def test_both_paths_pay_the_same_sweep(framework, zero):
                - evaluate(StepInputs(**base, optimizer_step_s=0.0)).compute_s)
     assert dp == pytest.approx(layout, rel=1e-12)
 
+
+
+def _layout_optimizer_s(**layout):
+    """The layout step's optimizer time of GPT (1.652e9 parameters) on A100s (2,039 GB/s)."""
+    x = LayoutInputs(**{**GPT, **HW, **dict(cp=1, micro_batch=1, global_batch=8, schedule=0,
+                                            virtual_stages=1, recompute=0,
+                                            sequence_parallel=False), **layout})
+    return float(evaluate_layouts(x).compute_s
+                 - evaluate_layouts(x.replace(optimizer_step_s=0.0)).compute_s)
+
+
+def test_a_split_layouts_ddp_is_megatron_cores_float16_optimizer():
+    """tp 2 × dp 4, DDP: Megatron-Core's DDP with its non-distributed optimizer
+    (``Float16OptimizerWithFloat16Params``: ``main_grad.float()``, Adam on the fp32 main params,
+    ``_copy_main_params_to_model_params``), 34 B with fp32 main grads, 40 with fp16/bf16 ones.
+    Each device updates 1.652e9 / 2 = 0.826e9 parameters: 0.826e9 × 34 / 2.039e12 = 13.773 ms
+    (was PyTorch DDP's 28 B, 11.343 ms); fp16 main grads (Megatron ``--fp16``, stated 2)
+    0.826e9 × 40 / 2.039e12 = 16.204 ms (was the model's 30, 12.153 ms). tp 1 stays PyTorch
+    DDP's 28."""
+    split = _layout_optimizer_s(dp=4, tp=2, pp=1, zero=DDP)
+    assert split == pytest.approx(0.826e9 * 34 / 2.039e12, rel=1e-12)
+    assert split == pytest.approx(13.773e-3, rel=1e-4)
+    fp16 = _layout_optimizer_s(dp=4, tp=2, pp=1, zero=DDP, reduce_bytes_per_param=2.0)
+    assert fp16 == pytest.approx(16.204e-3, rel=1e-4)
+    piped = _layout_optimizer_s(dp=4, tp=1, pp=2, zero=DDP)  # the larger stage's share
+    assert piped > _layout_optimizer_s(dp=8, tp=1, pp=1, zero=DDP) / 2 * 34 / 28
+    assert _layout_optimizer_s(dp=8, tp=1, pp=1, zero=DDP) == pytest.approx(
+        1.652e9 * 28 / 2.039e12, rel=1e-12)
+    # the rule itself, per parameter: fp32 training has nothing to cast or copy (FP32Optimizer)
+    assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 2.0, 2.0, 12.0, split=True)) == 34.0
+    assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 2.0, 2.0, 12.0, 2.0, True)) == 40.0
+    assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 4.0, 4.0, 8.0, split=True)) == 28.0
+    # and the words every command prints for it
+    assert framework_label("ddp", "fsdp", split=True) == "Megatron-Core DDP"
+    assert framework_label("ddp", "fsdp", pipeline=True) == "Megatron-Core DDP"
+    assert framework_label("ddp", "fsdp") == "PyTorch DDP"
 
 
 @pytest.mark.slow

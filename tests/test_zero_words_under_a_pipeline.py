@@ -64,7 +64,8 @@ def test_the_app_layouts_table_shows_the_row_words():
 
 def test_plan_rows_words_are_worked_out_once_per_stage_framework_sync_hybrid_and_pipeline():
     """Session 46: ``plan.row_strategy_words`` reads ``_strategy_words`` (cached on the ZeRO
-    stage, framework, gradient sync, hybrid group and pp > 1): every row's words are still
+    stage, framework, gradient sync, hybrid group, pp > 1 and, since session 47, tp > 1: DDP
+    beside tp is Megatron-Core's): every row's words are still
     ``framework_label``'s for that row, and each key is worked out once in a whole plan."""
     from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
     from scalesim.plan import _strategy_words, plan
@@ -83,7 +84,7 @@ def test_plan_rows_words_are_worked_out_once_per_stage_framework_sync_hybrid_and
                 hybrid = r.zero > 0 and r.shard_group < r.dp * r.cp
                 assert r.strategy_words == framework_label(
                     ("ddp", "zero1", "zero2", "zero3")[r.zero], fw_name, sync_name, hybrid,
-                    r.pp > 1), (fw_name, sync_name, r)
-                keys.add((r.zero, hybrid, r.pp > 1))
+                    r.pp > 1, r.tp > 1), (fw_name, sync_name, r)
+                keys.add((r.zero, hybrid, r.pp > 1, r.tp > 1))
             info = _strategy_words.cache_info()
             assert len(rows) > 10 * len(keys) and info.misses == len(keys), (len(rows), info)

@@ -263,7 +263,8 @@ def render_table(profile, scenario, rows, left_out: list[str] | None = None) -> 
     sync = scenario.grad_sync
     hybrid = any(hybrid_sharded(r) for r in rows)  # HSDP (§16)
     how = framework_label(scenario.strategy, scenario.zero_framework, sync, hybrid,
-                          layout_of(scenario).pp > 1)  # under a pipeline: FSDP2's (§16)
+                          layout_of(scenario).pp > 1,  # under a pipeline: FSDP2's (§16)
+                          layout_of(scenario).tp > 1)  # DDP beside tp: Megatron-Core's (§4)
     lines = [
         f"profile: {profile.name}",
         hardware_line(profile.hardware) + given_links_words(scenario),

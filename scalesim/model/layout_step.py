@@ -636,7 +636,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         x.param_bytes_per_param, x.grad_bytes_per_param, x.optimizer_bytes_per_param,
         x.memory_bandwidth_GBps) * optimizer_traffic_ratio(
         zero, x.framework, x.param_bytes_per_param, x.grad_bytes_per_param,
-        x.optimizer_bytes_per_param, x.reduce_bytes_per_param)
+        x.optimizer_bytes_per_param, x.reduce_bytes_per_param,
+        split=(tp > 1) | (pp > 1))  # a split layout's DDP is Megatron-Core's (§4)
 
     compute = m * slowest_compute + optimizer_s + _f(x.per_step_s)
     tp_comm = m * slowest_tp

@@ -92,7 +92,7 @@ def _fp32_update_bytes(param_bytes_per_param, optimizer_bytes_per_param, fp32_gr
 
 def optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
                                     grad_bytes_per_param, optimizer_bytes_per_param,
-                                    reduce_bytes_per_param=np.nan):
+                                    reduce_bytes_per_param=np.nan, split=False):
     """Bytes one optimizer step reads and writes per parameter it updates (docs/model.md §1, §4
     "The optimizer step by framework", each term read in the framework's source).
 
@@ -100,13 +100,15 @@ def optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
     optimizer state and reads its gradient, ``2 w + g + 2 K`` (w, g the parameters' and
     gradients' bytes, K the state's). Each framework's step, mixed precision (w < 4):
 
-    - PyTorch DDP under ``torch.autocast`` (DDP, default framework): fp32 parameters (K's
-      master) and fp32 gradients, ``2 K + 4`` (28 in bf16 Adam); with a stated 16-bit
-      reduction (a model cast to 16 bits, apex O2) the model's sweep.
-    - Megatron-Core's distributed optimizer (ZeRO-1, default framework): casts its ``main_grad``
-      shard (w_main, ``main_grad_bytes_per_param``) to fp32 where it is 16-bit (``w_main + 4``),
-      updates the fp32 main shard (``2 K + 4``) and copies it into the 16-bit parameters
-      (``4 + w``): 34 with fp32 main grads, 40 with bf16.
+    - PyTorch DDP under ``torch.autocast`` (DDP, default framework, ``split`` False): fp32
+      parameters (K's master) and fp32 gradients, ``2 K + 4`` (28 in bf16 Adam); with a stated
+      16-bit reduction (a model cast to 16 bits, apex O2) the model's sweep.
+    - Megatron-Core's distributed optimizer (ZeRO-1, default framework), and its DDP with the
+      non-distributed ``Float16OptimizerWithFloat16Params`` (DDP, default framework, ``split``
+      True: a layout with tp or pp > 1, which PyTorch DDP does not run): casts its
+      ``main_grad`` (w_main, ``main_grad_bytes_per_param``) to fp32 where it is 16-bit
+      (``w_main + 4``), updates the fp32 main copy (``2 K + 4``) and copies it into the 16-bit
+      parameters (``4 + w``): 34 with fp32 main grads, 40 with bf16 or fp16.
     - PyTorch FSDP's ZeRO-2/3 (FSDP1, FSDP2): the fp32 shard and its gradient cast to fp32,
       ``2 K + max(g, 4)``, no 16-bit copy (28; measured, ``tests/fsdp_optimizer_probe.py``).
     - DeepSpeed's ZeRO-1/2/3 (``stage_1_and_2.py``, ``stage3.py``): flattens the gradient
@@ -118,6 +120,7 @@ def optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
     parameters'). DeepSpeed's DDP (stage 0) keeps the model's sweep. The gradient norm (clipping)
     is counted in no framework. Numpy, broadcasts."""
     strategy, framework = np.asarray(strategy), np.asarray(framework)
+    split = np.asarray(split, dtype=bool)
     param = np.asarray(param_bytes_per_param, dtype=float)
     grad = np.asarray(grad_bytes_per_param, dtype=float)
     state = np.asarray(optimizer_bytes_per_param, dtype=float)
@@ -137,16 +140,17 @@ def optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
     deepspeed = (2.0 * grad + cast + 2.0 * FP32_BYTES + fp32_update
                  + np.where(mixed | (strategy <= ZERO2), FP32_BYTES + param, 0.0))
     return np.select(
-        [default & (strategy == DDP), default & (strategy == ZERO1), default & (strategy >= ZERO2),
-         (framework == DEEPSPEED) & (strategy >= ZERO1)],
+        [default & (strategy == DDP) & ~split, default & (strategy <= ZERO1),
+         default & (strategy >= ZERO2), (framework == DEEPSPEED) & (strategy >= ZERO1)],
         [ddp, megatron, fsdp, deepspeed], generic)
 
 
 def optimizer_traffic_ratio(strategy, framework, param_bytes_per_param, grad_bytes_per_param,
-                            optimizer_bytes_per_param, reduce_bytes_per_param=np.nan):
+                            optimizer_bytes_per_param, reduce_bytes_per_param=np.nan, split=False):
     """Optimizer step time under ``strategy`` and ``framework`` over the model's sweep of the
     same parameters (dimensionless): ``optimizer_sweep_bytes_per_param`` over ``2 w_param +
-    w_grad + 2 K``, the bytes a measured or estimated ``optimizer_step_s`` stands for (§1, §13).
+    w_grad + 2 K``, the bytes a measured or estimated ``optimizer_step_s`` stands for (§1, §13);
+    ``split``: the layout splits the model (tp or pp > 1).
     The one rule of both prediction paths (``step.evaluate``, ``layout_step``). Numpy,
     broadcasts."""
     base = (2.0 * np.asarray(param_bytes_per_param, dtype=float)
@@ -154,7 +158,7 @@ def optimizer_traffic_ratio(strategy, framework, param_bytes_per_param, grad_byt
             + 2.0 * np.asarray(optimizer_bytes_per_param, dtype=float))
     sweep = optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
                                             grad_bytes_per_param, optimizer_bytes_per_param,
-                                            reduce_bytes_per_param)
+                                            reduce_bytes_per_param, split)
     return np.where(base > 0, sweep / np.where(base > 0, base, 1.0), 1.0)
 
 

@@ -95,16 +95,17 @@ def holds_full_gradients(strategy, framework, grad_sync, accumulation):
 
 
 def framework_label(strategy: str, framework: str, grad_sync: str = "every-micro-step",
-                    hybrid: bool = False, pipeline: bool = False) -> str:
+                    hybrid: bool = False, pipeline: bool = False, split: bool = False) -> str:
     """How ``strategy`` ("ddp", "zero1".."zero3") runs under ``framework`` ("fsdp" or
     "deepspeed", ``Scenario.zero_framework``) and ``grad_sync`` (``Scenario.grad_sync``), in
     words; ``hybrid``: under a shard group (HSDP, docs/model.md §16: FSDP's hybrid strategies,
     Megatron-Core's distributed optimizer instances); ``pipeline``: with pp > 1, where FSDP's
     ZeRO-2/3 runs as PyTorch's pipelining runs FSDP2 (torchtitan: ``reshard_after_forward``
     False, gradients reduced once a step after the last micro-batch; §16) whatever the stage
-    and the gradient sync asked."""
+    and the gradient sync asked; ``split``: with tp or pp > 1, where DDP is Megatron-Core's
+    (its non-distributed optimizer: fp32 main params and grads, §4)."""
     if strategy == "ddp":
-        return "PyTorch DDP"
+        return "Megatron-Core DDP" if split or pipeline else "PyTorch DDP"
     if framework == "deepspeed":
         return f"DeepSpeed stage {strategy[-1]}"
     if strategy == "zero1":
