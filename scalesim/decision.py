@@ -59,6 +59,7 @@ from scalesim import figures, training_time
 from scalesim.accuracy import median_error
 from scalesim.billing import billing_words
 from scalesim.bounds import bound
+from scalesim.cheapest import cheapest, same_money
 from scalesim.device_nouns import CPU_HOUR, GPU_NOUNS, Nouns, is_cpu_device, named_count, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, gib, link_GBps, rate, whole
@@ -1028,14 +1029,15 @@ def _contest(ctx: _Ctx, options: list[DecisionOption],
     if not pool:
         return [], [], False
     by_money = gains and _by_money(ctx, options)
-    if by_money:
-        low = min(o.total_usd for o in pool)
-        pool = [o for o in pool if o.total_usd <= low or (
-            low > 0 and o.total_usd / low - 1.0 < ctx.error)]
-    lead = pool[0]
-    for o in pool[1:]:
-        if _faster(o, lead) > 0:
-            lead = o
+    if by_money:  # the one rule for "the cheapest", goal's too (``cheapest``)
+        money = [o.total_usd for o in pool]
+        lead = pool[cheapest(money, [o.time_s for o in pool], ctx.error)]
+        pool = [o for o, same in zip(pool, same_money(money, ctx.error), strict=True) if same]
+    else:
+        lead = pool[0]
+        for o in pool[1:]:
+            if _faster(o, lead) > 0:
+                lead = o
     ties = [o for o in pool if o is lead or _faster(lead, o) < ctx.error]
     return sorted(ties, key=lambda o: _faster(lead, o)), pool, by_money
 

@@ -24,7 +24,9 @@ a bigger global batch needs proportionally more samples, a smaller one fewer) an
 hours x (billed devices x USD per device-hour + servers x the network's extra USD per
 server-hour); billed devices are whole instances (``scalesim.billing``).
 
-The answer: the cheapest plan that meets both limits (ties: the sooner), the Pareto front of time
+The answer: the cheapest plan that meets both limits by decide's rule (``cheapest.cheapest``:
+of the plans whose money is within the model's median error of the lowest, the soonest; a note
+names the lowest where it is not the answer), the Pareto front of time
 against money (no other plan is both sooner and cheaper), or, when no plan meets the goal, the
 plan that comes closest (the smallest worst overshoot of the two limits) and by how much it
 misses. Beside it, for each faster network the cheapest of its plans on two or more servers (on
@@ -42,7 +44,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from scalesim import training_time
+from scalesim.accuracy import median_error
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, LAYOUT_KNOB_BY_FIELD, bound
+from scalesim.cheapest import cheapest
 from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import (
@@ -53,6 +57,7 @@ from scalesim.figures import (
     duration_text,
     durations_apart,
     link_GBps,
+    percents_apart,
     whole,
 )
 from scalesim.goal_layouts import (
@@ -222,6 +227,10 @@ class GoalAnswer:
     # given: the layout every plan kept, in words ('tp 1 x pp 1, recompute none'; 'data
     # parallel' for a workload with no transformer shape), said where none fits; None searched
     kept_layout: str | None = None
+    # the model's median relative error ε (``accuracy.median_error``), a fraction: totals within
+    # it of the lowest are the same money, and the cheapest is the soonest of them
+    # (``cheapest.cheapest``, decide's rule); None only where no plan runs
+    model_error: float | None = None
 
     def describe(self, p: GoalPlan) -> str:
         """``describe`` of one of this answer's plans, in its devices' nouns."""
@@ -271,12 +280,19 @@ class GoalAnswer:
     def today_enough_words(self) -> str:
         """Where the best plan buys a faster network though today's meets the goal: that today's
         is enough, its cheapest plan, and why the faster one costs less: its plan bills fewer
-        device-hours (devices x time) than today's, more than paying its higher price. '' else."""
+        device-hours (devices x time) than today's, more than paying its higher price; or, where
+        it costs more within the model's error (the same money, ``cheapest``), that it is
+        sooner. '' else."""
         b, t, w = self.best, self.today, self.words
         if b is None or t is None or b.network == "as is":
             return ""
-        return (f" Today's network is enough: {self.describe(t)}: {duration_text(t.time_s)} for "
-                f"${amount(t.cost_usd)}; {b.network} meets the goal for "
+        enough = (f" Today's network is enough: {self.describe(t)}: {duration_text(t.time_s)} "
+                  f"for ${amount(t.cost_usd)}; ")
+        if t.cost_usd < b.cost_usd:  # the same money at the model's error (``cheapest``)
+            return (f"{enough}{b.network} costs ${amount(b.cost_usd - t.cost_usd)} more, "
+                    f"within the model's median error of {self.model_error:.1%}: the same "
+                    "money, and its plan is sooner.")
+        return (f"{enough}{b.network} meets the goal for "
                 f"${amount(t.cost_usd - b.cost_usd)} less because its faster exchanges let fewer "
                 f"{w.device}-hours do the training ({whole(b.devices)} {w.devices} for "
                 f"{duration_text(b.time_s)} against {whole(t.devices)} for "
@@ -326,7 +342,7 @@ class GoalAnswer:
     def network_sentence(self) -> str:
         """Which faster network reaches the goal (``network_answer``), in one sentence; '' where
         none is faster than today's."""
-        net = network_answer(self.networks, self.deadline_s, self.budget_usd)
+        net = network_answer(self.networks, self.deadline_s, self.budget_usd, self.model_error)
         if net is None:
             return ""
         p, describe = net.plan, self.describe
@@ -359,17 +375,20 @@ class GoalAnswer:
         return out
 
 
-def network_answer(networks: list[GoalNetwork], deadline_s: float,
-                   budget_usd: float) -> GoalNetwork | None:
+def network_answer(networks: list[GoalNetwork], deadline_s: float, budget_usd: float,
+                   error: float) -> GoalNetwork | None:
     """The faster network that answers "what network reaches my goal?": the cheapest priced one
-    whose plan meets the goal; else the first unpriced one whose plan meets it on the devices'
-    price alone (the slowest step up: no price tells them apart); else the one whose plan comes
+    whose plan meets the goal (``cheapest.cheapest``: the soonest of those within the model's
+    median ``error`` of the lowest money, as decide takes it); else the first unpriced one
+    whose plan meets it on the devices' price alone (the slowest step up: no price tells them
+    apart); else the one whose plan comes
     closest (smallest worst overshoot, as ``seek``'s closest; an unpriced one's money a lower
     bound); else the first (no plan fits on any). None where no network is faster."""
     with_plan = [n for n in networks if n.plan is not None]
     meets = [n for n in with_plan if n.plan.meets]
     if priced := [n for n in meets if n.priced]:
-        return min(priced, key=lambda n: (n.plan.cost_usd, n.plan.time_s))
+        return priced[cheapest([n.plan.cost_usd for n in priced],
+                               [n.plan.time_s for n in priced], error)]
     if meets:
         return meets[0]
     if with_plan:
@@ -547,7 +566,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     ``layout``: 'given' keeps the scenario's layout at every count, 'search' takes the
     planner's best at each (``goal_layouts``); None: ``goal_layouts.default_layout``."""
     from scalesim.layout import tp_above_server
-    from scalesim.layout_predict import layout_of
+    from scalesim.layout_predict import layout_of, uses_layouts
     from scalesim.pipeline_stages import layout_stage_words
 
     bound("deadline_s").check(deadline_s, "deadline_s")
@@ -638,9 +657,11 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                                           *(("max_devices",) if controls.max_devices else ())))
     c, on, time_s, cost = _pooled(graded)
     costed = np.isin(on, [i for i, n in enumerate(nets) if n is None or n.priced])
+    # totals within the model's median error of the lowest are the same money (decide's rule)
+    error = median_error(uses_layouts(profile, base))
     if mode == "search":  # the layouts near the answer re-searched at the batches goal tries
         extra = _refined(profile, base, chosen, c, time_s, cost, costed, deadline_s,
-                         budget_usd)
+                         budget_usd, error)
         if extra is not None:
             tried = (tried[0] + extra.layouts_tried, tried[1])
             notes.append(refined_note(extra, nouns_for(profile.hardware.device_name)))
@@ -666,17 +687,22 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     best = closest = today = None
     front: list[GoalPlan] = []
     if idx.size:
-        answer_i = _best_on(ok, runs_ok, meets, time_s, cost, deadline_s, budget_usd)
+        answer_i = _best_on(ok, runs_ok, meets, time_s, cost, deadline_s, budget_usd, error)
+        lowest_i = answer_i  # the lowest money that meets the goal, named where not the answer
         if meets[answer_i]:
             best = plan(answer_i)
-            today_i = _best_on(on == 0, runs_ok, meets, time_s, cost, deadline_s, budget_usd)
+            lowest_i = _best_on(ok, runs_ok, meets, time_s, cost, deadline_s, budget_usd, 0.0)
+            if lowest_i != answer_i:
+                notes.append(same_money_note(best, plan(lowest_i), error, nouns_for(
+                    profile.hardware.device_name)))
+            today_i = _best_on(on == 0, runs_ok, meets, time_s, cost, deadline_s, budget_usd, error)
             today = plan(today_i) if today_i is not None and meets[today_i] else None
         else:
             closest = plan(answer_i)
         pf = idx[pareto_front(time_s[idx], cost[idx])]
         if pf.size > MAX_FRONT:  # thinned evenly, the answer's plan kept (it is on the front)
             keep = set(np.linspace(0, pf.size - 1, MAX_FRONT).round().astype(int).tolist())
-            keep |= set(np.flatnonzero(pf == answer_i).tolist())
+            keep |= set(np.flatnonzero((pf == answer_i) | (pf == lowest_i)).tolist())
             notes.append(f"{len(keep)} of the {pf.size} plans on the front shown: spread evenly "
                          "from the soonest to the cheapest, the answer's plan among them")
             pf = pf[sorted(keep)]
@@ -696,7 +722,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         row_meets = {net.upgrade.key: bool(((on == i) & across & within).any())
                      for i, net in enumerate(nets) if net is not None}
         need, unlimited, compute_s = _network_need(profile, base, groups, goal, reference,
-                                                   deadline_s, budget_usd, faster, row_meets)
+                                                   deadline_s, budget_usd, faster, row_meets,
+                                                   error)
     answer = best or closest
     if answer is not None and (note := training_time.partial_batch_note(
             goal, answer.global_batch, reference)):
@@ -717,11 +744,27 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                       unlimited=unlimited, unlimited_compute_s=compute_s, today=today,
                       layout=mode, layouts_tried=None if tried is None else tried[0],
                       kept_layout=kept_layout_words(profile, base) if mode == "given" else None,
-                      layout_counts=None if tried is None else tried[1],
+                      layout_counts=None if tried is None else tried[1], model_error=error,
                       networks=[_network_row(net, _best_on((on == i) & across, runs_ok, within,
-                                                           time_s, cost, deadline_s, budget_usd),
+                                                           time_s, cost, deadline_s, budget_usd,
+                                                           error),
                                              plan, server_part_words(profile.hardware, base))
                                 for i, net in enumerate(nets) if net is not None])
+
+
+def same_money_note(answer: GoalPlan, lowest: GoalPlan, error: float,
+                    words: Nouns = GPU_NOUNS) -> str:
+    """Where the answer (``answer``) is not the plan of the lowest money that meets the goal
+    (``lowest``): that the lowest costs less by under the model's median ``error`` (a
+    fraction), so the two are the same money, and goal takes the sooner (``cheapest.cheapest``,
+    the rule decide chooses by)."""
+    less = answer.cost_usd - lowest.cost_usd
+    share, within = percents_apart(less / lowest.cost_usd, error)  # never '2.9%' under '2.9%'
+    share = "under 0.1%" if less / lowest.cost_usd < 0.0005 else share
+    return (f"{describe(lowest, words)}: {duration_text(lowest.time_s)} for "
+            f"${amount(lowest.cost_usd)} costs ${amount(less)} ({share}) less than the answer, "
+            f"within the model's median error of {within}: the same money, so goal takes the "
+            "sooner plan, as decide does")
 
 
 def searched_note(reference: int, devices_per_node: int, networks: bool,
@@ -790,7 +833,7 @@ def _goal_plan(c: dict, i: int, time_s: np.ndarray, cost: np.ndarray, meets: boo
 def _network_need(profile: Profile, base: Scenario, groups: list[LayoutGroup], goal: training_time.Goal,
                   reference: int, deadline_s: float, budget_usd: float,
                   networks: list[NetworkScenario], row_meets: dict[str, bool],
-                  ) -> tuple[NetworkNeed, GoalPlan | None, float | None]:
+                  error: float) -> tuple[NetworkNeed, GoalPlan | None, float | None]:
     """The least inter-server network on today's servers with which a plan of ``groups`` meets
     the goal, its money the devices' alone (a bandwidth has no price: ``network_need``), and
     each of ``networks`` by what it gives the job and whether its own row meets the goal
@@ -816,7 +859,7 @@ def _network_need(profile: Profile, base: Scenario, groups: list[LayoutGroup], g
         return need, None, None
     c, t, m, ok, within = meets(base.model_copy(update={
         "inter_busbw_GBps": UNLIMITED_BUSBW_GBps, "inter_latency_s": 0.0}))
-    i = _best_on(ok, ok, within, t, m, deadline_s, budget_usd)
+    i = _best_on(ok, ok, within, t, m, deadline_s, budget_usd, error)
     if i is None:
         return need, None, None
     compute_s = float(t[i] * c["compute_s"][i] / c["step_time_s"][i])
@@ -852,7 +895,7 @@ def _joined(a: tuple, b: tuple) -> tuple:
 
 def _refined(profile: Profile, base: Scenario, chosen: Searched, c: dict, time_s: np.ndarray,
              cost: np.ndarray, costed: np.ndarray, deadline_s: float,
-             budget_usd: float) -> Searched | None:
+             budget_usd: float, error: float) -> Searched | None:
     """The searched layouts refined near goal's answer (docs/model.md section 21): at the
     counts whose plans come near it (``goal_layouts.near_counts``), the planner's best layout
     at each other global batch goal tries there (``goal_layouts.refined_groups``); None where
@@ -861,7 +904,7 @@ def _refined(profile: Profile, base: Scenario, chosen: Searched, c: dict, time_s
     runs_ok = _runs(c, time_s, cost)
     within = runs_ok & (time_s <= deadline_s) & (cost <= budget_usd)
     ok = runs_ok & costed
-    answer = _best_on(ok, runs_ok, within & costed, time_s, cost, deadline_s, budget_usd)
+    answer = _best_on(ok, runs_ok, within & costed, time_s, cost, deadline_s, budget_usd, error)
     if answer is None:
         return None
     counts = near_counts(np.asarray(c["devices"]), time_s, cost, ok, answer, deadline_s,
@@ -909,13 +952,14 @@ def _runs(columns: dict, time_s: np.ndarray, cost: np.ndarray) -> np.ndarray:
 
 
 def _best_on(rows: np.ndarray, runs_ok: np.ndarray, within: np.ndarray, time_s: np.ndarray,
-             cost: np.ndarray, deadline_s: float, budget_usd: float) -> int | None:
-    """The index of the cheapest row of ``rows`` within both limits (ties: the sooner), else
-    of the one with the smallest worst overshoot (``max(time/T, cost/M)``); None where none of
-    them runs."""
+             cost: np.ndarray, deadline_s: float, budget_usd: float, error: float) -> int | None:
+    """The index of the cheapest row of ``rows`` within both limits by decide's rule
+    (``cheapest.cheapest``: the soonest of those within the model's median ``error`` of the
+    lowest money), else of the one with the smallest worst overshoot (``max(time/T, cost/M)``);
+    None where none of them runs."""
     m = np.flatnonzero(rows & within)
     if m.size:
-        return int(m[np.lexsort((time_s[m], cost[m]))[0]])
+        return int(m[cheapest(cost[m], time_s[m], error)])
     idx = np.flatnonzero(rows & runs_ok)
     if not idx.size:
         return None

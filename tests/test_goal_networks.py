@@ -40,13 +40,13 @@ def test_the_network_answer_is_the_cheapest_priced_one_that_meets_else_unpriced_
     smallest worst overshoot: 150 s / 100 s = 1.5 against $180 / $100 = 1.8 -> the first."""
     cheap, dear = _net("a", 2.0, _plan(80, 90, True)), _net("b", 1.0, _plan(60, 95, True))
     unpriced = _net("c", None, _plan(70, 50, True))
-    assert network_answer([dear, unpriced, cheap], 100.0, 100.0) is cheap
+    assert network_answer([dear, unpriced, cheap], 100.0, 100.0, 0.03) is cheap
     assert network_answer([_net("d", 1.0, _plan(80, 120, False)), unpriced], 100.0,
-                          100.0) is unpriced
+                          100.0, 0.03) is unpriced
     late, costly = _net("e", 1.0, _plan(150, 50, False)), _net("f", None, _plan(50, 180, False))
-    assert network_answer([costly, late], 100.0, 100.0) is late
-    assert network_answer([_net("g", 1.0, None)], 100.0, 100.0).name == "g"
-    assert network_answer([], 100.0, 100.0) is None
+    assert network_answer([costly, late], 100.0, 100.0, 0.03) is late
+    assert network_answer([_net("g", 1.0, None)], 100.0, 100.0, 0.03).name == "g"
+    assert network_answer([], 100.0, 100.0, 0.03) is None
 
 
 def test_goal_runs_each_network_at_its_latency_and_names_the_one_that_reaches_the_goal():
