@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from scalesim.attention_kernel import ATTENTION_KERNELS
-from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, check_values
+from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, check_values, flag_of
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import MIB_BYTES
@@ -230,7 +230,9 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
     frameworks = axes.get("zero_framework", [base.zero_framework])
     syncs = axes.get("grad_sync", [base.grad_sync])
     if all(grad_sync_refused(f, g) for f in frameworks for g in syncs):  # else rows dropped
-        raise ScalesimError(f"axes zero_framework, grad_sync: {grad_sync_deepspeed_error()}",
+        pair = " with ".join(_asked_words(name, axes, base)
+                             for name in ("zero_framework", "grad_sync"))
+        raise ScalesimError(f"every row pairs {pair}: {grad_sync_deepspeed_error()}",
                             knobs=("zero_framework", "grad_sync"))
     from scalesim.layout_predict import (
         check_attention_kernel,
@@ -348,6 +350,15 @@ def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tup
                                 f"row of the sweep; {_TO_APPLY[name]}, or drop {drop}",
                                 knobs=(name,))
     return tuple(name for name in ONE_VALUE_SETTINGS if name in some and name not in arrays)
+
+
+def _asked_words(name: str, axes: dict, base: Scenario) -> str:
+    """'--zero-framework-values deepspeed' (swept: the axis flag and its values as typed) or
+    '--grad-sync once-per-step' (one value: the scenario's flag and value), the knob table's
+    flag (``bounds.flag_of``): how a refusal of the sweep names a knob the user gave."""
+    if name in axes:
+        return f"{flag_of(name)}-values {','.join(str(v) for v in axes[name])}"
+    return f"{flag_of(name)} {getattr(base, name)}"
 
 
 def _setting_words(name: str, values: list, arrays: dict[str, np.ndarray]) -> tuple[str, str]:

@@ -162,7 +162,9 @@ def test_deepspeed_refuses_once_per_step():
 
     profile = default_profile()
     # the refusal names its knobs as the CLI's flags since be57796 (layout.knob_refusal)
-    with pytest.raises(ScalesimError, match="axes zero_framework, grad_sync: --grad-sync "
+    # session 47: the pair in the flags asked ("axes zero_framework, grad_sync" before)
+    with pytest.raises(ScalesimError, match="every row pairs --zero-framework-values deepspeed "
+                                            "with --grad-sync once-per-step: --grad-sync "
                                             "once-per-step is FSDP's no_sync") as refused:
         sweep(profile, Scenario(devices=[8], grad_sync="once-per-step"),
               {"zero_framework": ["deepspeed"]})  # every pair refused: nothing to sweep

@@ -184,7 +184,8 @@ SITES = {
         ("micro_batch", "global_batch")),
     "sweep: DeepSpeed with once-per-step only": (
         _sweep({"zero_framework": ["deepspeed"], "grad_sync": ["once-per-step"]}),
-        "axes zero_framework, grad_sync", ("zero_framework", "grad_sync")),
+        "every row pairs --zero-framework-values deepspeed with --grad-sync-values "
+        "once-per-step", ("zero_framework", "grad_sync")),
     "sweep: split axes of a parameter count": (_sweep({"tp": [1, 2]}, which=BERT),
                                                "sweep axis tp splits the model", ("tp",)),
     "sweep: a layout axis of a parameter count": (
