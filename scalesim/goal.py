@@ -48,7 +48,7 @@ from scalesim.accuracy import median_error
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, LAYOUT_KNOB_BY_FIELD, bound
 from scalesim.cheapest import cheapest
 from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
-from scalesim.errors import ScalesimError
+from scalesim.errors import KNOB, ScalesimError
 from scalesim.figures import (
     amount,
     busbw_words,
@@ -405,6 +405,31 @@ def _split_of(split) -> str:
     return split_words(None, split.tp, split.pp, split.cp if split.cp > 1 else None)
 
 
+def kept_setting_refusal(base: Scenario):
+    """Where goal keeps the scenario's layout (``given``) and one of its settings means
+    nothing on it (``layout.unused_settings``, predict's rule: ``--tp-overlap`` at ``--tp 1``),
+    predict's rule and what to change in goal's words, a ``Refusal`` whose template names the
+    knobs (the app says them in its labels, ``errors.in_words_of``); None where every setting
+    applies. Before the sweep, whose words are its own ("every row of the sweep", --X-values)."""
+    from scalesim.layout import P2P_OVERLAP_WORDS, knob_refusal, unused_settings
+    from scalesim.layout_predict import layout_of
+
+    split = layout_of(base)
+    unused = unused_settings(split.tp, split.pp, split.schedule, int(split.virtual_stages),
+                             bool(split.sequence_parallel), bool(split.tp_overlap),
+                             bool(split.p2p_overlap))
+    for name, (nowhere, rule) in unused.items():
+        if not bool(nowhere):
+            continue
+        value = getattr(split, name)
+        what = getattr(KNOB, name) + ("" if LAYOUT_KNOB_BY_FIELD[name].switch else
+                                      f" {P2P_OVERLAP_WORDS[value] if name == 'p2p_overlap' else value}")
+        return knob_refusal(f"{rule.template}; goal keeps this layout at every device count, so "
+                            f"none of its plans would use {what}: give the layout it needs, or "
+                            f"drop {what}", (name,))
+    return None
+
+
 def kept_layout_words(profile: Profile, base: Scenario) -> str:
     """The layout ``--layout given`` keeps at every count, in words: its split and recompute
     ('tp 1 x pp 1, recompute none'), 'data parallel' for a workload with no transformer shape."""
@@ -595,6 +620,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     if mode == "given" and split.tp > g:  # at every count: predict's refusal, not 'no count'
         raise ScalesimError(tp_above_server(split.tp, g, nouns_for(profile.hardware.device_name),
                                             profile.hardware.devices_per_node))
+    if mode == "given" and (unused := kept_setting_refusal(base)):
+        raise ScalesimError(unused)
     replicas = max(1, g // replica_devices(split.tp, split.pp, split.cp))
     reference = b0 * replicas * k0
     notes: list[str] = []
