@@ -73,6 +73,7 @@ from scalesim.goal_layouts import (
     searched_groups,
 )
 from scalesim.layout import (
+    knob_refusal,
     memory_ways,
     replica_devices,
     runs_on_count,
@@ -411,7 +412,7 @@ def kept_setting_refusal(base: Scenario):
     predict's rule and what to change in goal's words, a ``Refusal`` whose template names the
     knobs (the app says them in its labels, ``errors.in_words_of``); None where every setting
     applies. Before the sweep, whose words are its own ("every row of the sweep", --X-values)."""
-    from scalesim.layout import P2P_OVERLAP_WORDS, knob_refusal, unused_settings
+    from scalesim.layout import P2P_OVERLAP_WORDS, unused_settings
     from scalesim.layout_predict import layout_of
 
     split = layout_of(base)
@@ -602,11 +603,14 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                             "fixed global batch", knobs=("global_batch",))
     goal = training_time.resolve_goal(profile, base)
     if goal.kind is None:
-        raise ScalesimError("goal seeking needs a training length (train_samples) or E_min with "
-                            "a critical batch size", knobs=training_time.TRAINING_LENGTH_KNOBS)
+        raise ScalesimError(knob_refusal(  # the controls as the caller names them (the app's)
+            f"goal seeking needs a training length: give {KNOB.train_samples}, or "
+            f"{KNOB.min_samples_to_quality} with {KNOB.critical_batch_size} for time to quality",
+            training_time.TRAINING_LENGTH_KNOBS))
     if goal.price_per_device_hour is None:
-        raise ScalesimError("goal seeking needs a price per device-hour (price_per_device_hour)",
-                            knobs=("price_per_device_hour",))
+        raise ScalesimError(knob_refusal(f"goal seeking needs a price per device-hour: give "
+                                         f"{KNOB.price_per_device_hour}",
+                                         ("price_per_device_hour",)))
     mode = layout or default_layout(profile, base)
     check_layout_mode(profile, mode, controls.transformers,
                       controls.layout.format(mode="search"), controls.named("goal_layout"))

@@ -193,7 +193,7 @@ def _axis_array(name: str, values) -> np.ndarray:
         if bad:
             raise ScalesimError(f"{what}: expected names, got {bad[0]!r}", knobs=knobs)
         array = np.asarray([str(v) for v in values])
-        _codes(array, NAMED_AXES[name], name)
+        _codes(array, NAMED_AXES[name], name, values_flag(name))
         return array
     if name in SWITCH_AXES:
         bad = [v for v in values if not isinstance(v, bool | np.bool_)]
@@ -257,9 +257,10 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
     profile = split_profile(profile, base, axes)  # a measured model split as the shape it timed
     split = uses_layouts(profile, base)
     if not split and (given := [n for n in SPLIT_AXES if n in axes]):
-        axis = (f"axis {given[0]} splits" if len(given) == 1
-                else f"axes {', '.join(given[:-1])} and {given[-1]} split")
-        raise ScalesimError(f"sweep {axis} the model: {no_shape_words(profile)}", knobs=given)
+        flags = [values_flag(n) for n in given]
+        axis = (f"{flags[0]} splits" if len(flags) == 1
+                else f"{', '.join(flags[:-1])} and {flags[-1]} split")
+        raise ScalesimError(f"{axis} the model: {no_shape_words(profile)}", knobs=given)
     for name, why, flag in (("attention_kernel", "a parameter count has no attention core",
                              "--attention-kernel-values"),
                             ("tp_overlap", "a parameter count has no tensor parallelism",
@@ -277,7 +278,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
                             ("sequence_parallel", "a parameter count has no tensor parallelism",
                              "--sequence-parallel-values")):
         if not split and name in axes:
-            raise ScalesimError(f"sweep axis {name} needs a transformer workload ({why}): "
+            raise ScalesimError(f"{flag} needs a transformer workload ({why}): "
                                 f"profile '{profile.name}' gives none; give --workload with a "
                                 f"'transformer' shape (e.g. llama3-8b) or drop {flag}",
                                 knobs=(name,))
@@ -352,12 +353,18 @@ def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tup
     return tuple(name for name in ONE_VALUE_SETTINGS if name in some and name not in arrays)
 
 
+def values_flag(name: str) -> str:
+    """The sweep's flag of axis ``name`` ('--tp-values', '--attention-kernel-values'): the knob
+    table's flag (``bounds.flag_of``) with '-values', as the CLI's sweep spells its axes."""
+    return f"{flag_of(name)}-values"
+
+
 def _asked_words(name: str, axes: dict, base: Scenario) -> str:
     """'--zero-framework-values deepspeed' (swept: the axis flag and its values as typed) or
     '--grad-sync once-per-step' (one value: the scenario's flag and value), the knob table's
     flag (``bounds.flag_of``): how a refusal of the sweep names a knob the user gave."""
     if name in axes:
-        return f"{flag_of(name)}-values {','.join(str(v) for v in axes[name])}"
+        return f"{values_flag(name)} {','.join(str(v) for v in axes[name])}"
     return f"{flag_of(name)} {getattr(base, name)}"
 
 
@@ -454,7 +461,7 @@ def _sequence_profiles(profile: Profile, base: Scenario, arrays: dict[str, np.nd
     from scalesim.profiles import profile_at_sequence
 
     if splittable_shape(profile) is None:
-        raise ScalesimError("sweep axis seq_len needs a transformer workload (a parameter count "
+        raise ScalesimError("--seq-len-values needs a transformer workload (a parameter count "
                             f"has no sequence length): profile '{profile.name}' gives none; give "
                             "--workload with a 'transformer' shape (e.g. llama3-8b) or drop "
                             "--seq-len-values", knobs=("seq_len",))
@@ -1023,11 +1030,16 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
                        ignored=merge_ignored(chunks), baseline=merge_baseline(chunks))
 
 
-def _codes(values: np.ndarray, table: dict[str, int], what: str) -> np.ndarray:
+def _codes(values: np.ndarray, table: dict[str, int], what: str,
+           said: str | None = None) -> np.ndarray:
+    """Each of ``values`` as its code in ``table``; an unknown one refused naming the axis
+    ``what`` (a knob) as ``said`` ('--attention-kernel-values', ``values_flag``), else as
+    ``what``."""
     names = np.unique(values)
     bad = [str(v) for v in names if str(v) not in table]
     if bad:
-        raise ScalesimError(f"unknown {what} {bad[0]!r}; choose from {', '.join(table)}",
+        raise ScalesimError(f"{said + ': ' if said else ''}unknown {what.replace('_', ' ')} "
+                            f"{bad[0]!r}; choose from {', '.join(table)}",
                             knobs=(what,))  # ``what``: the axis, a knob
     lookup = np.array([table[str(v)] for v in names])
     return lookup[np.searchsorted(names, values)]

@@ -154,11 +154,11 @@ def test_the_kernel_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
         vendor, flash2 = cols["step_time_s"]
         assert flash2 > vendor if hardware == "dgx-h100" else flash2 == vendor
     for argv, words in (
-            (["--devices", "8"], "sweep axis attention_kernel needs a transformer workload"),
+            (["--devices", "8"], "--attention-kernel-values needs a transformer workload"),
             (["--profile", str(H200), "--devices", "8"], "attention_kernel value flash2: "
              "profile"),
             (["--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8"],
-             "unknown attention_kernel 'flash3'")):
+             "unknown attention kernel 'flash3'")):
         values = "flash3" if "flash3" in words else "flash2"
         code, _, err = run_cli(capsys, ["sweep", *argv, "--attention-kernel-values", values])
         assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err

@@ -157,7 +157,7 @@ def test_sweep_refuses_cp_of_a_parameter_count_in_one_line(capsys):
     code, out, err = run_cli(capsys, ["sweep", "--workload", "bert-large", "--devices", "8,16",
                                       "--cp-values", "1,2"])
     assert code != 0 and out == "" and err.count("\n") == 1
-    assert err.startswith("scalesim sweep: error: sweep axis cp splits the model: "
+    assert err.startswith("scalesim sweep: error: --cp-values splits the model: "
                           "workload 'bert-large' is a parameter count only")
 
 

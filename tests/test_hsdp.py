@@ -499,7 +499,7 @@ def test_a_shard_group_sweep_axis_is_predict_at_each_group():
     assert mixed.dropped == mixed.dropped_layout == 6
     assert "shard group 3" in mixed.layout_example
     with pytest.raises(ScalesimError,
-                       match="sweep axis tp splits the model: workload .gpt-7b. is a parameter"):
+                       match="--tp-values splits the model: workload .gpt-7b. is a parameter"):
         sweep(resolve_profile(None, "dgx-a100", "gpt-7b"), Scenario(devices=[16]),
               {"tp": [2]})
 

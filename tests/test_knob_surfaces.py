@@ -61,7 +61,7 @@ def test_the_send_overlap_is_a_sweep_axis_with_the_rows_predict_gives():
 
 
 @pytest.mark.parametrize(("argv", "words"), [
-    (["--devices", "8"], "sweep axis p2p_overlap needs a transformer workload"),
+    (["--devices", "8"], "--p2p-overlap-values needs a transformer workload"),
     ([*WORKLOAD, "--devices", "4", "--pp", "4"], str(knob_refusal(P2P_OVERLAP_NEEDS_INTERLEAVED))),
     ([*WORKLOAD, "--devices", "4", "--pp", "4", "--virtual-stages", "2", "--accumulation", "8",
       "--p2p-overlap", "off"], "--p2p-overlap and --p2p-overlap-values both set p2p_overlap"),
@@ -312,9 +312,9 @@ def test_two_virtual_stages_halve_the_bubble_and_nothing_else_of_the_compute():
 
 @pytest.mark.parametrize(("argv", "words"), [
     (["--devices", "8", "--virtual-stages-values", "1,2"],
-     "sweep axis virtual_stages needs a transformer workload"),
+     "--virtual-stages-values needs a transformer workload"),
     (["--devices", "8", "--recompute-values", "none,full"],
-     "sweep axis recompute needs a transformer workload"),
+     "--recompute-values needs a transformer workload"),
     # predict's rule, the values, what to give and what to drop (one check since session 42)
     ([*WORKLOAD, "--devices", "4", "--virtual-stages-values", "1,2"],
      "--virtual-stages 2 needs --pp 2 or more and --schedule interleaved (model chunks of a "

@@ -169,7 +169,7 @@ def test_the_precision_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
         code, _, err = run_cli(capsys, ["sweep", *PREDICT[1:-1], *fp8_rows])
         assert code == 0 and err.count("fp8 weight matmuls at the device's fp8 peak") == 1, err
     for argv, words in (
-            (["--devices", "8"], "sweep axis precision needs a transformer workload"),
+            (["--devices", "8"], "--precision-values needs a transformer workload"),
             (["--profile", str(H200), "--devices", "8"], "sweep axis precision value fp8: "
              "profile"),
             (["--workload", "llama3-8b", "--hardware", "dgx-a100", "--devices", "8"],

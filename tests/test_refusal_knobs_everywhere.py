@@ -187,7 +187,7 @@ SITES = {
         "every row pairs --zero-framework-values deepspeed with --grad-sync-values "
         "once-per-step", ("zero_framework", "grad_sync")),
     "sweep: split axes of a parameter count": (_sweep({"tp": [1, 2]}, which=BERT),
-                                               "sweep axis tp splits the model", ("tp",)),
+                                               "--tp-values splits the model", ("tp",)),
     "sweep: a layout axis of a parameter count": (
         _sweep({"attention_kernel": ["flash2"]}, which=BERT), "needs a transformer workload",
         ("attention_kernel",)),
@@ -198,7 +198,7 @@ SITES = {
         _sweep({"tp": [1]}, layout={"schedule": "gpipe"}), "means nothing on every row",
         ("schedule",)),
     "sweep: sequence lengths of a parameter count": (
-        _sweep({"seq_len": [1024]}, which=BERT), "sweep axis seq_len needs", ("seq_len",)),
+        _sweep({"seq_len": [1024]}, which=BERT), "--seq-len-values needs", ("seq_len",)),
     "sweep: a sequence length 2 x cp does not divide": (
         _sweep({"seq_len": [1001]}, layout={"cp": 2}), "is not divisible by 2 x cp 2",
         ("seq_len", "cp")),

@@ -121,7 +121,7 @@ def test_a_cp_that_splits_some_sequences_drops_only_their_rows(capsys):
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--workload", "resnet50", "--devices", "8", "--seq-len-values", "512,1024"],
-     "sweep axis seq_len needs a transformer workload (a parameter count has no sequence "
+     "--seq-len-values needs a transformer workload (a parameter count has no sequence "
      "length): profile 'a2-highgpu-8g + resnet50 (presets)' gives none; give --workload with a "
      "'transformer' shape (e.g. llama3-8b) or drop --seq-len-values"),
     ([*LLAMA, "--devices", "8", "--cp", "2", "--seq-len-values", "4096,4098"],
@@ -146,5 +146,5 @@ def test_a_sequence_axis_that_cannot_be_predicted_is_refused_in_one_line(capsys,
 
 def test_the_library_refuses_the_axis_for_a_parameter_count():
     profile = resolve_profile(None, "dgx-h100", "resnet50")
-    with pytest.raises(ScalesimError, match="sweep axis seq_len needs a transformer workload"):
+    with pytest.raises(ScalesimError, match="--seq-len-values needs a transformer workload"):
         sweep(profile, Scenario(devices=[8]), {"seq_len": [512]})

@@ -180,7 +180,7 @@ def test_the_overlap_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
         want = predict(profile, base.model_copy(update={"layout": split}))[0].step_time_s
         assert step == pytest.approx(want, rel=1e-12), (tp, overlap)
     assert rows[8, True] < rows[8, False]
-    for argv, words in ((["--devices", "8"], "sweep axis tp_overlap needs a transformer"),
+    for argv, words in ((["--devices", "8"], "--tp-overlap-values needs a transformer"),
                         (["--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
                           "8"], str(knob_refusal(TP_OVERLAP_NEEDS_TP)))):
         code, _, err = run_cli(capsys, ["sweep", *argv, "--tp-overlap-values", "off,on"])

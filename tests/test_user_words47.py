@@ -4,6 +4,7 @@ goal's plans, not "every row of the sweep"."""
 
 from __future__ import annotations
 
+from app_harness import open_app
 from cli_harness import run_cli
 
 
@@ -53,3 +54,37 @@ def test_goals_refusal_of_a_setting_its_layout_never_uses_says_goal_and_what_to_
     code, _, err = run_cli(capsys, ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100",
                                     "--devices", "8", "--tp", "1", "--tp-overlap"])
     assert code == 2 and "means nothing on every row of the sweep" in err, err
+
+
+def test_sweeps_refusals_of_an_axis_name_its_values_flag_not_the_field(capsys):
+    """Before: 'sweep axis tp_overlap needs ...', 'sweep axis tp splits ...', 'sweep axes tp
+    and pp split ...', 'sweep axis seq_len needs ...', 'unknown attention_kernel 'bogus''. Now
+    each names the flag the user typed (``sweep.values_flag``), exit 2 in one line."""
+    for argv, start in (
+            (["--tp-overlap-values", "on,off"], "--tp-overlap-values needs a transformer"),
+            (["--tp-values", "1,2"], "--tp-values splits the model: "),
+            (["--tp-values", "1,2", "--pp-values", "1,2"],
+             "--tp-values and --pp-values split the model: "),
+            (["--seq-len-values", "512,1024"], "--seq-len-values needs a transformer workload"),
+            (["--workload", "llama3-8b", "--attention-kernel-values", "bogus"],
+             "--attention-kernel-values: unknown attention kernel 'bogus'; choose from flash2"),
+            (["--strategy-values", "ddp,zero9"],
+             "--strategy-values: unknown strategy 'zero9'; choose from ddp, zero1")):
+        code, out, err = run_cli(capsys, ["sweep", "--devices", "8", *argv])
+        assert code == 2 and not out and len(err.strip().splitlines()) == 1, err
+        assert err.startswith(f"scalesim sweep: error: {start}"), err
+        assert not any(f in err for f in ("tp_overlap", "seq_len", "attention_kernel",
+                                          "sweep axis")), err
+
+
+def test_goals_missing_length_is_said_in_the_apps_labels():
+    """The app's goal tab said 'goal seeking needs a training length (train\\_samples) or E\\_min
+    with a critical batch size' (a field name); now the line names its controls by their labels,
+    and they are not listed again after it."""
+    at = open_app({"v": "1", "dl": "72", "bud": "50000", "tab": "goal"})
+    line = next(i.value for i in at.info if i.value.startswith("Goal seeking needs more"))
+    assert "train\\_samples" not in line and "train_samples" not in line, line
+    assert line.startswith("Goal seeking needs more: goal seeking needs a training length: give "
+                           "Samples in the training run, or E\\_min with Critical batch size for "
+                           "time to quality."), line
+    assert "Controls to change" not in line
