@@ -89,6 +89,7 @@ from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
 from .control_labels import in_words, label
 from .named_controls import control_namer
+from .sent_figure import figure_text
 from .state import FIELD_LABELS, MAX_DEVICES, AppState
 
 MAX_CURVE_POINTS = 256  # device counts on one curve
@@ -1131,6 +1132,13 @@ def stall_sentence(plan: Plan) -> str | None:
               "cannot show it)") if ones and data_stall_share(ones[0]) >= DATA_STALL_SHARE else ""
     return (f"data stall: {share:.0%} of each step at {words.count(f.devices)} waits for input"
             f"{at_one}; fix the input pipeline first")
+
+
+def plan_figure(plan: Plan) -> str:
+    """The share link's headline figure of ``plan`` (``sent_figure.figure_text``): its focus
+    count and the throughput its headline shows there, or that it does not fit."""
+    f = plan.focus
+    return figure_text(f.devices, f.samples_per_s, f.fits)
 
 
 def headline(plan: Plan) -> dict[str, str]:

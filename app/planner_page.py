@@ -2,7 +2,7 @@
 
 The state lives in ``st.session_state["app_state"]`` (an ``AppState``) and is mirrored into the
 URL query string after every run, so the address bar is always the share link. A session starts
-from the link (``state.decode_query``); afterwards the widgets are the source of truth. Widgets
+from the link (``state.read_link``); afterwards the widgets are the source of truth. Widgets
 that are hidden (a custom-link field while a preset link is chosen) keep their last value in the
 state. Only the open tab's charts are built (lazy tabs), to keep a rerun fast.
 """
@@ -88,12 +88,13 @@ from .plan import (
     makes_it_run_text,
     misfit_counts_text,
     option_links,
+    plan_figure,
     remedy_gain_cell,
     remedy_note,
     runs_interleaved,
     story,
 )
-from .sent_figure import changed_note, figure_text
+from .sent_figure import changed_note
 from .state import (
     FIELD_LABELS,
     LAYOUT_FIELDS,
@@ -103,18 +104,18 @@ from .state import (
     WORKLOAD_PRESETS,
     AppState,
     checked_profile,
-    decode_query,
     encode_query,
     preset_profile,
     profile_caveats,
     profile_defaults,
     query_string,
+    read_link,
     refusal,
     reset_words,
-    sent_figure,
     share_query,
     shared_date,
     widget_bounds,
+    with_figure,
     with_profile_defaults,
 )
 from .table_columns import LAYOUT_COLUMNS as LAID
@@ -188,11 +189,12 @@ def _init_session() -> None:
         params = {key: st.query_params.get_all(key) for key in st.query_params}
     except Exception:  # noqa: BLE001 - a malformed query string must never stop the page
         params = {"v": "?"}
-    state, profile, messages = decode_query(params)
+    state, profile, messages, sent = read_link(params)
     ss["app_state"], ss["profile"], ss["link_messages"] = state, profile, messages
     date = shared_date(params)
-    ss["shared"] = None if date is None else {"date": date, "state": state, "profile": profile,
-                                              "sent": sent_figure(params)}
+    ss["shared"] = None if date is None else {"date": date, "state": state, "profile": profile}
+    # the sender's figure, on any link whose checksum covers it: the address bar's too
+    ss["sent"] = None if sent is None else {"sent": sent, "state": state, "profile": profile}
     ss["profile_origin"] = "presets" if state.src == "preset" else "the link"
     for name in WIDGET_FIELDS:
         ss[_key(name)] = getattr(state, name)
@@ -593,13 +595,12 @@ def _headline(plan: Plan) -> None:
 def _shared_banner(plan: Plan) -> None:
     """'Shared what-if from <date>, <profile>' and, on request, the shared numbers beside mine."""
     shared = ss.get("shared")
-    if not shared:
-        return
-    st.info(f"Shared what-if from {shared['date']}, {_md(shared['profile'].name)}. Change the "
-            "controls to try your own settings; compare them with the shared ones below.")
-    if (note := _sent_figure_note(shared)) is not None:
+    if shared:
+        st.info(f"Shared what-if from {shared['date']}, {_md(shared['profile'].name)}. Change "
+                "the controls to try your own settings; compare them with the shared ones below.")
+    if ss.get("sent") and (note := _sent_figure_note(ss["sent"])) is not None:
         st.info(_md(note))
-    if not st.toggle("Compare with my settings", key="compare_shared"):
+    if not shared or not st.toggle("Compare with my settings", key="compare_shared"):
         return
     try:
         theirs = _plan(shared["profile"], shared["state"])
@@ -621,17 +622,15 @@ def _shared_banner(plan: Plan) -> None:
     show_table(pd.DataFrame(rows), key="compare_table")
 
 
-def _sent_figure_note(shared: dict) -> str | None:
-    """Where the shared link carries its sender's headline (``sent_figure``) and this
-    scalesim predicts another for the same what-if at the same count: both figures and that
-    the model changed since (``sent_figure.changed_note``); None where they agree."""
-    sent = shared.get("sent")
-    if sent is None:
-        return None
-    profile = shared["profile"]
+def _sent_figure_note(opened: dict) -> str | None:
+    """Where the opened link carries its sender's headline (``state.read_link``: ``sent``, of
+    its ``state`` and ``profile``) and this scalesim predicts another for the same what-if at
+    the same count: both figures and that the model changed since
+    (``sent_figure.changed_note``); None where they agree."""
+    sent, profile = opened["sent"], opened["profile"]
     words = nouns_for(profile.hardware.device_name)
     try:
-        theirs = _plan(profile, shared["state"])
+        theirs = _plan(profile, opened["state"])
     except ScalesimError:  # the error box says why
         return changed_note(sent, None, profile.workload.sample_unit, words)
     row = next((r for r in theirs.rows if r.devices == sent.devices), None)
@@ -1170,21 +1169,19 @@ def render() -> None:
     profile: Profile = ss["profile"]
     ss["app_state"] = state
 
-    params = encode_query(state, profile)
+    plan = _plan_or_fallback(profile, state)
+    # the headline the link's receiver checks, only of this what-if (not a fallback's)
+    params = with_figure(encode_query(state, profile),
+                         plan_figure(plan) if plan is not None and plan.state == state else None)
     try:
         if st.query_params.to_dict() != params:
             st.query_params.from_dict(params)
     except Exception:  # noqa: BLE001 - the URL is a convenience; never fail the page for it
         pass
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
-
-    plan = _plan_or_fallback(profile, state)
     if plan is None:
         return
-    # the headline the link's receiver checks, only of this what-if (not a fallback's)
-    f = plan.focus
-    figure = figure_text(f.devices, f.samples_per_s, f.fits) if plan.state == state else None
-    link = f"{_base_url()}?{query_string(share_query(params, today, figure))}"
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    link = f"{_base_url()}?{query_string(share_query(params, today))}"
     st.caption(f"Profile: {_md(profile.name)}. Predictions from an analytical model, "
                "not measurements.")
     _shared_banner(plan)

@@ -18,6 +18,7 @@ import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Literal
 from urllib.parse import urlencode
 
@@ -238,7 +239,10 @@ class AppState(BaseModel):
 
 
 FIELDS = tuple(AppState.model_fields)
-SCENARIO_KEYS = frozenset({"v", *FIELDS, "ph", "prof"})  # what a link's checksum covers
+SCENARIO_KEYS = frozenset({"v", *FIELDS, "ph", "prof"})  # what a link opens on
+# what a link's checksum covers: its what-if and, since session 47, the sender's headline
+# figure (``HEADLINE_KEY``; session 46 wrote it outside, ``link_integrity`` reads those still)
+CHECKED_KEYS = SCENARIO_KEYS | {HEADLINE_KEY}
 NULLABLE = frozenset(name for name, f in AppState.model_fields.items()
                      if f.default is None or "None" in str(f.annotation))
 
@@ -707,14 +711,53 @@ def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
 
 
 def link_checksum(params: Mapping[str, str]) -> str:
-    """8 hex digits over what a link says (its version, controls and preset fingerprint or
-    profile: ``SCENARIO_KEYS``), sorted by key: a value cut that still parses ('gbit=10' of
-    'gbit=100'), dropped or changed gives others. The date and keys the decoder ignores are
-    left out. Written by ``encode_query``, checked by ``decode_query``."""
+    """8 hex digits over what a link says (its version, controls, preset fingerprint or
+    profile and headline figure: ``CHECKED_KEYS``), sorted by key: a value cut that still
+    parses ('gbit=10' of 'gbit=100'), dropped or changed gives others. The date and keys the
+    decoder ignores are left out. Written by ``encode_query`` and ``with_figure``, checked by
+    ``link_integrity``."""
     import hashlib
 
-    said = sorted((k, v) for k, v in params.items() if k in SCENARIO_KEYS)
+    said = sorted((k, v) for k, v in params.items() if k in CHECKED_KEYS)
     return hashlib.sha256(urlencode(said).encode("utf-8")).hexdigest()[:8]
+
+
+def with_figure(params: Mapping[str, str], figure: str | None) -> dict[str, str]:
+    """``params`` (``encode_query``) with the sender's headline figure (``figure``,
+    ``sent_figure.figure_text``) right after the checksum as ``HEADLINE_KEY``, the checksum
+    made again over it too, so that a figure edited or dropped on its way fails it; None: the
+    link as ``encode_query`` wrote it (a what-if the model cannot predict has no figure)."""
+    if figure is None:
+        return dict(params)
+    rest = {k: v for k, v in params.items() if k not in ("v", CHECK_KEY)}
+    out = {"v": params["v"], CHECK_KEY: "", HEADLINE_KEY: figure, **rest}
+    out[CHECK_KEY] = link_checksum(out)
+    return out
+
+
+class Integrity(Enum):
+    """What a link's checksum (``CHECK_KEY``) says of it (``link_integrity``)."""
+
+    NONE = "no checksum"  # typed by hand, made before the checksum, or cut
+    WHOLE = "whole"  # it matches all the link says, its headline figure included
+    FIGURE_OUTSIDE = "figure outside"  # a session 46 link: its what-if whole, its figure unchecked
+    ALTERED = "altered"  # a value was changed or dropped after the link was made
+
+
+def link_integrity(flat: Mapping[str, str]) -> Integrity:
+    """What ``flat`` (a link's keys, one string each) holds against its checksum; the one place
+    a checksum is checked. A checksum in capitals compares as written (8 hex digits either
+    way). Session 46 wrote the figure outside the checksum: such a link matches without it."""
+    check = flat.get(CHECK_KEY)
+    if check is None:
+        return Integrity.NONE
+    check = check.lower()
+    if check == link_checksum(flat):
+        return Integrity.WHOLE
+    if HEADLINE_KEY in flat and check == link_checksum(
+            {k: v for k, v in flat.items() if k != HEADLINE_KEY}):
+        return Integrity.FIGURE_OUTSIDE
+    return Integrity.ALTERED
 
 
 def _fingerprint_cut(text: str) -> str:
@@ -804,38 +847,13 @@ def shared_date(params: Mapping[str, Any]) -> str | None:
     return text if re.fullmatch(r"20\d\d-[01]\d-[0-3]\d", text) else None
 
 
-def share_query(params: Mapping[str, str], date: str,
-                figure: str | None = None) -> dict[str, str]:
-    """The share link's parameters: ``params`` (``encode_query``) dated ``date`` (YYYY-MM-DD)
-    right after the version, so that the date opens the link and the fingerprint or profile
-    ends it: a link cut anywhere between them keeps its date and loses its end
-    (``cut_before_fingerprint``). ``figure`` (``sent_figure.figure_text``, the sender's
-    headline) goes right after the checksum as ``HEADLINE_KEY``; None: none (the link as
-    before session 46)."""
-    rest = {k: v for k, v in params.items() if k not in ("v", CHECK_KEY)}
-    head = {CHECK_KEY: params[CHECK_KEY]} if CHECK_KEY in params else {}
-    return {"v": params["v"], SHARED_DATE_KEY: date, **head,
-            **({HEADLINE_KEY: figure} if figure is not None else {}), **rest}
-
-
-def checksum_holds(params: Mapping[str, Any]) -> bool:
-    """True where a link carries its checksum (``CHECK_KEY``) and what it says matches it: the
-    what-if it opens is the one its sender made."""
-    flat = {str(k): _first(v) for k, v in params.items()}
-    check = flat.get(CHECK_KEY)
-    return check is not None and check.lower() == link_checksum(flat)
-
-
-def sent_figure(params: Mapping[str, Any]) -> SentFigure | None:
-    """The sender's headline figure a share link carries (``HEADLINE_KEY``), where the link is
-    whole (``checksum_holds``: a cut or edited link opens another what-if, whose numbers differ
-    for that reason, said by its own message); None where it carries none or a broken one
-    (``decode_query`` says which)."""
-    value = params.get(HEADLINE_KEY)
-    if value is None or not checksum_holds(params):
-        return None
-    figure = parse_figure(_first(value), MAX_DEVICES)
-    return figure if isinstance(figure, SentFigure) else None
+def share_query(params: Mapping[str, str], date: str) -> dict[str, str]:
+    """The share link's parameters: ``params`` (``encode_query``, ``with_figure``: the address
+    bar's) dated ``date`` (YYYY-MM-DD) right after the version, so that the date opens the link
+    and the fingerprint or profile ends it: a link cut anywhere between them keeps its date and
+    loses its end (``cut_before_fingerprint``)."""
+    return {"v": params["v"], SHARED_DATE_KEY: date,
+            **{k: v for k, v in params.items() if k != "v"}}
 
 
 def cut_before_fingerprint(flat: Mapping[str, str]) -> tuple[str, str] | None:
@@ -854,7 +872,18 @@ def cut_before_fingerprint(flat: Mapping[str, str]) -> tuple[str, str] | None:
 
 
 def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str]]:
-    """State, profile and messages (one line each) from a link's query parameters.
+    """State, profile and messages (one line each) from a link's query parameters
+    (``read_link`` without the sender's figure)."""
+    state, profile, messages, _ = read_link(params)
+    return state, profile, messages
+
+
+def read_link(params: Mapping[str, Any]
+              ) -> tuple[AppState, Profile, list[str], SentFigure | None]:
+    """State, profile and messages (one line each) from a link's query parameters, and the
+    sender's headline figure (``HEADLINE_KEY``) where the checksum covers it and holds
+    (``link_integrity``: a cut or edited link opens another what-if, whose numbers differ for
+    that reason, said by its own message); None where the link shows the defaults instead.
 
     No parameters: the defaults, silently. A link of another version or over the size limits is
     ignored as a whole; otherwise each broken field falls back to its default alone. A link
@@ -864,12 +893,12 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     messages: list[str] = []
     flat = {str(k): _first(v) for k, v in params.items() if str(k) not in IGNORED_KEYS}
     if not flat:
-        return default_state(), preset_profile(AppState()), messages
+        return default_state(), preset_profile(AppState()), messages, None
     total = sum(len(k) + len(v) + 2 for k, v in flat.items())
     if total > MAX_QUERY_CHARS:
         messages.append(f"the link is too long ({total} characters, limit {MAX_QUERY_CHARS}); "
                         "showing the defaults")
-        return default_state(), preset_profile(AppState()), messages
+        return default_state(), preset_profile(AppState()), messages, None
     version = flat.pop("v", None)
     if version not in READ_VERSIONS:
         # the fact only: the app's box says what to do once (planner_page.link_problems)
@@ -880,21 +909,22 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         messages.append(f"this link {what}" + (", made by a newer scalesim" if newer else "")
                         + f"; this scalesim reads v1 to v{LINK_VERSION} links, so it shows the "
                         "defaults")
-        return default_state(), preset_profile(AppState()), messages
+        return default_state(), preset_profile(AppState()), messages, None
     messages.extend(repeated_keys({k: v for k, v in params.items()
                                    if str(k) not in IGNORED_KEYS}))
     date = flat.pop(SHARED_DATE_KEY, None)  # read by shared_date()
     if date is not None and shared_date({SHARED_DATE_KEY: date}) is None:
         messages.append(f"the link's date '{SHARED_DATE_KEY}={_shown(date)[:12]}' is not a date "
                         f"(YYYY-MM-DD): {CUT_SHORT}")
+    integrity = link_integrity({**flat, "v": version})
+    altered = integrity is Integrity.ALTERED
     check = flat.pop(CHECK_KEY, None)
-    figure = flat.pop(HEADLINE_KEY, None)  # read by sent_figure()
-    if figure is not None and isinstance(why := parse_figure(figure, MAX_DEVICES), str):
+    figure = flat.pop(HEADLINE_KEY, None)
+    sent = None if figure is None else parse_figure(figure, MAX_DEVICES)
+    if isinstance(sent, str):
         messages.append(f"the link's headline figure '{HEADLINE_KEY}={_shown(figure)[:20]}' is "
-                        f"{why}: ignored, so whether the model changed since the link was sent "
+                        f"{sent}: ignored, so whether the model changed since the link was sent "
                         "cannot be told")
-    # a checksum in capitals compares as written (8 hex digits either way)
-    altered = check is not None and check.lower() != link_checksum({**flat, "v": version})
     if check is not None and (why := _hex_problem("checksum", CHECK_KEY, check)):
         messages.append(why)
     partial = _cut_key(flat) if (date is None and check is None) or len(flat) == 1 else None
@@ -911,7 +941,7 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
             held.append(f"the start of a key ('{_shown(partial)[:20]}')")
         what = ", ".join(held[:-1]) + " and " + held[-1] if len(held) > 1 else held[0]
         messages.append(f"the link holds nothing but {what}: {CUT_SHORT}; showing the defaults")
-        return default_state(), preset_profile(AppState()), messages
+        return default_state(), preset_profile(AppState()), messages, None
     messages.extend(_ignore_later_keys(flat, int(version)))
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
@@ -981,7 +1011,8 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
             state = state.model_copy(update={"focus": None})
     messages.extend(integrity_notes(check, altered, fingerprint is not None or blob is not None,
                                     messages, int(version)))
-    return state, profile, messages
+    return (state, profile, messages,
+            sent if isinstance(sent, SentFigure) and integrity is Integrity.WHOLE else None)
 
 
 def _ignore_later_keys(flat: dict[str, str], version: int) -> list[str]:

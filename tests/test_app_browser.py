@@ -13,14 +13,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from scalesim.app.plan import headline, make_plan
-from scalesim.app.sent_figure import figure_text
+from scalesim.app.plan import headline, make_plan, plan_figure
 from scalesim.app.state import (
     default_state,
     encode_query,
     preset_profile,
     query_string,
     share_query,
+    with_figure,
 )
 
 pytestmark = pytest.mark.slow
@@ -104,11 +104,12 @@ def test_share_link_in_a_real_browser(server, tmp_path):
         copied = page.evaluate("navigator.clipboard.readText()")
         # the sender's exact what-if, dated after its version (a cut link keeps the date)
         day = re.search(r"&at=(20\d\d-\d\d-\d\d)&", copied)
-        f = plan.focus  # and its headline, which the receiver checks (session 46)
-        dated = share_query(encode_query(state, profile), day.group(1),
-                            figure_text(f.devices, f.samples_per_s, f.fits)) if day else {}
+        # and its headline, which the receiver checks (session 46), inside the checksum (47)
+        bar = with_figure(encode_query(state, profile), plan_figure(plan))
+        dated = share_query(bar, day.group(1)) if day else {}
         assert copied == f"{server}?{query_string(dated)}"
         assert re.search(r"[?&]hw=dgx-a100(&|$)", page.url) and "inter=ethernet" in page.url
+        assert page.url.endswith(f"?{query_string(bar)}")  # the address bar: the same, undated
         shot = tmp_path / "planner.png"
         page.screenshot(path=str(shot), full_page=False)
         assert shot.stat().st_size > 20_000

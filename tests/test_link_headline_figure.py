@@ -25,8 +25,9 @@ from scalesim.app.state import (
     encode_query,
     preset_profile,
     query_string,
-    sent_figure,
+    read_link,
     share_query,
+    with_figure,
 )
 
 import scalesim.model.collectives as collectives
@@ -76,7 +77,6 @@ def test_the_share_link_carries_the_headline_after_its_checksum():
     assert list(link)[:4] == ["v", "at", "ck", HEADLINE_KEY]
     focus = at.session_state["app_state"].focus or 16  # the knee of the default presets
     assert link[HEADLINE_KEY] == f"{focus}_{_throughput(at).replace(',', '')}"
-    assert HEADLINE_KEY not in at.query_params  # the address bar as before (pinned tests)
 
 
 def test_an_unchanged_model_opens_the_link_without_a_note():
@@ -106,7 +106,8 @@ def test_a_link_from_before_the_figure_opens_as_before_even_after_a_model_change
     every link made until now is one: a note on each would be noise (no link version marks the
     key's arrival: like the checksum it needs none)."""
     sent = open_app()
-    old = {k: v for k, v in _share_link(sent).items() if k != HEADLINE_KEY}
+    old = share_query(encode_query(default_state(), preset_profile(default_state())), DATE)
+    assert HEADLINE_KEY not in old  # the share link as session 45 wrote it
     _model_changed(monkeypatch)
     receiver = open_app(old)
     assert not receiver.warning and _notes(receiver) == []
@@ -137,12 +138,13 @@ def test_a_tampered_figure_is_ignored_with_a_warning_never_an_exception(value, w
 def test_a_figure_in_a_cut_or_edited_link_is_not_compared():
     """A link whose checksum fails opens another what-if (its own warning says so): its numbers
     differ for that reason, not the model's."""
-    params = share_query(encode_query(default_state(), preset_profile(default_state())), DATE,
-                         "16_3814")
-    assert sent_figure(params) == SentFigure(16, 3814.0)
+    params = share_query(with_figure(encode_query(default_state(),
+                                                  preset_profile(default_state())), "16_3814"),
+                         DATE)
+    assert read_link(params)[3] == SentFigure(16, 3814.0)
     edited = {**params, "bkt": "50"}
-    assert sent_figure(edited) is None
-    assert sent_figure({k: v for k, v in params.items() if k != "ck"}) is None
+    assert read_link(edited)[3] is None
+    assert read_link({k: v for k, v in params.items() if k != "ck"})[3] is None
 
 
 def test_a_fallback_plan_gives_the_link_no_figure():
@@ -155,7 +157,8 @@ def test_a_fallback_plan_gives_the_link_no_figure():
 def test_not_runnable_is_sent_and_checked():
     assert figure_text(16, 3814.2, False) == "16_oom"
     assert parse_figure("16_oom", MAX_DEVICES) == SentFigure(16, None)
-    link = {**_share_link(open_app()), HEADLINE_KEY: "16_oom"}  # the sender's did not fit
+    link = share_query(with_figure(encode_query(default_state(),  # the sender's did not fit
+                                                preset_profile(default_state())), "16_oom"), DATE)
     (note,) = _notes(open_app(link))
     assert re.match(r"Sent as not runnable on 16 devices; this scalesim predicts [\d,]+ "
                     r"sequences/s: the model changed", note)
@@ -176,11 +179,11 @@ def test_a_difference_within_the_rounding_is_no_change():
     assert differs(3814.0, 3814.6) and differs(3814.0, 3813.4)
 
 
-def test_old_scalesim_readers_list_the_figure_as_unknown_and_open_the_same_what_if():
-    """The key is outside the checksum (as the date): a link with it verifies, and its state is
-    the one without it."""
+def test_the_figure_opens_the_same_what_if_as_the_link_without_it():
+    """Since session 47 the checksum covers the figure (``with_figure`` makes it again), so a
+    link with it verifies, and its state is the one without it."""
     state = default_state().model_copy(update={"bkt": 50.0})
     params = encode_query(state, preset_profile(state))
-    with_figure = share_query(params, DATE, "16_3814")
-    assert query_string(with_figure).startswith(f"v=2&at={DATE}&ck=")
-    assert decode_query(with_figure) == decode_query(share_query(params, DATE))
+    figured = share_query(with_figure(params, "16_3814"), DATE)
+    assert query_string(figured).startswith(f"v=2&at={DATE}&ck=")
+    assert decode_query(figured) == decode_query(share_query(params, DATE))
