@@ -389,15 +389,19 @@ def planner_link(report: Report, base: str = "") -> str | None:
         return None
     from scalesim.schemas import Profile, Scenario
 
-    from .plan import state_of_scenario
-    from .state import encode_query, query_string
+    from .plan import make_plan, plan_figure, state_of_scenario
+    from .state import encode_query, query_string, with_figure
 
     profile = Profile.model_validate(report.details["fitted_profile"])
     scenario = Scenario.model_validate(report.details["fitted_scenario"])
     # the fitted model's devices: replicas where the runs split the model
     at = int(report.details.get("remedies_at_replicas", report.details["remedies_at_devices"]))
     state = state_of_scenario(scenario.model_copy(update={"devices": [max(at, 1)]}), profile)
-    return f"{base}planner?{query_string(encode_query(state, profile))}"
+    try:  # the headline the planner shows at the link, for its receiver to check
+        figure = plan_figure(make_plan(profile, state))
+    except ScalesimError:  # the planner's error box says why; no figure to check
+        figure = None
+    return f"{base}planner?{query_string(with_figure(encode_query(state, profile), figure))}"
 
 
 def _planner_actions(report: Report) -> None:

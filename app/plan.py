@@ -1305,14 +1305,16 @@ def option_links(plan: Plan, base: str = "") -> list[tuple[str, str | None]]:
     what-if (``option_state``; None where the planner cannot show it). The link carries the
     page's profile (``Plan.page_profile``), as the share link does: the profile the plan made of
     it at the state's sequence length or intra-server link would open as another version's
-    presets, or an uploaded profile with those baked in."""
-    from .state import encode_query, query_string
+    presets, or an uploaded profile with those baked in. It carries the card's figure of the
+    option (``state.with_figure``), the headline the opened what-if shows."""
+    from .state import encode_query, query_string, with_figure
 
     profile = plan.page_profile or plan.profile
     out = []
     for o in plan.decision.options if plan.decision else []:
         if o.changes:
             state = option_state(plan.state, profile, o.changes)
+            figure = figure_text(state.focus, o.samples_per_s, o.runnable) if state else None
             out.append((o.title, None if state is None else
-                        f"{base}?{query_string(encode_query(state, profile))}"))
+                        f"{base}?{query_string(with_figure(encode_query(state, profile), figure))}"))
     return out

@@ -1,9 +1,10 @@
 """Session 47: the share link's headline figure (``hs``) inside the link's checksum, and on
 every link the app makes. Session 46 wrote the figure outside the checksum, so a figure edited
 by hand was quoted to the receiver as the sender's ("Sent as 9,999 sequences/s ..."), and only
-the dated share link carried it: the address bar did not, so a link copied from it told its
-receiver nothing of a model change. Session 46's links (figure outside the checksum) still open on their what-if in
-silence; their figure, which nothing vouches for, is not quoted."""
+the dated share link carried it: the address bar, the decision card's "Open in the planner"
+links (and the HTML report's) and the diagnose page's planner link did not, so their receivers
+were not told of a model change. Session 46's links (figure outside the checksum) still open on
+their what-if in silence; their figure, which nothing vouches for, is not quoted."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import urllib.parse
 
 import pytest
 from app_harness import open_app
-from scalesim.app.plan import make_plan, plan_figure
+from scalesim.app.plan import make_plan, option_links, plan_figure
 from scalesim.app.sent_figure import HEADLINE_KEY, SentFigure
 from scalesim.app.state import (
     CHECK_KEY,
@@ -155,6 +156,33 @@ def test_an_address_bar_link_opens_in_silence_and_tells_a_model_change(monkeypat
 def test_a_fallback_gives_the_address_bar_no_figure():
     at = open_app({"v": "3", "wl": "llama3-8b", "tp": "3"})
     assert at.error and HEADLINE_KEY not in _bar(at) and _bar(at)["tp"] == "3"
+
+
+def test_the_decision_cards_links_carry_the_options_figure_and_open_without_a_note():
+    state = default_state()
+    plan = make_plan(preset_profile(state), state)
+    links = [url for _, url in option_links(plan) if url is not None]
+    assert links
+    for url in links:
+        query = _query(url)
+        focus = int(query["focus"])
+        option = next(o for o in plan.decision.options if o.changes
+                      and int(o.changes["devices"][0]) == focus)
+        assert query[HEADLINE_KEY] == f"{focus}_{option.samples_per_s:.0f}"
+        opened = open_app(query)
+        assert _warnings(opened) == [] and _notes(opened) == [], url
+
+
+def test_the_diagnose_pages_planner_link_carries_the_planners_figure(monkeypatch):
+    from scalesim.app.diagnose_page import example_runs_csv, planner_link, runs_report
+
+    query = _query(planner_link(runs_report(example_runs_csv(), "example", None, None), "h/"))
+    state, profile, messages, sent = read_link(query)
+    assert messages == [] and sent is not None and sent.devices == state.focus == 32
+    assert f"{query[HEADLINE_KEY]}" == plan_figure(make_plan(profile, state))
+    assert _notes(open_app(query)) == []
+    _model_changed(monkeypatch)
+    assert len(_notes(open_app(query))) == 1
 
 
 def test_a_newer_versions_figure_is_not_compared_with_the_defaults():

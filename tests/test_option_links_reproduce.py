@@ -56,6 +56,8 @@ def _opens_each_option_with_its_figures(update: dict) -> set[str]:
         opened = open_app(dict(parse_qsl(urlsplit(buttons[label]).query)))
         time_and_money = _metric(opened, "Time to")
         assert _metric(opened, "Throughput").value == throughput(o.samples_per_s), o.title
+        # the link's figure (session 47: the card's) agrees with the page: no model change said
+        assert not any("the model changed" in i.value for i in opened.info), o.title
         assert time_and_money.value == duration_text(o.time_s), o.title
         # the app's money at the card's precision (rev20: cents below $100)
         assert usd_text(o.total_usd) in str(time_and_money.proto.delta), o.title
