@@ -54,6 +54,24 @@ def test_stage3_8b_at_d8_by_hand():
     assert _memory(ZERO3, params=16e9) == pytest.approx(39.0e9, rel=1e-12)
 
 
+def test_stage1_8b_at_d8_by_hand():
+    """Stage 1 (session 47, ``stage_1_and_2.py`` at edaa722): states 8e9 x (2 + 2 + 12/8) =
+    44.0e9 (whole bf16 gradients). Backward allocates one 5e8-element bf16 bucket (1.0e9,
+    ``setup_buckets``); the boundary's reduction copies the gradients through it and, on rank
+    0, allocates the 1e9-element gradient partition (2.0e9, ``grads_in_partition``) while the
+    rest are still whole; the step's copies (1e9 x 6 = 6.0e9) beside that partition stay under
+    the 16.0e9 of whole gradients they replace: 44 + max(1, 2) = 46.0e9 (was 44.0e9). With
+    10e9 B of activations the bucket shows: 44 + 10 + 1 = 55.0e9. At d = 2 the partition is
+    4e9: 8e9 x (2 + 2 + 6) = 80 plus 8 + 24 - 16 = 16: 96.0e9. fp32 (w = 4, K = 8):
+    8e9 x (4 + 4/8 clone + 4 + 1) = 76 plus the 1e9 x 4 partition: 80.0e9. A 2e8-parameter
+    model (1.1e9 of states) holds the whole 1e9-B bucket: 2.1e9."""
+    assert _memory(ZERO1) == pytest.approx(46.0e9, rel=1e-12)
+    assert _memory(ZERO1, activation_bytes_per_sample=10e9) == pytest.approx(55.0e9, rel=1e-12)
+    assert _memory(ZERO1, devices=2) == pytest.approx(96.0e9, rel=1e-12)
+    assert _memory(ZERO1, **FP32) == pytest.approx(80.0e9, rel=1e-12)
+    assert _memory(ZERO1, params=2e8) == pytest.approx(2.1e9, rel=1e-12)
+
+
 def test_fp32_by_hand():
     """fp32 (w = 4, K = 8): stage 2 holds 8e9 x (4 + 4/8 clone + 4/8 + 8/8) = 48.0e9 of states;
     its step casts nothing (fp32 already) and copies 1e9 x 4 = 4.0e9 > its 2.0e9 bucket: 52.0e9
@@ -77,3 +95,18 @@ def test_the_layout_path_counts_the_same_buffers():
     want = max(1e9, step - float(r.activation_bytes))
     assert float(r.buffer_bytes) - FRAMEWORK_BYTES == pytest.approx(want, rel=1e-12)
     assert float(r.grads_bytes) == pytest.approx(2.0 * psi / 8, rel=1e-12)
+
+
+def test_the_layout_path_counts_stage1_buffers():
+    """Stage 1 on the layout path (session 47): beyond the states, the larger of the bucket in
+    backward (5e8 x 2) and the gradient partition at the boundary (Psi/8 x 2), less the
+    activations it replaces."""
+    base = dict(dp=8, tp=1, pp=1, cp=1, zero=1, micro_batch=1, global_batch=8, schedule=0,
+                virtual_stages=1, recompute=0, sequence_parallel=False, framework=DEEPSPEED,
+                overlap=False)
+    r = evaluate_layouts(LayoutInputs(**{**GPT, **HW, **base}))
+    psi = float(r.weights_bytes) / 2.0
+    want = max(1e9, psi / 8 * 2.0 + max(psi / 8 * 6.0 - psi * 2.0, 0.0)
+               - float(r.activation_bytes))
+    assert float(r.buffer_bytes) - FRAMEWORK_BYTES == pytest.approx(want, rel=1e-12)
+    assert float(r.grads_bytes) == pytest.approx(2.0 * psi, rel=1e-12)

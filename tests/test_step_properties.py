@@ -199,8 +199,9 @@ def test_memory_per_strategy_matches_zero_paper():
                 inter_latency_s=0.0, inter_busbw_GBps=10.0)
     # (the paper's stages are DeepSpeed's: its ZeRO-1 holds 16-bit gradients). DeepSpeed adds
     # its ipg buckets of 5e8 x 2 B (session 46; its step's gradient copies, 7.5e9/64 x 6 B =
-    # 0.70 GB, stay below them and the gathered units): two at stage 2 (overlap_comm), one at 3
-    expected = {DDP: 120e9, ZERO1: 31.4e9, ZERO2: 16.6e9 + 2e9,
+    # 0.70 GB, stay below them and the gathered units): two at stages 1-2 (overlap_comm; stage
+    # 1 since session 47, beside its 7.5e9/64 x 2 B = 0.23 GB gradient partition), one at 3
+    expected = {DDP: 120e9, ZERO1: 31.4e9 + 2e9, ZERO2: 16.6e9 + 2e9,
                 ZERO3: 1.875e9 + 2 * 7.5e9 / 34 * 2 + 1e9}
     for strategy, gb in expected.items():
         mem = _f(evaluate(StepInputs(strategy=strategy, framework=DEEPSPEED, **base)).memory_bytes)

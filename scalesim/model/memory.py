@@ -236,30 +236,41 @@ def param_state_bytes_per_param(strategy, framework, shards, param_bytes_per_par
 
 def deepspeed_buffer_bytes(strategy, framework, shards, params, param_bytes_per_param,
                            grad_bytes_per_param, backward_bytes, overlap=False):
-    """Bytes DeepSpeed's ZeRO-2/3 holds at its peak beyond its states (``framework``
+    """Bytes DeepSpeed's ZeRO-1/2/3 holds at its peak beyond its states (``framework``
     ``sharding.DEEPSPEED``; 0 elsewhere), ``params`` its replica's parameters over ``shards``
     ranks, ``backward_bytes`` what backward holds that the optimizer step does not
-    (activations, ZeRO-3's gathered units). Backward fills an ipg bucket of
-    ``reduce_bucket_size`` elements in the weights' dtype (stage 2: one, two with
-    ``overlap_comm``, freed after backward; stage 3: one, kept); the step flattens the 16-bit
-    gradient partition into a copy and casts it to an fp32 gradient (``w_grad + 4`` bytes an
-    element, ``w_grad`` in fp32), over the whole partition (stage 2) or one ``sub_group_size``
-    sub-group (stage 3), when activations are gone:
-    stage 2 ``max(ipg, step - backward)``, stage 3 ``ipg + max(step - backward, 0)``
-    (docs/model.md §4). Numpy, broadcasts."""
+    (activations, ZeRO-3's gathered parameters). Backward fills an ipg bucket of
+    ``reduce_bucket_size`` elements in the weights' dtype (stages 1-2: one, two with
+    ``overlap_comm``, freed after the boundary's reduction; stage 3: one, kept); the step
+    flattens the 16-bit gradient partition into a copy and casts it to an fp32 gradient
+    (``w_grad + 4`` bytes an element, ``w_grad`` in fp32), over the whole partition (stages 1-2)
+    or one ``sub_group_size`` sub-group (stage 3), when activations are gone:
+    stage 2 ``max(ipg, step - backward)``, stage 3 ``ipg + max(step - backward, 0)``. Stage 1
+    holds whole gradients (counted in its states) until the boundary's reduction copies them
+    through the bucket into a gradient partition (``w_grad`` an element) while the rest are
+    still whole, and steps on that partition once they are freed:
+    ``max(ipg, partition + max(step - whole, ipg - whole, 0) - backward)`` (docs/model.md §4).
+    Numpy, broadcasts."""
     strategy = np.asarray(strategy)
     weights = np.asarray(param_bytes_per_param, dtype=float)
     grad = np.asarray(grad_bytes_per_param, dtype=float)
-    buckets = np.where((strategy == ZERO2) & np.asarray(overlap, dtype=bool), 2.0, 1.0)
+    params = np.asarray(params, dtype=float)
+    buckets = np.where((strategy <= ZERO2) & np.asarray(overlap, dtype=bool), 2.0, 1.0)
     ipg = buckets * DS_REDUCE_BUCKET_ELEMENTS * weights
-    partition = np.asarray(params, dtype=float) / np.maximum(np.asarray(shards, dtype=float),
-                                                             1.0)
+    partition = params / np.maximum(np.asarray(shards, dtype=float), 1.0)
     elements = np.where(strategy >= ZERO3, np.minimum(partition, DS_SUB_GROUP_ELEMENTS),
                         partition)
     step = elements * (grad + np.where(grad < FSDP_SHARD_BYTES, FSDP_SHARD_BYTES, 0.0))
-    over = step - np.asarray(backward_bytes, dtype=float)
-    extra = np.where(strategy >= ZERO3, ipg + np.maximum(over, 0.0), np.maximum(ipg, over))
-    return np.where((np.asarray(framework) == DEEPSPEED) & (strategy >= ZERO2), extra, 0.0)
+    backward = np.asarray(backward_bytes, dtype=float)
+    over = step - backward
+    # stage 1: the gradient partition beside the whole gradients (or the bucket, where it holds
+    # more than they do), then the step's copies beside the partition once they are freed
+    whole = params * grad
+    stage1 = np.maximum(ipg, partition * grad + np.maximum(np.maximum(step - whole, ipg - whole),
+                                                           0.0) - backward)
+    extra = np.select([strategy >= ZERO3, strategy == ZERO2],
+                      [ipg + np.maximum(over, 0.0), np.maximum(ipg, over)], stage1)
+    return np.where((np.asarray(framework) == DEEPSPEED) & (strategy >= ZERO1), extra, 0.0)
 
 
 def grad_state_bytes_per_param(strategy, framework, shards, held_grad_bytes_per_param,
