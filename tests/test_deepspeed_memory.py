@@ -14,7 +14,13 @@ import pytest
 from test_collective_waits import GPT, HW
 
 from scalesim.model.layout_step import FRAMEWORK_BYTES, LayoutInputs, evaluate_layouts
-from scalesim.model.memory import ZERO1, ZERO2, ZERO3, param_state_bytes_per_param
+from scalesim.model.memory import (
+    ZERO1,
+    ZERO2,
+    ZERO3,
+    gathered_parameter_bytes,
+    param_state_bytes_per_param,
+)
 from scalesim.model.sharding import DEEPSPEED
 from scalesim.model.step import StepInputs, evaluate
 
@@ -44,14 +50,35 @@ def test_stage2_8b_at_d8_by_hand():
 
 
 def test_stage3_8b_at_d8_by_hand():
-    """bf16: states 8e9 x 16/8 = 16.0e9, two gathered blocks 2 x 8e9/32 x 2 = 1.0e9, the kept
-    bucket 1.0e9; the step's copies of min(1e9, 1e9 sub-group) x 6 = 6.0e9 exceed the gathered
-    blocks they replace: 16 + 1 + 1 + (6 - 1) = 23.0e9 (was 17.0e9). With 10e9 B of
-    activations: 16 + 1 + 10 + 1 = 28.0e9. At 16e9 parameters the partition (2e9) steps in two
-    sub-groups of 1e9: 32 + 2 + 1 + (6 - 2) = 39.0e9, not 32 + 2 + 1 + (12 - 2) = 45.0e9."""
+    """bf16: states 8e9 x 16/8 = 16.0e9, the gathered parameters (session 47: the last R/2 =
+    5e8 elements of the forward kept for their reuse and a 5e7-element prefetch, 5.5e8 x 2 =
+    1.1e9; two FSDP blocks, 2 x 8e9/32 x 2 = 1.0e9, before), the kept bucket 1.0e9; the step's
+    copies of min(1e9, 1e9 sub-group) x 6 = 6.0e9 exceed the gathered parameters they replace:
+    16 + 1.1 + 1 + (6 - 1.1) = 23.0e9 (was 17.0e9 before session 46). With 10e9 B of
+    activations: 16 + 1.1 + 10 + 1 = 28.1e9 (28.0e9 before session 47). At 16e9 parameters
+    the partition (2e9) steps in two sub-groups of 1e9: 32 + 1.1 + 1 + (6 - 1.1) = 39.0e9, not
+    32 + 1.1 + 1 + (12 - 1.1) = 45.0e9."""
     assert _memory(ZERO3) == pytest.approx(23.0e9, rel=1e-12)
-    assert _memory(ZERO3, activation_bytes_per_sample=10e9) == pytest.approx(28.0e9, rel=1e-12)
+    assert _memory(ZERO3, activation_bytes_per_sample=10e9) == pytest.approx(28.1e9, rel=1e-12)
     assert _memory(ZERO3, params=16e9) == pytest.approx(39.0e9, rel=1e-12)
+
+
+def test_stage3_gathers_what_its_reuse_distance_keeps_by_hand():
+    """DeepSpeed's defaults (``stage3_max_reuse_distance`` 1e9, ``stage3_prefetch_bucket_size``
+    5e7, ``stage3_max_live_parameters`` 1e9), not FSDP's two blocks (session 47). 3e8
+    parameters in 32 blocks at d = 8: all kept, 3e8 x 2 = 0.6e9 (FSDP's two blocks: 3.75e7):
+    states 0.6 + 0.6 + bucket 1.0 = 2.2e9 (the step's 3.75e7 x 6 = 0.225e9 fits in what it
+    frees). 5.2e8: 5e8 kept + 2e7 prefetched, 1.04e9: 1.04 + 1.04 + 1.0 = 3.08e9. 8e9 in 32
+    blocks at d = 8 with 10e9 B of activations, fp32: 5.5e8 x 4 = 2.2e9 gathered, 16 + 2.2 +
+    10 + 2 = 30.2e9; FSDP there keeps two 1e9 blocks."""
+    assert float(gathered_parameter_bytes(ZERO3, 8, 3e8, 2.0, 32, DEEPSPEED)) == 0.6e9
+    assert float(gathered_parameter_bytes(ZERO3, 8, 3e8, 2.0, 32)) == 2 * 3e8 / 32 * 2
+    assert float(gathered_parameter_bytes(ZERO3, 8, 8e9, 4.0, 32)) == 2e9
+    assert float(gathered_parameter_bytes(ZERO3, 1, 8e9, 2.0, 32, DEEPSPEED)) == 0.0
+    assert _memory(ZERO3, params=3e8) == pytest.approx(2.2e9, rel=1e-12)
+    assert _memory(ZERO3, params=5.2e8) == pytest.approx(3.08e9, rel=1e-12)
+    assert _memory(ZERO3, activation_bytes_per_sample=10e9, **FP32) == pytest.approx(
+        30.2e9, rel=1e-12)
 
 
 def test_stage1_8b_at_d8_by_hand():
@@ -110,3 +137,18 @@ def test_the_layout_path_counts_stage1_buffers():
                - float(r.activation_bytes))
     assert float(r.buffer_bytes) - FRAMEWORK_BYTES == pytest.approx(want, rel=1e-12)
     assert float(r.grads_bytes) == pytest.approx(2.0 * psi, rel=1e-12)
+
+
+def test_the_layout_path_gathers_the_same_parameters():
+    """Stage 3 on the layout path (session 47): the gathered parameters are the stage's local
+    ones that DeepSpeed keeps and prefetches, min(Psi, 5e8 + 5e7) x 2 B, where FSDP keeps two
+    layers."""
+    base = dict(dp=8, tp=1, pp=1, cp=1, zero=3, micro_batch=1, global_batch=8, schedule=0,
+                virtual_stages=1, recompute=0, sequence_parallel=False, overlap=False)
+    ds = evaluate_layouts(LayoutInputs(**{**GPT, **HW, **base, "framework": DEEPSPEED}))
+    fsdp = evaluate_layouts(LayoutInputs(**{**GPT, **HW, **base}))
+    psi = float(fsdp.weights_bytes + fsdp.grads_bytes) / (4.0 / 8)  # FSDP: 0 + 4/8 a parameter
+    gathered = min(psi, 5.5e8) * 2.0
+    step = psi / 8 * 6.0
+    want = gathered + 1e9 + max(step - gathered - float(ds.activation_bytes), 0.0)
+    assert float(ds.buffer_bytes) - FRAMEWORK_BYTES == pytest.approx(want, rel=1e-12)

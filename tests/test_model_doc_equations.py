@@ -297,8 +297,11 @@ def test_zero3_gathers_at_most_the_layers_a_stage_holds():
     prefetch). GPT 1.7B's layer, 4 h² + 2 h f + 4 h = 63,710,208 parameters at 2 bytes, on
     dp 2: one layer 127,420,416 bytes gathered, as §4's data-parallel rule min(2, L) Ψ w / L
     at L = 1; two or three layers twice that. Before session 42 the layout path charged two
-    layers at L = 1 (254,840,832 bytes); DeepSpeed ZeRO-3 at pp 2 over 2 layers (a layer a
-    stage) one."""
+    layers at L = 1 (254,840,832 bytes). DeepSpeed's ZeRO-3 gathers by module, keeping what its
+    reuse distance keeps and prefetching (session 47, min(Psi, 5e8 + 5e7) of the stage's
+    parameters): at pp 2 the first stage's tied 51,200 x 2,304 = 117,964,800-parameter
+    embedding too, with one layer 2 x 181,675,008 = 363,350,016 bytes, with two
+    2 x 245,385,216 = 490,770,432 (one and two layers, 127,420,416 and twice that, before)."""
     from scalesim.model.memory import ZERO3, gathered_parameter_bytes
     from scalesim.model.sharding import DEEPSPEED
 
@@ -316,5 +319,8 @@ def test_zero3_gathers_at_most_the_layers_a_stage_holds():
 
     assert gathered(layers=1) == 127_420_416
     assert gathered(layers=2) == gathered(layers=3) == 2 * 127_420_416
-    assert gathered(layers=2, pp=2, schedule=ONE_F_ONE_B, framework=DEEPSPEED) == 127_420_416
-    assert gathered(layers=4, pp=2, schedule=ONE_F_ONE_B, framework=DEEPSPEED) == 2 * 127_420_416
+    embedding = 51_200 * 2_304
+    assert gathered(layers=2, pp=2, schedule=ONE_F_ONE_B, framework=DEEPSPEED) == 2 * (
+        layer + embedding) == 363_350_016
+    assert gathered(layers=4, pp=2, schedule=ONE_F_ONE_B, framework=DEEPSPEED) == 2 * (
+        2 * layer + embedding) == 490_770_432

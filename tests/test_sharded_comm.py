@@ -136,9 +136,11 @@ def test_accumulation_memory_and_traffic_of_each_framework():
     # parameters, (1e9 / (12 x 128^2))^(1/3) = 17.2, sharding.default_block_count): 2 x 1e9 / 17
     # x 2 B = 0.24 GB
     gathered = 2 * 1e9 / 17 * 2
-    # DeepSpeed ZeRO-3: states + its kept bucket + the step's copies (0.75e9, more than the
-    # gathered units it frees) = 2.0e9 + 1e9 + 0.75e9 = 3.75e9 (2.24e9 before session 46)
-    assert mem[ZERO3, DEEPSPEED] == pytest.approx(1e9 * (2 / 8 + 2 / 8 + 12 / 8) + 1e9 + 0.75e9)
+    # DeepSpeed ZeRO-3: states + the parameters its reuse distance keeps and it prefetches,
+    # min(1e9, 5e8 + 5e7) x 2 B = 1.1e9 (session 47, memory.deepspeed_gathered_bytes) + its kept
+    # bucket; the step's copies (0.75e9) fit in the gathered parameters they free:
+    # 2.0e9 + 1.1e9 + 1e9 = 4.1e9 (3.75e9 before session 47, 2.24e9 before session 46)
+    assert mem[ZERO3, DEEPSPEED] == pytest.approx(1e9 * (2 / 8 + 2 / 8 + 12 / 8) + 1.1e9 + 1e9)
     assert mem[ZERO3, FSDP] == pytest.approx(1e9 * (0 + 4 / 8 + 12 / 8) + gathered)
     # DeepSpeed ZeRO-2: 3.75e9 of states + max(two buckets 2e9, the step's 0.75e9) = 5.75e9
     assert mem[ZERO2, DEEPSPEED] == pytest.approx(1e9 * (2 + 2 / 8 + 12 / 8) + 2e9)
@@ -216,12 +218,14 @@ def test_zero_framework_knob_in_predict_cli_and_sweep_agree(capsys):
         assert grid.columns["step_time_s"][i] == pytest.approx(want.step_time_s, rel=1e-12)
         assert grid.columns["memory_bytes"][i] == pytest.approx(want.memory_bytes, rel=1e-12)
     # ZeRO-3: both reduce-scatter in every micro-step into sharded gradients (same bytes, same
-    # states); they differ in their units (FSDP blocks, DeepSpeed's 5e7-element gathers) and
+    # states); they differ in their units (FSDP blocks, DeepSpeed's 5e7-element gathers),
     # DeepSpeed keeps its ipg bucket, 5e8 x 2 B (its step's copies of 6.74e9/1024 x 6 B stay
-    # below the activations and gathered units they replace)
+    # below the activations and gathered parameters they replace), and it holds (5e8 + 5e7) x
+    # 2 B gathered where FSDP holds two of gpt-7b's 32 blocks, 2 x 6.74e9/32 x 2 B (session 47):
+    # 1e9 + 1.1e9 - 0.8425e9 = 1.2575e9
     assert rows["deepspeed"][1].comm_bytes == pytest.approx(rows["fsdp"][1].comm_bytes)
     assert rows["deepspeed"][1].memory_bytes - rows["fsdp"][1].memory_bytes == pytest.approx(
-        1e9, rel=1e-9)
+        1e9 + 1.1e9 - 2 * 6.74e9 / 32 * 2, rel=1e-9)
     assert rows["deepspeed"][1].step_time_s != pytest.approx(rows["fsdp"][1].step_time_s)
     # ZeRO-1: DeepSpeed all-reduces its bf16 gradients and then gathers the parameters, 3 units
     # of 2 bytes; the distributed optimizer reduce-scatters its fp32 main grads (2 units' bytes,

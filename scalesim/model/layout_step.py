@@ -43,6 +43,7 @@ from scalesim.model.matmul import fp8_cast_s, gemm_s, memory_bound_s
 from scalesim.model.memory import (
     ZERO3_GATHERED_UNITS,
     deepspeed_buffer_bytes,
+    deepspeed_gathered_bytes,
     grad_state_bytes_per_param,
     held_grad_bytes_per_param,
     optimizer_traffic_ratio,
@@ -67,7 +68,7 @@ from scalesim.model.shard_groups import (
     replica_all_reduce,
     shard_sizes,
 )
-from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP, ONCE_PER_STEP
+from scalesim.model.sharding import DEEPSPEED, EVERY_MICRO_STEP, FSDP, ONCE_PER_STEP
 from scalesim.model.stragglers import collective_waits_s, straggler_wait_s
 from scalesim.model.subset_links import subset_busbw_GBps
 from scalesim.model.tensor_parallel import (
@@ -779,7 +780,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
 
     # ZeRO-3 holds whole the parameters of the unit it computes and of the one it prefetches
     # (FSDP: one unit a layer; §4's min(2, L) units), so a stage of one layer gathers one;
-    # none unsharded (dp x cp = 1: NO_SHARD)
+    # DeepSpeed those its reuse distance keeps and its prefetch (§4, of the stage's local
+    # parameters); none unsharded (dp x cp = 1: NO_SHARD)
     gathers = (zero >= 3) & (shards > 1)
     layer_bytes = layer_params / _f(tp) * _f(x.param_bytes_per_param)
 
@@ -789,8 +791,10 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         local = params_on_stage / _f(tp)
         activations = (per_layer * layers_on_stage * in_flight + recomputing
                        + logits_bytes * logits_in_flight)
-        gathered = np.where(gathers, np.minimum(ZERO3_GATHERED_UNITS, layers_on_stage)
-                            * layer_bytes, 0.0)
+        gathered = np.where(gathers, np.where(
+            np.asarray(x.framework) == DEEPSPEED,
+            deepspeed_gathered_bytes(local, x.param_bytes_per_param),
+            np.minimum(ZERO3_GATHERED_UNITS, layers_on_stage) * layer_bytes), 0.0)
         deepspeed = deepspeed_buffer_bytes(zero, x.framework, shards, local,
                                            x.param_bytes_per_param, memory_grad,
                                            activations + gathered, overlap)

@@ -21,6 +21,9 @@ import numpy as np
 
 from scalesim.model.sharding import (
     DEEPSPEED,
+    DS_MAX_LIVE_ELEMENTS,
+    DS_MAX_REUSE_DISTANCE_ELEMENTS,
+    DS_PREFETCH_BUCKET_ELEMENTS,
     DS_REDUCE_BUCKET_ELEMENTS,
     DS_SUB_GROUP_ELEMENTS,
     FSDP,
@@ -318,13 +321,32 @@ def under_measured_ceiling(fits, micro_batch, oom_micro_batch, whole_replica=Tru
 ZERO3_GATHERED_UNITS = 2.0
 
 
-def gathered_parameter_bytes(strategy, devices, params, param_bytes_per_param, blocks):
-    """Bytes of whole parameters ZeRO-3 holds beside its shards: ``min(2, L)`` units of
-    ``Psi * w / L`` (``ZERO3_GATHERED_UNITS``, ``blocks`` = L); 0 for other strategies and on
-    one device (FSDP runs NO_SHARD there: nothing gathered)."""
+def deepspeed_gathered_bytes(params, param_bytes_per_param):
+    """Bytes of whole parameters DeepSpeed's stage 3 holds when backward starts, ``params``
+    the parameters it gathers (a replica's, a stage's share): after a module's forward it keeps
+    every parameter used again within ``stage3_max_reuse_distance`` elements of the trace
+    (``partitioned_param_coordinator.__params_to_release``), which are the last R/2 of the
+    forward (reused after R/2 more in backward), and prefetches ``stage3_prefetch_bucket_size``
+    more while fewer than ``stage3_max_live_parameters`` are gathered:
+    ``min(Psi, R/2 + min(P, live - R/2)) x w`` (docs/model.md §4). Numpy, broadcasts."""
+    params = np.asarray(params, dtype=float)
+    kept = np.minimum(params, DS_MAX_REUSE_DISTANCE_ELEMENTS / 2.0)
+    prefetched = np.minimum(np.minimum(params - kept, DS_PREFETCH_BUCKET_ELEMENTS),
+                            np.maximum(DS_MAX_LIVE_ELEMENTS - kept, 0.0))
+    return (kept + prefetched) * np.asarray(param_bytes_per_param, dtype=float)
+
+
+def gathered_parameter_bytes(strategy, devices, params, param_bytes_per_param, blocks,
+                             framework=FSDP):
+    """Bytes of whole parameters ZeRO-3 holds beside its shards: under FSDP ``min(2, L)``
+    units of ``Psi * w / L`` (``ZERO3_GATHERED_UNITS``, ``blocks`` = L), under DeepSpeed
+    ``deepspeed_gathered_bytes``; 0 for other strategies and on one device (FSDP runs
+    NO_SHARD there: nothing gathered)."""
     blocks = np.maximum(np.asarray(blocks, dtype=float), 1.0)
     unit = np.asarray(params, dtype=float) * np.asarray(param_bytes_per_param, dtype=float) / blocks
-    held = np.minimum(ZERO3_GATHERED_UNITS, blocks) * unit
+    held = np.where(np.asarray(framework) == DEEPSPEED,
+                    deepspeed_gathered_bytes(params, param_bytes_per_param),
+                    np.minimum(ZERO3_GATHERED_UNITS, blocks) * unit)
     return np.where((np.asarray(strategy) >= ZERO3) & (np.asarray(devices) > 1), held, 0.0)
 
 
@@ -345,7 +367,8 @@ def memory_per_device_bytes(
     """Bytes one device holds: model states (sharded per strategy, ``state_shards``; gradients
     whole where ``full_gradients``; FSDP's fp32 parameter and gradient shards, DeepSpeed's fp32
     clone: ``param_state_bytes_per_param`` and ``grad_state_bytes_per_param`` under
-    ``framework``), ZeRO-3's gathered units (``gathered_parameter_bytes`` of ``blocks`` units),
+    ``framework``), ZeRO-3's gathered parameters (``gathered_parameter_bytes``: FSDP's of
+    ``blocks`` units, DeepSpeed's),
     activations and DeepSpeed's buckets and step-time gradient copies
     (``deepspeed_buffer_bytes``, ``overlap``: its ``overlap_comm``)."""
     shard_optim = state_shards(strategy, devices, full_gradients)[2]
@@ -356,7 +379,8 @@ def memory_per_device_bytes(
                                      full_gradients)
         + optimizer_bytes_per_param * shard_optim
     )
-    gathered = gathered_parameter_bytes(strategy, devices, params, param_bytes_per_param, blocks)
+    gathered = gathered_parameter_bytes(strategy, devices, params, param_bytes_per_param, blocks,
+                                        framework)
     activations = np.asarray(activation_bytes_per_sample, dtype=float) * micro_batch
     deepspeed = deepspeed_buffer_bytes(strategy, framework, devices, params,
                                        param_bytes_per_param, grad_bytes_per_param,

@@ -78,6 +78,9 @@ DS_REDUCE_BUCKET_ELEMENTS = 5e8  # reduce_bucket_size
 DS_ALLGATHER_BUCKET_ELEMENTS = 5e8  # allgather_bucket_size (stages 1-2, after the step)
 DS_PREFETCH_BUCKET_ELEMENTS = 5e7  # stage3_prefetch_bucket_size
 DS_SUB_GROUP_ELEMENTS = 1e9  # sub_group_size: stage 3 steps its partition in sub-groups of these
+DS_MAX_REUSE_DISTANCE_ELEMENTS = 1e9  # stage3_max_reuse_distance: stage 3 keeps a gathered
+# parameter whose next use comes within these many elements of the trace
+DS_MAX_LIVE_ELEMENTS = 1e9  # stage3_max_live_parameters: stage 3 prefetches only below these
 
 # Megatron-Core DDP / distributed optimizer buckets, in parameters: ``bucket_size`` defaults to
 # max(40,000,000, 1,000,000 x dp) "(larger DP sizes need larger buckets to ensure collectives do
