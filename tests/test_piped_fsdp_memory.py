@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from scalesim.layout import ParallelLayout
-from scalesim.model.memory import piped_fsdp_grad_bytes_per_param
+from scalesim.model.memory import unreduced_fsdp_grad_bytes_per_param
 from scalesim.plan import Setting, evaluate_layout
 from scalesim.presets import HARDWARE, get_transformer
 
@@ -53,8 +53,8 @@ def test_stated_reduce_bytes_are_the_bytes_it_holds():
     fp32 = _stage(16, reduce_bytes=4.0)
     assert float(fp32.grads_bytes) == 4 * STAGE == 16_061_038_592
     assert float(fp32.memory_bytes) - float(_stage(16).memory_bytes) == pytest.approx(2 * STAGE)
-    assert piped_fsdp_grad_bytes_per_param(2.0, np.nan) == 2.0
-    assert piped_fsdp_grad_bytes_per_param(2.0, 4.0) == 4.0
+    assert unreduced_fsdp_grad_bytes_per_param(2.0, np.nan) == 2.0
+    assert unreduced_fsdp_grad_bytes_per_param(2.0, 4.0) == 4.0
 
 
 def test_without_a_pipeline_the_rule_is_unchanged():

@@ -48,10 +48,10 @@ from scalesim.model.memory import (
     held_grad_bytes_per_param,
     optimizer_traffic_ratio,
     param_state_bytes_per_param,
-    piped_fsdp_grad_bytes_per_param,
     reduce_bytes_per_param_of,
     state_shards,
     under_measured_ceiling,
+    unreduced_fsdp_grad_bytes_per_param,
     usable_memory_bytes,
 )
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
@@ -745,12 +745,12 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # fp32 logits), each with its layers of the split that runs; Megatron-LM's
     # theoretical_memory_usage
     # PyTorch pipelining runs every backward of an FSDP stage without gradient sync and
-    # reduces after the last, so its gradients are whole even at m = 1, accumulated in the
-    # reduce dtype (§16)
+    # reduces after the last, so its gradients are whole even at m = 1; whole gradients (a
+    # pipeline's, no_sync's) are accumulated in the reduce dtype where stated (FSDP2, §4, §16)
     full_gradients = holds_full_gradients(zero, x.framework, grad_sync, m) | piped_fsdp
     shard_optim = state_shards(zero, shards, full_gradients)[2]  # as the dp step's
     param_bytes = param_state_bytes_per_param(zero, x.framework, shards, x.param_bytes_per_param)
-    memory_grad = np.where(piped_fsdp, piped_fsdp_grad_bytes_per_param(
+    memory_grad = np.where(full_gradients, unreduced_fsdp_grad_bytes_per_param(
         x.grad_bytes_per_param, x.reduce_bytes_per_param), held_grad)
     grad_bytes = grad_state_bytes_per_param(zero, x.framework, shards, memory_grad,
                                             full_gradients)

@@ -11,8 +11,9 @@ Gradient accumulation (k > 1) keeps sharded gradients sharded by default: DeepSp
 and PyTorch FSDP (FSDP2 without ``set_requires_gradient_sync(False)``, torchtitan, Composer)
 reduce-scatter in every micro-step and accumulate into the shard (``zero_exchange``). FSDP
 under ``no_sync`` holds the full gradients instead (``full_gradients``,
-``zero_exchange.holds_full_gradients``). ``state_shards`` is the one rule both prediction paths
-use.
+``zero_exchange.holds_full_gradients``), in the reduce dtype where stated
+(``unreduced_fsdp_grad_bytes_per_param``). ``state_shards`` is the one rule both prediction
+paths use.
 """
 
 from __future__ import annotations
@@ -165,13 +166,15 @@ def optimizer_traffic_ratio(strategy, framework, param_bytes_per_param, grad_byt
     return np.where(base > 0, sweep / np.where(base > 0, base, 1.0), 1.0)
 
 
-def piped_fsdp_grad_bytes_per_param(grad_bytes_per_param, reduce_bytes_per_param=np.nan):
-    """Bytes per parameter of the whole gradients an FSDP2 pipeline stage accumulates over the
-    step: FSDP2 keeps an unsharded gradient it does not reduce in its reduce dtype
+def unreduced_fsdp_grad_bytes_per_param(grad_bytes_per_param, reduce_bytes_per_param=np.nan):
+    """Bytes per parameter of the whole gradients FSDP accumulates without reducing them: under
+    ``no_sync`` with k > 1 (``zero_exchange.holds_full_gradients``) and on a pipeline stage
+    (§16). FSDP2 keeps an unsharded gradient it does not reduce in its reduce dtype
     (``FSDPParam.to_accumulated_grad_if_needed``: ``unsharded_grad.to(self.reduce_dtype)``
-    where the two differ), so ``reduce_bytes_per_param`` where stated (not NaN: torchtitan's
-    ``mixed_precision_reduce`` float32, 4), else ``grad_bytes_per_param`` (docs/model.md §16).
-    Numpy, broadcasts."""
+    where the two differ; ``reduce_dtype`` equal to ``param_dtype`` is None), so
+    ``reduce_bytes_per_param`` where stated (not NaN: torchtitan's ``mixed_precision_reduce``
+    float32, 4), else ``grad_bytes_per_param``. FSDP1 keeps ``param_dtype`` (2, where FSDP2 holds
+    4): a stated reduction is taken as FSDP2's (docs/model.md §4, §16). Numpy, broadcasts."""
     grad = np.asarray(grad_bytes_per_param, dtype=float)
     reduce = np.asarray(reduce_bytes_per_param, dtype=float)
     return np.where(np.isnan(reduce), grad, reduce)
@@ -282,8 +285,10 @@ def grad_state_bytes_per_param(strategy, framework, shards, held_grad_bytes_per_
     (``held_grad_bytes_per_param``) times its share (``state_shards``: whole, or 1/``shards``).
     PyTorch FSDP's ZeRO-2/3 (``framework`` ``sharding.FSDP``) holds its gradient shard in its
     sharded parameters' dtype, ``max(w, FSDP_SHARD_BYTES)`` / s (bf16 mixed precision: 4/s, not
-    2/s); the whole gradients it accumulates under ``no_sync`` (``full_gradients``) keep w
-    (FSDP1: the unsharded parameters' dtype; measured, ``tests/fsdp_zero2_probe.py``). Its
+    2/s); the whole gradients it accumulates under ``no_sync`` (``full_gradients``) keep the
+    bytes the caller holds them in (``unreduced_fsdp_grad_bytes_per_param``: FSDP2's reduce
+    dtype where stated; FSDP1's unsharded parameters' dtype, measured,
+    ``tests/fsdp_zero2_probe.py``). Its
     fp32 parameter shard is ``param_state_bytes_per_param``'s (docs/model.md §4). Numpy,
     broadcasts."""
     grad = np.asarray(held_grad_bytes_per_param, dtype=float)

@@ -35,6 +35,7 @@ from scalesim.model.memory import (
     memory_per_device_bytes,
     optimizer_traffic_ratio,
     reduce_bytes_per_param_of,
+    unreduced_fsdp_grad_bytes_per_param,
     usable_memory_bytes,
 )
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
@@ -270,10 +271,13 @@ def evaluate(inp: StepInputs) -> StepResult:
     step = busy + stall
 
     global_batch = p * k * b
+    # FSDP's no_sync holds whole gradients, in the reduce dtype where stated (FSDP2, §4)
+    full_gradients = holds_full_gradients(strategy, framework, inp.grad_sync, k)
+    memory_grad = np.where(full_gradients, unreduced_fsdp_grad_bytes_per_param(
+        inp.grad_bytes_per_param, inp.reduce_bytes_per_param), held_grad)
     memory = memory_per_device_bytes(  # states sharded over the shard group
-        strategy, _as(shard), inp.params, inp.param_bytes_per_param, held_grad,
-        inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b,
-        holds_full_gradients(strategy, framework, inp.grad_sync, k),
+        strategy, _as(shard), inp.params, inp.param_bytes_per_param, memory_grad,
+        inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b, full_gradients,
         block_count(inp.blocks, inp.params), framework, overlap,
     )
     shape = np.broadcast(step, memory).shape
