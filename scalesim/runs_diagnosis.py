@@ -57,6 +57,19 @@ from scalesim.model.stragglers import (
     peer_margin,
 )
 from scalesim.remedies import DIAGNOSIS_VERDICTS, SIZE_DEPENDENT, gain_verdict
+from scalesim.runs_data_wait import (
+    fetch_layout,
+    fetch_of_largest,
+    fixed_fetch_runs,
+    read_runs_wait,
+)
+from scalesim.trace_data_wait import (
+    FIXED,
+    FIXED_FETCH_TITLE,
+    as_read,
+    fixed_fetch_remedy,
+    loader_within_wait,
+)
 
 # Inter-server link: the drop where the runs cross to several servers is worth naming
 # (knee.MIN_EFFICIENCY_DROP, the model's median error), efficiency held inside one server
@@ -829,16 +842,28 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     decisive = least_decisive_gain(profile, scenario)
     overlap_note = _overlap_rounding_note(profile, scenario, fit, decisive, words)
 
+    wait_reading = read_runs_wait(runs, words)
+    wait_last, step_last, k_last = (fetch_of_largest(runs) if wait_reading is not None
+                                    else (0.0, float(step[-1]), 1))
+
     def remedies_of(one_fit, split_layout=None, batch_factors=SMALLER_BATCH_FACTORS):
         """The first remedy, all remedies the model predicts from ``one_fit``'s parameters and
         the smaller batch's factor (None: none). ``split_layout``: the layout splitting the model
-        tries (None: the planner's best); ``batch_factors``: the smaller batches tried."""
+        tries (None: the planner's best); ``batch_factors``: the smaller batches tried. Where
+        ``one_fit`` carries the data wait as a fixed cost of each fetch (``Layout.fetch_s``), the
+        loader remedy takes it off (``trace_data_wait.fixed_fetch_remedy``)."""
         prof, scn, at = fitted_profile(one_fit, runs, **fitted, model=transformer)
         first, remedies = model_remedies(prof, scn, at, (cause.key, *cause.rivals),
                                          nominal_links=not fit.params_known,
                                          split_framework={"tp_overlap": bool(tp_overlap),
                                                           "p2p_overlap": bool(p2p_overlap)},
                                          decisive_gain=decisive, split_layout=split_layout)
+        if np.any(one_fit.layout.fetch_s):
+            remedies = [loader_within_wait(fixed_fetch_remedy(prof, scn, wait_last / k_last,
+                                                              k_last, "the runs'"),
+                                           wait_last, step_last, "measured")
+                        if r.key == "loader" else r for r in remedies]
+            first = first_remedy(remedies, (cause.key, *cause.rivals), decisive)
         if _parameters_alone(prof, remedies, exchange, gpu_memory_bytes, transformer):
             first = first_remedy(remedies, (cause.key, *cause.rivals), decisive)
         factor = None
@@ -851,33 +876,58 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                     first = smaller
         return first, remedies, factor
 
-    try:
-        first, remedies, factor = remedies_of(fit)
-    except ScalesimError as exc:  # e.g. a global batch the model cannot split evenly
-        first, remedies, factor = None, [], None
-        fit.notes.append(f"remedies not predicted: {exc}")
-    remedies = _loader_note_of_runs(remedies, share_of_step["data"],
-                                    [r.devices for r in measured.rows], words,
-                                    next((a["from"] for a in apart if a["part"] == "data"), ""))
-    if remedies:  # each draw makes the changes the fit's own remedies make (split, batch)
-        split_layout = next((r.split_layout for r in remedies if r.split_layout), None)
-        factors = (factor,) if factor is not None else SMALLER_BATCH_FACTORS
-        count = REMEDY_BAND_DRAWS if transformer is None else LAYOUT_BAND_DRAWS
-        drawn, ends = [], []
-        for rows, into in ((plausible_draws(fit, runs)[0][1:count + 1], drawn),  # [0]: the fit
-                           (held_ends(fit), ends)):
-            for one_fit in drawn_fits(fit, rows):  # their breakdowns in one model call
-                try:
-                    into.append(remedies_of(one_fit, split_layout, factors)[1])
-                except ScalesimError:  # parameters the model cannot predict from: not banded
-                    continue
-        set_gain_bands(remedies, drawn, ends)
-    size_caveats, size_rank, sizes = {}, "", None
-    if remedies and not fit.params_known:  # the buckets' gradient size is a guess: try others
-        first, size_caveats, size_rank, sizes = _judged_by_size(
-            fit, runs, exchange, wire_bytes_per_param, remedies, first,
-            lambda one_fit: remedies_of(one_fit, split_layout, factors)[1],
-            (cause.key, *cause.rivals), decisive)
+    priced = {}
+
+    def price(reading):
+        """The remedies under the runs' ``reading`` of their data wait (``as_read``): the fit's
+        own (None, ``PACES``: a loader that paces the job is the fit's input supply), or a refit
+        with the wait a fixed cost of each fetch in each micro-step (``FIXED``), each banded over
+        the parameters its runs allow and judged over the gradient sizes they allow; the first
+        remedy and the sizes kept in ``priced``."""
+        one_fit, one_runs = fit, runs
+        if reading == FIXED:
+            one_runs = fixed_fetch_runs(runs)
+            one_fit = fit_runs(one_runs, params, wire_bytes_per_param, exchange,
+                               layout=fetch_layout(runs))
+        try:
+            first, remedies, factor = remedies_of(one_fit)
+        except ScalesimError as exc:  # e.g. a global batch the model cannot split evenly
+            first, remedies, factor = None, [], None
+            fit.notes.append(f"remedies not predicted: {exc}")
+        remedies = _loader_note_of_runs(remedies, share_of_step["data"],
+                                        [r.devices for r in measured.rows], words,
+                                        next((a["from"] for a in apart if a["part"] == "data"), ""))
+        if remedies:  # each draw makes the changes the fit's own remedies make (split, batch)
+            split_layout = next((r.split_layout for r in remedies if r.split_layout), None)
+            factors = (factor,) if factor is not None else SMALLER_BATCH_FACTORS
+            count = REMEDY_BAND_DRAWS if transformer is None else LAYOUT_BAND_DRAWS
+            drawn, ends = [], []
+            for rows, into in ((plausible_draws(one_fit, one_runs)[0][1:count + 1], drawn),
+                               (held_ends(one_fit), ends)):  # [0] of the draws: the fit
+                for drawn_fit in drawn_fits(one_fit, rows):  # their breakdowns in one call
+                    try:
+                        into.append(remedies_of(drawn_fit, split_layout, factors)[1])
+                    except ScalesimError:  # parameters the model cannot predict from: not banded
+                        continue
+            set_gain_bands(remedies, drawn, ends)
+        size_caveats, size_rank, sizes = {}, "", None
+        if remedies and not fit.params_known:  # the buckets' gradient size is a guess
+            first, size_caveats, size_rank, sizes = _judged_by_size(
+                one_fit, one_runs, exchange, wire_bytes_per_param, remedies, first,
+                lambda size_fit: remedies_of(size_fit, split_layout, factors)[1],
+                (cause.key, *cause.rivals), decisive)
+        for r in remedies:  # a size-dependent remedy's caveat is its size's; another's its range
+            caveat = "" if r.verdict == SIZE_DEPENDENT or r.title == FIXED_FETCH_TITLE else (
+                remedy_caveat(one_fit, r, bool(runs.nodes[-1] > 1), words) or band_caveat(r))
+            r.caveat = "; ".join(c for c in (caveat, size_caveats.get(r.key, "")) if c)
+        if size_rank and first is not None:
+            first.caveat = "; ".join(c for c in (first.caveat, size_rank) if c)
+        priced[reading] = first, remedies, sizes, one_fit
+        return remedies
+
+    remedies = as_read(price, wait_reading, wait_last)
+    first, shown_before, sizes, _ = next(iter(priced.values()))  # the pacing one's where both
+    first = next((b for r, b in zip(shown_before, remedies, strict=True) if r is first), None)
     extra = extrapolate(fit, runs, extrapolate_to)
 
     table = []
@@ -933,6 +983,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         **({"model_split": measured.model_split, "replica_devices": measured.replica_devices}
            if runs.replica_split else {}),
         "exchange": exchange.described(),
+        # how the runs' data wait was read (``runs_data_wait.read_runs_wait``); None: not read
+        "data_wait_reading": None if wait_reading is None else asdict(wait_reading),
         "strong_scaling": runs.strong_scaling,
         # each run's model FLOPs utilisation where --workload and its GPU's peak are known
         "mfu": mfu,
@@ -948,6 +1000,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
              + list(runs.notes)
              + fit.notes + _implausible_links(fit, params, words)
              + [n for n in (peak_note, ran_note, mfu_note, overlap_note) if n])
+    if wait_reading is not None:  # how the data wait was read, and the refit it was priced on
+        notes.append(wait_reading.words)
+        if FIXED in priced:
+            notes.append(_refit_words(fit, priced[FIXED][3], wait_last, k_last, words))
     if extra and splits_by_accumulation(runs):
         per = "replica" if runs.replica_split else words.device
         notes.append(f"the runs kept a micro-batch of {whole(runs.micro_batch[-1])} per {per} "
@@ -977,14 +1033,24 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     else:
         notes.append(f"remedy gains are model predictions at the largest run; {words.memory} is "
                      "unknown, so check that bigger batches fit")
-    for r in remedies:  # a size-dependent remedy's caveat is its size's; another's adds its range
-        caveat = "" if r.verdict == SIZE_DEPENDENT else (
-            remedy_caveat(fit, r, bool(runs.nodes[-1] > 1), words) or band_caveat(r))
-        r.caveat = "; ".join(c for c in (caveat, size_caveats.get(r.key, "")) if c)
-    if size_rank and first is not None:
-        first.caveat = "; ".join(c for c in (first.caveat, size_rank) if c)
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=decisive)
+
+
+def _refit_words(fit, refit, wait_s: float, micro_steps: int, words: Nouns) -> str:
+    """What the remedies read with the data wait a fixed cost of each fetch rest on: the runs
+    fitted again with it in each micro-step's fixed time (``runs_data_wait.fetch_layout``), its
+    compute beside the fit's, which carries the wait in its own."""
+    def compute(v):
+        return (f"{milliseconds(v['overhead_s'])} per micro-step (fixed) + "
+                f"{milliseconds(v['per_sample_s'])} per sample")
+
+    return (f"read as a fixed cost of each fetch, the data wait ({milliseconds(wait_s)} a step "
+            f"at {words.count(int(refit.layout.devices[-1]))}, "
+            f"{milliseconds(wait_s / micro_steps)} a micro-step) is priced on a refit of the "
+            f"runs with each run's wait in its micro-steps' fixed time: compute "
+            f"{compute(refit.values)} beside the fetch, where the fit above, the wait in its "
+            f"compute, gives {compute(fit.values)}")
 
 
 def _gathered_note(workload, exchange, params_known: bool) -> str:

@@ -9,7 +9,7 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
+from scalesim.accuracy import median_error
 from scalesim.bounds import clip
 from scalesim.device_nouns import (
     nouns_for,
@@ -72,9 +72,13 @@ from scalesim.trace_collectives import (
 )
 from scalesim.trace_data_wait import (
     FIXED,
+    LOADER_MODELLED_SHARE,
     PACES,
     DataWaitReading,
     as_read,
+    fixed_fetch_remedy,
+    gain_of_compute,
+    loader_within_wait,
     read_data_wait,
 )
 
@@ -87,9 +91,6 @@ ONE_PROCESS_NOTE = (
     "samples a step) and ask scalesim predict --profile p.json --devices 1,2,4,8 (scalesim "
     "plan --profile p.json --workload MODEL --global-batch N for a transformer's layouts), or "
     "diagnose runs at several device counts (scalesim diagnose runs.csv)")
-# Traces: the loader is modelled (and its remedy predicted) when removing the data wait could
-# gain the model's median error, wait / (step - wait) >= e, i.e. wait >= e / (1 + e) of the step.
-LOADER_MODELLED_SHARE = DATA_PARALLEL_MEDIAN_ERROR / (1.0 + DATA_PARALLEL_MEDIAN_ERROR)
 # Traces: the model's overlap is on or off; a job is modelled as overlapping when at least half of
 # its communication time overlaps compute (the nearer of the two cases).
 OVERLAPPED_SHARE = 0.5
@@ -985,7 +986,7 @@ def _modelled_remedies(cr, summaries, cause: str, exchange=None, degrees=None, d
     a worker-process loader's data wait (where the model carries it, ``LOADER_MODELLED_SHARE``)
     as a supply beside the step at today's rate (``PACES``: nothing else gains until it does) or
     as a fixed time of each micro-step (``FIXED``: a fixed cost of each fetch, which the loader
-    remedy takes off, ``_fixed_fetch_remedy``)."""
+    remedy takes off, ``trace_data_wait.fixed_fetch_remedy``)."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
     from scalesim.model.memory import reduce_bytes_per_param_of
@@ -1091,14 +1092,14 @@ def _modelled_remedies(cr, summaries, cause: str, exchange=None, degrees=None, d
                                      ddp_reductions=ddp_reductions)
     if loading or fetch:
         remedies = [r if r.key != "loader" else _loader_workers(profile, scenario, loading, k)
-                    if loading else _fixed_fetch_remedy(profile, scenario, fetch, k)
+                    if loading else fixed_fetch_remedy(profile, scenario, fetch, k)
                     for r in remedies]
         first = first_remedy(remedies, cause, least_decisive_gain(profile, scenario))
     if not exchange_seen:
         remedies = [Remedy(r.key, r.title, 0.0, False, UNSEEN_EXCHANGE_REASON, factor=r.factor)
                     if r.key in EXCHANGE_REMEDIES else r for r in remedies]
         first = first_remedy(remedies, cause, least_decisive_gain(profile, scenario))
-    capped = [_loader_within_wait(r, input_wait_s(cr), step) for r in remedies]
+    capped = [loader_within_wait(r, input_wait_s(cr), step) for r in remedies]
     if capped == remedies:
         return first, remedies
     return first_remedy(capped, cause, least_decisive_gain(profile, scenario)), capped
@@ -1117,7 +1118,7 @@ def _loader_workers(profile, scenario, loading_s: float, micro_steps: int = 1) -
     today's rate had made them gain nothing); worker processes take it off the step."""
     from scalesim.traces import IN_PROCESS_LOADER
 
-    gain = _gain_of_compute(profile, scenario,
+    gain = gain_of_compute(profile, scenario,
                             per_sample_s=profile.compute.per_sample_s - loading_s)
     note = (f"the traces' DataLoader loads in the training process ({IN_PROCESS_LOADER}: "
             f"num_workers=0), {milliseconds(loading_s * micro_steps)} a step serial with the "
@@ -1125,50 +1126,3 @@ def _loader_workers(profile, scenario, loading_s: float, micro_steps: int = 1) -
             "processes (DataLoader(num_workers=N), as many as keep up) load the next batches "
             "beside it")
     return Remedy("loader", LOADER_WORKERS_TITLE, gain, True, note, verdict=gain_verdict(gain))
-
-
-def _gain_of_compute(profile, scenario, **curve) -> float:
-    """The throughput gain (a fraction) of the scenario's first device count with the profile's
-    compute curve changed to ``curve`` (its fields, seconds)."""
-    from scalesim.predict import predict
-
-    now = predict(profile, scenario)[0]
-    compute = profile.compute.model_copy(update=curve)
-    after = predict(profile.model_copy(update={"compute": compute}), scenario)[0]
-    return float(after.samples_per_s / now.samples_per_s - 1.0)
-
-
-# the loader remedy where the traces' data wait reads as a fixed cost of each fetch
-FIXED_FETCH_TITLE = ("Take the fixed cost off each fetch (pin_memory, a lighter collate_fn, the "
-                     "next batch copied to the device ahead)")
-
-
-def _fixed_fetch_remedy(profile, scenario, fetch_s: float, micro_steps: int = 1) -> Remedy:
-    """The loader remedy where the traces' data wait reads as a fixed cost of each fetch
-    (``trace_data_wait.FIXED``): its ``fetch_s`` a micro-step (of ``micro_steps`` a step) is in
-    the model's fixed time of each micro-step (``ComputeCurve.overhead_s``); taking it off is the
-    gain (held to removing the traced wait, ``_loader_within_wait``). More workers do not shorten
-    the hand-off of a batch they already have ready."""
-    gain = _gain_of_compute(profile, scenario,
-                            overhead_s=profile.compute.overhead_s - fetch_s)
-    note = (f"the traces' data wait, {milliseconds(fetch_s * micro_steps)} a step, is read as "
-            "the same cost in every fetch (see the notes), not a loader falling short")
-    return Remedy("loader", FIXED_FETCH_TITLE, gain, True, note, verdict=gain_verdict(gain))
-
-
-def _loader_within_wait(remedy: Remedy, data_wait_s: float, step_s: float) -> Remedy:
-    """``remedy`` with, where it is the loader's, its gain held to what removing the traced
-    data wait gives, ``step / (step - wait) - 1``: the model holds the loader at today's rate
-    (one step's samples a step) and rebuilds the rest of the step from medians of its parts,
-    which can fall short of the traced step (one rank's step 2.58 ms, its parts 2.02), and
-    that shortfall read as the loader's had promised +33 % for a 0.135 ms wait."""
-    if remedy.key != "loader" or not remedy.applicable or step_s <= data_wait_s:
-        return remedy
-    most = data_wait_s / (step_s - data_wait_s)
-    if shown_gain(remedy) <= most:
-        return remedy
-    note = (f"capped at removing the traced data wait ({milliseconds(data_wait_s)} of a "
-            f"{milliseconds(step_s)} step)")
-    return replace(remedy, gain=float(most), objective_gain=float(most),
-                   note=f"{remedy.note}; {note}" if remedy.note else note,
-                   verdict=gain_verdict(float(most)))

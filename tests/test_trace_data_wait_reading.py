@@ -17,12 +17,13 @@ from test_trace_exchange_waits import _event
 from scalesim import trace_ranks
 from scalesim.trace_data_wait import (
     FIXED,
+    FIXED_FETCH_TITLE,
     PACES,
     PACING_ONLY_SHARE,
     UNDECIDED,
     read_data_wait,
 )
-from scalesim.trace_diagnosis import FIXED_FETCH_TITLE, diagnose_traces
+from scalesim.trace_diagnosis import diagnose_traces
 from scalesim.traces import StepBreakdown
 
 FETCH = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"

@@ -1,0 +1,122 @@
+"""Runs' data wait read as traces read theirs (``runs_data_wait``, through
+``trace_data_wait.read_wait_slope`` and ``as_read``): a loader that paces the job, a fixed cost of
+each fetch, or undecided (both gains). Before (session 47), ``diagnose_cases.inter_server`` with a
+constant 3 ms fetch added to every run (``data_wait_s`` 0.003) fitted the wait into the compute
+per sample (2.02 ms), "Double the per-device batch" +80.8 % doubled a fixed cost, and the loader
+remedy said the input "paces the smaller runs, not this one" with no gain of removing it."""
+
+from __future__ import annotations
+
+import json
+
+import diagnose_cases as cases
+import numpy as np
+import pytest
+from cli_harness import kept_diagnoses, run_cli
+
+from scalesim import runs_diagnosis
+from scalesim.runs import parse_runs_text
+from scalesim.runs_data_wait import read_runs_wait, server_samples
+from scalesim.schemas import Scenario
+from scalesim.trace_data_wait import FIXED, FIXED_FETCH_TITLE, PACES, UNDECIDED
+
+FETCH_S = 0.003
+
+
+def _inter_server_rows(devices):
+    profile = cases._profile("a2-highgpu-8g", "bert-large")
+    return cases._rows(profile, Scenario(devices=devices, micro_batch=32))
+
+
+def _with_fetch(rows, fetch_s=FETCH_S):
+    return [dict(r, step_time_s=r["step_time_s"] + fetch_s, data_wait_s=fetch_s) for r in rows]
+
+
+def _runs(rows, name="r.csv"):
+    return parse_runs_text(cases.to_csv(rows), name)
+
+
+def test_runs_of_one_loader_period_are_read_together():
+    """8, 16, 32 (and 64) devices put 8 on each server at 32 samples: one period (256 samples a
+    server a step); 1, 2, 4 devices each their own, telling nothing. Three runs of one period
+    leave 1 degree of freedom (t = 12.7): undecided; four, 2: a wait the same in each, slope 0,
+    reads as a fixed cost. A loader handing a server its batch every T s waits T - work: slope -1."""
+    colleague = _runs(_with_fetch(_inter_server_rows([1, 2, 4, 8, 16, 32])))
+    assert list(server_samples(colleague)) == [32, 64, 128, 256, 256, 256]
+    reading = read_runs_wait(colleague)
+    assert reading.reading == UNDECIDED and reading.pairs == 3
+    assert "3 runs share one" in reading.words and "4 needed" in reading.words
+    four = read_runs_wait(_runs(_with_fetch(_inter_server_rows([1, 2, 4, 8, 16, 32, 64]))))
+    assert (four.reading, four.pairs) == (FIXED, 4)
+    assert four.slope == pytest.approx(0.0, abs=1e-9)
+    rows = _inter_server_rows([1, 2, 4, 8, 16, 32, 64])
+    period = 0.245  # above every 8-a-server run's work (the largest's 236.5 ms)
+    paced = [dict(r, step_time_s=period, data_wait_s=period - r["step_time_s"])
+             if r["devices"] >= 8 else dict(r, data_wait_s=0.0) for r in rows]
+    reading = read_runs_wait(_runs(paced))
+    assert reading.reading == PACES and reading.slope == pytest.approx(-1.0)
+    # no wait measured, none at all, or none at the largest run: not read (the fit's own path)
+    assert read_runs_wait(_runs(rows)) is None
+    assert read_runs_wait(_runs([dict(r, data_wait_s=0.0) for r in rows])) is None
+    assert read_runs_wait(_runs([dict(r, data_wait_s=FETCH_S * (r["devices"] < 64))
+                                 for r in rows])) is None
+
+
+def test_a_fixed_fetch_in_three_runs_of_a_period_gives_both_gains(capsys, monkeypatch, tmp_path):
+    """The colleague's runs (undecided): each remedy's gain is the fitted loader's (as before),
+    the fixed-cost reading's beside it. By hand at 32 devices (235.31 ms step, 3 ms wait):
+    removing the wait saves at most 3 / 232.31 = +1.29 %; doubling the batch doubles 3 ms less
+    than the fit that carries it per sample (+80.8 %: 2 x 235.31 / 1.808 = 260.3 ms doubled), so
+    its gain lies above +80.8 % and at most 2 x 235.31 / 257.3 - 1 = +82.9 %."""
+    made = kept_diagnoses(monkeypatch)
+    path = tmp_path / "colleague.csv"
+    path.write_text(cases.to_csv(_with_fetch(_inter_server_rows([1, 2, 4, 8, 16, 32]))))
+    code, out, err = run_cli(capsys, ["diagnose", str(path), "--json"])
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["details"]["data_wait_reading"]["reading"] == UNDECIDED
+    by_key = {r["key"]: r for r in data["remedies"]}
+    step, wait = made[0].table[-1]["step_time_s"], FETCH_S
+    loader = by_key["loader"]
+    assert not loader["applicable"]  # the fitted loader paces no run: as before
+    assert 0.0 < loader["other_gain"] <= wait / (step - wait) + 1e-9
+    assert "if the 3 ms data wait is a fixed cost of each fetch" in loader["caveat"]
+    batch = by_key["bigger_batch"]
+    assert batch["objective_gain"] == pytest.approx(0.808, abs=0.002)
+    doubled = 2 * step / (1 + batch["objective_gain"])
+    assert batch["objective_gain"] < batch["other_gain"] <= 2 * step / (doubled - wait) - 1
+    assert any("priced on a refit" in n and "1.93 ms per sample" in n for n in data["notes"])
+
+
+def test_a_fixed_fetch_in_four_runs_of_a_period_is_priced_as_one(capsys, monkeypatch, tmp_path):
+    """Runs to 64 devices: four of one period read the 3 ms as a fixed cost. The loader remedy
+    takes it off (at most 3 / 236.5 = +1.27 % by hand), no remedy carries a second gain, and the
+    remedies rest on the refit (1.93 ms a sample, the fetch beside it)."""
+    made = kept_diagnoses(monkeypatch)
+    path = tmp_path / "fixed.csv"
+    path.write_text(cases.to_csv(_with_fetch(_inter_server_rows([1, 2, 4, 8, 16, 32, 64]))))
+    code, out, err = run_cli(capsys, ["diagnose", str(path)])
+    assert code == 0, err
+    report = made[0]
+    assert report.details["data_wait_reading"]["reading"] == FIXED
+    loader = next(r for r in report.remedies if r.key == "loader")
+    step = report.table[-1]["step_time_s"]
+    assert loader.title == FIXED_FETCH_TITLE and loader.applicable
+    assert 0.0 < loader.gain <= FETCH_S / (step - FETCH_S) + 1e-9
+    assert all(r.other_gain is None for r in report.remedies)
+    assert "Take the fixed cost off each fetch" in out
+    assert "a fixed cost of each fetch, not a loader that paces the job" in out
+
+
+def test_a_pacing_loader_keeps_todays_remedies(monkeypatch):
+    """``diagnose_cases.input_pipeline`` (44 % of the 8-device step waiting: the loader paces by
+    the 20 % bound) is priced on the fit's own loader, as without the reading: the same gains."""
+    runs = _runs(cases.input_pipeline(), "pipe.csv")
+    read = runs_diagnosis.diagnose_runs(runs)
+    assert read.details["data_wait_reading"]["reading"] == PACES
+    monkeypatch.setattr(runs_diagnosis, "read_runs_wait", lambda *a, **k: None)
+    unread = runs_diagnosis.diagnose_runs(runs)
+    assert [(r.key, r.gain, r.other_gain) for r in read.remedies] == [
+        (r.key, r.gain, r.other_gain) for r in unread.remedies]
+    assert read.first_remedy.key == unread.first_remedy.key == "loader"
+    assert np.isclose(read.first_remedy.gain, unread.first_remedy.gain)
