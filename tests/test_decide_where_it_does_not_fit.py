@@ -98,7 +98,9 @@ def test_diagnose_lists_remedies_that_do_not_help_apart_with_their_figure(tmp_pa
     assert rest, text
     assert "Other remedies" not in head  # the slow device's repair is the one remedy
     idle = rest.split("\n\n")[0]
-    assert re.search(r"-0\.2% \[[^]]+\]\s+Shard optimizer state \(ddp -> zero1", idle)  # gain [band]
+    # gain [band]; session 47: -0.2 -> -0.3 % (the job's and the sharded exchange run over the
+    # slow device's longer backward, docs/model.md §3)
+    assert re.search(r"-0\.3% \[[^]]+\]\s+Shard optimizer state \(ddp -> zero1", idle)
     same = head.partition("No change (model, applied alone):")[2]
     assert re.search(r"\+0\.0% \[[^]]+\]\s+Double the per-device batch", same)
     assert "+0.0%" not in idle

@@ -16,6 +16,7 @@ from cli_harness import run_cli
 from scalesim import presets
 from scalesim.diagnosis import model_remedies, shown_gain
 from scalesim.errors import ScalesimError
+from scalesim.predict import predict
 from scalesim.presets import get_transformer
 from scalesim.profiles import default_profile, profile_from_presets, resolve_profile
 from scalesim.runs import parse_runs_text
@@ -176,8 +177,17 @@ def test_a_slow_device_keeps_the_shape_for_the_remedies():
     assert shaped.details["fitted_profile"]["workload"]["transformer"] is not None
     assert shaped.details["fitted_scenario"]["slow_device"] == 0
     first = shaped.first_remedy
-    assert first.key == "slow_device" and first.gain > 0.2
-    assert first.gain == pytest.approx(plain.first_remedy.gain, abs=0.03)
+    # the model that made the runs gains +14.7 % by fixing the device at 8 (session 47: its
+    # exchange hides behind the slow device's longer backward, docs/model.md §3, and is exposed
+    # again behind a typical one); the shaped fit reads +18.4 %. The data-parallel fit, whose
+    # runs all hide the exchange behind the slow device, fits a link 2.2x faster and reads
+    # +29 % (it and the shaped fit agreed at +29 % before; docs/reliability.md session 47)
+    scenario = Scenario(devices=[8], micro_batch=8, slow_device=0, slow_factor=1.4)
+    now = predict(bert, scenario)[0]
+    fixed = predict(bert, scenario.model_copy(update={"slow_device": None}))[0]
+    truth = fixed.samples_per_s / now.samples_per_s - 1
+    assert first.key == "slow_device" and plain.first_remedy.key == "slow_device"
+    assert first.gain == pytest.approx(truth, abs=0.05)
 
 
 @pytest.fixture(scope="module")

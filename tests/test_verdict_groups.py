@@ -97,8 +97,10 @@ def test_diagnose_lists_the_loss_and_what_does_not_apply_with_why(capsys, tmp_pa
     groups = _groups(capsys.readouterr().out)
     assert list(groups) == ["No change", "Loses", "Not applicable"]
     # session 24: each gain with its 95 % band over the parameters the runs allow
-    assert [g.split()[0] for g in groups["Loses"]] == ["-0.2%"]
-    assert all(re.match(r"-0\.2% \[[-+]\d+\.\d, [-+]\d+\.\d\] ", g) for g in groups["Loses"])
+    # session 47: -0.2 -> -0.3 % (the job's exchange and the sharded one's run over the slow
+    # device's longer backward, docs/model.md §3)
+    assert [g.split()[0] for g in groups["Loses"]] == ["-0.3%"]
+    assert all(re.match(r"-0\.3% \[[-+]\d+\.\d, [-+]\d+\.\d\] ", g) for g in groups["Loses"])
     assert ("n/a" + " " * 19 + "Overlap gradient exchange with backward (overlap is already on)"
             in groups["Not applicable"])
     (report,) = made  # the report printed: its --json, without fitting the runs again

@@ -677,8 +677,15 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                                                x.sequence_parallel, x.recompute_op_sac)
     fwd_wait = tp_layer * tp_fwd_share + cp_layer / 3.0
     bwd_wait = tp_layer * (1.0 - tp_fwd_share) + cp_layer * 2.0 / 3.0
-    fwd_mb = units * (fwd + fwd_wait) + output / 3.0
-    bwd_mb = units * (bwd + rec + bwd_wait) + 2.0 * output / 3.0  # recompute runs in backward
+    # each collective waits for the last replica's tensors: without a pipeline, a slow
+    # device's replica computes f times slower (§16) and its passes are the windows the
+    # exchange hides behind (§3; with a pipeline its stage need not be the pacing one: 1)
+    slow = np.where((np.asarray(x.slow_rank) >= 0) & (np.asarray(x.slow_rank) < devices),
+                    _f(x.slow_factor), 1.0)
+    window = np.where(pp > 1, 1.0, np.maximum(slow, 1.0))
+    fwd_mb = units * (fwd * window + fwd_wait) + window * output / 3.0
+    # recompute runs in backward
+    bwd_mb = units * ((bwd + rec) * window + bwd_wait) + window * 2.0 * output / 3.0
     # once per step (DDP, ZeRO-1) the exchange hides behind the last micro-batch's chunk on the
     # stage with the most parameters; per micro-batch (ZeRO-2/3) behind that stage's compute
     per_micro = syncs_every_micro_step(zero, x.framework, grad_sync)
@@ -718,8 +725,6 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     slow_stage_comm = np.where(pp > 1, slow_layers * (tp_layer + cp_layer) + np.where(
         slow_is_last, tp_last, np.where(stage_of_slow <= 0, tp_first, 0.0)),
         slowest_tp + slowest_cp)
-    slow_rank = np.asarray(x.slow_rank)
-    slow = np.where((slow_rank >= 0) & (slow_rank < devices), _f(x.slow_factor), 1.0)
     slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s,
                                     slowest_compute + slowest_tp + slowest_cp, slow, w_share,
                                     slow_stage_comm)

@@ -257,9 +257,12 @@ def evaluate(inp: StepInputs) -> StepResult:
     if np.all(p <= 1):  # one device: nothing to exchange
         exposed = comm_total = comm_bytes = np.zeros_like(p)
     else:
+        # every collective waits for the last device's tensors: a slow device's (f times
+        # slower) forward and backward are the windows the exchange hides behind
+        slow = np.maximum(_as(inp.slow_factor), 1.0)
         exposed, comm_total, comm_bytes = _communication(
-            inp, g, k, forward, backward, total_bytes, strategy, framework, overlap, shard,
-            replicas, reduce_bytes)
+            inp, g, k, forward * slow, backward * slow, total_bytes, strategy, framework,
+            overlap, shard, replicas, reduce_bytes)
         exposed = with_contention(exposed, comm_total, inp.comm_contention)
 
     straggler = straggler_s(inp, p, k, micro,
