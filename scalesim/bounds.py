@@ -535,6 +535,17 @@ def flag_of(field: str) -> str:
     """The CLI flag of knob ``field`` ('--shard-group'): the knob table's; how the CLI's
     refusals name a knob (``layout.knob_refusal``, ``counts_left_out``)."""
     return (KNOB_BY_FIELD.get(field) or LAYOUT_KNOB_BY_FIELD[field]).flag
+
+
+def values_flag(field: str) -> str:
+    """The sweep's flag of knob ``field`` as an axis ('--tp-values', '--attention-kernel-values',
+    '--batch-values'): its flag (``flag_of``) with '-values', a switch's without its 'no-'
+    ('--overlap-values' of --no-overlap); the device counts' own list flag (--devices). How
+    scalesim sweep spells its axis flags (``cmd_sweep.VALUE_FLAGS``) and how the sweep's
+    refusals name them (``sweep.plan_sweep``)."""
+    if field == "devices":
+        return flag_of(field)
+    return f"--{flag_of(field).removeprefix('--').removeprefix('no-')}-values"
 # the names a refusal's ``ScalesimError.knobs`` may hold: the knob table's fields, the
 # quantities a preset inter-server link is built from (no knob row: the app's NICs and Gbit/s),
 # and the hardware preset (``layout.HARDWARE_KNOB``: --hardware, the app's Hardware preset)

@@ -26,8 +26,9 @@ def template_fields(template: str) -> tuple[str, ...]:
                                if name))
 
 
-def _as_template(text: str) -> str:
-    """``text`` as a template's literal part: its braces doubled (a template names knobs only)."""
+def as_literal(text: str) -> str:
+    """``text`` as a template's literal part: its braces doubled (a template names knobs only;
+    a profile's or file's name quoted in one may hold a brace)."""
     return text.replace("{", "{{").replace("}", "}}")
 
 
@@ -66,11 +67,8 @@ def within(value, message: str) -> Refusal:
     came from keeps what its callers read."""
     line, template = str(value), template_of(value)
     at = message.find(line) if template else -1
-    if at >= 0:
-        template = (_as_template(message[:at]) + template
-                    + _as_template(message[at + len(line):]))
-    else:
-        template = ""
+    template = (as_literal(message[:at]) + template + as_literal(message[at + len(line):])
+                if at >= 0 else "")
     return Refusal(message, knobs_of(value), controls_named_of(value), template)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from scalesim.device_nouns import GPU_NOUNS, Nouns
-from scalesim.errors import KNOB, Refusal, ScalesimError, template_fields
+from scalesim.errors import KNOB, Refusal, ScalesimError, as_literal, template_fields
 
 Schedule = Literal["none", "gpipe", "1f1b", "interleaved", "zb"]
 Recompute = Literal["none", "selective", "full"]
@@ -135,6 +135,17 @@ def knob_refusal(template: str, knobs=()) -> Refusal:
 
     return Refusal(template.format_map({f: flag_of(f) for f in template_fields(template)}),
                    knobs, template=template)
+
+
+def knob_value_refusal(field: str, value: str, why: str, said: str | None = None) -> Refusal:
+    """'<the knob> <value>: <why>' refusing ``value`` of knob ``field`` ('--precision fp8: no
+    fp8 peak ...'): the knob named by its control (``knob_refusal``: the CLI's flag from the
+    knob table, a template the app says in its label) where ``said`` is None, else as ``said``
+    (the words the caller's user typed: the sweep's '--precision-values')."""
+    rest = f" {value}: {why}"
+    if said is not None:
+        return Refusal(said + rest, (field,))
+    return knob_refusal(getattr(KNOB, field) + as_literal(rest), (field,))
 
 
 def deepspeed_refuses_pipeline(framework, zero, pp):

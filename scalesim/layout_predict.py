@@ -50,6 +50,7 @@ from scalesim.layout import (
     ZERO_STRATEGIES,
     ParallelLayout,
     early_stop_of,
+    knob_value_refusal,
     layout_problems,
     model_split_words,
     op_sac_of,
@@ -1154,42 +1155,44 @@ def refused_kernel_words(profile: Profile) -> str:
     return f"{words}, which has no published rate of its own to swap for another's"
 
 
-def check_attention_kernel(profile: Profile, kernel: str | None,
-                           name: str = "attention_kernel",
+def check_attention_kernel(profile: Profile, kernel: str | None, name: str | None = None,
                            instead: str = "a datasheet profile (--hardware and --workload)"):
     """ScalesimError, in one line, where ``kernel`` cannot be priced on ``profile``
-    (``kernel_refused``); ``name`` is what the user set (the scenario field, or a flag),
-    ``instead`` what to use. The one check of predict, sweep, decide, goal, the planner of a
-    scenario (``split_profile``, ``plan_at``) and ``scalesim plan --profile``. Left out, the
-    kernel is the one the timings are read as (``own_attention_kernel``), not one they are
-    known to have run: a refused kernel's timings recorded none, or one with no rate of its
-    own."""
+    (``kernel_refused``); ``name`` is how the caller's user set it (the sweep's
+    '--attention-kernel-values'), None for the knob's control (--attention-kernel, the app's
+    label: ``knob_value_refusal``); ``instead`` what to use. The one check of predict, sweep,
+    decide, goal, the planner of a scenario (``split_profile``, ``plan_at``) and ``scalesim plan
+    --profile``. Left out, the kernel is the one the timings are read as
+    (``own_attention_kernel``), not one they are known to have run: a refused kernel's timings
+    recorded none, or one with no rate of its own."""
     if kernel_refused(profile, kernel):
-        raise ScalesimError(f"{name} {kernel}: {refused_kernel_words(profile)}; leave the kernel "
-                            f"out (the timings read as the {own_attention_kernel(profile)} "
-                            f"kernel's), or {_own_timings_fix(profile, instead)}",
-                            knobs=("attention_kernel",))
+        raise ScalesimError(knob_value_refusal(
+            "attention_kernel", kernel, f"{refused_kernel_words(profile)}; leave the kernel out "
+            f"(the timings read as the {own_attention_kernel(profile)} kernel's), or "
+            f"{_own_timings_fix(profile, instead)}", name))
 
 
-def check_precision(profile: Profile, precision: str, name: str = "precision",
+def check_precision(profile: Profile, precision: str, name: str | None = None,
                     instead: str = "a datasheet profile (--hardware and --workload)"):
     """ScalesimError, in one line, where ``precision`` is fp8 and ``profile``'s timings ran at
     their own precision (``timed_own_kernel``: a measured curve, a block calibration or a
     published run's throughput), or its
     device has no fp8 peak (no fp8 tensor cores, or a device no table lists); the check of every
-    path ``check_attention_kernel`` guards."""
+    path ``check_attention_kernel`` guards, ``name`` as there (None: --precision, the app's
+    label)."""
     from scalesim.presets import peak_tflops_of
 
     if precision != FP8:
         return
     if timed_own_kernel(profile):
-        raise ScalesimError(f"{name} {precision}: {own_timings_words(profile, 'precision')}; "
-                            f"leave it at {DEFAULT_PRECISION}, or "
-                            f"{_own_timings_fix(profile, instead)}", knobs=("precision",))
+        raise ScalesimError(knob_value_refusal(
+            "precision", precision, f"{own_timings_words(profile, 'precision')}; leave it at "
+            f"{DEFAULT_PRECISION}, or {_own_timings_fix(profile, instead)}", name))
     device = profile.hardware.device_name
     if profile.workload.transformer is not None and peak_tflops_of(device, fp8=True) is None:
-        raise ScalesimError(f"{name} {precision}: {no_fp8_peak_words(device)}; "
-                            f"leave it at {DEFAULT_PRECISION}", knobs=("precision",))
+        raise ScalesimError(knob_value_refusal(
+            "precision", precision,
+            f"{no_fp8_peak_words(device)}; leave it at {DEFAULT_PRECISION}", name))
 
 
 def precision_inputs(profile: Profile, precisions) -> dict[str, np.ndarray]:

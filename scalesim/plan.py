@@ -29,7 +29,7 @@ from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices, job_sizes
 from scalesim.bounds import bound, check_number, check_values, clip, list_text
 from scalesim.device_nouns import Nouns, nouns_for
-from scalesim.errors import Refusal, ScalesimError
+from scalesim.errors import KNOB, Refusal, ScalesimError
 from scalesim.figures import MIB_BYTES, count, gib, latency_us, link_GBps
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
@@ -41,6 +41,8 @@ from scalesim.layout import (
     count_problem,
     early_stop_of,
     hybrid_shard_groups,
+    knob_refusal,
+    knob_value_refusal,
     memory_ways,
     op_sac_of,
     presets_holding_layout,
@@ -372,8 +374,8 @@ def fp8_peak_ratio(device_name: str) -> float:
 
     peak8, peak16 = (peak_tflops_of(device_name, fp8=f) for f in (True, False))
     if peak8 is None:
-        raise ScalesimError(f"precision fp8: {no_fp8_peak_words(device_name)}; leave it at bf16",
-                            knobs=("precision",))
+        raise ScalesimError(knob_value_refusal(
+            "precision", FP8, f"{no_fp8_peak_words(device_name)}; leave it at {DEFAULT_PRECISION}"))
     return peak8[0] / peak16[0]
 
 
@@ -740,11 +742,11 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
     used = sorted({split[3] for split in splits})  # the cp degrees that divide a count
     if all(c > 1 and shape.seq_len % (2 * c) for c in used):
         # valid_mask drops each of them, and rank_layouts then blamed the global batch
-        raise ScalesimError(
-            f"cp {list_text(used)}: context parallelism cuts each sequence into 2 x cp "
+        raise ScalesimError(knob_refusal(  # the knobs by their controls (CLI: flags)
+            f"{KNOB.cp} {list_text(used)}: context parallelism cuts each sequence into 2 x cp "
             f"chunks (load-balanced ring attention), and the sequence of {shape.seq_len:,} "
-            "tokens does not split so; give --cp degrees with 2 x cp dividing the sequence "
-            "length (or 1), or another --seq-len", knobs=("cp", "seq_len"))
+            f"tokens does not split so; give {KNOB.cp} degrees with 2 x cp dividing the "
+            f"sequence length (or 1), or another {KNOB.seq_len}", ("cp", "seq_len")))
     split = np.array(splits)
     # each split with the micro-batches that divide its replicas' share of the global batch
     # (valid_mask's rule, taken first: of 32 micro-batches few divide it)

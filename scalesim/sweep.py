@@ -21,7 +21,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from scalesim.attention_kernel import ATTENTION_KERNELS
-from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, check_values, flag_of
+from scalesim.bounds import (
+    KNOB_BY_FIELD,
+    LAYOUT_KNOB_BY_FIELD,
+    check_values,
+    flag_of,
+    values_flag,
+)
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import MIB_BYTES
@@ -182,6 +188,8 @@ class SweepPlan:
 def _axis_array(name: str, values) -> np.ndarray:
     """One axis as a 1-D array of allowed values (scalesim.bounds): names, true/false, or
     numbers within the knob's bounds; anything else is a one-line error naming the axis."""
+    # the axis as the library's caller typed it: no CLI or app value reaches these checks (the
+    # CLI's list flags and the app's controls refuse a value by their own words first)
     what, knobs = f"sweep axis '{name}'", (name,)  # every axis is a knob (AXES)
     if isinstance(values, str | bytes | dict) or not hasattr(values, "__len__"):
         raise ScalesimError(f"{what}: expected a list of values, got {type(values).__name__}",
@@ -248,9 +256,9 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
     for one in sequences.values() if sequences else [profile]:
         for kernel in np.unique(arrays.get("attention_kernel", [])):  # before the shape: a
             # measured curve ran its own kernel
-            check_attention_kernel(one, str(kernel), "sweep axis attention_kernel value")
+            check_attention_kernel(one, str(kernel), values_flag("attention_kernel"))
         for precision in np.unique(arrays.get("precision", [])):  # measured timings: their own
-            check_precision(one, str(precision), "sweep axis precision value")
+            check_precision(one, str(precision), values_flag("precision"))
     if sequences:
         sequences = {seq: split_profile(one, base, axes) for seq, one in sequences.items()}
         profile = next(iter(sequences.values()))
@@ -353,12 +361,6 @@ def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tup
     return tuple(name for name in ONE_VALUE_SETTINGS if name in some and name not in arrays)
 
 
-def values_flag(name: str) -> str:
-    """The sweep's flag of axis ``name`` ('--tp-values', '--attention-kernel-values'): the knob
-    table's flag (``bounds.flag_of``) with '-values', as the CLI's sweep spells its axes."""
-    return f"{flag_of(name)}-values"
-
-
 def _asked_words(name: str, axes: dict, base: Scenario) -> str:
     """'--zero-framework-values deepspeed' (swept: the axis flag and its values as typed) or
     '--grad-sync once-per-step' (one value: the scenario's flag and value), the knob table's
@@ -376,7 +378,7 @@ def _setting_words(name: str, values: list, arrays: dict[str, np.ndarray]) -> tu
     if name not in arrays:
         return one_value_words(name, values[0]), "it"
     words = ", ".join(f"'{P2P_OVERLAP_WORDS[v] if isinstance(v, bool) else v}'" for v in values)
-    flag = f"{LAYOUT_KNOB_BY_FIELD[name].flag}-values"
+    flag = values_flag(name)
     return f"{words} of {flag}", f"{words} from {flag}"
 
 
@@ -468,10 +470,14 @@ def _sequence_profiles(profile: Profile, base: Scenario, arrays: dict[str, np.nd
     cps = [int(cp) for cp in arrays.get("cp", [layout_of(base).cp])]
     for seq in (int(v) for v in arrays["seq_len"]):
         if all(cp > 1 and seq % (2 * cp) for cp in cps):
-            cp = "cp " + ", ".join(map(str, cps)) if len(cps) > 1 else f"cp {cps[0]}"
-            raise ScalesimError(f"sweep axis seq_len value {seq}: seq_len {seq} is not divisible "
-                                f"by 2 x {cp} (load-balanced context parallelism); give "
-                                "sequence lengths that 2 x cp divides", knobs=("seq_len", "cp"))
+            if "cp" in arrays:  # swept: the values as typed, and what to give
+                cp = f"any of {values_flag('cp')} {','.join(map(str, cps))}"
+                fix = f"2 x one of them divides, or add 1 to {values_flag('cp')}"
+            else:
+                cp, fix = f"{flag_of('cp')} {cps[0]}", f"{2 * cps[0]} divides, or {flag_of('cp')} 1"
+            raise ScalesimError(f"{values_flag('seq_len')} {seq}: sequence length {seq} is not "
+                                f"divisible by 2 x {cp} (load-balanced context parallelism); "
+                                f"give sequence lengths that {fix}", knobs=("seq_len", "cp"))
     resolve = at_sequence or (lambda seq: profile_at_sequence(profile, seq)[0])
     return {int(seq): resolve(int(seq)) for seq in arrays["seq_len"]}
 

@@ -155,7 +155,7 @@ def test_the_kernel_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
         assert flash2 > vendor if hardware == "dgx-h100" else flash2 == vendor
     for argv, words in (
             (["--devices", "8"], "--attention-kernel-values needs a transformer workload"),
-            (["--profile", str(H200), "--devices", "8"], "attention_kernel value flash2: "
+            (["--profile", str(H200), "--devices", "8"], "--attention-kernel-values flash2: "
              "profile"),
             (["--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8"],
              "unknown attention kernel 'flash3'")):
@@ -175,7 +175,7 @@ def test_measured_timings_refuse_another_kernel_in_one_line(capsys):
     for call in (lambda: predict(measured, flash2),
                  lambda: sweep(measured, flash2, {"accumulation": [1, 2]}),
                  lambda: plan_at(measured, flash2, 8, 32)):
-        with pytest.raises(ScalesimError, match="attention_kernel flash2: profile .* holds "
+        with pytest.raises(ScalesimError, match="--attention-kernel flash2: profile .* holds "
                            "timings measured with its own attention kernel"):
             call()
     check_attention_kernel(measured, "fused-vendor")  # the default is what it timed
@@ -184,7 +184,7 @@ def test_measured_timings_refuse_another_kernel_in_one_line(capsys):
         code, _, err = run_cli(capsys, [command, "--profile", str(H200), "--devices", "8",
                                         "--attention-kernel", "flash2"])
         assert code == 2 and len(err.strip().splitlines()) == 1, err
-        assert "attention_kernel flash2" in err and "its own attention kernel" in err
+        assert "--attention-kernel flash2: " in err and "its own attention kernel" in err
 
 
 # ------------------------------------------------------------------ the app and its links

@@ -122,11 +122,11 @@ def test_a_published_reference_is_a_run_at_its_own_precision(tmp_path, capsys):
                         "reference of workload 'published-8b'), at that run's own precision, "
                         "which the model cannot rerun in another")
     argv = ["--workload", str(path), "--hardware", "dgx-h100", "--devices", "8", "--batch", "1"]
-    for extra, words in ((["predict", "--precision", "fp8"], "precision fp8: "),
+    for extra, words in ((["predict", "--precision", "fp8"], "--precision fp8: "),
                          (["sweep", "--precision-values", "bf16,fp8"],
-                          "sweep axis precision value fp8: "),
+                          "--precision-values fp8: "),
                          (["predict", "--attention-kernel", "flash2"],
-                          "attention_kernel flash2: ")):
+                          "--attention-kernel flash2: ")):
         code, _, err = run_cli(capsys, [extra[0], *argv, *extra[1:]])
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert words + f"profile '{profile.name}' holds a published run's throughput" in err

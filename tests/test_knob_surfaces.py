@@ -64,7 +64,7 @@ def test_the_send_overlap_is_a_sweep_axis_with_the_rows_predict_gives():
     (["--devices", "8"], "--p2p-overlap-values needs a transformer workload"),
     ([*WORKLOAD, "--devices", "4", "--pp", "4"], str(knob_refusal(P2P_OVERLAP_NEEDS_INTERLEAVED))),
     ([*WORKLOAD, "--devices", "4", "--pp", "4", "--virtual-stages", "2", "--accumulation", "8",
-      "--p2p-overlap", "off"], "--p2p-overlap and --p2p-overlap-values both set p2p_overlap"),
+      "--p2p-overlap", "off"], "--p2p-overlap and --p2p-overlap-values both set one knob"),
 ])
 def test_the_axis_is_refused_in_one_line_where_it_changes_nothing(capsys, argv, words):
     """A parameter count (no pipeline schedule), no row interleaving (pp 4, one chunk a stage:
@@ -328,7 +328,7 @@ def test_two_virtual_stages_halve_the_bubble_and_nothing_else_of_the_compute():
     ([*WORKLOAD, "--devices", "4", "--sequence-parallel-values", "on,off"],
      "--sequence-parallel needs --tp 2 or more"),
     ([*WORKLOAD, "--devices", "4", "--recompute", "full", "--recompute-values", "none,full"],
-     "--recompute and --recompute-values both set recompute"),
+     "--recompute and --recompute-values both set one knob"),
     ([*WORKLOAD, "--devices", "4", "--recompute-values", "none,sometimes"],
      "unknown recompute 'sometimes'; choose from none, selective, full"),
 ])

@@ -78,7 +78,7 @@ def test_measured_timings_and_devices_without_fp8_refuse_it_in_one_line(capsys):
     for call in (lambda: predict(measured, fp8),
                  lambda: sweep(measured, fp8, {"accumulation": [1, 2]}),
                  lambda: plan_at(measured, fp8, 8, 32)):
-        with pytest.raises(ScalesimError, match="precision fp8: profile .* holds timings "
+        with pytest.raises(ScalesimError, match="--precision fp8: profile .* holds timings "
                            "measured at their own precision"):
             call()
     check_precision(measured, "bf16")  # what it timed
@@ -89,7 +89,7 @@ def test_measured_timings_and_devices_without_fp8_refuse_it_in_one_line(capsys):
         code, _, err = run_cli(capsys, [command, "--profile", str(H200), "--devices", "8",
                                         "--precision", "fp8"])
         assert code == 2 and len(err.strip().splitlines()) == 1, err
-        assert "precision fp8" in err and "at their own precision" in err
+        assert "--precision fp8: " in err and "at their own precision" in err
     code, _, err = run_cli(capsys, [*PREDICT[:4], "dgx-a100", *PREDICT[5:], "--precision",
                                     "fp8"])
     assert code == 2 and "no fp8 peak is known" in err and len(err.strip().splitlines()) == 1
@@ -107,7 +107,7 @@ def test_a_device_without_an_fp8_peak_is_said_in_one_wording_everywhere():
 
     words = ("no fp8 peak is known for 'A100-SXM4 80GB' (no fp8 tensor cores, or a device the "
              "datasheet tables do not list)")
-    refusal = f"precision fp8: {words}; leave it at bf16"
+    refusal = f"--precision fp8: {words}; leave it at bf16"
     a100 = resolve_profile(None, "dgx-a100", "llama3-8b")
     for call in (lambda: fp8_peak_ratio("A100-SXM4 80GB"),
                  lambda: predict(a100, Scenario(devices=[8], precision="fp8"))):
@@ -170,12 +170,12 @@ def test_the_precision_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
         assert code == 0 and err.count("fp8 weight matmuls at the device's fp8 peak") == 1, err
     for argv, words in (
             (["--devices", "8"], "--precision-values needs a transformer workload"),
-            (["--profile", str(H200), "--devices", "8"], "sweep axis precision value fp8: "
+            (["--profile", str(H200), "--devices", "8"], "--precision-values fp8: "
              "profile"),
             (["--workload", "llama3-8b", "--hardware", "dgx-a100", "--devices", "8"],
-             "sweep axis precision value fp8: no fp8 peak is known for 'A100-SXM4 80GB'"),
+             "--precision-values fp8: no fp8 peak is known for 'A100-SXM4 80GB'"),
             ([*PREDICT[1:-1], "--precision", "fp8"], "--precision and --precision-values both "
-             "set precision"),
+             "set one knob"),
             (["--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8"],
              "unknown precision 'fp4'")):
         values = "bf16,fp4" if "fp4" in words else "bf16,fp8"

@@ -200,7 +200,7 @@ SITES = {
     "sweep: sequence lengths of a parameter count": (
         _sweep({"seq_len": [1024]}, which=BERT), "--seq-len-values needs", ("seq_len",)),
     "sweep: a sequence length 2 x cp does not divide": (
-        _sweep({"seq_len": [1001]}, layout={"cp": 2}), "is not divisible by 2 x cp 2",
+        _sweep({"seq_len": [1001]}, layout={"cp": 2}), "is not divisible by 2 x --cp 2",
         ("seq_len", "cp")),
     "sweep CLI: a flag and its axis": (
         _cli(*SWEEP_CLI, "--bucket-mib", "25", "--bucket-mib-values", "25,50"),

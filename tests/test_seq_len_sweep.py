@@ -125,13 +125,14 @@ def test_a_cp_that_splits_some_sequences_drops_only_their_rows(capsys):
      "length): profile 'a2-highgpu-8g + resnet50 (presets)' gives none; give --workload with a "
      "'transformer' shape (e.g. llama3-8b) or drop --seq-len-values"),
     ([*LLAMA, "--devices", "8", "--cp", "2", "--seq-len-values", "4096,4098"],
-     "sweep axis seq_len value 4098: seq_len 4098 is not divisible by 2 x cp 2 "
-     "(load-balanced context parallelism); give sequence lengths that 2 x cp divides"),
+     "--seq-len-values 4098: sequence length 4098 is not divisible by 2 x --cp 2 "
+     "(load-balanced context parallelism); give sequence lengths that 4 divides, or --cp 1"),
     ([*LLAMA, "--devices", "8", "--cp-values", "2,4", "--seq-len-values", "4098"],
-     "sweep axis seq_len value 4098: seq_len 4098 is not divisible by 2 x cp 2, 4 "
-     "(load-balanced context parallelism); give sequence lengths that 2 x cp divides"),
+     "--seq-len-values 4098: sequence length 4098 is not divisible by 2 x any of "
+     "--cp-values 2,4 (load-balanced context parallelism); give sequence lengths that 2 x one "
+     "of them divides, or add 1 to --cp-values"),
     ([*LLAMA, "--devices", "8", "--seq-len", "4096", "--seq-len-values", "4096,8192"],
-     "--seq-len and --seq-len-values both set seq_len: give --seq-len-values to sweep it or "
+     "--seq-len and --seq-len-values both set one knob: give --seq-len-values to sweep it or "
      "--seq-len to fix it, not both"),
     ([*LLAMA, "--devices", "8", "--seq-len-values", "0,8"],
      "argument --seq-len-values: 0 is outside 1 <= x <= 1,073,741,824 tokens"),

@@ -316,8 +316,8 @@ def run(args: argparse.Namespace) -> int:
     if priced is None:
         kernel = args.attention_kernel or VENDOR_KERNEL
     else:  # the precision and kernel asked, checked and run as predict prices the model
-        check_precision(priced, args.precision or DEFAULT_PRECISION, "--precision", "--hardware")
-        check_attention_kernel(priced, args.attention_kernel, "--attention-kernel", "--hardware")
+        check_precision(priced, args.precision or DEFAULT_PRECISION, instead="--hardware")
+        check_attention_kernel(priced, args.attention_kernel, instead="--hardware")
         kernel = kernel_for(priced, args.attention_kernel)
     job_sizes(args.instance_sizes, hardware.instance_sizes, hardware.devices_per_node,
               args.gpus_per_node)  # no shape larger than a server, as predict refuses it

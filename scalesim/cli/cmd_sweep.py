@@ -9,7 +9,14 @@ import sys
 import typing
 from types import SimpleNamespace
 
-from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, bound, flag_list_type, split_list
+from scalesim.bounds import (
+    KNOB_BY_FIELD,
+    LAYOUT_KNOB_BY_FIELD,
+    bound,
+    flag_list_type,
+    split_list,
+    values_flag,
+)
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
@@ -112,10 +119,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "grid axes (comma-separated values, or A-B doubling from A to B for whole "
         "numbers; each multiplies the grid)"
     )
-    for flag, (axis, parser) in VALUE_FLAGS.items():
-        g.add_argument(
-            "--" + flag.replace("_", "-"), type=parser, metavar="V,V,...", help=_axis_help(axis, parser)
-        )
+    for dest, (axis, parser) in VALUE_FLAGS.items():
+        g.add_argument(values_flag(axis), dest=dest, type=parser, metavar="V,V,...",
+                       help=_axis_help(axis, parser))
     o = p.add_argument_group("output")
     o.add_argument("--out", metavar="FILE", help="write to FILE (.csv or .json); default stdout")
     o.add_argument(
@@ -447,10 +453,9 @@ def check_one_value_flags(args: argparse.Namespace) -> None:
         flag = one_value_flag(axis)
         if getattr(args, dest) is None or getattr(args, _dest(flag)) in (None, False):
             continue
-        values_flag = "--" + dest.replace("_", "-")
-        raise ScalesimError(
-            f"{flag} and {values_flag} both set {axis}: give {values_flag} to "
-            f"sweep it or {flag} to fix it, not both", knobs=(axis,))
+        grid = values_flag(axis)
+        raise ScalesimError(f"{flag} and {grid} both set one knob: give {grid} to sweep it or "
+                            f"{flag} to fix it, not both", knobs=(axis,))
 
 
 # fields of the scenario (recompute: of its layout) whose values change what predict's notes
