@@ -804,7 +804,9 @@ def sequence_profile(profile: Profile, state: AppState) -> tuple[Profile, list[s
     expander's ``seq`` (None: the workload's own, ``profile`` as it is) as ``predict --seq-len``
     resolves it (``profiles.resolve_profile``: the presets' workload at that sequence, its
     compute the shape's estimate; an uploaded profile's own model, its measured curve scaled,
-    ``profiles.profile_at_sequence``), the notes its resolution adds. A parameter count has no
+    ``profiles.profile_at_sequence``), the notes its resolution adds, each knob they name said
+    as the sidebar's control ('Sequence length 4098: the transformer at ...'; the CLI's
+    '--seq-len 4098', ``errors.in_words_of`` of the note's template). A parameter count has no
     sequence: left out with a note, as a layout is (the control is shown for a transformer only;
     a link may carry it). ScalesimError, one line, where it cannot be resolved."""
     if state.seq is None:
@@ -821,7 +823,8 @@ def sequence_profile(profile: Profile, state: AppState) -> tuple[Profile, list[s
         at = resolve_profile(None, state.hw, state.wl, state.seq)
     else:
         at, _ = profile_at_sequence(profile, state.seq)
-    return at, [n for n in at.notes if n not in profile.notes]
+    named = control_namer(state, nouns_for(profile.hardware.device_name))
+    return at, [in_words_of(n, named) for n in at.notes if n not in profile.notes]
 
 
 def make_plan(profile: Profile, state: AppState) -> Plan:

@@ -29,6 +29,7 @@ from scalesim.errors import (
 )
 from scalesim.figures import count, rate
 from scalesim.jsonio import newer_version, parse_model, read_json, version_text
+from scalesim.layout import knob_value_refusal
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.model.memory import STRATEGIES, optimizer_traffic_ratio
 from scalesim.model.sharding import FSDP
@@ -702,10 +703,10 @@ def sequence_built(build: Callable[[Workload], T], own: Workload, at: Workload) 
             build(own)
         except ScalesimError:
             raise exc from None
-        raise ScalesimError(
-            f"--seq-len {theirs.seq_len:,}: the model cannot be predicted at that sequence "
-            f"length ({exc}); give a sequence length nearer its own, {mine.seq_len:,} tokens",
-            knobs=("seq_len",)) from None
+        raise ScalesimError(knob_value_refusal(
+            "seq_len", f"{theirs.seq_len:,}", f"the model cannot be predicted at that sequence "
+            f"length ({exc}); give a sequence length nearer its own, {mine.seq_len:,} tokens"
+        )) from None
 
 
 def _at_sequence(workload: Workload, seq_len: int | None, name: str,
@@ -726,9 +727,11 @@ def workload_at_sequence(workload: Workload, seq_len: int, name: str,
     tokens') names the new length; a training length the workload gives is kept in tokens (its
     sequences x old / new length); a published run's throughput (``reference``) is dropped, as
     plan never reads it: it was measured at the workload's own sequence, and the compute then
-    comes from the shape (``compute_curve_from_reference``), as plan ranks it. ScalesimError,
-    one line, for a parameter-count workload (``name``; ``profile``: the profile whose own
-    model it is)."""
+    comes from the shape (``compute_curve_from_reference``), as plan ranks it. The note (and a
+    refusal) names the knob by its control (``layout.knob_value_refusal``): '--seq-len 4098:
+    ...' as the CLI says it, its template kept so that the app says its control's label
+    ('Sequence length 4098: ...', ``errors.in_words_of``). ScalesimError, one line, for a
+    parameter-count workload (``name``; ``profile``: the profile whose own model it is)."""
     workload = require_model(workload, Workload, "workload")
     shape = workload.transformer
     if shape is None:
@@ -739,15 +742,16 @@ def workload_at_sequence(workload: Workload, seq_len: int, name: str,
                 "plans the transformer preset of that name, or give a workload file with its "
                 "'transformer' shape" if profile is None and name in presets.TRANSFORMERS else
                 "give --workload with a 'transformer' shape (e.g. llama3-8b)")
-        raise ScalesimError(f"--seq-len {seq_len}: {whose}, with no transformer shape whose "
-                            f"sequence could change ({hint})", knobs=("seq_len",))
+        raise ScalesimError(knob_value_refusal(
+            "seq_len", str(seq_len),
+            f"{whose}, with no transformer shape whose sequence could change ({hint})"))
     old = shape.seq_len
     at = shape.model_copy(update={"seq_len": seq_len})
     update: dict[str, Any] = {"transformer": at, "params": at.param_count()}
     if seq_len == old:
         return workload.model_copy(update=update), ""
-    said = [f"--seq-len {seq_len}: the transformer at {seq_len:,} tokens per sequence instead "
-            f"of the workload's {old:,} ({at.param_count():,.0f} parameters)"]
+    said = [f"the transformer at {seq_len:,} tokens per sequence instead of the workload's "
+            f"{old:,} ({at.param_count():,.0f} parameters)"]
     if workload.sample_unit == f"sequences of {old} tokens":
         update["sample_unit"] = f"sequences of {seq_len} tokens"
     if workload.train_samples is not None:
@@ -760,7 +764,8 @@ def workload_at_sequence(workload: Workload, seq_len: int, name: str,
                     "not used: the compute comes from the shape, as scalesim plan ranks it")
     data = {**workload.model_dump(), **{k: v for k, v in update.items() if k != "transformer"},
             "transformer": at.model_dump()}
-    return parse_model(data, Workload, f"workload '{name}' at --seq-len {seq_len}"), "; ".join(said)
+    note = knob_value_refusal("seq_len", str(seq_len), "; ".join(said))
+    return parse_model(data, Workload, f"workload '{name}' at --seq-len {seq_len}"), note
 
 
 def with_hardware(base: Profile, hardware: Hardware, note: str) -> Profile:

@@ -60,7 +60,7 @@ def test_the_pages_rows_at_a_sequence_are_predict_seq_len_on_presets(capsys):
     plan = make_plan(profile, at)
     assert [r.devices for r in plan.rows] == [4, 8, 16]
     assert plan.profile.workload.transformer.seq_len == 32768
-    assert plan.notes[0].startswith("--seq-len 32768: the transformer at 32,768 tokens")
+    assert plan.notes[0].startswith("Sequence length 32768: the transformer at 32,768 tokens")
     assert_plan_is_predict(capsys, plan, ["--workload", "llama3-8b", "--hardware", "dgx-h100",
                                           "--seq-len", "32768"])
     own = make_plan(profile, at.model_copy(update={"seq": None}))

@@ -56,7 +56,9 @@ def test_a_link_whose_sequence_cannot_be_predicted_keeps_its_other_values():
                    "price": "3", "train": "1000000000"})
     errors = [e.value for e in at.error if e.value.startswith("Cannot predict")]
     assert len(errors) == 1
-    assert "--seq-len 1,073,741,824: the model cannot be predicted" in errors[0]
+    # the app names the knob as its control, the CLI as its flag (session 47: '--seq-len')
+    assert "Sequence length 1,073,741,824: the model cannot be predicted" in errors[0]
+    assert "--seq-len" not in errors[0]
     assert "nearer its own, 8,192 tokens" in errors[0]
     assert "Below: this what-if with Sequence length at its default until" in errors[0]
     assert at.metric[0].label == "Scaling efficiency at 64 devices"

@@ -1,0 +1,74 @@
+"""Notes that name a knob speak the reader's words (session 47): the CLI its flags, the app its
+controls' labels. Before, ``profiles.workload_at_sequence`` wrote its note as
+'--seq-len 4098: the transformer at ...' and the app showed it verbatim (15 of 42 app links of
+the session's driver showed '--seq-len'). The note is now a knob refusal
+(``layout.knob_value_refusal``): its line names the flag, its template the knob, which the app
+says as its control (``errors.in_words_of``); the app never reads the text."""
+
+from __future__ import annotations
+
+from app_harness import open_app, preset_query
+from cli_harness import run_cli
+from h200_gpt import H200
+from scalesim.app.plan import make_plan
+from scalesim.app.state import (
+    AppState,
+    checked_profile,
+    default_state,
+    preset_profile,
+    profile_defaults,
+)
+
+from scalesim.errors import template_of
+from scalesim.jsonio import read_json
+from scalesim.profiles import load_profile, profile_at_sequence, resolve_profile
+
+NOTE = "the transformer at 4,098 tokens per sequence instead of the workload's 8,192"
+
+
+def shown_texts(at) -> list[str]:
+    """Every text the page shows in a box, markdown or caption."""
+    return [e.value for kind in ("markdown", "info", "warning", "error", "caption")
+            for e in getattr(at, kind)]
+
+
+def test_the_cli_says_the_sequence_note_with_its_flag(capsys):
+    code, out, err = run_cli(capsys, ["sweep", "--workload", "llama3-8b", "--devices", "8",
+                                      "--seq-len-values", "4096,4098"])
+    assert code == 0, err
+    assert f"note: --seq-len 4098: {NOTE}" in err
+
+
+def test_the_note_keeps_the_knob_for_its_reader():
+    """The library's note is the CLI's line with the knob kept as a template (what the app
+    says in its label), on the presets and on a measured profile's own model."""
+    (note,) = [n for n in resolve_profile(None, "dgx-h100", "llama3-8b", 4098).notes
+               if NOTE in n]
+    assert note.startswith("--seq-len 4098: ")
+    assert template_of(note).startswith("{seq_len} 4098: ")
+    at, _ = profile_at_sequence(load_profile(str(H200)), 2048)
+    assert any(template_of(n).startswith("{seq_len} 2048: the transformer at 2,048")
+               for n in at.notes)
+
+
+def test_an_app_link_at_an_odd_sequence_says_the_control_not_the_flag():
+    at = open_app(preset_query(hw="dgx-h100", wl="llama3-8b", seq=4098))
+    assert any(e.value.startswith(f"Sequence length 4098: {NOTE}") for e in at.info)
+    assert not [t for t in shown_texts(at) if "--seq-len" in t]
+
+
+def test_an_uploaded_profile_at_a_sequence_says_the_control_not_the_flag():
+    profile = checked_profile(read_json(H200), "gpu-profile.json")
+    state = default_state().model_copy(update={**profile_defaults(profile), "src": "custom",
+                                               "dmax": 8, "seq": 2048})
+    notes = make_plan(profile, state).notes
+    assert any(n.startswith("Sequence length 2048: the transformer at 2,048 tokens")
+               for n in notes)
+    assert not [n for n in notes if "--seq-len" in n]
+
+
+def test_the_preset_plan_at_a_sequence_has_no_flag_in_its_notes():
+    state = AppState(hw="dgx-a100", wl="gpt-7.5b", seq=2049)
+    notes = make_plan(preset_profile(state), state).notes
+    assert any(n.startswith("Sequence length 2049: the transformer at 2,049") for n in notes)
+    assert not [n for n in notes if "--seq-len" in n]
