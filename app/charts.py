@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 
 from scalesim.device_nouns import GPU_NOUNS, Nouns
-from scalesim.errors import cut_at_word
+from scalesim.errors import cut_at_word, in_words_of
 from scalesim.figures import (
     amount,
     count,
@@ -41,6 +41,7 @@ from .plan import (
     misfit_words,
     quality_misfits_text,
 )
+from .named_controls import control_namer
 
 # One colour per meaning, in every chart (and the report): a colour never means two things.
 PALETTE = {
@@ -295,15 +296,23 @@ def _parts(rows) -> list[tuple[str, str, str]]:
     return parts
 
 
-def stall_caption(rows) -> str:
-    """'' where every row models the data stall; else the sentence the app's breakdowns (charts,
-    tables, report) add: the stall is left out, not drawn as 0
-    (``predict.input_pipeline_modelled``)."""
+def stall_left_out(rows) -> bool:
+    """Whether a row of ``rows`` does not model the data stall (``predict.input_pipeline_modelled``):
+    its column and bar are left out, not drawn as 0 (``stall_caption`` says why)."""
+    return any(r.data_stall_s is None for r in rows)
+
+
+def stall_caption(plan) -> str:
+    """'' where every row of ``plan`` models the data stall; else the sentence the app's
+    breakdowns (charts, tables, report) add: the stall is left out, not drawn as 0
+    (``predict.input_pipeline_modelled``), the loader-workers knob said as its control."""
     from scalesim.predict import STALL_NOT_MODELLED
 
-    if all(r.data_stall_s is not None for r in rows):
+    rows = plan.rows
+    if not stall_left_out(rows):
         return ""
-    return (STALL_NOT_MODELLED[0].upper() + STALL_NOT_MODELLED[1:] + ": no data-stall bar or "
+    said = in_words_of(STALL_NOT_MODELLED, control_namer(plan.state, plan.words))
+    return (said[0].upper() + said[1:] + ": no data-stall bar or "
             "number (a 0 would read as a loader that keeps up)"
             + ("" if all(r.data_stall_s is None for r in rows) else " where a row has none")
             + ".")
@@ -312,7 +321,7 @@ def stall_caption(rows) -> str:
 def _subtitle(text: str, rows) -> str:
     """A breakdown chart's subtitle, with the stall's note where a row does not model it."""
     return text + ("; data stall not modelled (no input pipeline measured)"
-                   if stall_caption(rows) else "")
+                   if stall_left_out(rows) else "")
 
 
 def _breakdown_records(label_rows) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
 
@@ -27,7 +27,7 @@ from scalesim.decision import (
     duration_text,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError, controls_named_of, in_words_of
+from scalesim.errors import ScalesimError, controls_named_of, in_words_of, template_of
 from scalesim.figures import (
     GIB_BYTES,
     amount,
@@ -827,6 +827,14 @@ def sequence_profile(profile: Profile, state: AppState) -> tuple[Profile, list[s
     return at, [in_words_of(n, named) for n in at.notes if n not in profile.notes]
 
 
+def in_control_reasons(remedies: list[RemedyResult], named) -> list[RemedyResult]:
+    """``remedies`` with each reason that names a knob (its template: the loader
+    remedy's '--loader-workers then reads it') said as ``named`` says it (``control_namer``:
+    the sidebar's labels); the others as they are."""
+    return [replace(r, reason=in_words_of(r.reason, named)) if template_of(r.reason) else r
+            for r in remedies]
+
+
 def make_plan(profile: Profile, state: AppState) -> Plan:
     """Everything the planner page shows for ``state`` on ``profile`` (at the state's sequence
     length, ``sequence_profile``; a calibrated profile's model split, where the layout controls
@@ -845,7 +853,9 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         notes.append(f"focus {words.count(state.focus)} is not among the counts predicted "
                      f"(see the note above on what was left out); showing "
                      f"{words.count(focus.devices)}")
-    _, remedies = rank_remedies(profile, scenario, focus.devices)
+    _, ranked = rank_remedies(profile, scenario, focus.devices)
+    remedies = in_control_reasons(ranked, control_namer(state,
+                                                        nouns_for(profile.hardware.device_name)))
     best = next((r for r in remedies if r.helps), None)
 
     goal, ref = resolve_goal(profile, scenario), focus.global_batch

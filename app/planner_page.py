@@ -30,7 +30,7 @@ from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public
 from scalesim.cli.options import MEMORY_MARGIN_HELP, SEQ_LEN_HELP
 from scalesim.decision import DOES_NOT_FIT, card_rows
 from scalesim.device_nouns import Nouns, nouns_for
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, in_words_of
 from scalesim.figures import GIB_BYTES, MIB_BYTES, amount, rate, signed_percent, throughput
 from scalesim.goal import GoalControls, seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
@@ -67,7 +67,12 @@ from .control_labels import (
 )
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
-from .named_controls import controls_to_change, in_control_words, named_controls
+from .named_controls import (
+    control_namer,
+    controls_to_change,
+    in_control_words,
+    named_controls,
+)
 from .plan import (
     MAKES_IT_RUN,
     VS_SCHEDULES,
@@ -332,8 +337,9 @@ def _profile_section(c: _Controls) -> None:
         st.sidebar.caption(f"Predicting with **{_md(profile.name)}** "
                            f"(from {_md(ss['profile_origin'])})")
     with st.sidebar.expander("Where these numbers come from"):
-        for part, source in provenance(profile):
-            st.markdown(f"**{part}**: {_md(source)}")
+        named = control_namer(ss["app_state"], nouns_for(profile.hardware.device_name))
+        for part, source in provenance(profile):  # a knob it names, as its control
+            st.markdown(f"**{part}**: {_md(in_words_of(source, named))}")
 
 
 def _device_section(c: _Controls, state: AppState) -> None:
@@ -700,7 +706,7 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
         **({"bubble ms": r.bubble_s * 1e3} if split or bubble else {}),
         **({"MFU %": None if r.mfu is None else r.mfu * 100} if split else {}),
         # no input pipeline: no stall column (``charts.stall_caption`` says why), not 0s
-        **({} if charts.stall_caption(plan.rows) else {"data stall ms": r.data_stall_s * 1e3}),
+        **({} if charts.stall_left_out(plan.rows) else {"data stall ms": r.data_stall_s * 1e3}),
         "straggler ms": r.straggler_s * 1e3,
         f"{unit}/s": r.samples_per_s, "efficiency %": r.efficiency * 100,
         "memory GiB": round(r.memory_bytes / GIB_BYTES, 1),  # figures.gib's one decimal
@@ -727,7 +733,7 @@ def _tab_curve(plan: Plan) -> None:
     _chart(charts.efficiency_chart(plan), charts.chart_text(plan, "efficiency"))
     with st.expander("The numbers"):
         show_table(_rows_table(plan))
-        if note := charts.stall_caption(plan.rows):
+        if note := charts.stall_caption(plan):
             st.caption(_md(note))
 
 
@@ -736,7 +742,7 @@ def _tab_breakdown(plan: Plan) -> None:
     if misfits := misfit_counts_text(plan):
         st.warning(f"Not runnable: {misfits}: try ZeRO-3 or a smaller batch.")
     show_table(_rows_table(plan))
-    if note := charts.stall_caption(plan.rows):
+    if note := charts.stall_caption(plan):
         st.caption(_md(note))
 
 

@@ -300,7 +300,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     parts.append(f"<h2>Prediction per {plan.words.device} count</h2>")
     split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
     bubble = split or any(r.bubble_s for r in plan.rows)  # or a pipelined replica's bubble
-    stall_note = stall_caption(plan.rows)  # no input pipeline: no stall column, and why
+    stall_note = stall_caption(plan)  # no input pipeline: no stall column, and why
     stall = not stall_note
     parts.append(_scroll(_table(
         [plan.words.header("devices"), plan.words.header("servers"),

@@ -16,11 +16,12 @@ from pydantic import BaseModel
 from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.counts_left_out import callers_words
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import Refusal, ScalesimError, require_model, within
+from scalesim.errors import KNOB, Refusal, ScalesimError, require_model, within
 from scalesim.figures import MIB_BYTES, count_list, either, link_GBps, sig3
 from scalesim.layout import (
     SCHEDULES,
     count_problem,
+    knob_refusal,
     replica_devices,
     runs_on_count,
     tp_above_server,
@@ -303,9 +304,12 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
     return b, np.full(replicas.shape, scenario.global_batch // k)
 
 
-# What every text output says, once, where the data stall is not modelled (``input_pipeline_modelled``)
-STALL_NOT_MODELLED = ("data stall not modelled: no input pipeline measured (calibrate's loader "
-                      "phase measures one; --loader-workers then reads it)")
+# What every text output says, once, where the data stall is not modelled (``input_pipeline_modelled``):
+# a template naming the loader-workers knob by its control (``layout.knob_refusal``), so that the
+# CLI says '--loader-workers' and the app its control's label (``errors.in_words_of``)
+STALL_NOT_MODELLED = knob_refusal(
+    "data stall not modelled: no input pipeline measured (calibrate's loader phase measures "
+    f"one; {KNOB.loader_workers} then reads it)")
 
 
 def input_pipeline_modelled(profile: Profile | None) -> bool:

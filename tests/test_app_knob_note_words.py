@@ -72,3 +72,28 @@ def test_the_preset_plan_at_a_sequence_has_no_flag_in_its_notes():
     notes = make_plan(preset_profile(state), state).notes
     assert any(n.startswith("Sequence length 2049: the transformer at 2,049") for n in notes)
     assert not [n for n in notes if "--seq-len" in n]
+
+
+def test_the_cli_says_the_unmodelled_stall_with_the_loader_flag(capsys):
+    code, out, err = run_cli(capsys, ["predict", "--devices", "8"])
+    assert code == 0, err
+    assert ("note: data stall not modelled: no input pipeline measured (calibrate's loader "
+            "phase measures one; --loader-workers then reads it)") in out
+
+
+def test_the_app_says_the_unmodelled_stall_with_the_loader_control():
+    """Every preset link (no input pipeline measured) showed '--loader-workers' in its sources,
+    its tables' caption and the loader remedy's note: now the sidebar's 'Loader workers'."""
+    said = "calibrate's loader phase measures one; Loader workers then reads it"
+    for tab in ("curve", "remedies"):
+        at = open_app(preset_query(wl="llama3-8b", tab=tab))
+        notes = [v for d in at.dataframe for v in d.value.get("note", [])]
+        assert not [t for t in shown_texts(at) + notes if "--loader-workers" in t], tab
+        assert [m for m in at.sidebar.markdown if m.value.startswith("**input pipeline**: "
+                                                                     "not measured: ")
+                and said in m.value], tab  # where the numbers come from
+        if tab == "curve":  # the numbers' caption
+            assert [c for c in at.caption if c.value.startswith("Data stall not modelled")
+                    and said in c.value]
+        else:  # the loader remedy's note
+            assert [n for n in notes if n.startswith("data stall not modelled") and said in n]
