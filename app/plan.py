@@ -853,9 +853,9 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         notes.append(f"focus {words.count(state.focus)} is not among the counts predicted "
                      f"(see the note above on what was left out); showing "
                      f"{words.count(focus.devices)}")
+    named = control_namer(state, nouns_for(profile.hardware.device_name))
     _, ranked = rank_remedies(profile, scenario, focus.devices)
-    remedies = in_control_reasons(ranked, control_namer(state,
-                                                        nouns_for(profile.hardware.device_name)))
+    remedies = in_control_reasons(ranked, named)
     best = next((r for r in remedies if r.helps), None)
 
     goal, ref = resolve_goal(profile, scenario), focus.global_batch
@@ -900,6 +900,14 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
                                                                            scenario)] if r],
                 page_profile=page_profile,
                 b_unpriced_links=b_pick is not None and unpriced_links(b_pick))
+
+
+def card_notes(plan: Plan) -> list[str]:
+    """The decision card's notes as the page and the report show them: each knob a note names
+    (its template: the measure-before-buying note's '--inter-busbw') said as the sidebar's
+    control (``control_namer``); the card itself stays ``scalesim decide``'s."""
+    named = control_namer(plan.state, plan.words)
+    return [in_words_of(n, named) for n in plan.decision.notes] if plan.decision else []
 
 
 LAYOUT_TOP = 12  # layouts in the Layouts tab's ranked table and chart

@@ -80,6 +80,7 @@ from .plan import (
     ab_cost_label,
     ab_misfit,
     against_now_text,
+    card_notes,
     count_unit,
     device_counts,
     duration,
@@ -655,7 +656,7 @@ def _decision_card(plan: Plan) -> None:
         st.success(f"**Recommendation:** {_md(card.recommendation)}")
         st.caption(f"Main assumption: {_md(card.assumption)}."
                    + (f" Time to finish = {card.goal}." if card.goal else "")
-                   + "".join(f" {_md(n[0].upper() + n[1:])}." for n in card.notes))
+                   + "".join(f" {_md(n[0].upper() + n[1:])}." for n in card_notes(plan)))
         for i, (title, link) in enumerate(option_links(plan, _base_url())):
             if link is None:
                 st.caption(f"{_md(title)}: the planner shows up to {plan.words.count(MAX_DEVICES)}; "

@@ -34,6 +34,7 @@ from .charts import all_charts, chart_text, stall_caption
 from .control_labels import ZERO_FRAMEWORK_LABELS, in_words, label
 from .plan import (
     Plan,
+    card_notes,
     duration,
     headline,
     if_runs,
@@ -118,7 +119,7 @@ def decision_html(plan: Plan, base: str = "") -> str:
     rows = card_rows(card)
     header = list(rows[0])
     table = _table(header, [[r[k] for k in header] for r in rows])
-    notes = "".join(f"<li>{_e(n)}</li>" for n in card.notes)
+    notes = "".join(f"<li>{_e(n)}</li>" for n in card_notes(plan))
     opens = "".join(f'<p class="note"><a href="{_e(url)}">Open in the planner: {_e(title)}</a></p>'
                     for title, url in option_links(plan, base) if url is not None)
     return (f'<section class="card" id="decision"><h2>{_e(card.question)}</h2>'

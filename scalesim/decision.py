@@ -61,10 +61,16 @@ from scalesim.billing import billing_words
 from scalesim.bounds import bound
 from scalesim.cheapest import cheapest, same_money
 from scalesim.device_nouns import CPU_HOUR, GPU_NOUNS, Nouns, is_cpu_device, named_count, nouns_for
-from scalesim.errors import ScalesimError
+from scalesim.errors import KNOB, ScalesimError, as_literal
 from scalesim.figures import amount, gib, link_GBps, rate, whole
 from scalesim.figures import signed_percent as pct_text
-from scalesim.layout import ZERO_STRATEGIES, memory_ways, model_split_words, replica_devices
+from scalesim.layout import (
+    ZERO_STRATEGIES,
+    knob_refusal,
+    memory_ways,
+    model_split_words,
+    replica_devices,
+)
 from scalesim.layout_change import layout_changes, layout_settings
 from scalesim.layout_predict import uses_layouts
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
@@ -1058,18 +1064,20 @@ def _measure_before_buying(profile: Profile, scenario: Scenario,
     """Where a network upgrade is shown and today's inter-server figure is no measurement of
     these servers (a preset profile's, or a preset a one-server calibration kept:
     ``profiles.unmeasured_links``), a note that the upgrade's gain rests on that figure and how
-    to measure it before buying; None otherwise (a measured link, or one given by flag)."""
+    to measure it before buying, the figure's knob named by its control (``layout.knob_refusal``:
+    the CLI's --inter-busbw, the app's label); None otherwise (a measured link, or one given by
+    flag)."""
     from scalesim.profiles import unmeasured_origin
 
     link = unmeasured_link_in_use(profile, scenario, "inter_node")
     if link is None or not any(o.key == "network" for o in options):
         return None
-    return (f"the network upgrade's gain starts from today's inter-server "
-            f"{link_GBps(profile.hardware.inter_node.busbw_GBps)} busbw, not a measurement of "
-            f"these servers {unmeasured_origin(link)}: measure it before buying (nccl-tests "
-            "all_reduce_perf over two servers, then scalesim calibrate --from-nccl-tests "
-            "inter=LOG, or give the measured figure: --inter-busbw, in the app Inter-server bus "
-            "bandwidth)")
+    return knob_refusal(as_literal(
+        f"the network upgrade's gain starts from today's inter-server "
+        f"{link_GBps(profile.hardware.inter_node.busbw_GBps)} busbw, not a measurement of "
+        f"these servers {unmeasured_origin(link)}: measure it before buying (nccl-tests "
+        "all_reduce_perf over two servers, then scalesim calibrate --from-nccl-tests "
+        "inter=LOG, or give the measured figure: ") + f"{KNOB.inter_busbw_GBps})")
 
 
 def _most_devices(devices: int) -> int:

@@ -97,3 +97,35 @@ def test_the_app_says_the_unmodelled_stall_with_the_loader_control():
                     and said in c.value]
         else:  # the loader remedy's note
             assert [n for n in notes if n.startswith("data stall not modelled") and said in n]
+
+
+MEASURE = "then scalesim calibrate --from-nccl-tests inter=LOG, or give the measured figure: "
+
+
+def test_the_cli_says_the_measured_network_figure_as_its_flag(capsys):
+    """decide's measure-before-buying note named both ('--inter-busbw, in the app Inter-server
+    bus bandwidth'); the CLI now says its flag alone."""
+    code, out, err = run_cli(capsys, ["decide", "--devices", "16"])
+    assert code == 0, err
+    text = " ".join(out.split())  # the note wraps
+    assert MEASURE + "--inter-busbw)" in text
+    assert "in the app" not in text
+
+
+def test_the_apps_decision_card_says_the_measured_network_figure_as_its_control():
+    at = open_app(preset_query(dmax=16))
+    (card,) = [c.value for c in at.caption if "measure it before buying" in c.value]
+    said = MEASURE.replace("_", "\\_") + "Inter-server bus bandwidth (GB/s))"  # markdown-escaped
+    assert said in card and "--inter-busbw" not in card
+
+
+def test_the_reports_decision_card_says_it_as_the_control_and_the_card_stays_decides():
+    from scalesim.app.report import decision_html
+
+    state = AppState(dmax=16)
+    plan = make_plan(preset_profile(state), state)
+    html = decision_html(plan)
+    assert MEASURE + "Inter-server bus bandwidth (GB/s))" in html
+    assert "--inter-busbw" not in html
+    # the card is decide's (tests/test_decision.py compares its JSON with the CLI's)
+    assert any(n.endswith(MEASURE + "--inter-busbw)") for n in plan.decision.notes)
