@@ -13,8 +13,9 @@ Free parameters (each fitted only when the runs can show it, else fixed and said
 - ``overlap``: share ``phi`` of the bucketed all-reduce that overlaps backward; the step is the
   linear blend ``phi * step(overlap on) + (1 - phi) * step(overlap off)`` of the model's two cases;
 - ``jitter_cv``: std/mean of a micro-step (the straggler term), unless ``rank_step_times_s`` is
-  measured: then each run's straggler delay ``max - median`` of its rank times is used as is (the
-  model's slow-device delay);
+  measured: then each run's straggler delay is used as is (the model's slow-device delay): one
+  slow device's time less the median of the other ranks, else ``max - median`` of its rank
+  times (``runs_slow_rank.straggler_delays``);
 - ``node_loader_samples_per_s``: the input supply of one server, shared by its devices
   (``supply per device = node supply / devices per node``), which caps throughput per server.
 
@@ -69,6 +70,7 @@ from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, StepResult, evaluate
 from scalesim.model.stragglers import expected_max_normal
 from scalesim.runs import Runs
+from scalesim.runs_slow_rank import straggler_delays
 
 if TYPE_CHECKING:
     from scalesim.runs_model import RunsModel
@@ -225,7 +227,7 @@ class Layout:
     nodes: np.ndarray
     micro_batch: np.ndarray
     accumulation: np.ndarray
-    straggler_delay_s: np.ndarray  # measured max - median of rank times (0 when unknown)
+    straggler_delay_s: np.ndarray  # measured delay, s (``runs_slow_rank``; 0 when unknown)
     # micro-step times of pipeline fill and drain a step, where a device is a pipelined model
     # replica (``Runs.bubble_micro_steps``); 0: none
     bubble_micro_steps: float = 0.0
@@ -293,17 +295,9 @@ TIED_WORDS = {
 }
 
 
-def _straggler_delays(runs: Runs) -> np.ndarray:
-    out = []
-    for r in runs.rows:
-        t = r.rank_step_times_s
-        out.append(float(np.max(t) - np.median(t)) if t else 0.0)
-    return np.array(out)
-
-
 def measured_layout(runs: Runs) -> Layout:
     return Layout(runs.devices, runs.nodes, runs.micro_batch, runs.accumulation,
-                  _straggler_delays(runs), runs.bubble_micro_steps)
+                  straggler_delays(runs), runs.bubble_micro_steps)
 
 
 def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float, overlap: bool,
@@ -879,7 +873,7 @@ def extrapolation_layout(runs: Runs, devices: list[int], g: int) -> Layout:
         k = np.maximum(runs.samples_per_step[-1] / (p * runs.micro_batch[-1]), 1.0)
     b = runs.samples_per_step[-1] / (p * k) if runs.strong_scaling else np.full(p.shape, runs.micro_batch[-1])
     delays = np.zeros(p.shape)
-    last_delay = _straggler_delays(runs)[-1]
+    last_delay = straggler_delays(runs)[-1]
     delays[:] = last_delay
     return Layout(p, p // per_node, b, k, delays, runs.bubble_micro_steps)
 

@@ -53,9 +53,6 @@ from scalesim.layout import (
     op_sac_of,
     replica_servers,
 )
-from scalesim.model.stragglers import (
-    peer_margin,
-)
 from scalesim.remedies import DIAGNOSIS_VERDICTS, SIZE_DEPENDENT, gain_verdict
 from scalesim.runs_data_wait import (
     fetch_layout,
@@ -63,6 +60,7 @@ from scalesim.runs_data_wait import (
     fixed_fetch_runs,
     read_runs_wait,
 )
+from scalesim.runs_slow_rank import one_slow_rank, slowest_ranks
 from scalesim.trace_data_wait import (
     FIXED,
     FIXED_FETCH_TITLE,
@@ -340,25 +338,13 @@ def replica_of_rank(rank: int, split: dict[str, int], replicas: int) -> int:
 
 def _rank_pattern(runs, words: Nouns = GPU_NOUNS) -> tuple[int | None, float, list[str]]:
     """(consistently slowest rank or None, its worst slowdown factor, evidence lines)."""
-    slowest, factors, beyond, lines = [], [], [], []
-    for r in runs.rows:
-        t = r.rank_step_times_s
-        if not t or len(t) < 2:
-            continue
-        t = np.asarray(t)
-        i = int(np.argmax(t))
-        others = np.delete(t, i)
-        median, margin = peer_margin(others)
-        factor = float(t[i] / median)
-        slowest.append(i)
-        factors.append(factor)
-        beyond.append(bool(t[i] > median + margin))
-        lines.append(f"{words.count(r.devices)}: rank {i} slowest, {factor:.2f}x the median of the "
-                     f"others; spread max-median {milliseconds(float(t.max() - np.median(t)))}")
+    slowest = slowest_ranks(runs)
+    lines = [f"{words.count(runs.rows[s.row].devices)}: rank {s.rank} slowest, "
+             f"{s.time_s / s.others_median_s:.2f}x the median of the others; spread max-median "
+             f"{milliseconds(s.time_s - s.all_median_s)}" for s in slowest]
     if not slowest:
         return None, 1.0, lines
-    same = len(set(slowest)) == 1 and all(beyond)
-    return (slowest[0] if same else None), max(factors), lines
+    return one_slow_rank(runs), max(s.time_s / s.others_median_s for s in slowest), lines
 
 
 def _implausible_links(fit, params: float | None, words: Nouns = GPU_NOUNS) -> list[str]:
@@ -672,8 +658,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     wait_src = "measured" if wait is not None else "fitted model"
     wait = wait if wait is not None else model.data_stall_s
     if fit.rank_times_measured:
-        strag = np.array([float(np.max(r.rank_step_times_s) - np.median(r.rank_step_times_s))
-                          if r.rank_step_times_s else 0.0 for r in runs.rows])
+        strag = fit.layout.straggler_delay_s  # the slow device's or the spread's
         strag_src = "measured rank times"
     else:
         strag, strag_src = model.straggler_s, "fitted model"

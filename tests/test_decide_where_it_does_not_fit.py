@@ -96,28 +96,30 @@ def test_diagnose_lists_remedies_that_do_not_help_apart_with_their_figure(tmp_pa
     text = capsys.readouterr().out
     head, _, rest = text.partition("Loses (model, applied alone):")
     assert rest, text
-    assert "Other remedies" not in head  # the slow device's repair is the one remedy
+    # session 47 (runs_slow_rank): the 2-rank run's slow device read at its whole delay, the fit
+    # follows every run (it missed that one by -10.6 %): the bigger batch gains +0.5 % (the
+    # model that made the runs +1.0 %), an other remedy, no longer +0.0 %; sharding -0.6 %
+    others = head.partition("Other remedies (model, applied alone):")[2]
+    assert re.search(r"\+0\.5% \[[^]]+\]\s+Double the per-device batch", others)
     idle = rest.split("\n\n")[0]
-    # gain [band]; session 47: -0.2 -> -0.3 % (the job's and the sharded exchange run over the
-    # slow device's longer backward, docs/model.md §3)
-    assert re.search(r"-0\.3% \[[^]]+\]\s+Shard optimizer state \(ddp -> zero1", idle)
-    same = head.partition("No change (model, applied alone):")[2]
-    assert re.search(r"\+0\.0% \[[^]]+\]\s+Double the per-device batch", same)
+    assert re.search(r"-0\.6% \[[^]]+\]\s+Shard optimizer state \(ddp -> zero1", idle)
     assert "+0.0%" not in idle
     assert main(["diagnose", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     by_key = {r["key"]: r for r in data["remedies"]}
     assert data["first_remedy"]["key"] == "slow_device" and by_key["slow_device"]["helps"]
     assert by_key["sharding"]["helps"] is False and by_key["sharding"]["gain"] < 0
-    assert by_key["bigger_batch"]["helps"] is False
-    assert abs(by_key["bigger_batch"]["gain"]) < NO_CHANGE
+    assert by_key["bigger_batch"]["helps"] is True
     assert all(r["helps"] == (r["gain"] >= NO_CHANGE) for r in data["remedies"] if r["applicable"])
 
 
 def test_a_gain_that_prints_as_zero_is_no_remedy_for_decide_either(tmp_path):
     """The same rule in rank_remedies, which decide and the app's card read: a change whose gain
     is under NO_CHANGE 'does not change the throughput here' and is not a remedy."""
-    report = diagnose_runs(parse_runs_text(_slow_csv(tmp_path).read_text(), "runs.csv"))
+    # the loader-paced runs: every other change +0.0 % (session 47: the slow-device runs' bigger
+    # batch, +0.0 % while the fit missed their 2-rank run, gains +0.5 %; runs_slow_rank)
+    runs = parse_runs_text(cases.to_csv(cases.input_pipeline()), "runs.csv")
+    report = diagnose_runs(runs)
     assert [r.verdict for r in report.remedies if r.key == "bigger_batch"] == ["no change"]
     assert "Other remedies" not in render_text(report)
     profile = default_profile()

@@ -179,15 +179,22 @@ def test_a_slow_device_keeps_the_shape_for_the_remedies():
     first = shaped.first_remedy
     # the model that made the runs gains +14.7 % by fixing the device at 8 (session 47: its
     # exchange hides behind the slow device's longer backward, docs/model.md §3, and is exposed
-    # again behind a typical one); the shaped fit reads +18.4 %. The data-parallel fit, whose
-    # runs all hide the exchange behind the slow device, fits a link 2.2x faster and reads
-    # +29 % (it and the shaped fit agreed at +29 % before; docs/reliability.md session 47)
+    # again behind a typical one). Every run hides the exchange behind the slow device, so the
+    # runs show only the unhidden share times the transfer: a link from 1.1 to 9.3 ms a gradient
+    # fits them alike (its overlap 0 to 90 %), and fixing the device gains +25 to +30 % (the link
+    # keeps up with a typical backward) down to +8.6 % (the slowest link still hidden, where the overlap
+    # prior lands). The fits agree, their band holds the model's +14.7 % (session 47: the
+    # 2-rank run read half its delay, the fits missed it by 8 %, read +18.4 % and +29.2 %
+    # apart, and the shaped band [+18.4, +29.8] left the model out; runs_slow_rank)
     scenario = Scenario(devices=[8], micro_batch=8, slow_device=0, slow_factor=1.4)
     now = predict(bert, scenario)[0]
     fixed = predict(bert, scenario.model_copy(update={"slow_device": None}))[0]
     truth = fixed.samples_per_s / now.samples_per_s - 1
+    assert truth == pytest.approx(0.147, abs=0.001)
     assert first.key == "slow_device" and plain.first_remedy.key == "slow_device"
-    assert first.gain == pytest.approx(truth, abs=0.05)
+    assert first.gain == pytest.approx(plain.first_remedy.gain, abs=0.01)
+    for remedy in (first, plain.first_remedy):
+        assert remedy.gain_low < truth < remedy.gain_high
 
 
 @pytest.fixture(scope="module")

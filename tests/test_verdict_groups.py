@@ -95,18 +95,20 @@ def test_diagnose_lists_the_loss_and_what_does_not_apply_with_why(capsys, tmp_pa
     made = kept_diagnoses(monkeypatch)
     assert main(["diagnose", str(path)]) == 0
     groups = _groups(capsys.readouterr().out)
-    assert list(groups) == ["No change", "Loses", "Not applicable"]
+    # session 47 (runs_slow_rank): the 2-rank run's slow device is read at its whole delay, the
+    # fit follows every run (it missed the 2-rank one by -10.6 %), and the bigger batch, the
+    # links and accumulation gain +0.5 to +0.6 % (the model that made the runs: +1.0 % for
+    # the batch), no longer +0.0 % under "No change"; sharding -0.3 -> -0.6 %
+    assert list(groups) == ["Other remedies", "Loses", "Not applicable"]
     # session 24: each gain with its 95 % band over the parameters the runs allow
-    # session 47: -0.2 -> -0.3 % (the job's exchange and the sharded one's run over the slow
-    # device's longer backward, docs/model.md §3)
-    assert [g.split()[0] for g in groups["Loses"]] == ["-0.3%"]
-    assert all(re.match(r"-0\.3% \[[-+]\d+\.\d, [-+]\d+\.\d\] ", g) for g in groups["Loses"])
+    assert [g.split()[0] for g in groups["Loses"]] == ["-0.6%"]
+    assert all(re.match(r"-0\.6% \[[-+]\d+\.\d, [-+]\d+\.\d\] ", g) for g in groups["Loses"])
     assert ("n/a" + " " * 19 + "Overlap gradient exchange with backward (overlap is already on)"
             in groups["Not applicable"])
     (report,) = made  # the report printed: its --json, without fitting the runs again
     data = json.loads(report.to_json())
     said = {r["verdict"] for r in data["remedies"]}
-    assert said == {"remedy", "no change", "loses", "not applicable"}
+    assert said == {"remedy", "loses", "not applicable"}
 
 
 def test_the_diagnose_page_and_its_html_report_give_the_verdict(monkeypatch):
