@@ -231,8 +231,9 @@ class Layout:
     # micro-step times of pipeline fill and drain a step, where a device is a pipelined model
     # replica (``Runs.bubble_micro_steps``); 0: none
     bubble_micro_steps: float = 0.0
-    # a fixed time of each micro-step of each run, s, beside the fitted overhead: its data wait
-    # read as a fixed cost of each fetch (``runs_data_wait.fetch_layout``); 0: none
+    # a fetch before each micro-step's forward of each run, s, beside the fitted overhead
+    # (``StepInputs.fetch_s``): its data wait read as a fixed cost of each fetch
+    # (``runs_data_wait.fetch_layout``); 0: none
     fetch_s: np.ndarray | float = 0.0
 
     @property
@@ -305,15 +306,16 @@ def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float,
     """The model's inputs for ``layout`` with parameter ``values``, exchanging ``gradient_bytes``
     as ``exchange`` says."""
     g = layout.devices_per_node
-    overhead = values["overhead_s"] + layout.fetch_s
-    micro = overhead + values["per_sample_s"] * layout.micro_batch
+    # the passes a slow device slows: the fetch before forward, the same on every device, aside
+    micro = values["overhead_s"] + values["per_sample_s"] * layout.micro_batch
     slow = 1.0 + layout.straggler_delay_s / (layout.accumulation * micro)
     return StepInputs(
         devices=layout.devices,
         devices_per_node=g,
         micro_batch=layout.micro_batch,
         accumulation=layout.accumulation,
-        overhead_s=overhead,
+        overhead_s=values["overhead_s"],
+        fetch_s=layout.fetch_s,  # before forward, outside the passes the exchange hides behind
         per_sample_s=values["per_sample_s"],
         optimizer_step_s=0.0,
         backward_fraction=2.0 / 3.0,
@@ -1262,10 +1264,11 @@ def fitted_profile(
         critical_batch_size=critical_batch_size,
         pipeline_bubble_micro_steps=runs.bubble_micro_steps,  # a replica's pipeline, if any
     )
-    # the largest run's fixed fetch cost (``Layout.fetch_s``) is in its micro-step's fixed time
-    overhead = v["overhead_s"] + float(np.broadcast_to(fit.layout.fetch_s, len(runs.rows))[-1])
+    # the largest run's fixed fetch cost (``Layout.fetch_s``): a fetch before each forward
+    fetch = float(np.broadcast_to(fit.layout.fetch_s, len(runs.rows))[-1])
     compute = ComputeCurve(
-        overhead_s=clip("duration_s", overhead),
+        overhead_s=clip("duration_s", v["overhead_s"]),
+        fetch_s=clip("duration_s", fetch),
         per_sample_s=clip("positive_duration_s", v["per_sample_s"]),
         measured=True,
         source=RUNS_SOURCE,
@@ -1280,7 +1283,8 @@ def fitted_profile(
         else None
     )
     delay = float(fit.layout.straggler_delay_s[-1])
-    micro = overhead + v["per_sample_s"] * runs.micro_batch[-1]
+    # the passes the straggler's spread is over (the fetch, the same on every device, aside)
+    micro = v["overhead_s"] + v["per_sample_s"] * runs.micro_batch[-1]
     k = runs.accumulation[-1]
     cv = v["jitter_cv"]
     slow_factor = 1.0

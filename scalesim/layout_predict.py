@@ -896,6 +896,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                        attention_kernel=kernel_for(profile, scenario.attention_kernel)
                        ).replace(devices_per_node=g_max,
                                  oom_micro_batch=profile.compute.oom_micro_batch or 0,
+                                 fetch_s=profile.compute.fetch_s,
                                  **(overrides or {}))
     supply, supply_alone = loader_supply(profile, scenario, per_node)  # one loader per replica
     # the schedule (default 1f1b / interleaved) where a row pipelines; none at pp 1, where a

@@ -371,6 +371,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
                                           profile.compute.colocated_devices),
         optimizer_step_s=optimizer_alone_s,
         per_step_s=profile.compute.per_step_s,
+        fetch_s=profile.compute.fetch_s,
         backward_fraction=wl.backward_fraction,
         bubble_micro_steps=wl.pipeline_bubble_micro_steps,
         params=wl.params,

@@ -7,7 +7,7 @@ waits T less its work (step - wait): slope -1 within them; a fixed cost of each 
 same whatever the work, slope 0. ``read_runs_wait`` fits that slope over such runs, an intercept
 for each period, through ``trace_data_wait.read_wait_slope`` (docs/diagnose.md, "A data wait of
 runs: a loader that paces, or a fixed fetch cost"). Read as a fixed cost, the runs are refitted
-with the wait in each micro-step's fixed time (``fetch_layout``, ``fixed_fetch_runs``).
+with the wait a fetch before each micro-step's forward (``fetch_layout``, ``fixed_fetch_runs``).
 """
 
 from __future__ import annotations
@@ -63,8 +63,9 @@ def read_runs_wait(runs: Runs, words: Nouns = GPU_NOUNS) -> DataWaitReading | No
 
 
 def fetch_layout(runs: Runs) -> Layout:
-    """The runs' layout (``fit_runs.measured_layout``) with each run's data wait a fixed time
-    of each of its micro-steps (``Layout.fetch_s``, s: wait / accumulation)."""
+    """The runs' layout (``fit_runs.measured_layout``) with each run's data wait a fetch before
+    each of its micro-steps (``Layout.fetch_s``, s: wait / accumulation; ``StepInputs.fetch_s``,
+    outside the passes the exchange hides behind)."""
     return replace(measured_layout(runs),
                    fetch_s=runs.optional("data_wait_s") / runs.accumulation)
 

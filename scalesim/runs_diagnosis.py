@@ -866,7 +866,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     def price(reading):
         """The remedies under the runs' ``reading`` of their data wait (``as_read``): the fit's
         own (None, ``PACES``: a loader that paces the job is the fit's input supply), or a refit
-        with the wait a fixed cost of each fetch in each micro-step (``FIXED``), each banded over
+        with the wait a fixed cost of each fetch before each micro-step (``FIXED``), each banded over
         the parameters its runs allow and judged over the gradient sizes they allow; the first
         remedy and the sizes kept in ``priced``."""
         one_fit, one_runs = fit, runs
@@ -1024,7 +1024,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
 
 def _refit_words(fit, refit, wait_s: float, micro_steps: int, words: Nouns) -> str:
     """What the remedies read with the data wait a fixed cost of each fetch rest on: the runs
-    fitted again with it in each micro-step's fixed time (``runs_data_wait.fetch_layout``), its
+    fitted again with it a fetch before each micro-step (``runs_data_wait.fetch_layout``), its
     compute beside the fit's, which carries the wait in its own."""
     def compute(v):
         return (f"{milliseconds(v['overhead_s'])} per micro-step (fixed) + "
@@ -1033,7 +1033,7 @@ def _refit_words(fit, refit, wait_s: float, micro_steps: int, words: Nouns) -> s
     return (f"read as a fixed cost of each fetch, the data wait ({milliseconds(wait_s)} a step "
             f"at {words.count(int(refit.layout.devices[-1]))}, "
             f"{milliseconds(wait_s / micro_steps)} a micro-step) is priced on a refit of the "
-            f"runs with each run's wait in its micro-steps' fixed time: compute "
+            f"runs with each run's wait a fetch before each micro-step: compute "
             f"{compute(refit.values)} beside the fetch, where the fit above, the wait in its "
             f"compute, gives {compute(fit.values)}")
 

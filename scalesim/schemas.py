@@ -698,6 +698,11 @@ class ComputeCurve(_Strict):
         "update, neither sharded nor slowed by colocation (diagnose's traces: collectives set "
         "aside as no gradient traffic that run once a step, a metric all-reduced for logging; "
         "a traced pipeline's fill and drain), s")
+    fetch_s: float = bounded(
+        "duration_s", 0.0, "fixed time of each micro-step's data fetch before its forward (the "
+        "loader's next()), serial with the step and never hidden behind the passes the exchange "
+        "overlaps, nor slowed by colocation (diagnose's data wait read as a fixed cost of each "
+        "fetch), s")
     rel_rmse: float | None = bounded("rel_error", None, "fit quality on the points")
     points: list[ComputePoint] = Field(default_factory=list)
     max_micro_batch: int | None = bounded(

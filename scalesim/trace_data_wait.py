@@ -226,10 +226,12 @@ def fixed_fetch_remedy(profile, scenario, fetch_s: float, micro_steps: int = 1,
                        whose: str = "the traces'") -> Remedy:
     """The loader remedy where the data wait (``whose``: 'the traces'', 'the runs'') reads as
     a fixed cost of each fetch (``FIXED``): its ``fetch_s`` a micro-step (of ``micro_steps`` a
-    step) is in the model's fixed time of each micro-step (``ComputeCurve.overhead_s``); taking
-    it off is the gain (held to removing the wait, ``loader_within_wait``). More workers do not
-    shorten the hand-off of a batch they already have ready."""
-    gain = gain_of_compute(profile, scenario, overhead_s=profile.compute.overhead_s - fetch_s)
+    step) is the model's fetch before each forward (``ComputeCurve.fetch_s``, serial with the
+    step, never hidden behind the passes the exchange overlaps); taking it off is the gain (held
+    to removing the wait, ``loader_within_wait``). More workers do not shorten the hand-off of a
+    batch they already have ready."""
+    gain = gain_of_compute(profile, scenario,
+                           fetch_s=max(profile.compute.fetch_s - fetch_s, 0.0))
     note = (f"{whose} data wait, {milliseconds(fetch_s * micro_steps)} a step, is read as "
             "the same cost in every fetch (see the notes), not a loader falling short")
     return Remedy("loader", FIXED_FETCH_TITLE, gain, True, note, verdict=gain_verdict(gain))
@@ -242,8 +244,7 @@ def loader_within_wait(remedy: Remedy, data_wait_s: float, step_s: float,
     loader at today's rate (one step's samples a step) and rebuilds the rest of the step from
     medians of its parts, which can fall short of the traced step (one rank's step 2.58 ms, its
     parts 2.02), and that shortfall read as the loader's had promised +33 % for a 0.135 ms
-    wait; a fixed fetch cost in the fixed time of a micro-step of runs' model hides some of the
-    exchange behind backward, so taking it off can read more than it."""
+    wait."""
     if remedy.key != "loader" or not remedy.applicable or step_s <= data_wait_s:
         return remedy
     most = data_wait_s / (step_s - data_wait_s)

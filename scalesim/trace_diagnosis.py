@@ -985,7 +985,8 @@ def _modelled_remedies(cr, summaries, cause: str, exchange=None, degrees=None, d
     (``ComputeCurve.per_step_s``, never sharded), the rest in each micro-step. ``wait_reading``:
     a worker-process loader's data wait (where the model carries it, ``LOADER_MODELLED_SHARE``)
     as a supply beside the step at today's rate (``PACES``: nothing else gains until it does) or
-    as a fixed time of each micro-step (``FIXED``: a fixed cost of each fetch, which the loader
+    as a fetch before each micro-step's forward (``FIXED``: a fixed cost of each fetch,
+    ``ComputeCurve.fetch_s``, outside the passes the exchange hides behind, which the loader
     remedy takes off, ``trace_data_wait.fixed_fetch_remedy``)."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
@@ -1058,9 +1059,11 @@ def _modelled_remedies(cr, summaries, cause: str, exchange=None, degrees=None, d
     aside_once = (set_aside_once * min(max(cr["set_aside_exposed_s"], 0.0),
                                        max(cr["idle_s"], 0.0))
                   if set_aside_once > 0 and k >= 2 else 0.0)
-    idle = (max(cr["idle_s"], 0.0) - aside_once + model_parallel_s) / k + fetch
+    idle = (max(cr["idle_s"], 0.0) - aside_once + model_parallel_s) / k
     per_sample_extra_s /= k
-    micro = compute + idle + loading  # the model's micro-step, an in-process loader's time in it
+    # the model's passes, an in-process loader's time in them (a fixed fetch, the same on every
+    # rank, aside: the straggler's spread is over the passes, model/step.py)
+    micro = compute + idle + loading
     slow_factor, cv = 1.0, 0.0
     if cause == "stragglers":  # spread over all ranks: sigma * e_N = measured wait, the k
         # micro-steps' jitter adding in variance (sigma = cv * micro * sqrt(k): model/step.py)
@@ -1074,6 +1077,8 @@ def _modelled_remedies(cr, summaries, cause: str, exchange=None, degrees=None, d
         workload=workload,
         compute=ComputeCurve(overhead_s=idle - per_sample_extra_s,
                              per_sample_s=compute + per_sample_extra_s + loading,
+                             # before each forward, never hidden behind a pass (§1)
+                             fetch_s=fetch,
                              # paid once a step whole (a pipeline's fill and drain, the
                              # metric's once-a-step wait): no optimizer update ZeRO shards
                              optimizer_step_s=0.0, per_step_s=per_step_s + aside_once,

@@ -15,10 +15,18 @@ import pytest
 from cli_harness import kept_diagnoses, run_cli
 
 from scalesim import runs_diagnosis
+from scalesim.fit_runs import fit_runs, fitted_profile
+from scalesim.predict import predict
 from scalesim.runs import parse_runs_text
-from scalesim.runs_data_wait import read_runs_wait, server_samples
+from scalesim.runs_data_wait import fetch_layout, fixed_fetch_runs, read_runs_wait, server_samples
 from scalesim.schemas import Scenario
-from scalesim.trace_data_wait import FIXED, FIXED_FETCH_TITLE, PACES, UNDECIDED
+from scalesim.trace_data_wait import (
+    FIXED,
+    FIXED_FETCH_TITLE,
+    PACES,
+    UNDECIDED,
+    fixed_fetch_remedy,
+)
 
 FETCH_S = 0.003
 
@@ -65,9 +73,13 @@ def test_runs_of_one_loader_period_are_read_together():
 def test_a_fixed_fetch_in_three_runs_of_a_period_gives_both_gains(capsys, monkeypatch, tmp_path):
     """The colleague's runs (undecided): each remedy's gain is the fitted loader's (as before),
     the fixed-cost reading's beside it. By hand at 32 devices (235.31 ms step, 3 ms wait):
-    removing the wait saves at most 3 / 232.31 = +1.29 %; doubling the batch doubles 3 ms less
-    than the fit that carries it per sample (+80.8 %: 2 x 235.31 / 1.808 = 260.3 ms doubled), so
-    its gain lies above +80.8 % and at most 2 x 235.31 / 257.3 - 1 = +82.9 %."""
+    removing the wait saves 3 / 232.31 = +1.29 % (the refit's own step, 228.37 ms, less the
+    fetch alone: +1.33 %, held to the measured); before the fetch was a fetch before forward
+    (``StepInputs.fetch_s``), it sat in the fixed time two thirds backward and removing it
+    exposed more of the exchange: +0.50 %. Doubling the batch doubles 3 ms less than the fit
+    that carries it per sample (+80.8 %: 2 x 235.31 / 1.808 = 260.3 ms doubled), so its gain
+    lies above +80.8 % and at most 2 x 235.31 / 257.3 - 1 = +82.9 % (+81.7 %: the refit hides
+    less of the exchange behind the doubled passes than the fit; +81.6 % before)."""
     made = kept_diagnoses(monkeypatch)
     path = tmp_path / "colleague.csv"
     path.write_text(cases.to_csv(_with_fetch(_inter_server_rows([1, 2, 4, 8, 16, 32]))))
@@ -79,19 +91,24 @@ def test_a_fixed_fetch_in_three_runs_of_a_period_gives_both_gains(capsys, monkey
     step, wait = made[0].table[-1]["step_time_s"], FETCH_S
     loader = by_key["loader"]
     assert not loader["applicable"]  # the fitted loader paces no run: as before
-    assert 0.0 < loader["other_gain"] <= wait / (step - wait) + 1e-9
+    assert loader["other_gain"] == pytest.approx(wait / (step - wait), rel=1e-9)
+    assert loader["other_gain"] == pytest.approx(0.0129, abs=5e-5)
     assert "if the 3 ms data wait is a fixed cost of each fetch" in loader["caveat"]
     batch = by_key["bigger_batch"]
     assert batch["objective_gain"] == pytest.approx(0.808, abs=0.002)
     doubled = 2 * step / (1 + batch["objective_gain"])
     assert batch["objective_gain"] < batch["other_gain"] <= 2 * step / (doubled - wait) - 1
+    assert batch["other_gain"] == pytest.approx(0.817, abs=0.002)
     assert any("priced on a refit" in n and "1.93 ms per sample" in n for n in data["notes"])
 
 
 def test_a_fixed_fetch_in_four_runs_of_a_period_is_priced_as_one(capsys, monkeypatch, tmp_path):
     """Runs to 64 devices: four of one period read the 3 ms as a fixed cost. The loader remedy
-    takes it off (at most 3 / 236.5 = +1.27 % by hand), no remedy carries a second gain, and the
-    remedies rest on the refit (1.93 ms a sample, the fetch beside it)."""
+    takes it off: on the refit's own step S (232.72 ms) it saves the 3 ms alone, 3 / (S - 3)
+    = +1.31 % (before the fetch was a fetch before forward: +0.50 %, the fetch counted in the
+    backward that hides the exchange), held to removing the measured wait, 3 / 236.5 = +1.27 %
+    by hand; no remedy carries a second gain, and the remedies rest on the refit (1.93 ms a
+    sample, the fetch beside it)."""
     made = kept_diagnoses(monkeypatch)
     path = tmp_path / "fixed.csv"
     path.write_text(cases.to_csv(_with_fetch(_inter_server_rows([1, 2, 4, 8, 16, 32, 64]))))
@@ -102,7 +119,15 @@ def test_a_fixed_fetch_in_four_runs_of_a_period_is_priced_as_one(capsys, monkeyp
     loader = next(r for r in report.remedies if r.key == "loader")
     step = report.table[-1]["step_time_s"]
     assert loader.title == FIXED_FETCH_TITLE and loader.applicable
-    assert 0.0 < loader.gain <= FETCH_S / (step - FETCH_S) + 1e-9
+    assert loader.gain == pytest.approx(FETCH_S / (step - FETCH_S), rel=1e-9)
+    assert loader.gain == pytest.approx(0.0127, abs=5e-5)
+    runs = _runs(_with_fetch(_inter_server_rows([1, 2, 4, 8, 16, 32, 64])))
+    refit = fit_runs(fixed_fetch_runs(runs), layout=fetch_layout(runs))
+    profile, scenario, _ = fitted_profile(refit, fixed_fetch_runs(runs))
+    assert profile.compute.fetch_s == FETCH_S  # accumulation 1: the whole wait a micro-step
+    model_step = predict(profile, scenario)[0].step_time_s
+    assert fixed_fetch_remedy(profile, scenario, FETCH_S).gain == pytest.approx(
+        FETCH_S / (model_step - FETCH_S), rel=1e-9)
     assert all(r.other_gain is None for r in report.remedies)
     assert "Take the fixed cost off each fetch" in out
     assert "a fixed cost of each fetch, not a loader that paces the job" in out

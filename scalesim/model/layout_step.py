@@ -150,6 +150,9 @@ class LayoutInputs:
     # updates / params (``compute.optimizer_step_of_s``); NaN: the memory-bound estimate
     per_step_s: object = 0.0  # fixed time once per step, neither sharded nor split over tp/pp
     # (``ComputeCurve.per_step_s``: a metric all-reduced once a step), s
+    fetch_s: object = 0.0  # fixed time of each micro-batch's data fetch before its forward,
+    # serial with the step, outside the passes the exchange hides behind and the devices'
+    # speed spread (``ComputeCurve.fetch_s``, StepInputs.fetch_s; docs/model.md §1, §16), s
     # overheads
     comm_contention: object = 0.0  # share (0..1) of hidden collective time still charged, §3
     device_cv: object = 0.0  # std/mean of device speeds (persistent, device to device)
@@ -640,7 +643,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         x.optimizer_bytes_per_param, x.reduce_bytes_per_param,
         split=(tp > 1) | (pp > 1))  # a split layout's DDP is Megatron-Core's (§4)
 
-    compute = m * slowest_compute + optimizer_s + _f(x.per_step_s)
+    worked = m * slowest_compute + optimizer_s + _f(x.per_step_s)  # what a device computes
+    compute = worked + m * _f(x.fetch_s)  # and a fetch before each micro-batch's forward (§1)
     tp_comm = m * slowest_tp
     cp_comm = m * slowest_cp
     # ZB-H1 fills the bubble with the deferred weight-gradient passes (W) of an average stage
@@ -728,7 +732,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s,
                                     slowest_compute + slowest_tp + slowest_cp, slow, w_share,
                                     slow_stage_comm)
-    straggler = _straggler_s(x, devices, tp, m, per_micro, compute, slowest_compute,
+    straggler = _straggler_s(x, devices, tp, m, per_micro, worked, slowest_compute,
                              slowest_layers, slow_delay)
     load_s = gb / (_f(dp) * _f(x.loader_samples_per_s))
     stall = np.maximum(load_s - (busy + straggler), 0.0)

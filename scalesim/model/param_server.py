@@ -175,7 +175,8 @@ def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0,
     shared = colocation_factor(g, inp.colocation_slope)
     micro = micro_step_s(b, inp.overhead_s, inp.per_sample_s) * shared
     backward = micro * np.asarray(inp.backward_fraction, dtype=float)
-    compute = (k * micro + np.asarray(inp.optimizer_step_s, dtype=float) * shared
+    compute = (k * (micro + np.asarray(inp.fetch_s, dtype=float))  # a fetch before forward, §1
+               + np.asarray(inp.optimizer_step_s, dtype=float) * shared
                + np.asarray(inp.per_step_s, dtype=float))
     total_bytes = np.where(p > 1, np.asarray(inp.params, dtype=float)
                            * np.asarray(inp.wire_bytes_per_param, dtype=float), 0.0)

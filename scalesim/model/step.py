@@ -3,7 +3,8 @@
     step = compute + exposed_comm + straggler_wait + data_stall
 
 - compute: ``k`` micro-steps of forward+backward plus one optimizer step, all of it slowed by
-  the other busy devices of the same server (``colocation_slope``);
+  the other busy devices of the same server (``colocation_slope``), and ``k`` data fetches
+  before the forwards (``StepInputs.fetch_s``), outside the passes the exchange hides behind;
 - exposed_comm: what the bucket timeline leaves after the last backward (``overlap``), or every
   collective after it (no overlap), plus collectives that cannot overlap (DeepSpeed ZeRO-1/2
   parameter all-gather after the optimizer step; ZeRO-3 gathers exposed in forward and
@@ -124,6 +125,12 @@ class StepInputs:
     # fixed time once per optimizer step, neither sharded nor colocated (ComputeCurve.per_step_s:
     # a metric all-reduced once a step), s; part of the step's compute (docs/model.md §1)
     per_step_s: object = 0.0
+    # fixed time of each micro-step's data fetch before its forward, s (the loader's next():
+    # diagnose's data wait read as a fixed cost of each fetch): serial with the step and part of
+    # its compute, but outside the forward and backward the exchange hides behind, the same on
+    # every device (no straggler spread, no co-location slowdown) and no part of a pipeline's
+    # fill and drain (docs/model.md §1, "A fetch before each forward"); 0: none
+    fetch_s: object = 0.0
 
     def replace(self, **changes) -> StepInputs:
         """A copy with ``changes`` (``dataclasses.replace``)."""
@@ -249,7 +256,8 @@ def evaluate(inp: StepInputs) -> StepResult:
                  * optimizer_traffic_ratio(strategy, framework, inp.param_bytes_per_param,
                                            inp.grad_bytes_per_param, inp.optimizer_bytes_per_param,
                                            inp.reduce_bytes_per_param))
-    compute = k * micro + optimizer + _as(inp.per_step_s)
+    # each micro-step's fetch before its forward: serial, outside the passes above (§1)
+    compute = k * (micro + _as(inp.fetch_s)) + optimizer + _as(inp.per_step_s)
     bubble = _as(inp.bubble_micro_steps) * micro  # a pipelined replica's fill and drain
 
     total_bytes = _as(inp.params) * _as(inp.wire_bytes_per_param) * np.ones_like(p)
