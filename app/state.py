@@ -479,6 +479,7 @@ def compact_profile(profile: Profile) -> Profile:
 ADDED_SINCE_PROFILE_LINKS = (
     ("compute", "per_step_s", 0.0),  # session 43: no time once a step beside the optimizer
     ("workload", "reduce_bytes_per_param", None),  # session 44: the framework's reduce bytes
+    ("compute", "fetch_s", 0.0),  # session 47: a fixed data fetch before each forward
 )
 
 
