@@ -28,6 +28,7 @@ from scalesim.layout import split_short
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
+from .named_controls import control_namer
 from .plan import (
     DOES_NOT_FIT,
     MAKES_IT_RUN,
@@ -41,7 +42,6 @@ from .plan import (
     misfit_words,
     quality_misfits_text,
 )
-from .named_controls import control_namer
 
 # One colour per meaning, in every chart (and the report): a colour never means two things.
 PALETTE = {

@@ -110,6 +110,7 @@ def test_the_app_says_the_same_refusals_in_its_control_labels():
     kernel flash2', not the field or the CLI's flag."""
     from scalesim.app.named_controls import in_control_words
     from scalesim.app.state import AppState
+
     from scalesim.device_nouns import GPU_NOUNS
     from scalesim.errors import ScalesimError
     from scalesim.layout_predict import check_attention_kernel, check_precision
