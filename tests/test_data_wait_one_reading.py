@@ -10,11 +10,9 @@ every rank's median: on the job below, 4 ms, 2.5 ms and 2.5 ms of one wait, the 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from cli_harness import run_cli
-from test_trace_exchange_waits import _event
+from trace_events import loaded_step, write_ranks
 
 from scalesim import trace_ranks
 from scalesim.trace_diagnosis import diagnose_traces, input_wait_s, micro_step_wait_s
@@ -34,21 +32,10 @@ def _uneven_loading(tmp_path, waits_ms=(4.0, 1.0), computes_ms=(3.0, 8.5), steps
         end = start + max(w + c for w, c in zip(waits_ms, computes_ms, strict=True)) + 1.0
         for rank in (0, 1):
             at = start + waits_ms[rank] + computes_ms[rank]
-            events[rank] += [
-                _event(f"ProfilerStep#{n + 1}", start * 1e3, (end - start) * 1e3,
-                       cat="user_annotation"),
-                _event(IN_PROCESS, start * 1e3, waits_ms[rank] * 1e3, cat="user_annotation"),
-                _event("aten::mm", (start + waits_ms[rank]) * 1e3, computes_ms[rank] * 1e3),
-                _event("gloo:all_reduce", at * 1e3, (end - at) * 1e3, cat="user_annotation",
-                       tid=2)]
+            events[rank] += loaded_step(n, start, end, IN_PROCESS, waits_ms[rank],
+                                        computes_ms[rank], at)
         start = end
-    paths = []
-    for rank in (0, 1):
-        path = tmp_path / f"r{rank}.json"
-        path.write_text(json.dumps({"traceEvents": events[rank], "distributedInfo": {
-            "backend": "gloo", "rank": rank, "world_size": 2}}))
-        paths.append(str(path))
-    return paths
+    return write_ranks(tmp_path, events)
 
 
 def test_the_wait_on_the_steps_path_is_the_one_the_remedies_take_off(tmp_path):

@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 import pytest
-from test_trace_exchange_waits import _event
+from trace_events import loaded_step, write_ranks
 
 from scalesim import trace_ranks
 from scalesim.model.stragglers import DEVICE_SPEED_CV
@@ -48,21 +48,9 @@ def _job(tmp_path, slow_ms: list[float], fixed_wait_ms: float | None = None,
         end = start + wait + max(computes) + 1.0
         for rank, compute in enumerate(computes):
             at = start + wait + compute
-            events[rank] += [
-                _event(f"ProfilerStep#{n + 1}", start * 1e3, (end - start) * 1e3,
-                       cat="user_annotation"),
-                _event(FETCH, start * 1e3, wait * 1e3, cat="user_annotation"),
-                _event("aten::mm", (start + wait) * 1e3, compute * 1e3),
-                _event("gloo:all_reduce", at * 1e3, (end - at) * 1e3, cat="user_annotation",
-                       tid=2)]
+            events[rank] += loaded_step(n, start, end, FETCH, wait, compute, at)
         start = end
-    paths = []
-    for rank in (0, 1):
-        path = tmp_path / f"r{rank}.json"
-        path.write_text(json.dumps({"traceEvents": events[rank], "distributedInfo": {
-            "backend": "gloo", "rank": rank, "world_size": 2}}))
-        paths.append(str(path))
-    return trace_ranks.load_traces(paths)
+    return trace_ranks.load_traces(write_ranks(tmp_path, events))
 
 
 def _by_key(report):
@@ -141,21 +129,9 @@ def _overlapped_job(tmp_path, wait_ms: float = 0.5, tail_ms: float = 2.0):
         end = start + wait_ms + compute + tail_ms
         reduce_at = start + wait_ms + compute / 3
         for rank in (0, 1):
-            events[rank] += [
-                _event(f"ProfilerStep#{n + 1}", start * 1e3, (end - start) * 1e3,
-                       cat="user_annotation"),
-                _event(FETCH, start * 1e3, wait_ms * 1e3, cat="user_annotation"),
-                _event("aten::mm", (start + wait_ms) * 1e3, compute * 1e3),
-                _event("gloo:all_reduce", reduce_at * 1e3, (end - reduce_at) * 1e3,
-                       cat="user_annotation", tid=2)]
+            events[rank] += loaded_step(n, start, end, FETCH, wait_ms, compute, reduce_at)
         start = end
-    paths = []
-    for rank in (0, 1):
-        path = tmp_path / f"o{rank}.json"
-        path.write_text(json.dumps({"traceEvents": events[rank], "distributedInfo": {
-            "backend": "gloo", "rank": rank, "world_size": 2}}))
-        paths.append(str(path))
-    return trace_ranks.load_traces(paths)
+    return trace_ranks.load_traces(write_ranks(tmp_path, events, prefix="o"))
 
 
 def _ddp_exposed_s(backward_s: float, transfer_s: float) -> float:

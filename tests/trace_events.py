@@ -2,7 +2,9 @@
 (test_trace_sharding_readings, test_trace_unseen_exchange, test_trace_zero_accumulation,
 test_trace_metric_collectives, test_trace_set_aside_time): a CPU op, a collective's
 ``record_param_comms``, the skeleton of profiler steps of k micro-steps, and the ranks'
-summaries of the same events (or each rank's own)."""
+summaries of the same events (or each rank's own); and one rank's step of a data wait, compute
+and all-reduce, written as a gloo job's rank files (test_trace_data_wait_reading,
+test_data_wait_one_reading)."""
 
 from __future__ import annotations
 
@@ -56,3 +58,28 @@ def summaries(tmp_path, events, world: int = 2, traced: int | None = None):
                                     else events}))
         out.append(traces.summarise(path))
     return out
+
+
+def loaded_step(n: int, start_ms: float, end_ms: float, wait_name: str, wait_ms: float,
+                compute_ms: float, reduce_at_ms: float) -> list[dict]:
+    """One rank's events of profiler step ``n + 1`` (times in ms): the step from ``start_ms``
+    to ``end_ms``, a data wait ``wait_name`` of ``wait_ms`` at its start, ``compute_ms`` of
+    matmul after it, and a gloo all-reduce (thread 2) from ``reduce_at_ms`` to the step's end."""
+    return [op(f"ProfilerStep#{n + 1}", start_ms * 1e3, (end_ms - start_ms) * 1e3,
+               cat="user_annotation"),
+            op(wait_name, start_ms * 1e3, wait_ms * 1e3, cat="user_annotation"),
+            op("aten::mm", (start_ms + wait_ms) * 1e3, compute_ms * 1e3),
+            {**op("gloo:all_reduce", reduce_at_ms * 1e3, (end_ms - reduce_at_ms) * 1e3,
+                  cat="user_annotation"), "tid": 2}]
+
+
+def write_ranks(tmp_path, events_by_rank: list[list[dict]], prefix: str = "r") -> list[str]:
+    """The paths of ``events_by_rank`` written as the traces of ranks 0.. of a gloo job
+    (``tmp_path``/<prefix><rank>.json)."""
+    paths = []
+    for rank, events in enumerate(events_by_rank):
+        path = tmp_path / f"{prefix}{rank}.json"
+        path.write_text(json.dumps({"traceEvents": events, "distributedInfo": {
+            "backend": "gloo", "rank": rank, "world_size": len(events_by_rank)}}))
+        paths.append(str(path))
+    return paths
