@@ -32,20 +32,23 @@ BW_GBPS = 3350.0  # H100 SXM, GB/s
 def test_the_rule_by_strategy_framework_and_precision():
     strategies = np.array([DDP, ZERO1, ZERO2, ZERO3])
     # bf16 mixed precision (w 2, g 2, K 12): PyTorch DDP under autocast, 2·12 + 4 = 28;
-    # Megatron-Core's ZeRO-1, 2·12 + 4 + its fp32 -> bf16 copy 4 + 2 = 34; FSDP's ZeRO-2/3, 28
+    # Megatron-Core's ZeRO-1, 2·12 + 4 + its fp32 -> bf16 copy 4 + 2 + its default clip of the
+    # fp32 main grads 4 + 4 + 4 = 46; FSDP's ZeRO-2/3, 28 (the loop's clip is not counted)
     assert optimizer_sweep_bytes_per_param(strategies, FSDP, 2.0, 2.0, 12.0).tolist() == [
-        28.0, 34.0, 28.0, 28.0]
-    # DeepSpeed's stage 0 keeps the model's sweep; stages 1-3 flatten, cast, unscale, copy: 52
+        28.0, 46.0, 28.0, 28.0]
+    # DeepSpeed's stage 0 keeps the model's sweep; stages 1-3 take the fp64 norm (2 + 8 + 8),
+    # flatten, cast, unscale, copy: 18 + 52 = 70
     assert optimizer_sweep_bytes_per_param(strategies, DEEPSPEED, 2.0, 2.0, 12.0).tolist() == [
-        30.0, 52.0, 52.0, 52.0]
+        30.0, 70.0, 70.0, 70.0]
     # fp32 training (w 4, g 4, K 8: m, v, no master): 2·4 + 4 + 2·8 = 28 under the default
-    # framework
-    assert optimizer_sweep_bytes_per_param(strategies, FSDP, 4.0, 4.0, 8.0).tolist() == [28.0] * 4
+    # framework, Megatron's ZeRO-1 28 + its clip 12 = 40
+    assert optimizer_sweep_bytes_per_param(strategies, FSDP, 4.0, 4.0, 8.0).tolist() == [
+        28.0, 40.0, 28.0, 28.0]
     # a stated bf16 reduction does not change what FSDP's step reads: the shard is cast to fp32
     assert float(optimizer_sweep_bytes_per_param(ZERO3, FSDP, 2.0, 2.0, 12.0, 2.0)) == 28.0
     assert float(optimizer_traffic_ratio(ZERO3, FSDP, 2.0, 2.0, 12.0)) == pytest.approx(28 / 30)
     assert float(optimizer_traffic_ratio(ZERO3, DEEPSPEED, 2.0, 2.0, 12.0)) == pytest.approx(
-        52 / 30)
+        70 / 30)
 
 
 def _dp(**changes):
@@ -60,7 +63,8 @@ def test_eight_b_zero3_on_8_h100s_by_hand():
     """The sweep of all 8e9 parameters on one H100: 8e9 × 30 B / 3,350 GB/s = 71.64 ms (the
     estimate ``optimizer_step_s`` stands for). FSDP's ZeRO-3 on 8 ranks updates 1e9 of them at
     28 B: 1e9 × 28 / 3.35e12 = 8.358 ms (was 1e9 × 30 / 3.35e12 = 8.955 ms); DeepSpeed's stage 3
-    at 52 B, 15.522 ms (8.955 before session 46's DeepSpeed sweep)."""
+    at 70 B with its fp64 gradient norm, 20.896 ms (52 B, 15.522 ms before session 47's norm;
+    8.955 before session 46's DeepSpeed sweep)."""
     full = float(optimizer_roofline_s(PSI, 2.0, 2.0, 12.0, BW_GBPS))
     assert full == pytest.approx(0.0716418, rel=1e-6)
     no_opt = float(evaluate(_dp()).compute_s)
@@ -68,12 +72,12 @@ def test_eight_b_zero3_on_8_h100s_by_hand():
     assert fsdp == pytest.approx(1e9 * 28 / 3.35e12, rel=1e-12)
     assert fsdp == pytest.approx(8.358e-3, rel=1e-4)
     ds = float(evaluate(_dp(optimizer_step_s=full, framework=DEEPSPEED)).compute_s) - no_opt
-    assert ds == pytest.approx(1e9 * 52 / 3.35e12, rel=1e-12)
-    # ZeRO-2 alike; FSDP's ZeRO-1 is Megatron-Core's, 34 B
+    assert ds == pytest.approx(1e9 * 70 / 3.35e12, rel=1e-12)
+    # ZeRO-2 alike; FSDP's ZeRO-1 is Megatron-Core's, 46 B with its default clip
     z2 = float(evaluate(_dp(optimizer_step_s=full, strategy=ZERO2)).compute_s) - no_opt
     assert z2 == pytest.approx(fsdp, rel=1e-12)
     z1 = float(evaluate(_dp(optimizer_step_s=full, strategy=ZERO1)).compute_s) - no_opt
-    assert z1 == pytest.approx(1e9 * 34 / 3.35e12, rel=1e-12)
+    assert z1 == pytest.approx(1e9 * 46 / 3.35e12, rel=1e-12)
 
 
 def _layout(**changes):
@@ -84,7 +88,7 @@ def _layout(**changes):
 
 def test_the_layout_path_sweeps_the_same_bytes():
     """GPT (1.652e9 parameters) at dp 8 ZeRO-3 on A100s (2,039 GB/s), the estimate (NaN): each
-    device sweeps 1.652e9 / 8 × 28 B / 2,039 GB/s = 2.836 ms (DeepSpeed 52 B: 5.266 ms); the
+    device sweeps 1.652e9 / 8 × 28 B / 2,039 GB/s = 2.836 ms (DeepSpeed 70 B: 7.089 ms); the
     data-parallel path given the one-device sweep of all parameters agrees."""
     x = _layout()
     no_opt = float(evaluate_layouts(x.replace(optimizer_step_s=0.0)).compute_s)
@@ -93,7 +97,8 @@ def test_the_layout_path_sweeps_the_same_bytes():
     assert fsdp == pytest.approx(2.836e-3, rel=1e-3)
     ds = float(evaluate_layouts(x.replace(framework=DEEPSPEED)).compute_s) - float(
         evaluate_layouts(x.replace(framework=DEEPSPEED, optimizer_step_s=0.0)).compute_s)
-    assert ds == pytest.approx(1.652e9 / 8 * 52 / 2039e9, rel=1e-12)
+    assert ds == pytest.approx(1.652e9 / 8 * 70 / 2039e9, rel=1e-12)
+    assert ds == pytest.approx(7.089e-3, rel=1e-3)
     for zero in (ZERO2, ZERO3):
         full = float(optimizer_roofline_s(1.652e9, 2.0, 2.0, 12.0, 2039.0))
         dp_path = evaluate(_dp(params=1.652e9, strategy=zero, optimizer_step_s=full))

@@ -37,31 +37,37 @@ def _inputs(**layout):
 ROWS = [(1, 1, 1, 0, PARAMS), (4, 1, 1, 1, PARAMS / 4), (4, 1, 1, 0, PARAMS),
         (2, 2, 1, 1, PARAMS / 4), (2, 2, 1, 0, PARAMS / 2), (1, 2, 2, 0, 50_929_664),
         (2, 2, 2, 3, 50_929_664 / 2)]
+# Megatron-Core's rows (ZeRO-1, and DDP at tp or pp > 1) clip their fp32 gradients by default
+# (session 47, docs/model.md §4): norm 4 + scale 4 + 4 on the 28 B update, 40 / 28 of the sweep
+MEGATRON = np.array([False, True, False, True, True, True, False])
+SWEPT = np.where(MEGATRON, 40 / 28, 1.0)
 
 
 def test_a_measured_step_scales_with_the_parameters_each_device_updates():
-    """compute(measured T) - compute(measured 0) = T x updated / Ψ, row by row in one call."""
+    """compute(measured T) - compute(measured 0) = T x updated / Ψ (x 40/28 on Megatron-Core's
+    rows), row by row in one call."""
     dp, tp, pp, zero, updated = (np.array(c) for c in zip(*ROWS, strict=True))
     x = _inputs(dp=dp, tp=tp, pp=pp, zero=zero, micro_batch=1)
     with_t = evaluate_layouts(x.replace(optimizer_step_s=MEASURED_S)).compute_s
     with_0 = evaluate_layouts(x.replace(optimizer_step_s=0.0)).compute_s
-    np.testing.assert_allclose(with_t - with_0, MEASURED_S * updated / PARAMS, rtol=1e-9)
+    np.testing.assert_allclose(with_t - with_0, MEASURED_S * updated / PARAMS * SWEPT,
+                               rtol=1e-9)
 
 
 def test_nan_keeps_the_memory_bound_estimate_row_by_row():
-    """NaN rows: the roofline of the updated parameters (updated x 28 B / 3,350 GB/s); measured
-    rows beside them in the same call: the scaled step."""
+    """NaN rows: the roofline of the updated parameters (updated x 28 B / 3,350 GB/s; 40 B on
+    Megatron-Core's rows); measured rows beside them in the same call: the scaled step."""
     dp, tp, pp, zero, updated = (np.array(c) for c in zip(*ROWS, strict=True))
     x = _inputs(dp=dp, tp=tp, pp=pp, zero=zero, micro_batch=1)
     mixed = np.where(np.arange(len(ROWS)) % 2 == 0, np.nan, MEASURED_S)
     got = evaluate_layouts(x.replace(optimizer_step_s=mixed)).compute_s
     with_0 = evaluate_layouts(x.replace(optimizer_step_s=0.0)).compute_s
     expected = np.where(np.isnan(mixed), updated * BYTES / (BANDWIDTH_GBPS * 1e9),
-                        MEASURED_S * updated / PARAMS)
+                        MEASURED_S * updated / PARAMS) * SWEPT
     np.testing.assert_allclose(got - with_0, expected, rtol=1e-9)
     default = evaluate_layouts(x).compute_s  # absent: the estimate, as before
-    np.testing.assert_allclose(default - with_0, updated * BYTES / (BANDWIDTH_GBPS * 1e9),
-                               rtol=1e-9)
+    np.testing.assert_allclose(default - with_0,
+                               updated * BYTES * SWEPT / (BANDWIDTH_GBPS * 1e9), rtol=1e-9)
 
 
 def test_optimizer_step_of_s_broadcasts_and_is_finite():

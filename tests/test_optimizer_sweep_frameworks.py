@@ -45,29 +45,34 @@ def test_pytorch_ddp_under_autocast_steps_fp32_weights_and_gradients():
 
 def test_megatron_distributed_optimizer_casts_and_copies_back():
     """ZeRO-1 on 8: 1e9 parameters a device. fp32 main grads: Adam 2·12 + 4 = 28, the fp32 main
-    shard copied into the bf16 parameter buffer 4 + 2: 34 B, 1e9 × 34 / 3.35e12 = 10.149 ms
-    (was 32 B, 9.552 ms). bf16 main grads: their cast to fp32 first, 2 + 4: 40 B, 11.940 ms
-    (was 30 B, 8.955 ms)."""
-    assert _optimizer_s(ZERO1) == pytest.approx(1e9 * 34 / BW, rel=1e-12)
-    assert _optimizer_s(ZERO1) == pytest.approx(10.149e-3, rel=1e-4)
+    shard copied into the bf16 parameter buffer 4 + 2, the gradient-norm clip on by default
+    (``clip_grad`` 1.0: norm of the fp32 main grads 4, TE's ``multi_tensor_scale_tensor`` 4 + 4):
+    46 B, 1e9 × 46 / 3.35e12 = 13.731 ms (was 34 B, 10.149 ms, without the clip). bf16 main
+    grads: their cast to fp32 first, 2 + 4: 52 B, 15.522 ms (was 40 B, 11.940 ms)."""
+    assert _optimizer_s(ZERO1) == pytest.approx(1e9 * 46 / BW, rel=1e-12)
+    assert _optimizer_s(ZERO1) == pytest.approx(13.731e-3, rel=1e-4)
     assert _optimizer_s(ZERO1, reduce_bytes_per_param=2.0) == pytest.approx(
-        1e9 * 40 / BW, rel=1e-12)
-    assert _optimizer_s(ZERO1, reduce_bytes_per_param=2.0) == pytest.approx(11.940e-3, rel=1e-4)
-    # fp32 training: the main shard is the parameter (a view), nothing to cast or copy: 28
-    assert float(optimizer_sweep_bytes_per_param(ZERO1, FSDP, 4.0, 4.0, 8.0)) == 28.0
+        1e9 * 52 / BW, rel=1e-12)
+    assert _optimizer_s(ZERO1, reduce_bytes_per_param=2.0) == pytest.approx(15.522e-3, rel=1e-4)
+    # fp32 training: the main shard is the parameter (a view), nothing to cast or copy; the
+    # clip reads and scales the fp32 grads as in bf16: 28 + 12 = 40
+    assert float(optimizer_sweep_bytes_per_param(ZERO1, FSDP, 4.0, 4.0, 8.0)) == 40.0
 
 
 def test_deepspeed_flattens_casts_unscales_and_copies_back():
-    """Stages 1-3 in bf16: flatten the gradient partition 2 + 2, cast it to fp32 2 + 4, unscale
-    in place 4 + 4, Adam 2·12 + 4, copy the fp32 partition into the bf16 one 4 + 2: 52 B,
-    1e9 × 52 / 3.35e12 = 15.522 ms a device on 8 (was 30 B, 8.955 ms)."""
+    """Stages 1-3 in bf16: the gradient norm every step, each bf16 gradient cast to fp64 and
+    normed (2 + 8, read 8: 18), flatten the gradient partition 2 + 2, cast it to fp32 2 + 4,
+    unscale (and clip) in place 4 + 4, Adam 2·12 + 4, copy the fp32 partition into the bf16 one
+    4 + 2: 70 B, 1e9 × 70 / 3.35e12 = 20.896 ms a device on 8 (was 52 B, 15.522 ms, without the
+    norm)."""
     for zero in (ZERO1, ZERO2, ZERO3):
-        assert _optimizer_s(zero, DEEPSPEED) == pytest.approx(1e9 * 52 / BW, rel=1e-12)
-    assert _optimizer_s(ZERO2, DEEPSPEED) == pytest.approx(15.522e-3, rel=1e-4)
-    # fp32 training: no cast; stages 1-2 copy their fp32 clone back (4 + 4): 8 + 8 + 28 + 8 =
-    # 52; stage 3's fp32 partition is the parameters' own, no copy: 44
-    assert float(optimizer_sweep_bytes_per_param(ZERO2, DEEPSPEED, 4.0, 4.0, 8.0)) == 52.0
-    assert float(optimizer_sweep_bytes_per_param(ZERO3, DEEPSPEED, 4.0, 4.0, 8.0)) == 44.0
+        assert _optimizer_s(zero, DEEPSPEED) == pytest.approx(1e9 * 70 / BW, rel=1e-12)
+    assert _optimizer_s(ZERO2, DEEPSPEED) == pytest.approx(20.896e-3, rel=1e-4)
+    # fp32 training: no cast; the norm casts fp32 to fp64, 4 + 8 + 8 = 20; stages 1-2 copy
+    # their fp32 clone back (4 + 4): 20 + 8 + 8 + 28 + 8 = 72; stage 3's fp32 partition is the
+    # parameters' own, no copy: 64
+    assert float(optimizer_sweep_bytes_per_param(ZERO2, DEEPSPEED, 4.0, 4.0, 8.0)) == 72.0
+    assert float(optimizer_sweep_bytes_per_param(ZERO3, DEEPSPEED, 4.0, 4.0, 8.0)) == 64.0
     # stage 0 (its BF16_Optimizer) keeps the model's sweep
     assert _optimizer_s(DDP, DEEPSPEED) == pytest.approx(FULL, rel=1e-12)
 
@@ -110,24 +115,26 @@ def _layout_optimizer_s(**layout):
 def test_a_split_layouts_ddp_is_megatron_cores_float16_optimizer():
     """tp 2 × dp 4, DDP: Megatron-Core's DDP with its non-distributed optimizer
     (``Float16OptimizerWithFloat16Params``: ``main_grad.float()``, Adam on the fp32 main params,
-    ``_copy_main_params_to_model_params``), 34 B with fp32 main grads, 40 with fp16/bf16 ones.
-    Each device updates 1.652e9 / 2 = 0.826e9 parameters: 0.826e9 × 34 / 2.039e12 = 13.773 ms
-    (was PyTorch DDP's 28 B, 11.343 ms); fp16 main grads (Megatron ``--fp16``, stated 2)
-    0.826e9 × 40 / 2.039e12 = 16.204 ms (was the model's 30, 12.153 ms). tp 1 stays PyTorch
-    DDP's 28."""
+    ``_copy_main_params_to_model_params``) and its default gradient-norm clip (norm 4 + scale
+    4 + 4 of the fp32 main grads), 46 B with fp32 main grads, 52 with fp16/bf16 ones.
+    Each device updates 1.652e9 / 2 = 0.826e9 parameters: 0.826e9 × 46 / 2.039e12 = 18.635 ms
+    (was 34 B without the clip, 13.773 ms); fp16 main grads (Megatron ``--fp16``, stated 2)
+    0.826e9 × 52 / 2.039e12 = 21.065 ms (was 40 B, 16.204 ms). tp 1 stays PyTorch DDP's 28
+    (PyTorch DDP does not clip by default)."""
     split = _layout_optimizer_s(dp=4, tp=2, pp=1, zero=DDP)
-    assert split == pytest.approx(0.826e9 * 34 / 2.039e12, rel=1e-12)
-    assert split == pytest.approx(13.773e-3, rel=1e-4)
+    assert split == pytest.approx(0.826e9 * 46 / 2.039e12, rel=1e-12)
+    assert split == pytest.approx(18.635e-3, rel=1e-4)
     fp16 = _layout_optimizer_s(dp=4, tp=2, pp=1, zero=DDP, reduce_bytes_per_param=2.0)
-    assert fp16 == pytest.approx(16.204e-3, rel=1e-4)
+    assert fp16 == pytest.approx(21.065e-3, rel=1e-4)
     piped = _layout_optimizer_s(dp=4, tp=1, pp=2, zero=DDP)  # the larger stage's share
-    assert piped > _layout_optimizer_s(dp=8, tp=1, pp=1, zero=DDP) / 2 * 34 / 28
+    assert piped > _layout_optimizer_s(dp=8, tp=1, pp=1, zero=DDP) / 2 * 46 / 28
     assert _layout_optimizer_s(dp=8, tp=1, pp=1, zero=DDP) == pytest.approx(
         1.652e9 * 28 / 2.039e12, rel=1e-12)
-    # the rule itself, per parameter: fp32 training has nothing to cast or copy (FP32Optimizer)
-    assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 2.0, 2.0, 12.0, split=True)) == 34.0
-    assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 2.0, 2.0, 12.0, 2.0, True)) == 40.0
-    assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 4.0, 4.0, 8.0, split=True)) == 28.0
+    # the rule itself, per parameter: fp32 training has nothing to cast or copy (FP32Optimizer),
+    # and clips as the mixed-precision one does (FP32Optimizer.step, optimizer.py:1351): 40
+    assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 2.0, 2.0, 12.0, split=True)) == 46.0
+    assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 2.0, 2.0, 12.0, 2.0, True)) == 52.0
+    assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 4.0, 4.0, 8.0, split=True)) == 40.0
     # and the words every command prints for it
     assert framework_label("ddp", "fsdp", split=True) == "Megatron-Core DDP"
     assert framework_label("ddp", "fsdp", pipeline=True) == "Megatron-Core DDP"

@@ -263,7 +263,8 @@ def test_a_left_out_option_far_slower_says_how_many_times(capsys):
     # its fp32 shard, 28 of 30 bytes a parameter (docs/model.md §4); $11,718 since each
     # framework sweeps its own bytes (§4 "The optimizer step by framework": today's
     # Megatron-Core ZeRO-1 34 B, the shape's one-device DDP step, which its estimated compute
-    # curve leaves out, 28 B)
-    assert note == ("note: not shown: today's layout, 5.4x slower and $11,718 more expensive than "
+    # curve leaves out, 28 B); $11,726 since session 47 counted Megatron-Core's default
+    # gradient-norm clip (today's ZeRO-1 46 B)
+    assert note == ("note: not shown: today's layout, 5.4x slower and $11,726 more expensive than "
                     "the planner's layout"), note
     assert "%" not in note

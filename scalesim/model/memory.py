@@ -44,6 +44,9 @@ FSDP_SHARD_BYTES = 4.0
 # The optimizer side's dtype in every framework's step (fp32 master weights, the fp32 gradient
 # Adam reads, the casts into and out of them), bytes per element; docs/model.md §4
 FP32_BYTES = 4.0
+# DeepSpeed ZeRO's gradient norm casts each 16-bit gradient to fp64 before its norm
+# (``g.data.double()``, stage_1_and_2.py:2089, stage3.py:2285), bytes per element; §4
+FP64_BYTES = 8.0
 
 
 def _megatron_zero1(strategy, framework):
@@ -94,6 +97,24 @@ def _fp32_update_bytes(param_bytes_per_param, optimizer_bytes_per_param, fp32_gr
             + np.where(param >= FP32_BYTES, 2.0 * param, 0.0))
 
 
+def megatron_clip_bytes_per_param():
+    """Bytes Megatron-Core's gradient-norm clipping reads and writes per parameter it updates
+    (``clip_grad`` 1.0 by default, ``optimizer_config.py:374``; ``optimizer.py:830``): the L2
+    norm of the fp32 main grads (``multi_tensor_l2norm``, read 4) and, with Transformer Engine
+    installed, an in-place scale by the clamped coefficient every step
+    (``multi_tensor_scale_tensor``, read 4 + write 4; ``clip_grads.py:181``): 12
+    (docs/model.md §4)."""
+    return 3.0 * FP32_BYTES
+
+
+def deepspeed_norm_bytes_per_param(grad_bytes_per_param):
+    """Bytes DeepSpeed ZeRO's gradient norm reads and writes per parameter it updates, computed
+    every step (``scaled_global_norm``, stage_1_and_2.py:2315; stage3.py:2394): each gradient
+    cast to fp64 (read ``grad_bytes_per_param``, write 8) and its norm (read 8): 18 in bf16.
+    The clip itself is folded into the unscale already counted (docs/model.md §4). Numpy."""
+    return np.asarray(grad_bytes_per_param, dtype=float) + 2.0 * FP64_BYTES
+
+
 def optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
                                     grad_bytes_per_param, optimizer_bytes_per_param,
                                     reduce_bytes_per_param=np.nan, split=False):
@@ -112,17 +133,22 @@ def optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
       True: a layout with tp or pp > 1, which PyTorch DDP does not run): casts its
       ``main_grad`` (w_main, ``main_grad_bytes_per_param``) to fp32 where it is 16-bit
       (``w_main + 4``), updates the fp32 main copy (``2 K + 4``) and copies it into the 16-bit
-      parameters (``4 + w``): 34 with fp32 main grads, 40 with bf16 or fp16.
+      parameters (``4 + w``), and clips its fp32 main grads (``megatron_clip_bytes_per_param``,
+      12): 46 with fp32 main grads, 52 with bf16 or fp16.
     - PyTorch FSDP's ZeRO-2/3 (FSDP1, FSDP2): the fp32 shard and its gradient cast to fp32,
       ``2 K + max(g, 4)``, no 16-bit copy (28; measured, ``tests/fsdp_optimizer_probe.py``).
     - DeepSpeed's ZeRO-1/2/3 (``stage_1_and_2.py``, ``stage3.py``): flattens the gradient
       partition (``2 g``), casts it to fp32 (``g + 4``), unscales it in place (8), updates the fp32
-      partition (``2 K + 4``) and copies it into the 16-bit partition (``4 + w``): 52.
+      partition (``2 K + 4``) and copies it into the 16-bit partition (``4 + w``), after the
+      gradient norm in fp64 (``deepspeed_norm_bytes_per_param``, 18): 70.
 
-    fp32 training (w = 4, K without a master): ``2 w + 4 + 2 K`` = 28 for all but DeepSpeed
-    (flatten 8 + unscale 8 + 28 + copy 8 = 52; 44 at stage 3, whose fp32 partition is the
-    parameters'). DeepSpeed's DDP (stage 0) keeps the model's sweep. The gradient norm (clipping)
-    is counted in no framework. Numpy, broadcasts."""
+    fp32 training (w = 4, K without a master): ``2 w + 4 + 2 K`` = 28 for PyTorch DDP and FSDP,
+    40 for Megatron-Core (28 + clip 12), DeepSpeed 72 (flatten 8 + unscale 8 + 28 + copy 8 +
+    norm 20; 64 at stage 3, whose fp32 partition is the parameters'). DeepSpeed's DDP (stage 0)
+    keeps the model's sweep. The gradient norm is counted where the framework computes it by
+    default and the model knows the framework (Megatron-Core, DeepSpeed ZeRO), not for PyTorch
+    DDP (no default clipping) or FSDP (the training loop's, which the model cannot tell).
+    Numpy, broadcasts."""
     strategy, framework = np.asarray(strategy), np.asarray(framework)
     split = np.asarray(split, dtype=bool)
     param = np.asarray(param_bytes_per_param, dtype=float)
@@ -139,10 +165,12 @@ def optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
     # (fp32 under autocast), Megatron-Core's its main_grad buffer's (§4)
     reduced = main_grad_bytes_per_param(grad, reduce_bytes_per_param)
     ddp = np.where(reduced >= FP32_BYTES, _fp32_update_bytes(param, state, reduced), generic)
-    megatron = np.where(reduced < FP32_BYTES, reduced + FP32_BYTES, 0.0) + fp32_update + copy_back
+    megatron = (np.where(reduced < FP32_BYTES, reduced + FP32_BYTES, 0.0) + fp32_update
+                + copy_back + megatron_clip_bytes_per_param())
     fsdp = _fp32_update_bytes(param, state, np.maximum(grad, FSDP_SHARD_BYTES))
     deepspeed = (2.0 * grad + cast + 2.0 * FP32_BYTES + fp32_update
-                 + np.where(mixed | (strategy <= ZERO2), FP32_BYTES + param, 0.0))
+                 + np.where(mixed | (strategy <= ZERO2), FP32_BYTES + param, 0.0)
+                 + deepspeed_norm_bytes_per_param(grad))
     return np.select(
         [default & (strategy == DDP) & ~split, default & (strategy <= ZERO1),
          default & (strategy >= ZERO2), (framework == DEEPSPEED) & (strategy >= ZERO1)],
