@@ -570,12 +570,15 @@ PART_PARAMETER = {"data": ("node_loader_samples_per_s", 1), "straggler": ("jitte
 def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
                 exchange: RunsExchange = DDP_EXCHANGE, without: str | None = None,
                 nominal_gradient_bytes: float = NOMINAL_GRADIENT_BYTES,
-                layout: Layout | None = None) -> FitProblem:
+                layout: Layout | None = None,
+                held: dict[str, float] | None = None) -> FitProblem:
     """The problem ``fit_runs`` solves for ``runs`` (with its notes, whether rank times are
     measured, the measured layout, the gradient bytes: ``params * wire_bytes_per_param``,
     ``nominal_gradient_bytes`` without, and how they were exchanged: ``exchange``). ``without``
     (a ``PART_PARAMETER`` key): that part's parameter is held where the part is none, not
-    fitted. ``layout``: the runs' ``measured_layout`` where a fit of the same runs built it."""
+    fitted. ``layout``: the runs' ``measured_layout`` where a fit of the same runs built it.
+    ``held``: parameters held at these values (their units), not fitted (a profile-likelihood
+    scan's refit, ``runs_link_valley``)."""
     runs = require_model(runs, Runs, "runs")
     check_number("params", params, "params", optional=True)
     check_number("wire_bytes_per_param", wire_bytes_per_param, "wire_bytes_per_param")
@@ -593,6 +596,9 @@ def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: f
         name, end = PART_PARAMETER[without]
         free = [n for n in free if n != name]
         init[name] = bounds[name][end]
+    for name, value in (held or {}).items():
+        free = [n for n in free if n != name]
+        init[name] = float(value)
     layout = measured_layout(runs) if layout is None else layout
     measured_step = runs.step_time_s
     comm = runs.optional("comm_s")

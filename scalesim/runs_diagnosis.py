@@ -60,6 +60,7 @@ from scalesim.runs_data_wait import (
     fixed_fetch_runs,
     read_runs_wait,
 )
+from scalesim.runs_link_valley import link_valley, valley_caveat
 from scalesim.runs_slow_rank import one_slow_rank, slowest_ranks
 from scalesim.trace_data_wait import (
     FIXED,
@@ -861,7 +862,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                     first = smaller
         return first, remedies, factor
 
-    priced = {}
+    priced, valleys = {}, {}
 
     def price(reading):
         """The remedies under the runs' ``reading`` of their data wait (``as_read``): the fit's
@@ -882,38 +883,50 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         remedies = _loader_note_of_runs(remedies, share_of_step["data"],
                                         [r.devices for r in measured.rows], words,
                                         next((a["from"] for a in apart if a["part"] == "data"), ""))
+        valley, valley_sets = None, []  # where the runs do not tell the link (runs_link_valley)
         if remedies:  # each draw makes the changes the fit's own remedies make (split, batch)
             split_layout = next((r.split_layout for r in remedies if r.split_layout), None)
             factors = (factor,) if factor is not None else SMALLER_BATCH_FACTORS
             count = REMEDY_BAND_DRAWS if transformer is None else LAYOUT_BAND_DRAWS
             drawn, ends = [], []
+            valley = link_valley(one_fit, one_runs, params, wire_bytes_per_param, exchange)
+            valley_rows = valley.rows if valley is not None else np.empty((0, len(one_fit.x)))
             for rows, into in ((plausible_draws(one_fit, one_runs)[0][1:count + 1], drawn),
-                               (held_ends(one_fit), ends)):  # [0] of the draws: the fit
+                               (held_ends(one_fit), ends),  # [0] of the draws: the fit
+                               (valley_rows, valley_sets)):  # refits the runs fit alike
                 for drawn_fit in drawn_fits(one_fit, rows):  # their breakdowns in one call
                     try:
                         into.append(remedies_of(drawn_fit, split_layout, factors)[1])
                     except ScalesimError:  # parameters the model cannot predict from: not banded
                         continue
-            set_gain_bands(remedies, drawn, ends)
+            set_gain_bands(remedies, drawn, ends + valley_sets)
         size_caveats, size_rank, sizes = {}, "", None
         if remedies and not fit.params_known:  # the buckets' gradient size is a guess
             first, size_caveats, size_rank, sizes = _judged_by_size(
                 one_fit, one_runs, exchange, wire_bytes_per_param, remedies, first,
                 lambda size_fit: remedies_of(size_fit, split_layout, factors)[1],
                 (cause.key, *cause.rivals), decisive)
+        across = bool(runs.nodes[-1] > 1)
         for r in remedies:  # a size-dependent remedy's caveat is its size's; another's its range
-            caveat = "" if r.verdict == SIZE_DEPENDENT or r.title == FIXED_FETCH_TITLE else (
-                remedy_caveat(one_fit, r, bool(runs.nodes[-1] > 1), words) or band_caveat(r))
+            sized = r.verdict == SIZE_DEPENDENT or r.title == FIXED_FETCH_TITLE
+            valley_words = "" if sized else valley_caveat(valley, r, valley_sets, decisive, across,
+                                                          slow_rank is not None, words)
+            # the valley's sentence says what the fit's local band on the link or overlap cannot
+            caveat = "" if sized else (
+                "; ".join(c for c in (valley_words, band_caveat(r)) if c) if valley_words
+                else remedy_caveat(one_fit, r, across, words) or band_caveat(r))
             r.caveat = "; ".join(c for c in (caveat, size_caveats.get(r.key, "")) if c)
         if size_rank and first is not None:
             first.caveat = "; ".join(c for c in (first.caveat, size_rank) if c)
         priced[reading] = first, remedies, sizes, one_fit
+        valleys[reading] = valley
         return remedies
 
     remedies = as_read(price, wait_reading, wait_last)
     first, shown_before, sizes, _ = next(iter(priced.values()))  # the pacing one's where both
     first = next((b for r, b in zip(shown_before, remedies, strict=True) if r is first), None)
     extra = extrapolate(fit, runs, extrapolate_to)
+    valley = next(iter(valleys.values()), None)  # the pacing reading's, where both were priced
 
     table = []
     for i, r in enumerate(measured.rows):
@@ -947,6 +960,11 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         # (``fit_runs.held_ranges``: its 95 % profile-likelihood interval), [low, high]
         "held_range": {k: [from_fitted_x(k, lo), from_fitted_x(k, hi)] for k, (lo, hi) in
                        fit.held_range_x.items()},
+        # where the runs do not tell the link (``runs_link_valley``): the transfer time scanned,
+        # the least and most that fit them alike (s) and their overlaps; None where they do
+        "link_valley": None if valley is None else {
+            "parameter": valley.name, "transfer_s": list(valley.transfer_s),
+            "overlap": list(valley.overlap)},
         "bubble_micro_steps": runs.bubble_micro_steps,  # a step: k + this stage micro-steps
         "loader_limiting": bool(np.any(model.data_stall_s > 0)),
     }
