@@ -29,7 +29,7 @@ from scalesim.bounds import (
     values_flag,
 )
 from scalesim.device_nouns import Nouns, nouns_for
-from scalesim.errors import ScalesimError, require_model
+from scalesim.errors import ScalesimError, in_words_of, require_model
 from scalesim.figures import MIB_BYTES
 from scalesim.layout import (
     P2P_OVERLAP_WORDS,
@@ -479,7 +479,16 @@ def _sequence_profiles(profile: Profile, base: Scenario, arrays: dict[str, np.nd
                                 f"divisible by 2 x {cp} (load-balanced context parallelism); "
                                 f"give sequence lengths that {fix}", knobs=("seq_len", "cp"))
     resolve = at_sequence or (lambda seq: profile_at_sequence(profile, seq)[0])
-    return {int(seq): resolve(int(seq)) for seq in arrays["seq_len"]}
+    try:
+        return {int(seq): resolve(int(seq)) for seq in arrays["seq_len"]}
+    except ScalesimError as exc:  # a value refused: named by the flag the user typed it with
+        raise ScalesimError(in_words_of(exc, _swept_flag(arrays))) from None
+
+
+def _swept_flag(arrays: dict[str, np.ndarray]) -> Callable[[str], str]:
+    """A knob as a refusal of the sweep names it: a swept one by its axis flag
+    (``bounds.values_flag``: '--seq-len-values'), another by its flag (``bounds.flag_of``)."""
+    return lambda field: values_flag(field) if field in arrays else flag_of(field)
 
 
 def _grid_at(plan: SweepPlan, flat: np.ndarray) -> dict[str, np.ndarray]:

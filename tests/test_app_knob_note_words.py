@@ -33,10 +33,17 @@ def shown_texts(at) -> list[str]:
 
 
 def test_the_cli_says_the_sequence_note_with_its_flag(capsys):
+    """predict says the flag it was given; sweep the axis flag its user typed (session 47's
+    helper: sweep said 'note: --seq-len 4098: ...' of --seq-len-values 4096,4098)."""
+    code, out, err = run_cli(capsys, ["predict", "--workload", "llama3-8b", "--devices", "8",
+                                      "--seq-len", "4098"])
+    assert code == 0, err
+    assert f"note: --seq-len 4098: {NOTE}" in out + err
     code, out, err = run_cli(capsys, ["sweep", "--workload", "llama3-8b", "--devices", "8",
                                       "--seq-len-values", "4096,4098"])
     assert code == 0, err
-    assert f"note: --seq-len 4098: {NOTE}" in err
+    assert f"note: --seq-len-values 4098: {NOTE}" in err
+    assert "note: --seq-len 4" not in err
 
 
 def test_the_note_keeps_the_knob_for_its_reader():

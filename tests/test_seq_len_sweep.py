@@ -61,9 +61,10 @@ def test_preset_rows_at_each_sequence_are_predicts_beside_devices_and_cp(capsys)
     assert_rows_are_predicts(capsys, common, rows)
     step = {r["seq_len"]: r["step_time_s"] for r in rows if r["devices"] == 8 and r["cp"] == 1}
     assert step[4096] < step[8192] < step[16384]
-    # each value's note once (4,096 and 16,384; 8,192 is the workload's own, no note)
-    assert err.count("note: --seq-len 4096: the transformer at 4,096 tokens") == 1
-    assert err.count("note: --seq-len 16384: the transformer at 16,384 tokens") == 1
+    # each value's note once (4,096 and 16,384; 8,192 is the workload's own, no note), by the
+    # flag typed (session 47: it said --seq-len)
+    assert err.count("note: --seq-len-values 4096: the transformer at 4,096 tokens") == 1
+    assert err.count("note: --seq-len-values 16384: the transformer at 16,384 tokens") == 1
     assert "--seq-len 8192:" not in err
 
 

@@ -19,16 +19,17 @@ from scalesim.profiles import load_profile, profile_at_sequence, resolve_profile
 TOO_LONG = 2**30  # the bound's largest sequence: 10,342,201,859 s of compute a sequence
 
 
-@pytest.mark.parametrize("argv", [
-    ["decide", "--workload", "llama3-8b", "--seq-len", str(TOO_LONG)],
-    ["predict", "--workload", "llama3-8b", "--seq-len", str(TOO_LONG)],
-    ["sweep", "--workload", "llama3-8b", "--devices", "16", "--seq-len-values",
-     f"4096,{TOO_LONG}"],
+@pytest.mark.parametrize(("argv", "typed"), [
+    (["decide", "--workload", "llama3-8b", "--seq-len", str(TOO_LONG)], "--seq-len"),
+    (["predict", "--workload", "llama3-8b", "--seq-len", str(TOO_LONG)], "--seq-len"),
+    # the sweep names the flag its user typed (session 47: it said --seq-len)
+    (["sweep", "--workload", "llama3-8b", "--devices", "16", "--seq-len-values",
+      f"4096,{TOO_LONG}"], "--seq-len-values"),
 ])
-def test_the_cli_names_the_sequence_and_the_fix(capsys, argv):
+def test_the_cli_names_the_sequence_and_the_fix(capsys, argv, typed):
     code, out, err = run_cli(capsys, argv)
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert f"--seq-len {TOO_LONG:,}: the model cannot be predicted at that sequence" in err
+    assert f"{typed} {TOO_LONG:,}: the model cannot be predicted at that sequence" in err
     assert "field 'per_sample_s'" in err  # what broke, kept
     assert err.rstrip().endswith("give a sequence length nearer its own, 8,192 tokens")
 

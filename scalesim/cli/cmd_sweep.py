@@ -14,6 +14,7 @@ from scalesim.bounds import (
     LAYOUT_KNOB_BY_FIELD,
     bound,
     flag_list_type,
+    flag_of,
     split_list,
     values_flag,
 )
@@ -25,7 +26,7 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError, flag_error
+from scalesim.errors import ScalesimError, flag_error, in_words_of
 from scalesim.figures import count
 from scalesim.precision import FP8, FP8_WORDS
 from scalesim.schemas import Scenario, ScenarioLayout
@@ -612,8 +613,13 @@ def sweep_notes(plan) -> list[str]:
             f"{', '.join(given)} ignored: a sweep row has no time to train or cost "
             "column (predict, decide and goal price a run)"
         )
-    own = [n for one in (plan.sequences or {0: profile}).values() for n in one.notes]
-    return out + list(dict.fromkeys(own))  # each value's notes (its --seq-len words), once
+    def said(field: str) -> str:  # a knob the sweep sweeps by its axis flag, as the user typed it
+        return values_flag(field) if field in plan.axes else flag_of(field)
+
+    # each value's notes, once, a swept knob named as typed ('--seq-len-values 4098: ...')
+    own = [str(in_words_of(n, said)) for one in (plan.sequences or {0: profile}).values()
+           for n in one.notes]
+    return out + list(dict.fromkeys(own))
 
 
 def run(args: argparse.Namespace) -> int:
