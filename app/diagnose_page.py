@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from scalesim import presets
-from scalesim.bounds import bound, parse_list
+from scalesim.bounds import bound, flag_of, parse_list
 from scalesim.device_nouns import Nouns
 from scalesim.diagnose_request import DEFAULT_WIRE_BYTES, GPUS_PER_NODE_HELP
 from scalesim.diagnosis import Report, shown_gain
@@ -34,7 +34,7 @@ from scalesim.diagnosis_text import (
     no_first_remedy,
     table_nouns,
 )
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, in_words_of
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     P2P_OVERLAP_HELP,
@@ -68,6 +68,35 @@ WIRE_BYTES_LABELS = {None: "as the transformer's workload states (4 without one)
 GPUS = tuple(dict.fromkeys([presets.HARDWARE[presets.DEFAULT_HARDWARE].device_name,
                             *(hw.device_name for hw in presets.HARDWARE.values())]))
 UPLOAD_WORKLOAD = "a workload JSON (upload)"
+# How a line of the diagnosis names each input of ``scalesim diagnose`` on this page: its
+# control's label (the CLI's flag, ``bounds.flag_of``, in its template: ``errors.in_words_of``);
+# the controls' labels start with these words. A source of the page, not a control of the runs'
+DIAGNOSE_CONTROLS = {
+    "params": "Model parameters", "critical_batch_size": "Critical batch size",
+    "wire_bytes": "Bytes per gradient element on the wire", "extrapolate": "Extrapolate to",
+    "workload": "The runs' transformer", "devices_per_node": "GPUs per server",
+    "gpu": "The runs' GPU", "recompute_style": "How your framework reruns the forward",
+    "tp_overlap": "Tensor-parallel overlap", "p2p_overlap": "Pipeline sends overlap compute",
+    "strategy": "How the runs sharded", "zero_framework": "ZeRO framework",
+    "grad_sync": "Gradient sync under accumulation", "shard_group": "Shard group",
+    "trace": "Profiler traces", "smi": "nvidia-smi log",
+}
+# the traced job's own words where they differ from the runs'
+TRACED_CONTROLS = {**DIAGNOSE_CONTROLS, "strategy": "How the job sharded"}
+
+
+def control_named(field: str, traced: bool = False) -> str:
+    """Input ``field`` of ``scalesim diagnose`` as this page names it: its control's label
+    (``DIAGNOSE_CONTROLS``; ``traced``: the traces' source, ``TRACED_CONTROLS``), else its
+    CLI flag."""
+    return (TRACED_CONTROLS if traced else DIAGNOSE_CONTROLS).get(field) or flag_of(field)
+
+
+def in_page_words(line, traced: bool = False) -> str:
+    """A line of the diagnosis (a note, evidence, a caveat, a refusal) with each input it names
+    by its template said as this page's control (``control_named``); its own text where it
+    names none. The text is never read."""
+    return str(in_words_of(line, lambda f: control_named(f, traced)))
 SMI_HELP = ("recorded during the run with `nvidia-smi --query-gpu=timestamp,index,clocks.sm,"
             "clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,"
             "clocks_throttle_reasons.active --format=csv -l 1`: names a device that runs slower, "
@@ -369,15 +398,16 @@ def remedies_frame(report: Report) -> tuple[pd.DataFrame, dict[str, str]]:
     gain = f"predicted gain in {gain_measure(report)} %"
     rows = []
     cautions = any(r.caveat for r in report.remedies)  # the column only where one has words
+    traced = report.kind != "runs"  # an input a line names, as this page's control
     for x in by_verdict(report.remedies):
         g = shown_gain(x)
         shown = x.applicable and x.verdict != SIZE_DEPENDENT  # its caution gives each size's
         low, high = (x.gain_low, x.gain_high) if shown and x.gain_low is not None else (None, None)
-        rows.append({"remedy": x.title, gain: g * 100 if shown else None,
+        rows.append({"remedy": in_page_words(x.title, traced), gain: g * 100 if shown else None,
                      **({BAND_LOW: None if low is None else low * 100,
                          BAND_HIGH: None if high is None else high * 100} if bands else {}),
-                     "verdict": x.verdict, "note": x.note,
-                     **({"caution": x.caveat} if cautions else {})})
+                     "verdict": x.verdict, "note": in_page_words(x.note, traced),
+                     **({"caution": in_page_words(x.caveat, traced)} if cautions else {})})
     return pd.DataFrame(rows), {gain: "%+.0f", BAND_LOW: "%+.0f", BAND_HIGH: "%+.0f"}
 
 
@@ -426,20 +456,25 @@ def _planner_actions(report: Report) -> None:
 def show_report(report: Report) -> None:
     """Cause, evidence, remedies; then the charts and tables."""
     of = "of the largest run's time" if report.kind == "runs" else "of the step"
+    traced = report.kind != "runs"
+
+    def said(line) -> str:  # an input the line names, as this page's control
+        return _md(in_page_words(line, traced))
+
     st.subheader(f"Likely cause: {report.cause.label}")
-    st.markdown("\n".join(f"- {_md(e)}" for e in report.cause.evidence))
+    st.markdown("\n".join(f"- {said(e)}" for e in report.cause.evidence))
     for other in report.others:
         st.markdown(f"**Also: {_md(other.label)}** ({other.share:.0%} {of}): "
-                    + "; ".join(_md(e) for e in other.evidence[:2]))
+                    + "; ".join(said(e) for e in other.evidence[:2]))
     r = report.first_remedy
     if r is not None:
-        st.success(f"**First remedy to try:** {_md(r.title)}: "
+        st.success(f"**First remedy to try:** {said(r.title)}: "
                    f"**{gain_text(r)}** {measure_words(r.measure)} predicted"
-                   + (f" ({_md(r.note)})" if r.note else ""))
+                   + (f" ({said(r.note)})" if r.note else ""))
         if r.caveat:
-            st.warning(f"**Caution:** {_md(r.caveat)}")
+            st.warning(f"**Caution:** {said(r.caveat)}")
     else:
-        st.info(f"**First remedy to try:** {_md(no_first_remedy(report))}")
+        st.info(f"**First remedy to try:** {said(no_first_remedy(report))}")
     _planner_actions(report)
     with st.expander("All remedies (model, each applied alone)"):
         show_table(*remedies_frame(report), width="stretch")
@@ -457,7 +492,7 @@ def show_report(report: Report) -> None:
         st.altair_chart(trace_steps_chart(report), width="stretch")
         st.dataframe(pd.DataFrame(report.table), hide_index=True, width="stretch")
     for note in report.notes:
-        st.caption(f"note: {_md(note)}")
+        st.caption(f"note: {said(note)}")
     st.download_button("Download the report (JSON)", report.to_json(), "diagnosis.json",
                        "application/json", key="dg_download")
     with st.expander("Report as text (same as `scalesim diagnose`)"):
@@ -498,7 +533,7 @@ def _text_of(upload) -> str:
 
 def _smi_upload(key: str) -> tuple[str, str] | None:
     """The nvidia-smi log uploaded (name, CSV text), or None."""
-    upload = st.file_uploader("nvidia-smi log (CSV, optional)", type=["csv", "txt"], key=key,
+    upload = st.file_uploader(f"{DIAGNOSE_CONTROLS['smi']} (CSV, optional)", type=["csv", "txt"], key=key,
                               help=SMI_HELP)
     return None if upload is None else (upload.name, _text_of(upload))
 
@@ -507,24 +542,24 @@ def _runs_options() -> dict:
     """The runs' options as ``runs_report`` takes them (``scalesim diagnose``'s flags); the
     extrapolation counts as typed (parsed by the caller)."""
     c1, c2, c3 = st.columns(3)
-    params = c1.number_input("Model parameters (0 = unknown)", min_value=0.0,
+    params = c1.number_input(f"{DIAGNOSE_CONTROLS['params']} (0 = unknown)", min_value=0.0,
                              max_value=float(bound("params").high), value=0.0, step=1e6,
                              format="%g", key="dg_params",
                              help="gradient elements: link bandwidths in GB/s, and the buckets "
                                   "the remedies' gains are priced with (0: a nominal gradient "
                                   "size, said in a note)")
-    critical = c2.number_input("Critical batch size (0 = unknown)", min_value=0.0,
+    critical = c2.number_input(f"{DIAGNOSE_CONTROLS['critical_batch_size']} (0 = unknown)", min_value=0.0,
                                max_value=float(bound("critical_batch").high), value=0.0,
                                step=64.0, format="%g", key="dg_bcrit",
                                help="B_noise in samples, for large-batch effects")
-    wire = c3.selectbox("Bytes per gradient element on the wire", list(WIRE_BYTES_LABELS),
+    wire = c3.selectbox(DIAGNOSE_CONTROLS["wire_bytes"], list(WIRE_BYTES_LABELS),
                         format_func=WIRE_BYTES_LABELS.get, key="dg_wire",
                         help="the gradients' precision as all-reduced (--wire-bytes)")
     c1, c2, c3 = st.columns(3)
-    extrapolate = c1.text_input("Extrapolate to (devices)", key="dg_extrapolate",
+    extrapolate = c1.text_input(f"{DIAGNOSE_CONTROLS['extrapolate']} (devices)", key="dg_extrapolate",
                                 placeholder="e.g. 64,128 (empty: 2x, 4x, 8x the largest run)",
                                 help="device counts, comma-separated, or a doubling range 64-512")
-    workload = c2.selectbox("The runs' transformer (optional)",
+    workload = c2.selectbox(f"{DIAGNOSE_CONTROLS['workload']} (optional)",
                             [None, *presets.TRANSFORMERS, UPLOAD_WORKLOAD],
                             format_func=lambda n: "none (data-parallel remedies only)"
                             if n is None else n, key="dg_workload",
@@ -532,7 +567,8 @@ def _runs_options() -> dict:
                             "a 'transformer' shape: the remedies are then predicted by the layout "
                             "model and include splitting the model (--workload)")
     # the servers' size where the runs used fewer of each (--gpus-per-node; 0: not given)
-    server = c3.number_input("GPUs per server (0 = the most a run put in one)", min_value=0,
+    server = c3.number_input(f"{DIAGNOSE_CONTROLS['devices_per_node']} "
+                             "(0 = the most a run put in one)", min_value=0,
                              max_value=int(bound("devices_per_node").high), value=0, step=1,
                              key="dg_gpus_per_node", help=GPUS_PER_NODE_HELP)
     options = {"params": params or None, "critical": critical or None, "wire_bytes": wire,
@@ -546,17 +582,17 @@ def _runs_options() -> dict:
         options["workload_file"] = None if upload is None else (upload.name, upload.getvalue())
     if workload is not None:
         c1, c2, c3 = st.columns(3)
-        gpu = c1.selectbox("The runs' GPU", GPUS, key="dg_gpu",
+        gpu = c1.selectbox(DIAGNOSE_CONTROLS["gpu"], GPUS, key="dg_gpu",
                            help="its datasheet peak, memory bandwidth and memory (--gpu); "
                            f"default: the {GPUS[0]} of the default hardware preset "
                            f"({presets.DEFAULT_HARDWARE})")
-        style = c2.selectbox("How your framework reruns the forward", list(RECOMPUTE_STYLE_LABELS),
+        style = c2.selectbox(DIAGNOSE_CONTROLS["recompute_style"], list(RECOMPUTE_STYLE_LABELS),
                              index=list(RECOMPUTE_STYLE_LABELS).index(DEFAULT_RECOMPUTE_STYLE),
                              format_func=RECOMPUTE_STYLE_LABELS.get, key="dg_recompute_style",
                              help=RECOMPUTE_STYLE_HELP)
-        overlap = c3.toggle("Tensor-parallel overlap", key="dg_tp_overlap", help=TP_OVERLAP_HELP)
+        overlap = c3.toggle(DIAGNOSE_CONTROLS["tp_overlap"], key="dg_tp_overlap", help=TP_OVERLAP_HELP)
         # the split layouts' interleaved sends (--p2p-overlap; on: Megatron-Core's default)
-        p2p = c3.toggle("Pipeline sends overlap compute (interleaved)", value=True,
+        p2p = c3.toggle(f"{DIAGNOSE_CONTROLS['p2p_overlap']} (interleaved)", value=True,
                         key="dg_p2p_overlap", help=P2P_OVERLAP_HELP)
         options.update(workload=workload, gpu=gpu, recompute_style=style, tp_overlap=overlap,
                        p2p_overlap=p2p)
@@ -579,7 +615,7 @@ def _exchange_options(prefix: str = "dg", traced: bool = False) -> dict:
     c1, c2, c3 = st.columns(3)
     choices = [None, *STRATEGY_LABELS] if traced else list(STRATEGY_LABELS)
     strategy = c1.selectbox(
-        "How the job sharded (ZeRO)" if traced else "How the runs sharded (ZeRO)", choices,
+        f"{control_named('strategy', traced)} (ZeRO)", choices,
         format_func=lambda s: FROM_COLLECTIVES if s is None else STRATEGY_LABELS[s],
         key=f"{prefix}_strategy",
         help="the data-parallel strategy (--strategy): the remedies start from it"
@@ -590,19 +626,20 @@ def _exchange_options(prefix: str = "dg", traced: bool = False) -> dict:
         if traced:  # a job read (or named) as DDP: the user's word on its all-reduces
             options.update(_traced_grad_sync(c3, prefix))
         return options
-    framework = c2.selectbox("ZeRO framework", list(ZERO_FRAMEWORK_LABELS),
+    framework = c2.selectbox(DIAGNOSE_CONTROLS["zero_framework"], list(ZERO_FRAMEWORK_LABELS),
                              format_func=ZERO_FRAMEWORK_LABELS.get,
                              key=f"{prefix}_zero_framework", help="how ZeRO ran (--zero-framework)")
     options = {"strategy": strategy, "zero_framework": framework}
     if strategy in ("zero2", "zero3") and framework == "fsdp":
         syncs = [None, *GRAD_SYNC_LABELS] if traced else list(GRAD_SYNC_LABELS)
         options["grad_sync"] = c3.selectbox(
-            "Gradient sync under accumulation", syncs,
+            DIAGNOSE_CONTROLS["grad_sync"], syncs,
             format_func=lambda g: FROM_MICRO_STEPS if g is None else GRAD_SYNC_LABELS[g],
             key=f"{prefix}_grad_sync", help=GRAD_SYNC_HELP
             + (TRACED_GRAD_SYNC_HELP if traced else ""))
     if framework == "fsdp":  # hybrid sharding (--shard-group)
-        shard = st.number_input("Shard group (HSDP; 0 = all data-parallel ranks)", min_value=0,
+        shard = st.number_input(f"{DIAGNOSE_CONTROLS['shard_group']} "
+                                "(HSDP; 0 = all data-parallel ranks)", min_value=0,
                                 max_value=int(bound("shard_group").high), value=0, step=1,
                                 key=f"{prefix}_shard_group", help=SHARD_GROUP_HELP)
         options["shard_group"] = int(shard) or None
@@ -613,7 +650,7 @@ def _traced_grad_sync(column, prefix: str) -> dict:
     """The gradient sync of a traced job read or named as DDP (``--trace --grad-sync``): by
     default what the traces show; either value overrides them under accumulation."""
     sync = column.selectbox(
-        "Gradient sync under accumulation", [None, *GRAD_SYNC_LABELS],
+        DIAGNOSE_CONTROLS["grad_sync"], [None, *GRAD_SYNC_LABELS],
         format_func=lambda g: FROM_MICRO_STEPS if g is None else GRAD_SYNC_LABELS[g],
         key=f"{prefix}_grad_sync", help=GRAD_SYNC_HELP + TRACED_GRAD_SYNC_HELP)
     return {} if sync is None else {"grad_sync": sync}
@@ -648,7 +685,7 @@ def _runs_section() -> None:
         counts = tuple(parse_list(typed, "devices", "Extrapolate to")) if typed else None
         report = runs_report(text, name, **options, extrapolate=counts, smi=smi)
     except ScalesimError as exc:
-        st.error(str(exc))
+        st.error(in_page_words(exc))
         return
     show_report(report)
 
@@ -666,7 +703,7 @@ def _traces_section() -> None:
     try:
         report = traces_report(files, smi, **exchange)
     except ScalesimError as exc:
-        st.error(str(exc))
+        st.error(in_page_words(exc, traced=True))
         return
     show_report(report)
 
@@ -683,12 +720,12 @@ def _smi_section() -> None:
     try:
         report = smi_report((upload.name, _text_of(upload)))
     except ScalesimError as exc:
-        st.error(str(exc))
+        st.error(in_page_words(exc))
         return
     show_smi(report)
 
 
-SOURCES = {"Measured runs": _runs_section, "Profiler traces": _traces_section,
+SOURCES = {"Measured runs": _runs_section, DIAGNOSE_CONTROLS["trace"]: _traces_section,
            "An nvidia-smi log": _smi_section}
 
 

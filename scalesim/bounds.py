@@ -526,15 +526,31 @@ LAYOUT_KNOBS: tuple[Knob, ...] = (
     Knob("cp", "--cp", "cp", "cp_degree", link_since=15,
          link_before="context parallelism (cp 1)"),
 )
+# Inputs of ``scalesim diagnose`` alone, with no what-if knob row (no scenario field, no link
+# key): the flag a diagnosis's line names them by (``layout.knob_refusal``, '{params}' ->
+# '--params'), which the app's Diagnose page says as its own control's label
+# (``app.diagnose_page.DIAGNOSE_CONTROLS``)
+DIAGNOSE_INPUTS: tuple[Knob, ...] = (
+    Knob("params", "--params", None, "params"),  # model parameters (gradient elements)
+    Knob("wire_bytes", "--wire-bytes", None, None),  # bytes per gradient element on the wire
+    Knob("extrapolate", "--extrapolate", None, "devices"),  # device counts to extrapolate to
+    Knob("workload", "--workload", None, None),  # the runs' transformer: a preset or a file
+    Knob("gpu", "--gpu", None, None),  # the runs' GPU, by its preset device name
+    Knob("trace", "--trace", None, None),  # profiler traces, one a rank
+    Knob("smi", "--smi", None, None),  # an nvidia-smi log
+)
 KNOB_BY_FIELD = {k.field: k for k in KNOBS}
+DIAGNOSE_INPUT_BY_FIELD = {k.field: k for k in DIAGNOSE_INPUTS}
 KNOB_BY_URL_KEY = {k.url_key: k for k in KNOBS + LAYOUT_KNOBS if k.url_key}
 LAYOUT_KNOB_BY_FIELD = {k.field: k for k in LAYOUT_KNOBS}
 
 
 def flag_of(field: str) -> str:
-    """The CLI flag of knob ``field`` ('--shard-group'): the knob table's; how the CLI's
-    refusals name a knob (``layout.knob_refusal``, ``counts_left_out``)."""
-    return (KNOB_BY_FIELD.get(field) or LAYOUT_KNOB_BY_FIELD[field]).flag
+    """The CLI flag of knob ``field`` ('--shard-group'): the knob table's, or for an input of
+    diagnose alone its row of ``DIAGNOSE_INPUTS`` ('--params'); how the CLI's refusals and
+    notes name a knob (``layout.knob_refusal``, ``counts_left_out``)."""
+    return (KNOB_BY_FIELD.get(field) or LAYOUT_KNOB_BY_FIELD.get(field)
+            or DIAGNOSE_INPUT_BY_FIELD[field]).flag
 
 
 def values_flag(field: str) -> str:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalesim.errors import ScalesimError, excerpt
+from scalesim.errors import KNOB, ScalesimError, as_literal, excerpt
+from scalesim.layout import knob_refusal
 
 DEFAULT_WIRE_BYTES = 4.0  # bytes per gradient element on the wire: fp32 DDP gradients
 # what --gpus-per-node means to a runs file's diagnosis (the CLI's help and the app's control)
@@ -195,13 +196,14 @@ def _gradient_bytes(options: DiagnoseOptions, exchange) -> tuple[float, object, 
     if options.wire_bytes is None:
         if charged.reduce is not None:
             exchange = replace(exchange, reduce_bytes_per_param=charged.reduce)
-        return charged.wire, exchange, f"{charged.source}; --wire-bytes overrides"
+        return charged.wire, exchange, knob_refusal(
+            f"{as_literal(charged.source)}; {KNOB.wire_bytes} overrides")
     if options.wire_bytes == charged.wire:
         return options.wire_bytes, exchange, ""
-    return options.wire_bytes, exchange, (
-        f"--wire-bytes {options.wire_bytes:g}: the fit charges {options.wire_bytes:g} bytes per "
-        f"gradient, not the {charged.wire:g} predict charges {excerpt(options.workload)} under "
-        f"{exchange.strategy}")
+    return options.wire_bytes, exchange, knob_refusal(
+        f"{KNOB.wire_bytes} {options.wire_bytes:g}: the fit charges {options.wire_bytes:g} bytes "
+        f"per gradient, not the {charged.wire:g} predict charges "
+        f"{as_literal(excerpt(options.workload))} under {exchange.strategy}")
 
 
 def _check_smi_matches(smi, runs, traces) -> None:

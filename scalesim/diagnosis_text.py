@@ -12,6 +12,7 @@ from scalesim.device_nouns import (
     nouns_for,
 )
 from scalesim.diagnosis import Remedy, Report, pinned, shown_gain
+from scalesim.errors import KNOB
 from scalesim.figures import (
     count_columns,
     link_GBps,
@@ -24,6 +25,7 @@ from scalesim.figures import (
 )
 from scalesim.fit_runs import Z95
 from scalesim.knee import MIN_EFFICIENCY_DROP, no_knee_words
+from scalesim.layout import knob_refusal
 from scalesim.model.stragglers import (
     SLOW_DEVICE_FACTOR,
     slowest_in_most_steps,
@@ -129,8 +131,9 @@ def no_first_remedy(report: Report) -> str:
         return ("none advised for the likely cause; the remedies listed below help only as "
                 "their notes say")
     if any(r.verdict == SIZE_DEPENDENT for r in report.remedies):
-        return ("none is predicted to help at every gradient size these runs allow; give "
-                "--params (the model's parameter count) to judge those that depend on it")
+        return knob_refusal("none is predicted to help at every gradient size these runs "
+                            f"allow; give {KNOB.params} (the model's parameter count) to judge "
+                            "those that depend on it")
     return "none of the seed remedies is predicted to help"
 
 

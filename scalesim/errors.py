@@ -72,6 +72,19 @@ def within(value, message: str) -> Refusal:
     return Refusal(message, knobs_of(value), controls_named_of(value), template)
 
 
+def joined(sep: str, parts) -> Refusal:
+    """``parts`` (lines, ``Refusal`` s among them) joined by ``sep`` as one line, with each
+    part's template kept (its literal text where it has none): a caveat made of two refusals
+    ('...: {params} pins it; ... give {params} to rank them') is said in its reader's words as a
+    whole (``in_words_of``). ``knobs`` and ``controls_named``: the parts', in order."""
+    parts = [p for p in parts if p]
+    templated = any(template_of(p) for p in parts)
+    template = sep.join(template_of(p) or as_literal(str(p)) for p in parts) if templated else ""
+    return Refusal(sep.join(map(str, parts)),
+                   tuple(dict.fromkeys(k for p in parts for k in knobs_of(p))),
+                   tuple(dict.fromkeys(k for p in parts for k in controls_named_of(p))), template)
+
+
 def in_words_of(value, named) -> Refusal:
     """``value``'s line (a ``Refusal``, a ``ScalesimError``) with each knob its template names
     said as ``named`` says it (``named(field)``: the app's control label), those knobs added to

@@ -43,13 +43,14 @@ from scalesim.counts_left_out import (
     split_left_out,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError, controls_named_of, knobs_of, within
+from scalesim.errors import KNOB, ScalesimError, controls_named_of, knobs_of, within
 from scalesim.figures import MIB_BYTES, count_list, either, whole
 from scalesim.layout import (
     SCHEDULES,
     ZERO_STRATEGIES,
     ParallelLayout,
     early_stop_of,
+    knob_refusal,
     knob_value_refusal,
     layout_problems,
     model_split_words,
@@ -146,10 +147,10 @@ def no_shape_words(profile: Profile) -> str:
 
     wl = profile.workload
     if profile.compute.source == RUNS_SOURCE:
-        return ("the runs were fitted as a parameter count, with no transformer shape to "
-                "split: give --workload with their 'transformer' shape (a "
-                "preset such as llama3-8b, or a workload file) together with --gpu, the GPU "
-                "they ran on")
+        return knob_refusal(  # diagnose's inputs by their flags, the app's by its labels
+            "the runs were fitted as a parameter count, with no transformer shape to split: "
+            f"give {KNOB.workload} with their 'transformer' shape (a preset such as llama3-8b, "
+            f"or a workload file) together with {KNOB.gpu}, the GPU they ran on")
     if profile.compute.source == TRACE_SOURCE:
         return ("a trace gives the model as a parameter count, with no transformer shape to "
                 "split (--trace takes no --workload): scalesim plan --workload with the "

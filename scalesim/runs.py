@@ -59,10 +59,10 @@ from scalesim.device_nouns import (
     nouns_for,
     replica_device_name,
 )
-from scalesim.errors import ScalesimError, excerpt, require_path, require_text
+from scalesim.errors import KNOB, ScalesimError, as_literal, excerpt, require_path, require_text
 from scalesim.figures import count
 from scalesim.jsonio import parse_json_text, validation_message
-from scalesim.layout import Schedule
+from scalesim.layout import Schedule, knob_refusal
 from scalesim.runs_units import check_units
 
 REQUIRED = ("devices", "nodes")
@@ -428,10 +428,11 @@ def partial_server_note(runs: Runs) -> str:
     if runs.server_devices is not None or runs.used_per_node != 1 or not np.any(runs.nodes > 1):
         return ""
     words = nouns_for(runs.device_name)
-    return (f"runs used 1 {words.gpu} per {words.server}; give --gpus-per-node N if your "
-            f"{words.servers} have more: the fitted {words.server} holds 1, so a faster network "
-            f"is given all of its NICs, and extrapolations stay at 1 {words.gpu} per "
-            f"{words.server}")
+    return knob_refusal(
+        f"runs used 1 {words.gpu} per {words.server}; give {KNOB.devices_per_node} N if your "
+        f"{words.servers} have more: the fitted {words.server} holds 1, so a faster network "
+        f"is given all of its NICs, and extrapolations stay at 1 {words.gpu} per "
+        f"{words.server}")
 
 
 def thin(runs: Runs, max_runs: int | None = None) -> Runs:
@@ -612,8 +613,9 @@ def _csv_rows(reader: csv.DictReader, source: str, skipped: int = 0,
     if "samples_per_s" not in header and "step_time_s" not in header:
         missing.append("samples_per_s or step_time_s")
     if missing and any(h.startswith(("clocks.", "clocks_", "temperature.gpu")) for h in header):
-        raise ScalesimError(f"{source}: an nvidia-smi log, not a runs file; give it with --smi "
-                            f"(scalesim diagnose --smi {source}, or beside runs or traces)")
+        raise ScalesimError(knob_refusal(
+            f"{as_literal(source)}: an nvidia-smi log, not a runs file; give it with {KNOB.smi} "
+            f"(scalesim diagnose --smi {as_literal(source)}, or beside runs or traces)"))
     if missing and (other := _other_separator(header)):
         raise ScalesimError(f"{source}: {other}")
     if missing:
@@ -636,8 +638,9 @@ def parse_json_data(data, source: str) -> list[dict]:
     """The run objects of a JSON runs file (a list, or ``{"runs": [...]}``), each key stripped
     and in lower case, as a CSV header's (``_lower_keys``)."""
     if isinstance(data, dict) and "traceEvents" in data:
-        raise ScalesimError(f"{source}: this is a profiler trace, not a runs file; use "
-                            f"scalesim diagnose --trace {source}")
+        raise ScalesimError(knob_refusal(
+            f"{as_literal(source)}: this is a profiler trace, not a runs file; give it with "
+            f"{KNOB.trace} (scalesim diagnose --trace {as_literal(source)})"))
     if isinstance(data, dict) and any(k.strip().lower() == "runs" for k in data):
         data = _lower_keys(data, "its top-level object", source)["runs"]
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):

@@ -32,7 +32,7 @@ from scalesim.diagnosis import (
     pinned,
     shown_gain,
 )
-from scalesim.errors import ScalesimError, require_model
+from scalesim.errors import KNOB, ScalesimError, as_literal, joined, require_model
 from scalesim.figures import (
     GIB_BYTES,
     link_GBps,
@@ -50,6 +50,7 @@ from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     SCHEDULE_SHORT,
     early_stop_of,
+    knob_refusal,
     op_sac_of,
     replica_servers,
 )
@@ -913,11 +914,11 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                                                           slow_rank is not None, words)
             # the valley's sentence says what the fit's local band on the link or overlap cannot
             caveat = "" if sized else (
-                "; ".join(c for c in (valley_words, band_caveat(r)) if c) if valley_words
+                joined("; ", (valley_words, band_caveat(r))) if valley_words
                 else remedy_caveat(one_fit, r, across, words) or band_caveat(r))
-            r.caveat = "; ".join(c for c in (caveat, size_caveats.get(r.key, "")) if c)
+            r.caveat = joined("; ", (caveat, size_caveats.get(r.key, "")))
         if size_rank and first is not None:
-            first.caveat = "; ".join(c for c in (first.caveat, size_rank) if c)
+            first.caveat = joined("; ", (first.caveat, size_rank))
         priced[reading] = first, remedies, sizes, one_fit
         valleys[reading] = valley
         return remedies
@@ -1023,16 +1024,18 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     if gathered:
         notes.append(gathered)
     if not fit.params_known:
-        notes.append("no --params: link speeds are reported as gradient transfer times, and "
-                     "the exchange's buckets are laid out for a nominal gradient of "
-                     f"{NOMINAL_GRADIENT_BYTES / 1e9:g} GB, which the extrapolation rests on (how "
-                     "much of it overlaps backward)" + size_note(sizes)
-                     + "; give --params (model parameters) for bandwidths in GB/s and your "
-                     "model's buckets")
+        notes.append(knob_refusal(
+            f"no {KNOB.params}: link speeds are reported as gradient transfer times, and the "
+            "exchange's buckets are laid out for a nominal gradient of "
+            f"{NOMINAL_GRADIENT_BYTES / 1e9:g} GB, which the extrapolation rests on (how much "
+            "of it overlaps backward)" + as_literal(size_note(sizes))
+            + f"; give {KNOB.params} (model parameters) for bandwidths in GB/s and your model's "
+            "buckets"))
     if profile.workload.transformer is not None:
-        notes.append(f"remedy gains are the layout model's predictions at the largest run for "
-                     f"the shape of --workload {transformer.name} on {transformer.gpu}; "
-                     + profile.notes[0])
+        notes.append(knob_refusal(
+            "remedy gains are the layout model's predictions at the largest run for the shape "
+            f"of {KNOB.workload} {as_literal(transformer.name)} on "
+            f"{as_literal(transformer.gpu)}; " + as_literal(profile.notes[0])))
     else:
         notes.append(f"remedy gains are model predictions at the largest run; {words.memory} is "
                      "unknown, so check that bigger batches fit")
@@ -1064,10 +1067,11 @@ def _gathered_note(workload, exchange, params_known: bool) -> str:
     if (exchange.sharded or not params_known or exchange.gathered_bytes_per_param is not None
             or reduce is None or reduce == workload.wire_bytes_per_param):
         return ""
-    return (f"the runs' DDP all-reduced {reduce:g} bytes a gradient (--wire-bytes): the fitted "
-            "workload's gradient reduction; the remedies' ZeRO gathers its parameters at "
-            f"{workload.wire_bytes_per_param:g} bytes each, 16-bit mixed precision as its memory "
-            "counts them (--workload names the model's own; docs/model.md §4)")
+    return knob_refusal(
+        f"the runs' DDP all-reduced {reduce:g} bytes a gradient ({KNOB.wire_bytes}): the fitted "
+        "workload's gradient reduction; the remedies' ZeRO gathers its parameters at "
+        f"{workload.wire_bytes_per_param:g} bytes each, 16-bit mixed precision as its memory "
+        f"counts them ({KNOB.workload} names the model's own; docs/model.md §4)")
 
 
 def _judged_by_size(fit, runs, exchange, wire_bytes_per_param: float, remedies: list[Remedy],
@@ -1362,7 +1366,7 @@ def _server_devices_note(runs, fit, words: Nouns) -> str:
     inter = (f"the {link_GBps(fit.busbw_GBps('inter'))} busbw" if fit.params_known
              else "the gradient transfer time")
     last = runs.rows[-1]
-    said = (f"--gpus-per-node {n}: the runs used at most {used} of each {words.server}'s "
+    said = (f"{KNOB.devices_per_node} {n}: the runs used at most {used} of each {words.server}'s "
             f"{n} {words.gpus}; the fitted {words.server} holds {n}, a named network reaches "
             f"the NICs of the {words.gpus} a run used (predict.inter_nic_share), and the "
             f"extrapolation fills whole {words.servers} of {n}"
@@ -1381,7 +1385,7 @@ def _server_devices_note(runs, fit, words: Nouns) -> str:
                  f"{words.link('intra_node')} is held, not measured: the extrapolation's rows "
                  f"of two or more a {words.server} say so, their band holding it anywhere from "
                  f"the {words.link('inter_node')}'s busbw to 20x it")
-    return said
+    return knob_refusal(said)
 
 
 def _replica_servers(split: dict[str, int], replicas: int, devices_per_node: int) -> int:

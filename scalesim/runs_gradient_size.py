@@ -24,7 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scalesim.diagnosis import Remedy, first_remedy, shown_gain
+from scalesim.errors import KNOB, as_literal
 from scalesim.fit_runs import NOMINAL_GRADIENT_BYTES, FitResult, fit_runs, misfit_at_noise
+from scalesim.layout import knob_refusal
 from scalesim.remedies import SIZE_DEPENDENT
 
 # Gradient sizes tried, bytes: 1 MB (250 k fp32 gradients) to 100 GB (25 G), a decade apart,
@@ -91,19 +93,20 @@ def judge_by_size(remedies: list[Remedy], by_size: dict[float, list[Remedy]],
         if decides and not all(helps):
             r.verdict, r.helps = SIZE_DEPENDENT, False
             r.gain_low, r.gain_high = min(gains), max(gains)
-            caveats[r.key] = (f"over {span} it reads "
-                              + ", ".join(f"{g:+.1%} at {size_words(s)}" for s, g in
-                                          zip(sizes, gains, strict=True))
-                              + ": give --params (the model's parameter count) to judge it")
+            caveats[r.key] = knob_refusal(
+                f"over {span} it reads "
+                + ", ".join(f"{g:+.1%} at {size_words(s)}" for s, g in
+                            zip(sizes, gains, strict=True))
+                + f": give {KNOB.params} (the model's parameter count) to judge it")
             continue
         if r.gain_low is not None and r.verdict != "not runnable":
             r.gain_low, r.gain_high = min(r.gain_low, *gains), max(r.gain_high, *gains)
         if r.verdict != "not runnable" and max(gains) - min(gains) >= decisive:
             low, high = gains.index(min(gains)), gains.index(max(gains))
-            caveats[r.key] = (f"over {span} it reads {gains[low]:+.1%} at "
-                              f"{size_words(sizes[low])} to {gains[high]:+.1%} at "
-                              f"{size_words(sizes[high])}: --params (the model's parameter "
-                              "count) pins it")
+            caveats[r.key] = knob_refusal(
+                f"over {span} it reads {gains[low]:+.1%} at {size_words(sizes[low])} to "
+                f"{gains[high]:+.1%} at {size_words(sizes[high])}: {KNOB.params} (the "
+                "model's parameter count) pins it")
     return caveats
 
 
@@ -122,9 +125,11 @@ def rank_words(first: Remedy | None, by_size: dict[float, list[Remedy]],
         mine = shown_gain(own) if own is not None and own.applicable else 0.0
         where = f"at a gradient of {size_words(s)}, which these runs allow too,"
         if other is None:
-            return (f"{where} it gains {mine:+.1%}, under the model's median error "
-                    f"({decisive:.1%}): give --params (the model's parameter count) to judge it")
-        return (f"{where} the first remedy would be {other.title} ({shown_gain(other):+.0%}, "
-                f"this one {mine:+.0%}): give --params (the model's parameter count) to rank "
-                "them")
+            return knob_refusal(
+                f"{where} it gains {mine:+.1%}, under the model's median error "
+                f"({decisive:.1%}): give {KNOB.params} (the model's parameter count) to judge it")
+        return knob_refusal(
+            f"{where} the first remedy would be {as_literal(other.title)} "
+            f"({shown_gain(other):+.0%}, this one {mine:+.0%}): give {KNOB.params} (the model's "
+            "parameter count) to rank them")
     return ""

@@ -29,8 +29,9 @@ from scalesim.diagnosis import (
     model_remedies,
     shown_gain,
 )
-from scalesim.errors import ScalesimError, require_model, require_text
+from scalesim.errors import KNOB, ScalesimError, as_literal, joined, require_model, require_text
 from scalesim.figures import milliseconds, series, whole_percent
+from scalesim.layout import knob_refusal
 from scalesim.model.stragglers import (
     SLOW_DEVICE_FACTOR,
     persistence_words,
@@ -812,25 +813,28 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
         else:
             exchange, told = _given_grad_sync(summaries, exchange, grad_sync, shown, degrees)
         if exchange.sharded:
-            notes.append(f"the job exchanged as {exchange.label()} (--strategy): the remedies "
-                         "start from it")
+            notes.append(knob_refusal(f"the job exchanged as {as_literal(exchange.label())} "
+                                      f"({KNOB.strategy}): the remedies start from it"))
         notes.append(told)
         if synced and grad_sync is None:
-            notes.append(f"its gradient sync is the traces' ({synced}); give --grad-sync to "
-                         "say otherwise")
+            notes.append(knob_refusal(f"its gradient sync is the traces' ({as_literal(synced)}); "
+                                      f"give {KNOB.grad_sync} to say otherwise"))
         if traced and not given and exchange.shard_group == traced:
-            notes.append(f"its shard group {traced} is the traces' ({found.desc}, all-reducing "
-                         f"across {found.replicas} replicas); give --shard-group to say otherwise")
+            notes.append(knob_refusal(
+                f"its shard group {traced} is the traces' ({as_literal(found.desc)}, "
+                f"all-reducing across {found.replicas} replicas); give {KNOB.shard_group} to say "
+                "otherwise"))
         elif traced and given and given != traced:
-            notes.append(f"--shard-group {given} is used; the traces' groups show a shard group "
-                         f"of {traced} ({found.desc})")
+            notes.append(knob_refusal(
+                f"{KNOB.shard_group} {given} is used; the traces' groups show a shard group of "
+                f"{traced} ({as_literal(found.desc)})"))
     if exchange.shard_group >= ranks:
         notes.append(f"shard group {exchange.shard_group} at or above the exchange's {ranks} "
                      "data-parallel ranks: it shards over all of them (full sharding)")
         exchange = replace(exchange, shard_group=0)
     if why := exchange.run_problem(ranks):
         raise ScalesimError(f"the traced job's data-parallel exchange: {why}")
-    return exchange, "; ".join(n for n in notes if n)
+    return exchange, joined("; ", notes)
 
 
 def _given_grad_sync(summaries, exchange, grad_sync: str, traced: str, degrees: dict):
