@@ -8,10 +8,10 @@ from __future__ import annotations
 import diagnose_cases as cases
 import numpy as np
 import pytest
+from scalesim.app.diagnose_page import example_runs_csv
 
 import scalesim.fit_runs as fr
 from scalesim import presets
-from scalesim.app.diagnose_page import example_runs_csv
 from scalesim.predict import predict
 from scalesim.profiles import profile_from_presets
 from scalesim.runs import parse_runs_text
