@@ -412,8 +412,9 @@ def kept_setting_refusal(base: Scenario):
     predict's rule and what to change in goal's words, a ``Refusal`` whose template names the
     knobs (the app says them in its labels, ``errors.in_words_of``); None where every setting
     applies. Before the sweep, whose words are its own ("every row of the sweep", --X-values)."""
-    from scalesim.layout import P2P_OVERLAP_WORDS, unused_settings
+    from scalesim.layout import unused_settings
     from scalesim.layout_predict import layout_of
+    from scalesim.sweep import one_value_words
 
     split = layout_of(base)
     unused = unused_settings(split.tp, split.pp, split.schedule, int(split.virtual_stages),
@@ -422,9 +423,7 @@ def kept_setting_refusal(base: Scenario):
     for name, (nowhere, rule) in unused.items():
         if not bool(nowhere):
             continue
-        value = getattr(split, name)
-        what = getattr(KNOB, name) + ("" if LAYOUT_KNOB_BY_FIELD[name].switch else
-                                      f" {P2P_OVERLAP_WORDS[value] if name == 'p2p_overlap' else value}")
+        what = one_value_words(name, getattr(split, name), flag=getattr(KNOB, name))
         return knob_refusal(f"{rule.template}; goal keeps this layout at every device count, so "
                             f"none of its plans would use {what}: give the layout it needs, or "
                             f"drop {what}", (name,))

@@ -438,15 +438,17 @@ def _counts_left_out(profile: Profile, base: Scenario, axes: dict[str, np.ndarra
                            refuse=refused)[1]
 
 
-def one_value_words(name: str, value) -> str:
+def one_value_words(name: str, value, flag: str | None = None) -> str:
     """'--p2p-overlap off', '--tp-overlap', '--schedule gpipe': the flag that sets layout
-    setting ``name`` to ``value`` (the knob table's, ``bounds.LAYOUT_KNOBS``)."""
+    setting ``name`` to ``value`` (the knob table's, ``bounds.LAYOUT_KNOBS``); ``flag``: the
+    knob's words in its place (``errors.KNOB``'s slot, for a refusal's template)."""
     from scalesim.layout import P2P_OVERLAP_WORDS
 
     knob = LAYOUT_KNOB_BY_FIELD[name]
+    said = knob.flag if flag is None else flag
     if knob.switch:
-        return knob.flag
-    return f"{knob.flag} {P2P_OVERLAP_WORDS[value] if name == 'p2p_overlap' else value}"
+        return said
+    return f"{said} {P2P_OVERLAP_WORDS[value] if name == 'p2p_overlap' else value}"
 
 
 def _sequence_profiles(profile: Profile, base: Scenario, arrays: dict[str, np.ndarray],
