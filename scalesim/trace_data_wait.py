@@ -183,10 +183,9 @@ def both_readings(paced: list[Remedy], fixed: list[Remedy], wait_s: float) -> li
         pace = "while the loader paces the job" + (": add loader workers first"
                                                     if r.key != "loader" else "")
         paced_gain = f"{shown_gain(r):+.0%} {pace}" if r.applicable else f"not {pace}"
+        named = f" ({f.title})" if r.title != f.title else ""  # the fixed-cost remedy's own
         words = (f"{shown_gain(f):+.0%} if the {milliseconds(wait_s)} data wait is a fixed cost "
-                 f"of each fetch ({f.title}); {paced_gain}" if r.title != f.title else
-                 f"{shown_gain(f):+.0%} if the {milliseconds(wait_s)} data wait is a fixed cost "
-                 f"of each fetch; {paced_gain}")
+                 f"of each fetch{named}; {paced_gain}")
         out.append(replace(r, other_gain=float(shown_gain(f)),
                            caveat=f"{words}; {r.caveat}" if r.caveat else words))
     return out
