@@ -863,14 +863,14 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                     first = smaller
         return first, remedies, factor
 
-    priced, valleys = {}, {}
+    priced = {}
 
     def price(reading):
         """The remedies under the runs' ``reading`` of their data wait (``as_read``): the fit's
         own (None, ``PACES``: a loader that paces the job is the fit's input supply), or a refit
         with the wait a fixed cost of each fetch before each micro-step (``FIXED``), each banded over
         the parameters its runs allow and judged over the gradient sizes they allow; the first
-        remedy and the sizes kept in ``priced``."""
+        remedy, the sizes, the fit and its link valley kept in ``priced``."""
         one_fit, one_runs = fit, runs
         if reading == FIXED:
             one_runs = fixed_fetch_runs(runs)
@@ -919,15 +919,14 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             r.caveat = joined("; ", (caveat, size_caveats.get(r.key, "")))
         if size_rank and first is not None:
             first.caveat = joined("; ", (first.caveat, size_rank))
-        priced[reading] = first, remedies, sizes, one_fit
-        valleys[reading] = valley
+        priced[reading] = first, remedies, sizes, one_fit, valley
         return remedies
 
     remedies = as_read(price, wait_reading, wait_last)
-    first, shown_before, sizes, _ = next(iter(priced.values()))  # the pacing one's where both
+    # the pacing reading's first remedy, sizes and link valley, where both were priced
+    first, shown_before, sizes, _, valley = next(iter(priced.values()))
     first = next((b for r, b in zip(shown_before, remedies, strict=True) if r is first), None)
     extra = extrapolate(fit, runs, extrapolate_to)
-    valley = next(iter(valleys.values()), None)  # the pacing reading's, where both were priced
 
     table = []
     for i, r in enumerate(measured.rows):
