@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -65,6 +64,7 @@ from .control_labels import (
     choice_labels,
     in_words,
 )
+from .link_date import banner_date, today_utc
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
 from .named_controls import (
@@ -198,7 +198,8 @@ def _init_session() -> None:
     state, profile, messages, sent = read_link(params)
     ss["app_state"], ss["profile"], ss["link_messages"] = state, profile, messages
     date = shared_date(params)
-    ss["shared"] = None if date is None else {"date": date, "state": state, "profile": profile}
+    ss["shared"] = None if date is None else {"date": banner_date(date), "state": state,
+                                              "profile": profile}
     # the sender's figure, on any link whose checksum covers it: the address bar's too
     ss["sent"] = None if sent is None else {"sent": sent, "state": state, "profile": profile}
     ss["profile_origin"] = "presets" if state.src == "preset" else "the link"
@@ -600,10 +601,12 @@ def _headline(plan: Plan) -> None:
 
 
 def _shared_banner(plan: Plan) -> None:
-    """'Shared what-if from <date>, <profile>' and, on request, the shared numbers beside mine."""
+    """'Shared what-if from <date>, <profile>' (a date the link's checksum does not vouch for:
+    'said to be from <date> (...)', ``link_date.banner_date``) and, on request, the shared
+    numbers beside mine."""
     shared = ss.get("shared")
     if shared:
-        st.info(f"Shared what-if from {shared['date']}, {_md(shared['profile'].name)}. Change "
+        st.info(f"Shared what-if {shared['date']}, {_md(shared['profile'].name)}. Change "
                 "the controls to try your own settings; compare them with the shared ones below.")
     if ss.get("sent") and (note := _sent_figure_note(ss["sent"])) is not None:
         st.info(_md(note))
@@ -1187,7 +1190,7 @@ def render() -> None:
         pass
     if plan is None:
         return
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    today = today_utc().isoformat()  # the clock the receiver checks it by (link_date)
     link = f"{_base_url()}?{query_string(share_query(params, today))}"
     st.caption(f"Profile: {_md(profile.name)}. Predictions from an analytical model, "
                "not measurements.")

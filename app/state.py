@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime
 import re
 import zlib
 from collections.abc import Mapping
@@ -48,6 +49,7 @@ from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile, Scenario, ZeroFramework
 
 from .control_labels import NAMES, in_words
+from .link_date import NOT_A_DATE, SharedDate, date_problem, today_utc
 from .sent_figure import HEADLINE_KEY, SentFigure, parse_figure
 
 # The share link's versions. Each link key arrived in the version its knob table row says
@@ -240,9 +242,10 @@ class AppState(BaseModel):
 
 FIELDS = tuple(AppState.model_fields)
 SCENARIO_KEYS = frozenset({"v", *FIELDS, "ph", "prof"})  # what a link opens on
-# what a link's checksum covers: its what-if and, since session 47, the sender's headline
-# figure (``HEADLINE_KEY``; session 46 wrote it outside, ``link_integrity`` reads those still)
-CHECKED_KEYS = SCENARIO_KEYS | {HEADLINE_KEY}
+# what a link's checksum covers: its what-if, since session 47 the sender's headline figure
+# (``HEADLINE_KEY``; session 46 wrote it outside) and since session 48 the share link's date
+# (``SHARED_DATE_KEY``; written outside before): ``link_integrity`` reads the older links still
+CHECKED_KEYS = SCENARIO_KEYS | {HEADLINE_KEY, SHARED_DATE_KEY}
 NULLABLE = frozenset(name for name, f in AppState.model_fields.items()
                      if f.default is None or "None" in str(f.annotation))
 
@@ -713,10 +716,10 @@ def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
 
 def link_checksum(params: Mapping[str, str]) -> str:
     """8 hex digits over what a link says (its version, controls, preset fingerprint or
-    profile and headline figure: ``CHECKED_KEYS``), sorted by key: a value cut that still
-    parses ('gbit=10' of 'gbit=100'), dropped or changed gives others. The date and keys the
-    decoder ignores are left out. Written by ``encode_query`` and ``with_figure``, checked by
-    ``link_integrity``."""
+    profile, headline figure and share date: ``CHECKED_KEYS``), sorted by key: a value cut that
+    still parses ('gbit=10' of 'gbit=100'), dropped or changed gives others. Keys the decoder
+    ignores are left out. Written by ``encode_query``, ``with_figure`` and ``share_query``,
+    checked by ``link_integrity``."""
     import hashlib
 
     said = sorted((k, v) for k, v in params.items() if k in CHECKED_KEYS)
@@ -740,23 +743,30 @@ class Integrity(Enum):
     """What a link's checksum (``CHECK_KEY``) says of it (``link_integrity``)."""
 
     NONE = "no checksum"  # typed by hand, made before the checksum, or cut
-    WHOLE = "whole"  # it matches all the link says, its headline figure included
-    FIGURE_OUTSIDE = "figure outside"  # a session 46 link: its what-if whole, its figure unchecked
+    WHOLE = "whole"  # it matches all the link says, its headline figure and date included
+    # a share link of session 47 or older: its what-if (and figure) whole, its date unchecked
+    DATE_OUTSIDE = "date outside"
+    # a session 46 link: its what-if whole, its figure and date unchecked
+    FIGURE_OUTSIDE = "figure outside"
     ALTERED = "altered"  # a value was changed or dropped after the link was made
 
 
 def link_integrity(flat: Mapping[str, str]) -> Integrity:
     """What ``flat`` (a link's keys, one string each) holds against its checksum; the one place
     a checksum is checked. A checksum in capitals compares as written (8 hex digits either
-    way). Session 46 wrote the figure outside the checksum: such a link matches without it."""
+    way). Until session 47 the date was written outside the checksum, and session 46 wrote the
+    figure outside it too: such a link matches without them."""
     check = flat.get(CHECK_KEY)
     if check is None:
         return Integrity.NONE
     check = check.lower()
     if check == link_checksum(flat):
         return Integrity.WHOLE
+    undated = {k: v for k, v in flat.items() if k != SHARED_DATE_KEY}
+    if SHARED_DATE_KEY in flat and check == link_checksum(undated):
+        return Integrity.DATE_OUTSIDE
     if HEADLINE_KEY in flat and check == link_checksum(
-            {k: v for k, v in flat.items() if k != HEADLINE_KEY}):
+            {k: v for k, v in undated.items() if k != HEADLINE_KEY}):
         return Integrity.FIGURE_OUTSIDE
     return Integrity.ALTERED
 
@@ -841,20 +851,31 @@ def _validated_fields(raw: dict[str, Any], messages: list[str]) -> dict[str, Any
     return {}
 
 
-def shared_date(params: Mapping[str, Any]) -> str | None:
-    """The date (YYYY-MM-DD) a share link says it was made, or None (absent or malformed)."""
+def shared_date(params: Mapping[str, Any], today: datetime.date | None = None
+                ) -> SharedDate | None:
+    """The date (YYYY-MM-DD) a share link says it was made and whether its checksum disowns it
+    (``SharedDate.doubted``: a checksum that leaves the date out, as before session 48, or
+    fails); None where the link has none, or one that is no day or is later than ``today``
+    (UTC; ``link_date.date_problem``: ``read_link`` says why)."""
     value = params.get(SHARED_DATE_KEY)
     text = _first(value) if value is not None else ""
-    return text if re.fullmatch(r"20\d\d-[01]\d-[0-3]\d", text) else None
+    if date_problem(text, today or today_utc()) is not None:
+        return None
+    flat = {str(k): _first(v) for k, v in params.items() if str(k) not in IGNORED_KEYS}
+    return SharedDate(text, link_integrity(flat) not in (Integrity.WHOLE, Integrity.NONE))
 
 
 def share_query(params: Mapping[str, str], date: str) -> dict[str, str]:
     """The share link's parameters: ``params`` (``encode_query``, ``with_figure``: the address
     bar's) dated ``date`` (YYYY-MM-DD) right after the version, so that the date opens the link
     and the fingerprint or profile ends it: a link cut anywhere between them keeps its date and
-    loses its end (``cut_before_fingerprint``)."""
-    return {"v": params["v"], SHARED_DATE_KEY: date,
-            **{k: v for k, v in params.items() if k != "v"}}
+    loses its end (``cut_before_fingerprint``). The checksum is made again over the date
+    (session 48), so a date edited on its way fails it; a link without one stays without."""
+    out = {"v": params["v"], SHARED_DATE_KEY: date,
+           **{k: v for k, v in params.items() if k != "v"}}
+    if CHECK_KEY in out:
+        out[CHECK_KEY] = link_checksum(out)
+    return out
 
 
 def cut_before_fingerprint(flat: Mapping[str, str]) -> tuple[str, str] | None:
@@ -879,7 +900,7 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     return state, profile, messages
 
 
-def read_link(params: Mapping[str, Any]
+def read_link(params: Mapping[str, Any], today: datetime.date | None = None
               ) -> tuple[AppState, Profile, list[str], SentFigure | None]:
     """State, profile and messages (one line each) from a link's query parameters, and the
     sender's headline figure (``HEADLINE_KEY``) where the checksum covers it and holds
@@ -889,7 +910,8 @@ def read_link(params: Mapping[str, Any]
     No parameters: the defaults, silently. A link of another version or over the size limits is
     ignored as a whole; otherwise each broken field falls back to its default alone. A link
     whose checksum (``CHECK_KEY``) does not match what it says, that holds nothing but its
-    version, or that repeats a key with another value opens with a message saying so.
+    version, or that repeats a key with another value opens with a message saying so, and so
+    does one whose date is no day or is later than ``today`` (UTC; ``link_date.date_problem``).
     """
     messages: list[str] = []
     flat = {str(k): _first(v) for k, v in params.items() if str(k) not in IGNORED_KEYS}
@@ -914,10 +936,12 @@ def read_link(params: Mapping[str, Any]
     messages.extend(repeated_keys({k: v for k, v in params.items()
                                    if str(k) not in IGNORED_KEYS}))
     date = flat.pop(SHARED_DATE_KEY, None)  # read by shared_date()
-    if date is not None and shared_date({SHARED_DATE_KEY: date}) is None:
-        messages.append(f"the link's date '{SHARED_DATE_KEY}={_shown(date)[:12]}' is not a date "
-                        f"(YYYY-MM-DD): {CUT_SHORT}")
-    integrity = link_integrity({**flat, "v": version})
+    why = None if date is None else date_problem(date, today or today_utc())
+    if why is not None:  # not the format: perhaps cut short; not a day or later: said why
+        shown = f"the link's date '{SHARED_DATE_KEY}={_shown(date)[:12]}' {why}"
+        messages.append(f"{shown}: {CUT_SHORT}" if why == NOT_A_DATE else shown)
+    integrity = link_integrity({**flat, "v": version} if date is None
+                               else {**flat, "v": version, SHARED_DATE_KEY: date})
     altered = integrity is Integrity.ALTERED
     check = flat.pop(CHECK_KEY, None)
     figure = flat.pop(HEADLINE_KEY, None)
@@ -1012,8 +1036,8 @@ def read_link(params: Mapping[str, Any]
             state = state.model_copy(update={"focus": None})
     messages.extend(integrity_notes(check, altered, fingerprint is not None or blob is not None,
                                     messages, int(version)))
-    return (state, profile, messages,
-            sent if isinstance(sent, SentFigure) and integrity is Integrity.WHOLE else None)
+    vouched = integrity in (Integrity.WHOLE, Integrity.DATE_OUTSIDE)  # the figure in the checksum
+    return state, profile, messages, sent if isinstance(sent, SentFigure) and vouched else None
 
 
 def _ignore_later_keys(flat: dict[str, str], version: int) -> list[str]:
