@@ -59,7 +59,7 @@ from scalesim import figures, training_time
 from scalesim.accuracy import median_error
 from scalesim.billing import billing_words
 from scalesim.bounds import bound
-from scalesim.cheapest import cheapest, same_money
+from scalesim.cheapest import cheapest, plainest, same_money, same_speed
 from scalesim.device_nouns import CPU_HOUR, GPU_NOUNS, Nouns, is_cpu_device, named_count, nouns_for
 from scalesim.errors import KNOB, ScalesimError, as_literal
 from scalesim.figures import amount, gib, link_GBps, rate, whole
@@ -1019,21 +1019,17 @@ def _by_money(ctx: _Ctx, options: list[DecisionOption]) -> bool:
     return ctx.now.fits and bool(material) and all(o.total_usd is not None for o in material)
 
 
-def _contest(ctx: _Ctx, options: list[DecisionOption],
-             gains: bool = True) -> tuple[list[DecisionOption], list[DecisionOption], bool]:
-    """decide's one rule for choosing among ``options`` that fit (docs/model.md §20), up to
-    the last tie: (the soonest and those the model cannot tell from it in speed, soonest first;
-    the options it was taken from; whether money counted). Where today's run fits, only those
-    that gain at least the model's median error over it count (``_material``; all with
+def _led(ctx: _Ctx, options: list[DecisionOption],
+         gains: bool = True) -> tuple[DecisionOption | None, list[DecisionOption], bool]:
+    """decide's lead among ``options`` that fit (docs/model.md §20), before the speed tie: (the
+    lead, the options it was taken from, whether money counted). Where today's run fits, only
+    those that gain at least the model's median error over it count (``_material``; all with
     ``gains`` False); of them, where total money is known for each, those within that error of
-    the cheapest's money (money is time x a known hourly price: it errs as time does); of
-    those, the soonest (``_faster``); where today's run does not fit, the soonest that fits.
-    Days and dollars both count: a cheaper way is not taken for a difference the model cannot
-    tell, nor a dearer one for a speed it cannot. ([], [], False) where none gains the
-    error."""
+    the cheapest's money and the soonest of them (``cheapest.cheapest``, goal's rule too);
+    else the soonest (``_faster``). (None, [], False) where none gains the error."""
     pool = _material(ctx, options) if gains else options
     if not pool:
-        return [], [], False
+        return None, [], False
     by_money = gains and _by_money(ctx, options)
     if by_money:  # the one rule for "the cheapest", goal's too (``cheapest``)
         money = [o.total_usd for o in pool]
@@ -1044,19 +1040,44 @@ def _contest(ctx: _Ctx, options: list[DecisionOption],
         for o in pool[1:]:
             if _faster(o, lead) > 0:
                 lead = o
-    ties = [o for o in pool if o is lead or _faster(lead, o) < ctx.error]
+    return lead, pool, by_money
+
+
+def _index(pool: list[DecisionOption], o: DecisionOption) -> int:
+    """Where ``o`` itself (not an equal option) is in ``pool``."""
+    return next(i for i, p in enumerate(pool) if p is o)
+
+
+def _contest(ctx: _Ctx, options: list[DecisionOption],
+             gains: bool = True) -> tuple[list[DecisionOption], list[DecisionOption], bool]:
+    """decide's one rule for choosing among ``options`` that fit (docs/model.md §20), up to
+    the last tie: (the lead (``_led``) and those the model cannot tell from it in speed
+    (``cheapest.same_speed``), soonest first; the options it was taken from; whether money
+    counted). Days and dollars both count: a cheaper way is not taken for a difference the
+    model cannot tell, nor a dearer one for a speed it cannot. ([], [], False) where none
+    gains the error."""
+    lead, pool, by_money = _led(ctx, options, gains)
+    if lead is None:
+        return [], [], False
+    slower = [_faster(lead, o) for o in pool]
+    tied = same_speed(slower, _index(pool, lead), ctx.error)
+    ties = [o for o, tie in zip(pool, tied, strict=True) if tie]
     return sorted(ties, key=lambda o: _faster(lead, o)), pool, by_money
 
 
 def _choose(ctx: _Ctx, options: list[DecisionOption], plainer,
             gains: bool = True) -> DecisionOption | None:
-    """decide's choice among ``options`` that fit (``_contest``): the card's recommendation and
-    its add-server option (``_pick_grown``) both take it. Of the leader and those tied with
-    it, the first by ``plainer`` (a sort key: less to buy or change), the leader among equally
-    plain ones: a difference the model cannot tell apart is no reason to buy or change more.
-    None where none gains the error."""
-    ties, _, _ = _contest(ctx, options, gains)
-    return min(ties, key=plainer) if ties else None
+    """decide's choice among ``options`` that fit: the card's recommendation and its
+    add-server option (``_pick_grown``) both take it, and goal takes the same rule
+    (``cheapest.plainest``): of the lead (``_led``) and those tied with it in speed, the first
+    by ``plainer`` (a sort key: less to buy or change), the leader among equally plain ones: a
+    difference the model cannot tell apart is no reason to buy or change more. None where none
+    gains the error."""
+    lead, pool, _ = _led(ctx, options, gains)
+    if lead is None:
+        return None
+    slower = [_faster(lead, o) for o in pool]
+    return pool[plainest(slower, _index(pool, lead), lambda i: plainer(pool[i]), ctx.error)]
 
 
 def _measure_before_buying(profile: Profile, scenario: Scenario,

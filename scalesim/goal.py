@@ -24,9 +24,11 @@ a bigger global batch needs proportionally more samples, a smaller one fewer) an
 hours x (billed devices x USD per device-hour + servers x the network's extra USD per
 server-hour); billed devices are whole instances (``scalesim.billing``).
 
-The answer: the cheapest plan that meets both limits by decide's rule (``cheapest.cheapest``:
-of the plans whose money is within the model's median error of the lowest, the soonest; a note
-names the lowest where it is not the answer), the Pareto front of time
+The answer: the cheapest plan that meets both limits by decide's rule (``cheapest.choose``:
+of the plans whose money is within the model's median error of the lowest, the soonest, and of
+it and those within that error of its time the plainest, on today's network, then on fewer
+devices; notes name the lowest and the soonest where they are not the answer, and the most
+devices searched where the soonest runs on them), the Pareto front of time
 against money (no other plan is both sooner and cheaper), or, when no plan meets the goal, the
 plan that comes closest (the smallest worst overshoot of the two limits) and by how much it
 misses. Beside it, for each faster network the cheapest of its plans on two or more servers (on
@@ -46,7 +48,7 @@ import numpy as np
 from scalesim import training_time
 from scalesim.accuracy import median_error
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, LAYOUT_KNOB_BY_FIELD, bound
-from scalesim.cheapest import cheapest
+from scalesim.cheapest import cheapest, choose
 from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
 from scalesim.errors import KNOB, ScalesimError
 from scalesim.figures import (
@@ -379,8 +381,9 @@ class GoalAnswer:
 def network_answer(networks: list[GoalNetwork], deadline_s: float, budget_usd: float,
                    error: float) -> GoalNetwork | None:
     """The faster network that answers "what network reaches my goal?": the cheapest priced one
-    whose plan meets the goal (``cheapest.cheapest``: the soonest of those within the model's
-    median ``error`` of the lowest money, as decide takes it); else the first unpriced one
+    whose plan meets the goal (``cheapest.choose``: the soonest of those within the model's
+    median ``error`` of the lowest money, as decide takes it, a tie in speed going to the plan
+    on fewer devices); else the first unpriced one
     whose plan meets it on the devices' price alone (the slowest step up: no price tells them
     apart); else the one whose plan comes
     closest (smallest worst overshoot, as ``seek``'s closest; an unpriced one's money a lower
@@ -388,8 +391,8 @@ def network_answer(networks: list[GoalNetwork], deadline_s: float, budget_usd: f
     with_plan = [n for n in networks if n.plan is not None]
     meets = [n for n in with_plan if n.plan.meets]
     if priced := [n for n in meets if n.priced]:
-        return priced[cheapest([n.plan.cost_usd for n in priced],
-                               [n.plan.time_s for n in priced], error)]
+        return priced[choose([n.plan.cost_usd for n in priced], [n.plan.time_s for n in priced],
+                             lambda i: (priced[i].plan.devices,), error)]
     if meets:
         return meets[0]
     if with_plan:
@@ -690,7 +693,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     # totals within the model's median error of the lowest are the same money (decide's rule)
     error = median_error(uses_layouts(profile, base))
     if mode == "search":  # the layouts near the answer re-searched at the batches goal tries
-        extra = _refined(profile, base, chosen, c, time_s, cost, costed, deadline_s,
+        extra = _refined(profile, base, chosen, c, on, time_s, cost, costed, deadline_s,
                          budget_usd, error)
         if extra is not None:
             tried = (tried[0] + extra.layouts_tried, tried[1])
@@ -716,25 +719,41 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     idx = np.flatnonzero(ok)
     best = closest = today = None
     front: list[GoalPlan] = []
+    plainer = plainer_rows(c["devices"], on)  # a tie in money and speed: less to buy or rent
+    at_most: list[str] = []  # whose soonest plan of the same money is at the most devices
     if idx.size:
-        answer_i = _best_on(ok, runs_ok, meets, time_s, cost, deadline_s, budget_usd, error)
+        answer_i = _best_on(ok, runs_ok, meets, time_s, cost, deadline_s, budget_usd, error,
+                            plainer)
         lowest_i = answer_i  # the lowest money that meets the goal, named where not the answer
+        lead_i = answer_i  # the soonest of the same money, named where the speed tie passed it
         if meets[answer_i]:
             best = plan(answer_i)
             lowest_i = _best_on(ok, runs_ok, meets, time_s, cost, deadline_s, budget_usd, 0.0)
-            if lowest_i != answer_i:
-                notes.append(same_money_note(best, plan(lowest_i), error, nouns_for(
-                    profile.hardware.device_name)))
-            today_i = _best_on(on == 0, runs_ok, meets, time_s, cost, deadline_s, budget_usd, error)
+            lead_i = _best_on(ok, runs_ok, meets, time_s, cost, deadline_s, budget_usd, error)
+            words = nouns_for(profile.hardware.device_name)
+            if lead_i != answer_i:  # the soonest of the same money, tied in speed
+                notes.append(same_speed_note(best, plan(lead_i), error, words))
+            if lowest_i not in (answer_i, lead_i):
+                lowest = plan(lowest_i)
+                notes.append(same_money_note(best, lowest, error, words)
+                             if lowest.time_s > best.time_s
+                             else same_speed_note(best, lowest, error, words))
+            today_i = _best_on(on == 0, runs_ok, meets, time_s, cost, deadline_s, budget_usd,
+                               error, plainer)
+            if int(c["devices"][lead_i]) == grid[-1]:  # the same money's soonest: the bound's
+                at_most.append("the answer")
             today = plan(today_i) if today_i is not None and meets[today_i] else None
         else:
             closest = plan(answer_i)
         pf = idx[pareto_front(time_s[idx], cost[idx])]
         if pf.size > MAX_FRONT:  # thinned evenly, the answer's plan kept (it is on the front)
             keep = set(np.linspace(0, pf.size - 1, MAX_FRONT).round().astype(int).tolist())
-            keep |= set(np.flatnonzero((pf == answer_i) | (pf == lowest_i)).tolist())
+            keep |= set(np.flatnonzero((pf == answer_i) | (pf == lowest_i) | (pf == lead_i))
+                        .tolist())
+            among = ("the answer's plan" if answer_i in pf else  # off it: within ε of the lead
+                     "the plan the answer ties with in speed and money")
             notes.append(f"{len(keep)} of the {pf.size} plans on the front shown: spread evenly "
-                         "from the soonest to the cheapest, the answer's plan among them")
+                         f"from the soonest to the cheapest, {among} among them")
             pf = pf[sorted(keep)]
         front = [plan(int(i)) for i in pf]
     if not idx.size:  # the answer's "No plan runs": what to change
@@ -754,6 +773,14 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         need, unlimited, compute_s = _network_need(profile, base, groups, goal, reference,
                                                    deadline_s, budget_usd, faster, row_meets,
                                                    error)
+    for i, net in enumerate(nets):  # each faster network's row, as the answer
+        lead_i = None if net is None else _best_on((on == i) & across, runs_ok, within, time_s,
+                                                   cost, deadline_s, budget_usd, error)
+        if lead_i is not None and within[lead_i] and int(c["devices"][lead_i]) == grid[-1]:
+            at_most.append(f"{net.upgrade.name}'s row")
+    if at_most:
+        notes.append(most_searched_note(at_most, grid[-1], controls,
+                                        nouns_for(profile.hardware.device_name)))
     answer = best or closest
     if answer is not None and (note := training_time.partial_batch_note(
             goal, answer.global_batch, reference)):
@@ -777,7 +804,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                       layout_counts=None if tried is None else tried[1], model_error=error,
                       networks=[_network_row(net, _best_on((on == i) & across, runs_ok, within,
                                                            time_s, cost, deadline_s, budget_usd,
-                                                           error),
+                                                           error, plainer),
                                              plan, server_part_words(profile.hardware, base))
                                 for i, net in enumerate(nets) if net is not None])
 
@@ -795,6 +822,44 @@ def same_money_note(answer: GoalPlan, lowest: GoalPlan, error: float,
             f"${amount(lowest.cost_usd)} costs ${amount(less)} ({share}) less than the answer, "
             f"within the model's median error of {within}: the same money, so goal takes the "
             "sooner plan, as decide does")
+
+
+def same_speed_note(answer: GoalPlan, other: GoalPlan, error: float,
+                    words: Nouns = GPU_NOUNS) -> str:
+    """Where a plan (``other``) the same money as the answer (``answer``) is sooner, or as soon,
+    by under the model's median ``error`` (a fraction): that the two are the same speed and
+    money, and goal takes the plainer, the answer (on today's network, or on fewer devices:
+    ``plainer_rows``), as decide's tie goes to the option with less to buy
+    (``cheapest.plainest``)."""
+    sooner = other.time_s / answer.time_s - 1.0
+    share, within = percents_apart(-sooner, error)  # never '2.9%' under '2.9%'
+    speed = (f"{'under 0.1%' if -sooner < 0.0005 else share} sooner than" if sooner < 0
+             else "as soon as")
+    less = answer.cost_usd - other.cost_usd
+    money = (f" and ${amount(less)} cheaper" if less > 0 else
+             f" and ${amount(-less)} dearer" if less < 0 else "")
+    plainer = ("on today's network, nothing to buy"
+               if answer.network == "as is" != other.network else
+               f"on fewer {words.devices}, fewer to rent at once")
+    return (f"{describe(other, words)}: {duration_text(other.time_s)} for "
+            f"${amount(other.cost_usd)} is {speed} the answer{money}, within the model's median "
+            f"error of {within}: the same speed and money, so goal takes the plainer plan "
+            f"({plainer}), as decide takes the option with less to buy")
+
+
+def most_searched_note(whose: list[str], most: int, controls: GoalControls,
+                       words: Nouns = GPU_NOUNS) -> str:
+    """Where the soonest plan of the same money as the answer (or as a faster network's row:
+    ``whose``, "the answer", "<network>'s row") runs on the most devices goal searched
+    (``most``): that the count is the search's bound, not the goal's (more devices might be
+    as cheap and sooner still), and how to give the most the user can rent at once
+    (``controls.max_devices``, where the caller has it)."""
+    names = whose[0] if len(whose) == 1 else f"{', '.join(whose[:-1])} and {whose[-1]}"
+    give = (f"; give {controls.max_devices} the most {words.devices} you can rent at once"
+            if controls.max_devices else "")
+    return (f"for {names}, the soonest plan of the same money runs on {whole(most)} "
+            f"{words.devices}, the most searched: that count is the search's bound, not the "
+            f"goal's (more {words.devices} may be as cheap and sooner still){give}")
 
 
 def searched_note(reference: int, devices_per_node: int, networks: bool,
@@ -889,7 +954,8 @@ def _network_need(profile: Profile, base: Scenario, groups: list[LayoutGroup], g
         return need, None, None
     c, t, m, ok, within = meets(base.model_copy(update={
         "inter_busbw_GBps": UNLIMITED_BUSBW_GBps, "inter_latency_s": 0.0}))
-    i = _best_on(ok, ok, within, t, m, deadline_s, budget_usd, error)
+    i = _best_on(ok, ok, within, t, m, deadline_s, budget_usd, error,
+                 plainer_rows(c["devices"], np.zeros(len(t), dtype=int)))
     if i is None:
         return need, None, None
     compute_s = float(t[i] * c["compute_s"][i] / c["step_time_s"][i])
@@ -923,8 +989,8 @@ def _joined(a: tuple, b: tuple) -> tuple:
             np.concatenate([ta, tb]), np.concatenate([ma, mb]))
 
 
-def _refined(profile: Profile, base: Scenario, chosen: Searched, c: dict, time_s: np.ndarray,
-             cost: np.ndarray, costed: np.ndarray, deadline_s: float,
+def _refined(profile: Profile, base: Scenario, chosen: Searched, c: dict, on: np.ndarray,
+             time_s: np.ndarray, cost: np.ndarray, costed: np.ndarray, deadline_s: float,
              budget_usd: float, error: float) -> Searched | None:
     """The searched layouts refined near goal's answer (docs/model.md section 21): at the
     counts whose plans come near it (``goal_layouts.near_counts``), the planner's best layout
@@ -934,7 +1000,8 @@ def _refined(profile: Profile, base: Scenario, chosen: Searched, c: dict, time_s
     runs_ok = _runs(c, time_s, cost)
     within = runs_ok & (time_s <= deadline_s) & (cost <= budget_usd)
     ok = runs_ok & costed
-    answer = _best_on(ok, runs_ok, within & costed, time_s, cost, deadline_s, budget_usd, error)
+    answer = _best_on(ok, runs_ok, within & costed, time_s, cost, deadline_s, budget_usd, error,
+                      plainer_rows(c["devices"], on))
     if answer is None:
         return None
     counts = near_counts(np.asarray(c["devices"]), time_s, cost, ok, answer, deadline_s,
@@ -982,18 +1049,30 @@ def _runs(columns: dict, time_s: np.ndarray, cost: np.ndarray) -> np.ndarray:
 
 
 def _best_on(rows: np.ndarray, runs_ok: np.ndarray, within: np.ndarray, time_s: np.ndarray,
-             cost: np.ndarray, deadline_s: float, budget_usd: float, error: float) -> int | None:
+             cost: np.ndarray, deadline_s: float, budget_usd: float, error: float,
+             plainer: Callable[[int], tuple] | None = None) -> int | None:
     """The index of the cheapest row of ``rows`` within both limits by decide's rule
-    (``cheapest.cheapest``: the soonest of those within the model's median ``error`` of the
-    lowest money), else of the one with the smallest worst overshoot (``max(time/T, cost/M)``);
-    None where none of them runs."""
+    (``cheapest.choose``: of those within the model's median ``error`` of the lowest money,
+    the soonest, and of those the same speed as it the first by ``plainer(i)``, a row's sort
+    key (``plainer_rows``; None: the soonest, ``cheapest.cheapest``)), else of the one with
+    the smallest worst overshoot (``max(time/T, cost/M)``); None where none of them runs."""
     m = np.flatnonzero(rows & within)
     if m.size:
-        return int(m[cheapest(cost[m], time_s[m], error)])
+        if plainer is None:
+            return int(m[cheapest(cost[m], time_s[m], error)])
+        return int(m[choose(cost[m], time_s[m], lambda j: plainer(int(m[j])), error)])
     idx = np.flatnonzero(rows & runs_ok)
     if not idx.size:
         return None
     return int(idx[np.argmin(np.maximum(time_s[idx] / deadline_s, cost[idx] / budget_usd))])
+
+
+def plainer_rows(devices, on) -> Callable[[int], tuple[bool, int]]:
+    """The plainer of two plans goal cannot tell apart in money or speed, as a sort key of a
+    row ``i``: on today's network (``on[i]`` 0: nothing to buy) first, then on fewer devices
+    (``devices``, fewer to rent at once): decide's tie goes to the option with nothing to buy
+    and, of its ways to add servers, to fewer servers (``decision._choose``)."""
+    return lambda i: (bool(on[i] != 0), int(devices[i]))
 
 
 def _network_row(net: NetworkScenario, i: int | None, plan, part: str) -> GoalNetwork:
