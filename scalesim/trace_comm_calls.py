@@ -339,14 +339,16 @@ class GroupComm:
 
 def gradient_posts(posted: dict, posted_sizes: dict, posted_ranks: dict, largest: float,
                     world: int | None):
-    """(posts, aside posts, set aside, unsized): each collective kind's host posts (s, sorted),
-    of the first family that posts it (``HOST_COLLECTIVE_FAMILIES``), but those of no gradient
-    traffic (``no_gradient`` against the ``largest`` reduction, elements; a post of no group
-    size over the ``world``); those set aside, every kind's (s, sorted: how often they run,
-    ``StepBreakdown.set_aside_posts``); kind -> how many were set aside; how many reductions
-    recorded no size (which cannot be told apart). ``posted``, ``posted_sizes``,
+    """(posts, aside posts, set aside, unsized, sizes): each collective kind's host posts (s,
+    sorted), of the first family that posts it (``HOST_COLLECTIVE_FAMILIES``), but those of no
+    gradient traffic (``no_gradient`` against the ``largest`` reduction, elements; a post of
+    no group size over the ``world``); those set aside, every kind's (s, sorted: how often
+    they run, ``StepBreakdown.set_aside_posts``); kind -> how many were set aside; how many
+    reductions recorded no size (which cannot be told apart); kind -> the elements of its
+    posts, in the order of ``posts`` (NaN: not recorded; DDP's buckets as posted,
+    ``StepBreakdown.reduction_elements``). ``posted``, ``posted_sizes``,
     ``posted_ranks``: (family, kind) -> starts (s), elements, ranks (NaN: not recorded)."""
-    posts, aside_posts, set_aside, unsized = {}, [np.empty(0)], {}, 0
+    posts, aside_posts, set_aside, unsized, sizes = {}, [np.empty(0)], {}, 0, {}
     for kind in COLLECTIVE_KINDS.values():
         family = next((f for f in HOST_COLLECTIVE_FAMILIES if len(posted.get((f, kind), ()))),
                       None)
@@ -357,9 +359,10 @@ def gradient_posts(posted: dict, posted_sizes: dict, posted_ranks: dict, largest
         ranks = np.frombuffer(posted_ranks[family, kind])
         aside = no_gradient(kind, elements, np.where(np.isnan(ranks), world or np.nan, ranks),
                             largest)
-        posts[kind] = np.sort(starts[~aside])
+        order = np.argsort(starts[~aside], kind="stable")
+        posts[kind], sizes[kind] = starts[~aside][order], elements[~aside][order]
         if aside.any():
             set_aside[kind] = int(aside.sum())
             aside_posts.append(starts[aside])
         unsized += int(np.isnan(elements).sum()) if kind in REDUCTION_KINDS else 0
-    return posts, np.sort(np.concatenate(aside_posts)), set_aside, unsized
+    return posts, np.sort(np.concatenate(aside_posts)), set_aside, unsized, sizes

@@ -50,6 +50,14 @@ from scalesim.remedies import (
     accumulation_factor,
     gain_verdict,
 )
+from scalesim.trace_buckets import (
+    DEFAULT_BUCKETS,
+    ModelBuckets,
+    default_buckets_note,
+    last_share,
+    model_buckets,
+    traced_buckets,
+)
 from scalesim.trace_collectives import (
     by_group,
     ddp_reductions,
@@ -237,16 +245,18 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     # how often the collectives set aside (a metric's) run: once a step or each micro-step
     aside_once, aside_words = (0.0, "") if pipeline is not None else set_aside_cadence(summaries)
     data_wait = traced_data_wait(summaries, cr)
+    buckets, buckets_note = exchange_buckets(summaries, degrees, exchange, reductions)
     first, remedies = _trace_remedies(cr, summaries, cause.key, exchange, degrees,
                                       dp_comm, mp_exposed + pipeline_fixed,
                                       micro_steps=micro_steps, exchange_seen=not unseen,
                                       ddp_reductions=reductions, set_aside_once=aside_once,
-                                      data_wait=data_wait)
+                                      data_wait=data_wait, buckets=buckets)
     if pipeline is not None and any(r.factor is not None for r in remedies):
         def model(per_sample_extra_s: float, per_step_s: float, fixed_s: float):
             return _trace_remedies(cr, summaries, cause.key, exchange, degrees,
                                    dp_comm, fixed_s, per_sample_extra_s, per_step_s,
-                                   exchange_seen=not unseen, data_wait=data_wait)
+                                   exchange_seen=not unseen, data_wait=data_wait,
+                                   buckets=buckets)
 
         for priced in pipeline_batch_remedies(pipeline, model, mp_exposed, pipeline_fixed):
             remedies = _with_measured(remedies, priced)
@@ -298,6 +308,13 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         "cross_rank": {k: v for k, v in cr.items() if k != "own_s"},
         "collectives": {str(s.rank): s.collectives for s in summaries},
         "exchange": exchange.described(),
+        # the model's DDP buckets: the traced all-reduces' (elements, post order) or DDP's
+        # defaults (elements []), in MiB of the model's gradient (``trace_buckets``)
+        "exchange_buckets": {"elements": list(buckets.elements),
+                             "gradient_bytes": buckets.grad_bytes,
+                             "bucket_mib": buckets.bucket_mib,
+                             "first_bucket_mib": buckets.first_bucket_mib,
+                             "last_share": last_share(buckets)},
         # the degrees the traces' process groups name, and each group role's collectives
         "layout": {k: degrees[k] for k in ("dp", "tp", "cp", "pp")},
         # samples a micro-step from the traces' input shapes (``traced_micro_batch``), or None
@@ -333,6 +350,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         notes.append(aside)
     if grad_sync is None and (unsized := unsized_reductions_note(summaries, exchange)):
         notes.append(unsized)
+    if buckets_note:
+        notes.append(buckets_note)
     notes += groups_notes(summaries, degrees, model_parallel, pipeline is not None)
     if stage_note:
         notes.append(stage_note)
@@ -892,6 +911,24 @@ UNSEEN_EXCHANGE_REASON = ("not predicted: no collective of the data-parallel exc
 TRACE_SOURCE = "from traces"
 
 
+def exchange_buckets(summaries, degrees: dict, exchange,
+                     reductions: int = 1) -> tuple[ModelBuckets, str]:
+    """(the model's buckets, a note): a DDP job's traced ones (``trace_buckets``, of one of its
+    ``reductions`` a step) where no group splits the model (whose all-reduces would mix in);
+    else DDP's defaults, with a note where the job is DDP. Sharded strategies reduce in their
+    own units: the defaults, which they do not use, and no note."""
+    if exchange.strategy != "ddp":
+        return DEFAULT_BUCKETS, ""
+    if splits_the_model(degrees):
+        return DEFAULT_BUCKETS, default_buckets_note(
+            f"the traces' all-reduces mix the data-parallel exchange's with the other groups' "
+            f"({layout_words(degrees)})")
+    elements = traced_buckets(summaries, reductions)
+    if not elements:
+        return DEFAULT_BUCKETS, default_buckets_note()
+    return model_buckets(elements), ""
+
+
 def input_wait_s(cr: dict) -> float:
     """Seconds a step waits on the input (``trace_ranks.cross_rank``'s ``cr``): the data wait
     on the step's path, what taking every rank's data wait off saves it (``input_wait_s``; a
@@ -964,7 +1001,8 @@ def _modelled_remedies(cr, summaries, cause: str, exchange=None, degrees=None, d
                        model_parallel_s: float = 0.0, per_sample_extra_s: float = 0.0,
                        per_step_s: float = 0.0, micro_steps: int | None = None,
                        exchange_seen: bool = True, ddp_reductions: int = 1,
-                       set_aside_once: float = 0.0, wait_reading: str = PACES):
+                       set_aside_once: float = 0.0, wait_reading: str = PACES,
+                       buckets: ModelBuckets = DEFAULT_BUCKETS):
     """Rank the seed remedies with a model profile built from the traced breakdown, the job
     exchanging as ``exchange`` (None: DDP; its link's bus bandwidth from the bytes that
     strategy sends, ``zero_exchange.sent_units``). Where the traces' groups split the model
@@ -991,7 +1029,8 @@ def _modelled_remedies(cr, summaries, cause: str, exchange=None, degrees=None, d
     as a supply beside the step at today's rate (``PACES``: nothing else gains until it does) or
     as a fetch before each micro-step's forward (``FIXED``: a fixed cost of each fetch,
     ``ComputeCurve.fetch_s``, outside the passes the exchange hides behind, which the loader
-    remedy takes off, ``trace_data_wait.fixed_fetch_remedy``)."""
+    remedy takes off, ``trace_data_wait.fixed_fetch_remedy``). ``buckets``: the model's
+    gradient and DDP buckets (``exchange_buckets``: the traced ones, else DDP's defaults)."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
     from scalesim.model.memory import reduce_bytes_per_param_of
@@ -1019,7 +1058,7 @@ def _modelled_remedies(cr, summaries, cause: str, exchange=None, degrees=None, d
     # of one micro-step: the waiting ranks' (``cross_rank``; a ``cr`` without them: every
     # rank's), the slowest's excess being the wait the slow device or the spread adds below
     compute = max(cr.get("waiting_compute_s", cr["compute_s"]), 1e-6 * step) / k
-    grad_bytes = 100e6
+    grad_bytes = buckets.grad_bytes
     # all the exchange's collective time of one step, hidden or not
     transfer = max(cr["comm_s"] if dp_comm is None else dp_comm[0], 1e-9)
     # a fitted value: held within the busbw bounds; traces with no collective (ranks of no
@@ -1091,7 +1130,8 @@ def _modelled_remedies(cr, summaries, cause: str, exchange=None, degrees=None, d
         input_pipeline=loader, jitter=Jitter(step_time_cv=cv),
     )
     scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, accumulation=k,
-                        overlap=overlap,
+                        overlap=overlap, bucket_mib=buckets.bucket_mib,
+                        first_bucket_mib=buckets.first_bucket_mib,
                         **exchange.names(),
                         slow_device=0 if slow_factor > 1.0 + 1e-3 else None,
                         slow_factor=max(slow_factor, 1.0),

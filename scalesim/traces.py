@@ -229,6 +229,10 @@ class StepBreakdown:
     # (``trace_collectives.set_aside_cadence``)
     set_aside_posts: int = 0
     set_aside_each_micro_step: int | None = None
+    # elements of the gradient all-reduces the host posted in the step's host window, in the
+    # order posted (``gradient_posts``: the set-aside ones left out): DDP's buckets as the job
+    # ran them (``trace_buckets``); () where none is posted or one records no size
+    reduction_elements: tuple[float, ...] = ()
 
 
 @dataclass
@@ -653,8 +657,8 @@ def summarise(
                                   ("", None))
     if micro_starts is not None:
         micro_starts = with_backward(micro_starts, np.sort(np.frombuffer(backward_starts)))
-    posts, aside_posts, set_aside, unsized = gradient_posts(posted, posted_sizes, posted_ranks,
-                                                             largest, world_size)
+    posts, aside_posts, set_aside, unsized, post_sizes = gradient_posts(
+        posted, posted_sizes, posted_ranks, largest, world_size)
     steps = []
     for num, w0, w1 in sorted(windows):
         span = w1 - w0
@@ -702,6 +706,8 @@ def summarise(
                 set_aside_posts=count_in(aside_posts, *host_window.get(num, (w0, w1))),
                 set_aside_each_micro_step=_fewest_a_micro_step(
                     micro_starts, aside_posts, *host_window.get(num, (w0, w1))),
+                reduction_elements=_sizes_in(posts, post_sizes, "all-reduce",
+                                             *host_window.get(num, (w0, w1))),
             )
         )
     micro_steps = most_steps_count([st.micro_steps for st in steps])
@@ -747,6 +753,17 @@ def summarise(
         micro_batch=micro_batch,
         micro_batch_from=micro_batch_from,
     )
+
+
+def _sizes_in(posts: dict, sizes: dict, kind: str, w0: float, w1: float) -> tuple[float, ...]:
+    """``StepBreakdown.reduction_elements`` of the step whose host window is [w0, w1) (s): the
+    elements of ``kind``'s posts (``gradient_posts``) in it, as posted; () where there are
+    none or one records no size."""
+    if kind not in posts:
+        return ()
+    lo, hi = np.searchsorted(posts[kind], [w0 - 1e-9, w1 - 1e-9], "left")  # as ``in_window``
+    mine = sizes[kind][lo:hi]
+    return tuple(float(n) for n in mine) if np.isfinite(mine).all() else ()
 
 
 def _fewest_a_micro_step(micro_starts, starts: np.ndarray, w0: float, w1: float) -> int | None:

@@ -94,10 +94,10 @@ def test_without_sizes_the_reading_says_what_it_could_not_separate(tmp_path):
     assert not any("set aside" in n for n in report.notes)
 
 
-def one_exchange_job() -> list[dict]:
+def one_exchange_job(sized: bool = True) -> list[dict]:
     """``ddp_job``'s steps with no loss all-reduce, the last micro-step's gradient all-reduce
     carrying its time too (``GRADIENTS_US + K * LOSS_US``): the same step, compute and exposed
-    exchange, one all-reduce a step."""
+    exchange, one all-reduce a step; its size recorded (``sized``) or not."""
     events = []
     for n in range(STEPS):
         t = n * K * MICRO_US
@@ -108,7 +108,7 @@ def one_exchange_job() -> list[dict]:
                           cat="user_annotation"),
                        op("aten::mm", a, FORWARD_US), op(BACKWARD, a + FORWARD_US, BACKWARD_US)]
         events.append(comm("allreduce", t + K * (FORWARD_US + BACKWARD_US), GRADIENT_ELEMENTS,
-                           dur_us=GRADIENTS_US + K * LOSS_US))
+                           sized, dur_us=GRADIENTS_US + K * LOSS_US))
     return events
 
 
@@ -118,11 +118,13 @@ def test_grad_sync_once_per_step_overrides_a_ddp_reading(tmp_path):
     reductions priced) prices it once a step: the override said, no DDP-reductions note, no
     no_sync remedy, and every remedy's gain that of one exchange a step carrying all the
     traced all-reduces' time (``one_exchange_job``: no size sets the loss's aside, so its time
-    is the exchange's; session 42: the sized trace counts it as idle instead)."""
+    is the exchange's; session 42: the sized trace counts it as idle instead). Neither records
+    a size, so both are laid out in DDP's default buckets (session 48: a sized trace's one
+    all-reduce a step is the model's one bucket, which overlap cannot hide)."""
     for folder in ("told", "sized"):
         (tmp_path / folder).mkdir()
     told = diagnosed(tmp_path / "told", ddp_job(sized=False), "once-per-step")
-    sized = diagnosed(tmp_path / "sized", one_exchange_job())
+    sized = diagnosed(tmp_path / "sized", one_exchange_job(sized=False))
     said = " ".join(told.notes)
     assert ("--grad-sync once-per-step is used, overriding what the traces show (all-reduces "
             "in 4 of the 4 micro-steps a step, read as DDP reducing its gradients in each): the "
