@@ -43,7 +43,7 @@ from scalesim.counts_left_out import (
     split_left_out,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import KNOB, ScalesimError, controls_named_of, knobs_of, within
+from scalesim.errors import KNOB, ScalesimError, as_literal, controls_named_of, knobs_of, within
 from scalesim.figures import MIB_BYTES, count_list, either, whole
 from scalesim.layout import (
     SCHEDULES,
@@ -152,9 +152,10 @@ def no_shape_words(profile: Profile) -> str:
             f"give {KNOB.workload} with their 'transformer' shape (a preset such as llama3-8b, "
             f"or a workload file) together with {KNOB.gpu}, the GPU they ran on")
     if profile.compute.source == TRACE_SOURCE:
-        return ("a trace gives the model as a parameter count, with no transformer shape to "
-                "split (--trace takes no --workload): scalesim plan --workload with the "
-                "model's transformer compares the split layouts")
+        return knob_refusal(  # as above: the CLI's flags, the app's labels (but the command)
+            "a trace gives the model as a parameter count, with no transformer shape to "
+            f"split ({KNOB.trace} takes no {KNOB.workload}): scalesim plan --workload with the "
+            "model's transformer compares the split layouts")
     if profile.compute.measured:
         return (f"profile '{profile.name}' does not record the transformer its compute curve "
                 f"timed (workload '{wl.name}' is a parameter count: a profile written before "
@@ -1120,12 +1121,12 @@ def fitted_timings_words(profile: Profile, what: str) -> str:
     if profile.compute.source == RUNS_SOURCE:
         return (f"the runs' compute is fitted to their measured step times, which ran {ran} "
                 f"(a runs file does not say which), and diagnose takes no other {what}: {plan}")
-    if profile.compute.source == TRACE_SOURCE:
-        kernel = (" (diagnose --trace prices the vendor kernel from FlashAttention-2-class "
+    if profile.compute.source == TRACE_SOURCE:  # diagnose's input by its flag, the app's label
+        kernel = (f" ({KNOB.trace} prices the vendor kernel from FlashAttention-2-class "
                   "kernels traced on a Hopper GPU; none here)" if what == "attention kernel"
                   else "")
-        return (f"the traced steps ran {ran}{kernel}, and --trace takes no other {what}: "
-                f"{plan}")
+        return knob_refusal(f"the traced steps ran {ran}{kernel}, and {KNOB.trace} takes no "
+                            f"other {what}: {as_literal(plan)}")
     return ""
 
 

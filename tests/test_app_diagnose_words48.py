@@ -1,0 +1,76 @@
+"""The Diagnose page and its HTML report say the page's controls, not diagnose's flags (session
+48). Session 47 left the traced job's own notes ('--trace takes no --workload', '--trace takes
+no other precision', '(diagnose --trace prices the vendor kernel ...)': 12 texts of its driver),
+and the page's HTML report printed every line as the CLI says it ('give --params ...'). The
+lines are templates (``layout.knob_refusal``: '{trace}', '{workload}'), the page and its report
+say them through ``diagnose_page.in_page_words``; the CLI keeps its flags."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from app_harness import TIMEOUT_S, run_clean
+from cli_harness import run_cli
+from streamlit.testing.v1 import AppTest
+from test_traces import gpu_trace
+
+
+# a flag, where it is not part of a command the user is told to run ('scalesim plan --workload')
+FLAG = re.compile(r"(?<![\w`-])--[a-z][\w-]*")
+COMMAND = re.compile(r"(nvidia-smi|scalesim( [a-z-]+)?) --[^;)]*")
+
+
+def _page():
+    from scalesim.app.diagnose_page import render
+
+    render()
+
+
+def _bare_flags(texts) -> list[str]:
+    return [t for t in texts if FLAG.search(COMMAND.sub("", t))]
+
+
+def _traced(tmp_path=None) -> AppTest:
+    at = run_clean(AppTest.from_function(_page, default_timeout=TIMEOUT_S))
+    at.radio(key="dg_source").set_value("Profiler traces")
+    run_clean(at)
+    files = [(f"rank{r}.json", json.dumps(gpu_trace(r, slow_us=200.0 * r)).encode(),
+              "application/json") for r in (0, 1)]
+    at.file_uploader(key="dg_traces").set_value(files)
+    return run_clean(at)
+
+
+def _remedy_notes(at: AppTest) -> dict[str, str]:
+    (table,) = [d.value for d in at.dataframe if "remedy" in d.value.columns]
+    return dict(zip(table["remedy"], table["note"], strict=True))
+
+
+def test_the_traced_jobs_notes_name_the_pages_controls():
+    notes = _remedy_notes(_traced())
+    assert _bare_flags(notes.values()) == [], notes
+    split = notes["Split the model (tensor / pipeline parallelism)"]
+    assert "(Profiler traces takes no The runs' transformer): scalesim plan --workload" in split
+    kernel = next(n for n in notes.values() if n.startswith("the traced steps ran their own "
+                                                            "attention kernel"))
+    assert kernel.startswith("the traced steps ran their own attention kernel (Profiler traces "
+                             "prices the vendor kernel from FlashAttention-2-class kernels")
+    assert "and Profiler traces takes no other attention kernel: scalesim plan" in kernel
+    precision = next(n for n in notes.values() if n.startswith("the traced steps ran at their "
+                                                               "own precision"))
+    assert precision.startswith("the traced steps ran at their own precision, and Profiler "
+                                "traces takes no other precision: scalesim plan --workload")
+
+
+def test_the_cli_keeps_the_traced_jobs_flags(tmp_path, capsys):
+    paths = []
+    for r in (0, 1):
+        paths.append(tmp_path / f"rank{r}.json")
+        paths[-1].write_text(json.dumps(gpu_trace(r, slow_us=200.0 * r)))
+    code, out, err = run_cli(capsys, ["diagnose", "--trace", *map(str, paths), "--json"])
+    assert code == 0, err
+    notes = [r["note"] for r in json.loads(out)["remedies"]]
+    assert [n for n in notes if "(--trace takes no --workload): scalesim plan" in n]
+    assert [n for n in notes if "(--trace prices the vendor kernel" in n
+            and "and --trace takes no other attention kernel" in n]
+    assert [n for n in notes if "and --trace takes no other precision" in n]
