@@ -365,7 +365,15 @@ def gain_column(report) -> str:
 def diagnosis_html(report, link: str | None, generated: datetime | None = None) -> str:
     """A Diagnose page's report as one self-contained, responsive HTML file: the cause and its
     evidence, the remedies with their predicted gains (95 % band), the notes, and a link that
-    opens the fitted model in the planner."""
+    opens the fitted model in the planner. Each line names an input as the page does, by its
+    control (``diagnose_page.in_page_words``), not by diagnose's flag."""
+    from .diagnose_page import in_page_words
+
+    traced = report.kind != "runs"
+
+    def said(line) -> str:  # an input the line names, as the Diagnose page's control
+        return in_page_words(line, traced)
+
     when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -375,28 +383,28 @@ def diagnosis_html(report, link: str | None, generated: datetime | None = None) 
         f'<p class="note">Diagnosed by scalesim on {_e(when)} from measured '
         f"{'runs' if report.kind == 'runs' else 'profiler traces'}.</p>",
         f'<section class="card"><h2>Likely cause: {_e(report.cause.label)}</h2><ul>'
-        + "".join(f"<li>{_e(e)}</li>" for e in report.cause.evidence) + "</ul>",
+        + "".join(f"<li>{_e(said(e))}</li>" for e in report.cause.evidence) + "</ul>",
     ]
     if report.first_remedy is not None:
         gain = gain_text(report.first_remedy)
         what = measure_words(report.first_remedy.measure)
         parts.append(f'<p class="rec"><b>First remedy to try:</b> '
-                     f"{_e(report.first_remedy.title)}: {_e(gain)} {_e(what)} predicted</p>")
+                     f"{_e(said(report.first_remedy.title))}: {_e(gain)} {_e(what)} predicted</p>")
     else:  # as diagnose's text says it: not "Other remedies" under no first one
         parts.append(f'<p class="rec"><b>First remedy to try:</b> '
-                     f"{_e(no_first_remedy(report))}</p>")
+                     f"{_e(said(no_first_remedy(report)))}</p>")
     parts.append("</section>")
     for other in report.others:
         parts.append(f"<p><b>Also: {_e(other.label)}</b>: "
-                     + "; ".join(_e(e) for e in other.evidence[:2]) + "</p>")
+                     + "; ".join(_e(said(e)) for e in other.evidence[:2]) + "</p>")
     cautions = any(x.caveat for x in report.remedies)  # the column only where one has words
     parts.append("<h2>Remedies (model, each applied alone)</h2>")
     parts.append(_scroll(_table(
         ["remedy", gain_column(report), "verdict", "note"] + (["caution"] if cautions else []),
-        [[x.title, gain_text(x) if x.applicable else "n/a", x.verdict, x.note]
-         + ([x.caveat] if cautions else []) for x in by_verdict(report.remedies)])))
+        [[said(x.title), gain_text(x) if x.applicable else "n/a", x.verdict, said(x.note)]
+         + ([said(x.caveat)] if cautions else []) for x in by_verdict(report.remedies)])))
     if report.notes:
-        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in report.notes)
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(said(n))}</li>" for n in report.notes)
                      + "</ul>")
     if link:
         parts.append(f'<p class="note">Open the fitted model in the planner: <a href="{_e(link)}">'

@@ -7,11 +7,14 @@ say them through ``diagnose_page.in_page_words``; the CLI keeps its flags."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
+import pytest
 from app_harness import TIMEOUT_S, run_clean
 from cli_harness import run_cli
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 from test_traces import gpu_trace
 
@@ -74,3 +77,46 @@ def test_the_cli_keeps_the_traced_jobs_flags(tmp_path, capsys):
     assert [n for n in notes if "(--trace prices the vendor kernel" in n
             and "and --trace takes no other attention kernel" in n]
     assert [n for n in notes if "and --trace takes no other precision" in n]
+
+
+@pytest.fixture
+def deferred(monkeypatch) -> dict:
+    """The data callables of the page's deferred download buttons, by file name: what a click
+    on one downloads (``st.download_button(data=<callable>)``)."""
+    kept: dict = {}
+    add = MediaFileManager.add_deferred
+
+    def keep(self, data_callable, mimetype, coordinates, file_name=None, **kw):
+        kept[file_name] = data_callable
+        return add(self, data_callable, mimetype, coordinates, file_name, **kw)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", keep)
+    return kept
+
+
+def _html_texts(page: str) -> list[str]:
+    return [html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in
+            re.findall(r"<(?:li|td|p)[^>]*>(.*?)</(?:li|td|p)>", page, flags=re.S)]
+
+
+def test_the_html_report_of_traces_says_the_pages_controls(deferred):
+    at = _traced()
+    assert not at.exception
+    page = deferred["scalesim-diagnosis.html"]()
+    texts = _html_texts(page)
+    assert _bare_flags(texts) == [], _bare_flags(texts)
+    assert [t for t in texts if "(Profiler traces takes no The runs' transformer)" in t]
+    assert [t for t in texts if "and Profiler traces takes no other precision" in t]
+
+
+def test_the_html_report_of_runs_says_the_pages_controls(deferred):
+    at = run_clean(AppTest.from_function(_page, default_timeout=TIMEOUT_S))
+    at.toggle(key="dg_example").set_value(True)
+    at.number_input(key="dg_gpus_per_node").set_value(16)
+    run_clean(at)
+    page = deferred["scalesim-diagnosis.html"]()
+    texts = _html_texts(page)
+    assert _bare_flags(texts) == [], _bare_flags(texts)
+    assert [t for t in texts if t.startswith("no Model parameters: link speeds are ")]
+    assert [t for t in texts if t.startswith("GPUs per server 16: the runs used at most 8")]
+    assert [t for t in texts if "give The runs' transformer with their" in t]
