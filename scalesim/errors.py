@@ -39,24 +39,31 @@ class Refusal(str):
     printed), and ``ScalesimError(refusal)`` carries both. ``template``: the line with each
     knob it names by its control written '{field}' ('' where it names none as a control), so
     that a caller with other names for the controls (the app's labels) says it in them
-    (``in_words_of``); the line itself names them as the CLI's flags (``layout.knob_refusal``)."""
+    (``in_words_of``); the line itself names them as the CLI's flags (``layout.knob_refusal``).
+    ``cli_template``: the line's own template where it says more than ``template`` (a schema
+    field's check the value broke, for the CLI's user), so that a CLI naming the knobs its own
+    way (the sweep's '--seq-len-values') keeps it; '' where it is ``template``."""
 
     knobs: tuple[str, ...] = ()
     controls_named: tuple[str, ...] = ()
     template: str = ""
+    cli_template: str = ""
 
-    def __new__(cls, text: str, knobs=(), controls_named=(), template: str = ""):
+    def __new__(cls, text: str, knobs=(), controls_named=(), template: str = "",
+                cli_template: str = ""):
         self = super().__new__(cls, text)
         self.knobs = tuple(knobs)
         self.controls_named = tuple(controls_named)
         self.template = template
+        self.cli_template = cli_template
         return self
 
 
-def template_of(value) -> str:
+def template_of(value, cli: bool = False) -> str:
     """The template (``Refusal.template``) of ``value`` (a ``Refusal``, a ``ScalesimError``);
-    '' for anything else."""
-    template = getattr(value, "template", "")
+    ``cli``: the CLI's where the line has its own (``Refusal.cli_template``); '' for anything
+    else."""
+    template = (cli and getattr(value, "cli_template", "")) or getattr(value, "template", "")
     return template if isinstance(template, str) else ""
 
 
@@ -85,11 +92,12 @@ def joined(sep: str, parts) -> Refusal:
                    tuple(dict.fromkeys(k for p in parts for k in controls_named_of(p))), template)
 
 
-def in_words_of(value, named) -> Refusal:
+def in_words_of(value, named, cli: bool = False) -> Refusal:
     """``value``'s line (a ``Refusal``, a ``ScalesimError``) with each knob its template names
     said as ``named`` says it (``named(field)``: the app's control label), those knobs added to
-    its controls named; its own line where it has no template (it names no control)."""
-    template = template_of(value)
+    its controls named; its own line where it has no template (it names no control). ``cli``:
+    ``named`` is a CLI's (flags), which says the CLI's line (``Refusal.cli_template``)."""
+    template = template_of(value, cli)
     if not template:
         return Refusal(str(value), knobs_of(value), controls_named_of(value))
     fields = template_fields(template)
@@ -131,11 +139,13 @@ class ScalesimError(ValueError):
     knobs: tuple[str, ...] = ()
     controls_named: tuple[str, ...] = ()
     template: str = ""
+    cli_template: str = ""  # the line's own where it says more than ``template`` (``Refusal``'s)
 
     def __init__(self, *args, knobs=(), controls_named=()):
         knobs = tuple(knobs) or (knobs_of(args[0]) if args else ())
         named = tuple(controls_named) or (controls_named_of(args[0]) if args else ())
         template = template_of(args[0]) if len(args) == 1 else ""
+        cli = getattr(args[0], "cli_template", "") if len(args) == 1 else ""
         super().__init__(*(str(a) if isinstance(a, Refusal) else a for a in args))
         if knobs:  # only then in the instance: an error without knobs pickles as before
             self.knobs = knobs
@@ -143,6 +153,8 @@ class ScalesimError(ValueError):
             self.controls_named = named
         if template:
             self.template = template
+        if cli:
+            self.cli_template = cli
 
     def reworded(self, message: str) -> ScalesimError:
         """This error's knobs, controls named and template on another line (``message``: this

@@ -126,15 +126,19 @@ SHARD_GROUP_HELP = (
 ZERO_STRATEGIES = ("ddp", "zero1", "zero2", "zero3")
 
 
-def knob_refusal(template: str, knobs=()) -> Refusal:
+def knob_refusal(template: str, knobs=(), cli: str | None = None) -> Refusal:
     """The refusal of ``template``, a line naming knobs by their controls (``errors.KNOB``'s
     '{field}'), as the CLI says it: each knob by its flag from the knob table
     (``bounds.flag_of``: '--tp-overlap needs --tp 2 or more'), the template kept so that the
-    app says it in its control labels (``errors.in_words_of``). ``knobs``: as ``Refusal``'s."""
+    app says it in its control labels (``errors.in_words_of``). ``knobs``: as ``Refusal``'s.
+    ``cli``: the CLI's line as a template where it says more than the app's (a schema field's
+    check that the value broke, which a user of files can look up and a page's user cannot
+    set); None: ``template``."""
     from scalesim.bounds import flag_of
 
-    return Refusal(template.format_map({f: flag_of(f) for f in template_fields(template)}),
-                   knobs, template=template)
+    said = template if cli is None else cli
+    return Refusal(said.format_map({f: flag_of(f) for f in template_fields(said)}),
+                   knobs, template=template, cli_template=cli or "")
 
 
 def knob_value_refusal(field: str, value: str, why: str, said: str | None = None) -> Refusal:

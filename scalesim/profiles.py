@@ -11,6 +11,7 @@ profile says so in its notes.
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,9 @@ import numpy as np
 from scalesim import presets
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.errors import (
+    KNOB,
     ScalesimError,
+    as_literal,
     cut_at_word,
     require_model,
     require_path,
@@ -29,7 +32,7 @@ from scalesim.errors import (
 )
 from scalesim.figures import count, rate
 from scalesim.jsonio import newer_version, parse_model, read_json, version_text
-from scalesim.layout import knob_value_refusal
+from scalesim.layout import knob_refusal, knob_value_refusal
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.model.memory import STRATEGIES, optimizer_traffic_ratio
 from scalesim.model.sharding import FSDP
@@ -703,10 +706,37 @@ def sequence_built(build: Callable[[Workload], T], own: Workload, at: Workload) 
             build(own)
         except ScalesimError:
             raise exc from None
-        raise ScalesimError(knob_value_refusal(
-            "seq_len", f"{theirs.seq_len:,}", f"the model cannot be predicted at that sequence "
-            f"length ({exc}); give a sequence length nearer its own, {mine.seq_len:,} tokens"
-        )) from None
+        asked = f"{KNOB.seq_len} {theirs.seq_len:,}: the model cannot be predicted at that " \
+                "sequence length"
+        reach = _sequence_reach(build, own, theirs.seq_len)
+        most = "at most" if reach >= mine.seq_len else "at least"
+        raise ScalesimError(knob_refusal(  # the app: the range that works, not the field
+            f"{asked}; give a {KNOB.seq_len} of {most} {reach:,} tokens (the model's own: "
+            f"{mine.seq_len:,})", ("seq_len",),
+            cli=f"{asked} ({as_literal(str(exc))}); give a sequence length nearer its own, "
+                f"{mine.seq_len:,} tokens")) from None
+
+
+def _sequence_reach(build: Callable[[Workload], Any], own: Workload, refused: int) -> int:
+    """The sequence length farthest from ``own``'s toward ``refused`` (which ``build`` refuses)
+    at which ``build`` still succeeds, to 3 significant digits toward ``own``'s: bisected on
+    the logarithm of the length, as the compute a sequence takes grows with it (a time past
+    its bound above, below a picosecond under). What the app's sequence refusal gives as the
+    lengths that work."""
+    good, bad = own.transformer.seq_len, refused
+    while max(good, bad) / min(good, bad) > 1.001 and abs(bad - good) > 1:
+        mid = round(math.sqrt(good * bad))
+        if mid in (good, bad):
+            break
+        try:
+            build(workload_at_sequence(own, mid, own.name)[0])
+        except ScalesimError:
+            bad = mid
+        else:
+            good = mid
+    digits = 10 ** max(0, len(str(good)) - 3)  # 10,546,222 -> 10,500,000 (still below)
+    shown = good // digits * digits if bad > good else -(-good // digits) * digits
+    return shown if (shown - own.transformer.seq_len) * (bad - good) >= 0 else good
 
 
 def _at_sequence(workload: Workload, seq_len: int | None, name: str,

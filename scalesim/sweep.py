@@ -484,7 +484,7 @@ def _sequence_profiles(profile: Profile, base: Scenario, arrays: dict[str, np.nd
     try:
         return {int(seq): resolve(int(seq)) for seq in arrays["seq_len"]}
     except ScalesimError as exc:  # a value refused: named by the flag the user typed it with
-        raise ScalesimError(in_words_of(exc, _swept_flag(arrays))) from None
+        raise ScalesimError(in_words_of(exc, _swept_flag(arrays), cli=True)) from None
 
 
 def _swept_flag(arrays: dict[str, np.ndarray]) -> Callable[[str], str]:

@@ -1,9 +1,10 @@
-"""The Diagnose page and its HTML report say the page's controls, not diagnose's flags (session
-48). Session 47 left the traced job's own notes ('--trace takes no --workload', '--trace takes
-no other precision', '(diagnose --trace prices the vendor kernel ...)': 12 texts of its driver),
-and the page's HTML report printed every line as the CLI says it ('give --params ...'). The
-lines are templates (``layout.knob_refusal``: '{trace}', '{workload}'), the page and its report
-say them through ``diagnose_page.in_page_words``; the CLI keeps its flags."""
+"""The Diagnose page and its HTML report say the page's controls, not diagnose's flags, and the
+planner's "Cannot predict" box its control, not a schema field (session 48). Session 47 left
+the traced job's own notes ('--trace takes no --workload', '--trace takes no other precision',
+'(diagnose --trace prices the vendor kernel ...)': 12 texts of its driver), and the page's HTML
+report printed every line as the CLI says it ('give --params ...'). The lines are templates
+(``layout.knob_refusal``: '{trace}', '{workload}'), the page and its report say them through
+``diagnose_page.in_page_words``; the CLI keeps its flags."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 from test_traces import gpu_trace
 
+from scalesim.errors import ScalesimError
 
 # a flag, where it is not part of a command the user is told to run ('scalesim plan --workload')
 FLAG = re.compile(r"(?<![\w`-])--[a-z][\w-]*")
@@ -120,3 +122,43 @@ def test_the_html_report_of_runs_says_the_pages_controls(deferred):
     assert [t for t in texts if t.startswith("no Model parameters: link speeds are ")]
     assert [t for t in texts if t.startswith("GPUs per server 16: the runs used at most 8")]
     assert [t for t in texts if "give The runs' transformer with their" in t]
+
+
+# a schema field's name ('per_sample_s', 'devices_per_node') in a box's words
+FIELD = re.compile(r"\b[a-z]+_[a-z_]+\b")
+LLAMA_H100 = {"v": "3", "wl": "llama3-8b", "hw": "dgx-h100"}
+
+
+def test_an_absurd_sequence_length_names_its_control_and_the_lengths_that_work():
+    """Before: 'Sequence length 1,073,741,824: the model cannot be predicted at that sequence
+    length (compute of workload 'llama3-8b' on hardware 'dgx-h100': field 'per_sample_s':
+    2,930,421,041.111022 given; allowed: ...); give a sequence length nearer its own, 8,192
+    tokens'. Now the control and the lengths that predict (bisected: the stated one predicts,
+    1 % more does not); the CLI keeps the field it broke (tests/test_sequence_out_of_range.py)."""
+    from app_harness import cannot_predict_box, open_app
+
+    from scalesim.profiles import resolve_profile
+
+    at = open_app(LLAMA_H100)
+    at.sidebar.number_input(key="k_seq").set_value(2**30)
+    box = cannot_predict_box(run_clean(at)).replace("\\_", "_")
+    assert FIELD.search(box) is None and "field '" not in box and "--" not in box, box
+    assert box.startswith("Cannot predict this scenario: Sequence length 1,073,741,824: the "
+                          "model cannot be predicted at that sequence length; give a Sequence "
+                          "length of at most 19,800,000 tokens (the model's own: 8,192).")
+    resolve_profile(None, "dgx-h100", "llama3-8b", 19_800_000)
+    with pytest.raises(ScalesimError, match="field 'per_sample_s'"):
+        resolve_profile(None, "dgx-h100", "llama3-8b", 19_800_000 * 101 // 100)
+
+
+def test_the_sweep_keeps_the_field_the_sequence_broke(capsys):
+    """The CLI's sweep names the value by its axis flag and keeps the CLI's words (the field
+    the sequence broke, the model's own length), not the app's."""
+    code, _, err = run_cli(capsys, ["sweep", "--workload", "llama3-8b", "--devices", "16",
+                                    "--seq-len-values", f"4096,{2**30}"])
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"scalesim sweep: error: --seq-len-values {2**30:,}: the model "
+                          "cannot be predicted at that sequence length (compute of workload "
+                          "'llama3-8b'")
+    assert "field 'per_sample_s'" in err and "at most" not in err
+    assert err.rstrip().endswith("give a sequence length nearer its own, 8,192 tokens")

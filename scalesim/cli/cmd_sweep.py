@@ -617,7 +617,7 @@ def sweep_notes(plan) -> list[str]:
         return values_flag(field) if field in plan.axes else flag_of(field)
 
     # each value's notes, once, a swept knob named as typed ('--seq-len-values 4098: ...')
-    own = [str(in_words_of(n, said)) for one in (plan.sequences or {0: profile}).values()
+    own = [str(in_words_of(n, said, cli=True)) for one in (plan.sequences or {0: profile}).values()
            for n in one.notes]
     return out + list(dict.fromkeys(own))
 
