@@ -154,7 +154,7 @@ def no_shape_words(profile: Profile) -> str:
     if profile.compute.source == TRACE_SOURCE:
         return knob_refusal(  # as above: the CLI's flags, the app's labels (but the command)
             "a trace gives the model as a parameter count, with no transformer shape to "
-            f"split ({KNOB.trace} takes no {KNOB.workload}): scalesim plan --workload with the "
+            f"split ({KNOB.workload} is not read with {KNOB.trace}): scalesim plan --workload with the "
             "model's transformer compares the split layouts")
     if profile.compute.measured:
         return (f"profile '{profile.name}' does not record the transformer its compute curve "
@@ -1122,11 +1122,11 @@ def fitted_timings_words(profile: Profile, what: str) -> str:
         return (f"the runs' compute is fitted to their measured step times, which ran {ran} "
                 f"(a runs file does not say which), and diagnose takes no other {what}: {plan}")
     if profile.compute.source == TRACE_SOURCE:  # diagnose's input by its flag, the app's label
-        kernel = (f" ({KNOB.trace} prices the vendor kernel from FlashAttention-2-class "
-                  "kernels traced on a Hopper GPU; none here)" if what == "attention kernel"
-                  else "")
-        return knob_refusal(f"the traced steps ran {ran}{kernel}, and {KNOB.trace} takes no "
-                            f"other {what}: {as_literal(plan)}")
+        kernel = (f" (a model read from {KNOB.trace} prices the vendor kernel from "
+                  "FlashAttention-2-class kernels traced on a Hopper GPU; none here)"
+                  if what == "attention kernel" else "")
+        return knob_refusal(f"the traced steps ran {ran}{kernel}, and no other {what} is read "
+                            f"with {KNOB.trace}: {as_literal(plan)}")
     return ""
 
 

@@ -55,16 +55,16 @@ def test_the_traced_jobs_notes_name_the_pages_controls():
     notes = _remedy_notes(_traced())
     assert _bare_flags(notes.values()) == [], notes
     split = notes["Split the model (tensor / pipeline parallelism)"]
-    assert "(Profiler traces takes no The runs' transformer): scalesim plan --workload" in split
+    assert "(The runs' transformer is not read with Profiler traces): scalesim plan --workload" in split
     kernel = next(n for n in notes.values() if n.startswith("the traced steps ran their own "
                                                             "attention kernel"))
-    assert kernel.startswith("the traced steps ran their own attention kernel (Profiler traces "
-                             "prices the vendor kernel from FlashAttention-2-class kernels")
-    assert "and Profiler traces takes no other attention kernel: scalesim plan" in kernel
+    assert kernel.startswith("the traced steps ran their own attention kernel (a model read from "
+                             "Profiler traces prices the vendor kernel from FlashAttention-2-class kernels")
+    assert "and no other attention kernel is read with Profiler traces: scalesim plan" in kernel
     precision = next(n for n in notes.values() if n.startswith("the traced steps ran at their "
                                                                "own precision"))
-    assert precision.startswith("the traced steps ran at their own precision, and Profiler "
-                                "traces takes no other precision: scalesim plan --workload")
+    assert precision.startswith("the traced steps ran at their own precision, and no other "
+                                "precision is read with Profiler traces: scalesim plan --workload")
 
 
 def test_the_cli_keeps_the_traced_jobs_flags(tmp_path, capsys):
@@ -75,10 +75,10 @@ def test_the_cli_keeps_the_traced_jobs_flags(tmp_path, capsys):
     code, out, err = run_cli(capsys, ["diagnose", "--trace", *map(str, paths), "--json"])
     assert code == 0, err
     notes = [r["note"] for r in json.loads(out)["remedies"]]
-    assert [n for n in notes if "(--trace takes no --workload): scalesim plan" in n]
-    assert [n for n in notes if "(--trace prices the vendor kernel" in n
-            and "and --trace takes no other attention kernel" in n]
-    assert [n for n in notes if "and --trace takes no other precision" in n]
+    assert [n for n in notes if "(--workload is not read with --trace): scalesim plan" in n]
+    assert [n for n in notes if "(a model read from --trace prices the vendor kernel" in n
+            and "and no other attention kernel is read with --trace" in n]
+    assert [n for n in notes if "and no other precision is read with --trace" in n]
 
 
 @pytest.fixture
@@ -107,8 +107,8 @@ def test_the_html_report_of_traces_says_the_pages_controls(deferred):
     page = deferred["scalesim-diagnosis.html"]()
     texts = _html_texts(page)
     assert _bare_flags(texts) == [], _bare_flags(texts)
-    assert [t for t in texts if "(Profiler traces takes no The runs' transformer)" in t]
-    assert [t for t in texts if "and Profiler traces takes no other precision" in t]
+    assert [t for t in texts if "(The runs' transformer is not read with Profiler traces)" in t]
+    assert [t for t in texts if "and no other precision is read with Profiler traces" in t]
 
 
 def test_the_html_report_of_runs_says_the_pages_controls(deferred):

@@ -704,7 +704,7 @@ def test_split_the_model_tells_diagnose_what_diagnose_takes(tmp_path, capsys):
     _, remedies = trace_diagnosis._trace_remedies(
         cr, [SimpleNamespace(world_size=4, device="gpu", loader_in_process=False)], "comm_growth")
     reason = next(r.note for r in remedies if r.key == "split_model")
-    assert "--trace takes no --workload" in reason and "scalesim plan --workload" in reason
+    assert "--workload is not read with --trace" in reason and "scalesim plan --workload" in reason
     assert "recalibrate" not in reason, reason
 
 
@@ -739,7 +739,7 @@ def test_kernel_and_fp8_remedies_tell_diagnose_what_prices_them(tmp_path, capsys
     traced = {r.key: r.note for r in remedies if r.key in flags}
     assert set(traced) == set(flags), traced
     for key, note in traced.items():
-        assert note.startswith("the traced steps ran") and "--trace takes no other" in note
+        assert note.startswith("the traced steps ran") and "is read with --trace" in note
         assert "calibration" not in note and flags[key] in note, note
 
 
