@@ -73,7 +73,8 @@ MODEL_SPLIT = ("tp", "pp", "cp")  # the degrees that split the model: a replica 
 # a runs file's schedule names (lower case, letters and digits) that name a layout schedule
 SCHEDULE_ALIASES = {"interleaved1f1b": "interleaved", "zbh1": "zb"}
 TIMED = ("data_wait_s", "comm_s", "rank_step_times_s")  # real seconds, not per unit of work
-# A rank's step time may exceed the run's (a median over steps) by measurement noise, not more
+# A time measured beside the run's step (a median over steps) may exceed it by measurement
+# noise, not more: a rank's step time, or the data wait and exposed communication together
 RANK_TIME_SLACK = 1.1
 # Longest CSV cell read, characters: a rank_step_times_s list of ~300k ranks. (csv's own default,
 # 128 KiB, is already passed by 16k ranks of "0.1234567;".)
@@ -735,6 +736,16 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
             if part is not None and part > t:
                 raise ScalesimError(f"{source}: run {i} has {name} {part:g} s, more than its "
                                     f"step time {t:.4g} s; both are seconds per optimizer step")
+        if r.data_wait_s is not None and r.comm_s is not None \
+                and r.data_wait_s + r.comm_s > RANK_TIME_SLACK * t:
+            # the step holds both as parts of its own (docs/model.md §7: compute + exposed
+            # communication + straggler wait + data stall), so together they fit in it
+            raise ScalesimError(
+                f"{source}: run {i} has data_wait_s {r.data_wait_s:g} s and comm_s "
+                f"{r.comm_s:g} s, together {r.data_wait_s + r.comm_s:.4g} s, more than its "
+                f"step time {t:.4g} s; each is a part of the step not spent computing, so "
+                "correct the one that counts time twice (exposed communication is what no "
+                "computation hides, not the collectives' whole time)")
         slowest = max(r.rank_step_times_s) if r.rank_step_times_s else 0.0
         if slowest > RANK_TIME_SLACK * t:  # a synchronous step waits for its slowest rank
             raise ScalesimError(f"{source}: run {i} lists a rank step time of {slowest:g} s, "

@@ -510,11 +510,11 @@ def test_no_ratio_is_printed_against_a_compute_time_of_zero(tmp_path, capsys):
     """Runs whose fit leaves no compute at the smallest run (the stall took it all) printed
     `compute per sample per device 0 -> 11 ms (nanx)`: the ratio to zero is left out now.
     Session 20: the two runs that showed it (4,1,100 and 2,1,190) fit with compute now, so the
-    measured communication and data wait (0.06 + 0.06 s of a 0.1 s step) leave none, whatever
-    the fit."""
+    measured communication and data wait (0.05 + 0.05 s of a 0.1 s step) leave none, whatever
+    the fit (session 48: more than the step together, 0.06 + 0.06 s, is refused)."""
     runs = tmp_path / "runs.csv"
     runs.write_text("devices,nodes,step_time_s,per_device_batch,comm_s,data_wait_s\n"
-                    "2,1,0.1,8,0.06,0.06\n4,1,0.2,8,0.1,0.05\n")
+                    "2,1,0.1,8,0.05,0.05\n4,1,0.2,8,0.1,0.05\n")
     code = main(["diagnose", str(runs)])
     out, err = capsys.readouterr()
     assert code == 0, err
