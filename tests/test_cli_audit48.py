@@ -33,3 +33,18 @@ def test_a_data_wait_and_exposed_exchange_within_the_step_are_read():
     assert [r.data_wait_s for r in runs.rows] == [0, 0.03, 0.07]
     assert [r.comm_s for r in runs.rows] == [0, 0.03, 0.07]
 
+
+def test_a_scenario_files_price_without_a_training_length_is_named_as_the_file_names_it(
+        tmp_path, capsys):
+    # Before: "--price needs a training length ..." where no --price was given: the price was
+    # the --scenario file's price_per_device_hour.
+    from scalesim.schemas import Scenario
+
+    path = tmp_path / "scenario.json"
+    path.write_text(Scenario(devices=[1, 8], price_per_device_hour=4.0).model_dump_json())
+    code, out, err = run_cli(capsys, ["predict", "--scenario", str(path)])
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"error: {path}: price_per_device_hour 4 needs a training length" in err
+    assert "--price" not in err
+    code, _, err = run_cli(capsys, ["predict", "--scenario", str(path), "--price", "3"])
+    assert code == 2 and "error: --price needs a training length" in err

@@ -514,7 +514,10 @@ def run(args: argparse.Namespace) -> int:
     scenario, left_out = runnable_counts(profile, scenario)  # as sweep drops their rows
     rows = predict(profile, scenario)
     if scenario.price_per_device_hour is not None and all(r.cost_usd is None for r in rows):
-        raise ScalesimError("--price needs a training length (--train-samples, or --epochs with "
+        # the flag's, or else the --scenario file's (named as the file names it)
+        price = ("--price" if args.price is not None else
+                 f"{args.scenario}: price_per_device_hour {scenario.price_per_device_hour:g}")
+        raise ScalesimError(f"{price} needs a training length (--train-samples, or --epochs with "
                             "--dataset-size) or a quality target (--critical-batch with "
                             "--min-samples) to price",
                             knobs=("price_per_device_hour", *TRAINING_LENGTH_KNOBS))
