@@ -190,7 +190,12 @@ def test_a_slow_device_keeps_the_shape_for_the_remedies():
     now = predict(bert, scenario)[0]
     fixed = predict(bert, scenario.model_copy(update={"slow_device": None}))[0]
     truth = fixed.samples_per_s / now.samples_per_s - 1
-    assert truth == pytest.approx(0.147, abs=0.001)
+    # +15.7 % since session 48 (+14.7 % before): without the slow device the device spread's
+    # 0.349 ms wait stretches the last device's 13.97 ms of passes by 1 + 0.349 / 13.97 = 1.025,
+    # and the exchange outlasting its backward hides 0.19 ms more (exposed 3.907 -> 3.715 ms,
+    # step 22.811 -> 22.620 ms); with it the stretch stays 1 + 5.589 / 13.97 = 1.400 (its step
+    # 26.164 ms as before)
+    assert truth == pytest.approx(0.157, abs=0.001)
     assert first.key == "slow_device" and plain.first_remedy.key == "slow_device"
     assert first.gain == pytest.approx(plain.first_remedy.gain, abs=0.01)
     for remedy in (first, plain.first_remedy):

@@ -154,10 +154,12 @@ def test_an_address_bar_link_opens_in_silence_and_tells_a_model_change(monkeypat
     again = open_app(bar)  # undated: no banner
     assert _warnings(again) == [] and _notes(again) == []
     assert not any("Shared what-if" in i.value for i in again.info)
-    assert read_link(bar)[3] == SentFigure(16, 3812.0)
+    # 3,831 sequences/s at a 50 MB bucket (3,812 before session 48's straggler stretch, which
+    # hides 0.7 ms more of the exchange behind the last device's backward at 16 devices)
+    assert read_link(bar)[3] == SentFigure(16, 3831.0)
     _model_changed(monkeypatch)
     (note,) = _notes(open_app(bar))
-    assert note.startswith("Sent as 3,812 sequences/s on 16 devices; this scalesim predicts ")
+    assert note.startswith("Sent as 3,831 sequences/s on 16 devices; this scalesim predicts ")
 
 
 def test_a_fallback_gives_the_address_bar_no_figure():

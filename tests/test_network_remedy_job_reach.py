@@ -4,12 +4,14 @@ InfiniBand, 192 GB/s a whole server) and twice today's by what the job's devices
 
 On part of each server the named network gives the job only its share of HDR's eight NICs: one
 GPU of 8 reaches one, 192 / 8 = 24 GB/s. Runs on 1 GPU of each of 1-8 servers with one 100 Gb/s
-Ethernet NIC (made by the model, fitted as a link of 12.44 GB/s without a NIC count: what the
-runs' GPU reached) doubled reach 2 x 12.44 = 24.88 GB/s > 24: twice the network is the faster
-for the job, though HDR's whole server (192) is above twice today's (24.88). Before, the remedy
-named HDR at 24 GB/s (+68.7 %); now it is '2x the network' (+79.8 %). Decide's network option on
-that fitted profile said '(whole server 12.4 -> 192)', a whole server's figure the fitted link
-does not know; it now says '(whole server 192)', as the remedy's title does.
+Ethernet NIC (made by the model, fitted as a link of 12.27 GB/s without a NIC count: what the
+runs' GPU reached) doubled reach 2 x 12.27 = 24.54 GB/s > 24: twice the network is the faster
+for the job, though HDR's whole server (192) is above twice today's (24.54). Before, the remedy
+named HDR at 24 GB/s (+72.2 %); now it is '2x the network' (+81.8 %). Decide's network option on
+that fitted profile said '(whole server 12.3 -> 192)', a whole server's figure the fitted link
+does not know; it now says '(whole server 192)', as the remedy's title does. (Session 48: the
+runs' jitter stretches the last GPU's backward the exchange hides behind, docs/model.md §3, in
+the model that made the runs and in the fit: 12.44 GB/s, 24.88, +68.7 % and +79.8 % before.)
 """
 
 from __future__ import annotations
@@ -58,12 +60,12 @@ def test_one_gpu_of_eight_on_a_fitted_link_gets_twice_the_network(partial):
     profile, scenario = fitted_of(partial)
     fitted = profile.hardware.inter_node.busbw_GBps
     assert profile.hardware.inter_node.nics_per_node is None  # what the runs' GPU reached
-    assert fitted == pytest.approx(12.44, abs=0.005)
+    assert fitted == pytest.approx(12.27, abs=0.005)
     assert UPGRADES_BY_KEY["ib-8x200"].link().busbw_GBps == pytest.approx(HDR_GBPS)
-    assert 2 * fitted > HDR_ONE_NIC_GBPS  # 24.88 > 24: the doubled link reaches more
+    assert 2 * fitted > HDR_ONE_NIC_GBPS  # 24.54 > 24: the doubled link reaches more
     remedy = _network(partial.remedies)
     # the whole server of twice a fitted link is not known either: the job's figures alone
-    assert remedy.title == ("Faster inter-server network: 2x the network (12.4 -> 24.9 GB/s "
+    assert remedy.title == ("Faster inter-server network: 2x the network (12.3 -> 24.5 GB/s "
                             f"busbw for the job's {JOB})")
     now = predict(profile, scenario)[0]
     doubled = predict(profile, scenario.model_copy(update={"inter_busbw_GBps": 2 * fitted}))[0]
@@ -73,8 +75,8 @@ def test_one_gpu_of_eight_on_a_fitted_link_gets_twice_the_network(partial):
     hdr = predict(profile, scenario.model_copy(update={
         "inter_busbw_GBps": HDR_ONE_NIC_GBPS, "inter_latency_s": link.latency_s}))[0]
     hdr_gain = hdr.samples_per_s / now.samples_per_s - 1
-    assert hdr_gain == pytest.approx(0.687, abs=0.0005)  # the remedy before
-    assert remedy.gain == pytest.approx(0.798, abs=0.0005) and remedy.gain > hdr_gain
+    assert hdr_gain == pytest.approx(0.722, abs=0.0005)  # the remedy before
+    assert remedy.gain == pytest.approx(0.818, abs=0.0005) and remedy.gain > hdr_gain
 
 
 def test_whole_servers_of_the_same_runs_keep_the_named_network():
@@ -82,16 +84,16 @@ def test_whole_servers_of_the_same_runs_keep_the_named_network():
     HDR's 192 GB/s, eight times twice today's; the title names whole figures, as before."""
     remedy = _network(_diagnosed().remedies)
     assert remedy.title == ("Faster inter-server network: 8 x 200 Gb/s HDR InfiniBand "
-                            "(12.4 -> 192 GB/s busbw)")
+                            "(12.3 -> 192 GB/s busbw)")
 
 
 def test_decide_on_the_fitted_profile_names_the_whole_server_it_knows(partial):
     """Decide's network option (the named upgrade, as every command runs it) on the fitted
-    profile of part of each server: today's 12.4 is what the GPU reached, not a whole server's."""
+    profile of part of each server: today's 12.3 is what the GPU reached, not a whole server's."""
     profile, scenario = fitted_of(partial)
     card = decide(profile, scenario, 8)
     (row,) = [o for o in card.options if o.key == "network"]
-    assert row.title == ("Network: 8 x 200 Gb/s HDR InfiniBand (as in a DGX A100), 12.4 -> 24 "
+    assert row.title == ("Network: 8 x 200 Gb/s HDR InfiniBand (as in a DGX A100), 12.3 -> 24 "
                          f"GB/s busbw for the job's {JOB} (whole server 192)")
     # decide's remedies (rank_remedies) on the same scenario pick twice the network, as diagnose
     _, ranked = rank_remedies(profile, scenario, 8)

@@ -37,7 +37,9 @@ def slow_runs(bert):
 
 @pytest.fixture(scope="module")
 def truth(bert):
-    """What fixing the device gains under the model that made the runs: +14.7 %."""
+    """What fixing the device gains under the model that made the runs: +15.7 % (+14.7 % before
+    session 48: without the slow device, the device spread's wait stretches the last device's
+    backward too, hiding 0.19 ms more of the exchange; test_diagnose_model's hand-check)."""
     scenario = Scenario(devices=[8], micro_batch=8, slow_device=0, slow_factor=1.4)
     now = predict(bert, scenario)[0]
     fixed = predict(bert, scenario.model_copy(update={"slow_device": None}))[0]
@@ -71,7 +73,7 @@ def test_the_slow_device_band_holds_the_model_and_the_valley_top(slow_runs, trut
     transformer = runs_model("bert-large", "A100 80GB") if shaped else None
     report = diagnose_runs(slow_runs, None, WIRE, transformer=transformer)
     first = report.first_remedy
-    assert truth == pytest.approx(0.147, abs=0.001)
+    assert truth == pytest.approx(0.157, abs=0.001)
     assert first.key == "slow_device" and first.gain == pytest.approx(0.086, abs=0.01)
     assert first.gain_low < truth < first.gain_high
     assert first.gain_high >= 0.25

@@ -19,12 +19,23 @@ from scalesim.profiles import default_profile
 from scalesim.remedies import rank_remedies
 from scalesim.schemas import Scenario
 
-# Agreement of the two paths: the exposed communication is the same number (measured: equal to
-# 1e-17 of the step on this grid; asserted to 1e-9 of it); the step time within 0.5 %
-# (measured: 0.19 % at most). What is left is not the exchange: the straggler wait (the layout
-# path's device spread includes the optimizer step, docs/model.md §22).
+# Agreement of the two paths: the exposed communication is the same exchange over the same
+# windows but for the straggler stretch (docs/model.md §3): each path stretches the last
+# device's passes by its own wait, and the layout path's device spread includes the optimizer
+# step (§22). The bucket timeline's exposed tail falls at most as fast as its window grows
+# (d exposed / d T_b in [-1, 0]), and the windows differ by (backward share) x the two waits'
+# difference, so the exposed times differ by at most the waits' difference (measured: 1.08e-4 s
+# at most, DDP at 64 devices, 0.05 % of the step, the waits 2.0e-4 s apart there; 1e-17 of the
+# step before session 48). The step time within 0.5 % (measured: 0.19 % at most).
 STEP_TOLERANCE = 0.005
 EXPOSED_TOLERANCE = 1e-9
+
+
+def _exposed_agree(a, b) -> bool:
+    """Whether the two paths' exposed exchanges differ by no more than their straggler waits
+    (and 1e-9 of the step)."""
+    return abs(a.exposed_comm_s - b.exposed_comm_s) <= (
+        abs(a.straggler_s - b.straggler_s) + EXPOSED_TOLERANCE * b.step_time_s)
 
 
 def _paths():
@@ -58,7 +69,7 @@ def test_both_paths_agree_for_every_strategy(framework, grad_sync, accumulation)
             assert a.compute_s == pytest.approx(b.compute_s, rel=1e-9)
             assert a.step_time_s == pytest.approx(b.step_time_s, rel=STEP_TOLERANCE), (
                 strategy, a.devices)
-            assert abs(a.exposed_comm_s - b.exposed_comm_s) <= EXPOSED_TOLERANCE * b.step_time_s
+            assert _exposed_agree(a, b), (strategy, a.devices)
         # 16 and 64 devices cross 100 Gb/s Ethernet: the exchange is a large part of the step,
         # so agreement there is agreement of the exchange, not of the compute
         assert layout[-1].exposed_comm_s > 0.3 * layout[-1].step_time_s
@@ -194,7 +205,7 @@ def test_the_exchange_knobs_reach_the_layout_path():
                   {"algorithm": "ring"}, {"bucket_mib": 100.0}):
         s = Scenario(devices=[16], **knobs)
         a, b = predict(shaped, s)[0], predict(counted, s)[0]
-        assert a.exposed_comm_s == pytest.approx(b.exposed_comm_s, rel=1e-9), knobs
+        assert _exposed_agree(a, b), knobs
         assert a.exposed_comm_s != pytest.approx(predict(shaped, Scenario(devices=[16]))[0]
                                                  .exposed_comm_s, rel=1e-3), knobs
     # every exchange knob is a sweep axis of layouts too, each row what predict says of it

@@ -19,7 +19,9 @@
 - straggler: the expected wait for the slowest of all devices, and with jitter for the slowest
   rank of the tensor group at each of its collectives (``stragglers``); a slow device's stage
   computes ``slow_factor`` times slower and its replica is late by
-  ``pipeline_schedule.slow_stage_delay_s``;
+  ``pipeline_schedule.slow_stage_delay_s``; the last replica's passes, longer by that wait
+  (``stragglers.straggler_stretch``; under a pipeline a slow device's f where its stage alone
+  holds the most parameters), are the windows dp_exposed hides behind;
 - stall: loading not hidden behind the rest of the step.
 
 Every input broadcasts (numpy), so one call evaluates one layout or every layout of a search.
@@ -69,7 +71,11 @@ from scalesim.model.shard_groups import (
     shard_sizes,
 )
 from scalesim.model.sharding import DEEPSPEED, EVERY_MICRO_STEP, FSDP, ONCE_PER_STEP
-from scalesim.model.stragglers import collective_waits_s, straggler_wait_s
+from scalesim.model.stragglers import (
+    collective_waits_s,
+    straggler_stretch,
+    straggler_wait_s,
+)
 from scalesim.model.subset_links import subset_busbw_GBps
 from scalesim.model.tensor_parallel import (
     collectives_per_layer,
@@ -481,6 +487,21 @@ def _straggler_s(x: LayoutInputs, devices, tp, m, per_micro, compute, micro_s, l
     return np.where(split_rows, split, both)
 
 
+def _alone_on_fullest_stage(stage, pp, v, layers, first_params, middle_params, last_params):
+    """Whether pipeline stage ``stage`` alone holds the most parameters (its data-parallel
+    exchange the one the step times, no other as long): the first or the last above every other
+    stage, or rank 1 (the fullest between, §15) above the ends and rank 2 (the next between,
+    where pp >= 4). False without a pipeline."""
+    p = np.asarray(pp)
+    second_between = np.where(p >= 4, stage_layers_on(layers, pp, v, 2), -1.0)
+    first_between = stage_layers_on(layers, pp, v, 1)
+    return (p > 1) & np.where(
+        stage == 0, first_params > np.maximum(middle_params, last_params),
+        np.where(stage == p - 1, last_params > np.maximum(first_params, middle_params),
+                 (stage == 1) & (middle_params > np.maximum(first_params, last_params))
+                 & (first_between > second_between)))
+
+
 def stacked(inputs: list[LayoutInputs]) -> LayoutInputs | None:
     """``inputs`` on a leading axis of their own, each field broadcast to their rows' common
     shape behind it, for one ``evaluate_layouts`` call (which has no branch on the rows'
@@ -681,18 +702,40 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                                                x.sequence_parallel, x.recompute_op_sac)
     fwd_wait = tp_layer * tp_fwd_share + cp_layer / 3.0
     bwd_wait = tp_layer * (1.0 - tp_fwd_share) + cp_layer * 2.0 / 3.0
-    # each collective waits for the last replica's tensors: without a pipeline, a slow
-    # device's replica computes f times slower (§16) and its passes are the windows the
-    # exchange hides behind (§3; with a pipeline its stage need not be the pacing one: 1)
+    # --- stragglers: a slow device's stage (pp outermost, so stage = rank // (t c d)) computes
+    # f times slower
     slow = np.where((np.asarray(x.slow_rank) >= 0) & (np.asarray(x.slow_rank) < devices),
                     _f(x.slow_factor), 1.0)
-    window = np.where(pp > 1, 1.0, np.maximum(slow, 1.0))
+    stage_of_slow = np.asarray(x.slow_rank, dtype=np.int64) // strides(tp, cp, dp)[3]
+    slow_is_last = stage_of_slow == pp - 1
+    slow_layers = stage_layers_on(L, pp, v, stage_of_slow)
+    slow_stage_s = np.where(pp > 1, slow_layers * layer_s + np.where(slow_is_last, logits, 0.0),
+                            slowest_compute)
+    # its exposed communication, not slowed: its layers', and the end stages' collectives
+    slow_stage_comm = np.where(pp > 1, slow_layers * (tp_layer + cp_layer) + np.where(
+        slow_is_last, tp_last, np.where(stage_of_slow <= 0, tp_first, 0.0)),
+        slowest_tp + slowest_cp)
+    slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s,
+                                    slowest_compute + slowest_tp + slowest_cp, slow, w_share,
+                                    slow_stage_comm)
+    per_micro = syncs_every_micro_step(zero, x.framework, grad_sync)
+    straggler = _straggler_s(x, devices, tp, m, per_micro, worked, slowest_compute,
+                             slowest_layers, slow_delay)
+    # each collective waits for the last replica's tensors: its passes, longer by the wait for
+    # it (a slow device's f times), are the windows the exchange hides behind (§3, §6, §16);
+    # with a pipeline the exchange timed is the fullest stage's, behind the slow device's
+    # f times longer passes where that device's stage alone holds the most parameters
+    alone = _alone_on_fullest_stage(stage_of_slow, pp, v, L, first_params, middle_params,
+                                    last_params)
+    # (this path's wait, whose device spread spans the optimizer step too, §22: one
+    # quadrature a row, not a second one over the passes alone)
+    window = np.where(pp > 1, np.where(alone, np.maximum(slow, 1.0), 1.0),
+                      straggler_stretch(straggler, m * slowest_compute))
     fwd_mb = units * (fwd * window + fwd_wait) + window * output / 3.0
     # recompute runs in backward
     bwd_mb = units * ((bwd + rec) * window + bwd_wait) + window * 2.0 * output / 3.0
     # once per step (DDP, ZeRO-1) the exchange hides behind the last micro-batch's chunk on the
     # stage with the most parameters; per micro-batch (ZeRO-2/3) behind that stage's compute
-    per_micro = syncs_every_micro_step(zero, x.framework, grad_sync)
     # FSDP under a pipeline reduces each stage once after its last backward, the first stage
     # last: the step waits for what outlasts the drain (piped_reduce). A rank's drain idles
     # one backward of a chunk of the first rank a rank, the schedule's share of it (1F1B,
@@ -717,23 +760,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     total = np.where(group > 1, total, 0.0)
     dp_exposed = exposed + _f(x.comm_contention) * (total - exposed)
 
-    # --- stragglers and input stall
+    # --- input stall
     busy = compute + tp_comm + cp_comm + bubble + p2p + dp_exposed
-    # a slow device: its stage (pp outermost, so stage = rank // (t c d)) computes f times slower
-    stage_of_slow = np.asarray(x.slow_rank, dtype=np.int64) // strides(tp, cp, dp)[3]
-    slow_is_last = stage_of_slow == pp - 1
-    slow_layers = stage_layers_on(L, pp, v, stage_of_slow)
-    slow_stage_s = np.where(pp > 1, slow_layers * layer_s + np.where(slow_is_last, logits, 0.0),
-                            slowest_compute)
-    # its exposed communication, not slowed: its layers', and the end stages' collectives
-    slow_stage_comm = np.where(pp > 1, slow_layers * (tp_layer + cp_layer) + np.where(
-        slow_is_last, tp_last, np.where(stage_of_slow <= 0, tp_first, 0.0)),
-        slowest_tp + slowest_cp)
-    slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s,
-                                    slowest_compute + slowest_tp + slowest_cp, slow, w_share,
-                                    slow_stage_comm)
-    straggler = _straggler_s(x, devices, tp, m, per_micro, worked, slowest_compute,
-                             slowest_layers, slow_delay)
     load_s = gb / (_f(dp) * _f(x.loader_samples_per_s))
     stall = np.maximum(load_s - (busy + straggler), 0.0)
     step = busy + straggler + stall

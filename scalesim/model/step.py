@@ -14,7 +14,9 @@
   (``StepInputs.shard_group``), over the shard group and then across its replicas
   (``shard_groups``, docs/model.md §16);
 - straggler_wait: expected wait for the slowest of N jittered devices and a persistently slow one,
-  once per step, or once per micro-step where a strategy synchronises every micro-step;
+  once per step, or once per micro-step where a strategy synchronises every micro-step; the
+  last device's passes, longer by that wait, are the windows the exchange hides behind
+  (``straggler_stretch``), so exposed_comm is what outlasts them;
 - data_stall: loading time of the step's samples not hidden behind the rest of the step.
 
 All inputs broadcast; ``evaluate`` returns arrays of the broadcast shape.
@@ -43,7 +45,7 @@ from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.pipeline import data_stall_s
 from scalesim.model.shard_groups import group_coeffs, replica_all_reduce, shard_sizes
 from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP, block_count
-from scalesim.model.stragglers import straggler_wait_s
+from scalesim.model.stragglers import straggler_stretch, straggler_wait_s
 from scalesim.model.subset_links import subset_busbw_GBps
 from scalesim.model.zero_exchange import (
     exchange,
@@ -262,19 +264,19 @@ def evaluate(inp: StepInputs) -> StepResult:
 
     total_bytes = _as(inp.params) * _as(inp.wire_bytes_per_param) * np.ones_like(p)
     total_bytes = np.where(p > 1, total_bytes, 0.0)
+    straggler = straggler_s(inp, p, k, micro,
+                            syncs_every_micro_step(strategy, framework, inp.grad_sync))
     if np.all(p <= 1):  # one device: nothing to exchange
         exposed = comm_total = comm_bytes = np.zeros_like(p)
     else:
-        # every collective waits for the last device's tensors: a slow device's (f times
-        # slower) forward and backward are the windows the exchange hides behind
-        slow = np.maximum(_as(inp.slow_factor), 1.0)
+        # every collective waits for the last device's tensors: the last device's forward and
+        # backward, longer by the straggler wait (a slow device's f times, §3, §6), are the
+        # windows the exchange hides behind
+        stretch = straggler_stretch(straggler, k * micro)
         exposed, comm_total, comm_bytes = _communication(
-            inp, g, k, forward * slow, backward * slow, total_bytes, strategy, framework,
+            inp, g, k, forward * stretch, backward * stretch, total_bytes, strategy, framework,
             overlap, shard, replicas, reduce_bytes)
         exposed = with_contention(exposed, comm_total, inp.comm_contention)
-
-    straggler = straggler_s(inp, p, k, micro,
-                            syncs_every_micro_step(strategy, framework, inp.grad_sync))
 
     busy = compute + bubble + exposed + straggler
     samples_per_step = k * b

@@ -105,6 +105,16 @@ def straggler_wait_s(devices, sigma_s, slow_delay_s):
     return np.where(devices > 1, wait, 0.0)
 
 
+def straggler_stretch(straggler_s, passes_s):
+    """How many times a typical device's passes the last device's last: ``1 + straggler_s /
+    passes_s`` (``passes_s``: a typical device's forward and backward of a step, s; 1 where it
+    is 0). A collective starts when the last rank has its tensors, so the exchange hides behind
+    the last device's passes, longer by the expected wait for it (docs/model.md §3, §6); one
+    slow device alone (no spread): ``slow_factor``."""
+    passes = np.asarray(passes_s, dtype=float)
+    return 1.0 + np.asarray(straggler_s, dtype=float) / np.where(passes > 0, passes, np.inf)
+
+
 def device_speed_cv_from_range(range_fraction: float = PUBLISHED_RANGE_FRACTION,
                                devices: int = PUBLISHED_CLUSTER_GPUS) -> float:
     """Coefficient of variation of device speed whose expected range over ``devices`` is
