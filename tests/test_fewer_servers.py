@@ -1,8 +1,9 @@
 """Session 39: the decision card offers running on fewer whole servers where that is faster, or
 as fast for less money. The default profile (a2-highgpu-8g + BERT-large, 16 devices on two
 servers over a 6.8 GB/s inter-server link) runs 4016 sequences/s on one server and 3833 on two
-(3814 before session 48's straggler stretch, docs/model.md §3), yet the card offered only a network upgrade and more accumulation; with a training length, 8
-devices finish sooner for half the money (docs/model.md §20, docs/reliability.md "Session 39")."""
+(3814 before session 48's straggler stretch, docs/model.md §3), yet the card offered only a
+network upgrade and more accumulation; with a training length, 8 devices finish sooner for half
+the money (docs/model.md §20, docs/reliability.md "Session 39")."""
 
 from __future__ import annotations
 
