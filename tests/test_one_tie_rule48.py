@@ -74,11 +74,11 @@ def test_goals_efa_row_takes_the_plainer_of_equal_speed_and_says_its_count_is_th
     servers), 1.0 h, $4,120: 2.4 % slower, under ε = 3.0 %. Not the 16-device, 2.6-day,
     $4,030 plan: 2.2 % cheaper, the same money, and far slower. A note says the soonest plan
     of that money is at the most devices searched and how to cap them. The answer (40
-    devices, 25.5 h, $3,751) is session 47's."""
+    devices, 25.5 h, $3,751 in session 47) is $3,747 since session 48's straggler stretch."""
     code, out, err = run_cli(capsys, GOAL)
     assert code == 0, err
     answer = json.loads(out)
-    assert (answer["best"]["devices"], round(answer["best"]["cost_usd"])) == (40, 3751)
+    assert (answer["best"]["devices"], round(answer["best"]["cost_usd"])) == (40, 3747)
     efa = next(n for n in answer["networks"] if n["name"] == EFA)["plan"]
     assert (efa["devices"], efa["servers"], round(efa["cost_usd"])) == (1000, 125, 4120)
     assert 0.982 / 1.03 < efa["time_s"] / 3600 < 0.982 * 1.03
@@ -95,17 +95,18 @@ def test_goals_efa_row_takes_the_plainer_of_equal_speed_and_says_its_count_is_th
 
 def test_goals_answer_at_20h_is_the_plainer_of_equal_speed_and_a_note_names_the_lead(capsys):
     """At `--deadline 20h` the answer was 1,024 devices (128 servers), 1.03 h, $3,863; now
-    1,000 (125 servers), 1.05 h, $3,860: the 1,024-device plan is 2.3 % sooner, under ε,
+    1,000 (125 servers), 1.05 h, $3,860 ($3,850 since session 48's straggler stretch, the
+    1,024-device plan's $3,853): the 1,024-device plan is 2.3 % sooner, under ε,
     so goal takes the plan on fewer devices, as decide takes the option with less to buy, and
     says so; that plan stays on the front, which the answer, within ε of it, is just off."""
     code, out, err = run_cli(capsys, [*GOAL[:4], "20h", *GOAL[5:]])
     assert code == 0, err
     answer = json.loads(out)
     best = answer["best"]
-    assert (best["devices"], best["servers"], round(best["cost_usd"])) == (1000, 125, 3860)
+    assert (best["devices"], best["servers"], round(best["cost_usd"])) == (1000, 125, 3850)
     note = next(n for n in answer["notes"] if "the same speed and money" in n)
     assert note == ("1,024 devices (128 servers), micro-batch 128 x 8 accumulation, ddp, network "
-                    "as is: 1.0 h for $3,863 is 2.3% sooner than the answer and $3.03 dearer, "
+                    "as is: 1.0 h for $3,853 is 2.3% sooner than the answer and $3.01 dearer, "
                     "within the model's median error of 3.0%: the same speed and money, so goal "
                     "takes the plainer plan (on fewer devices, fewer to rent at once), as decide "
                     "takes the option with less to buy"), note
