@@ -163,3 +163,37 @@ def test_the_sharding_remedy_says_the_bytes_the_model_sends():
     fp32 = bf16.model_copy(update={"wire_bytes_per_param": 4.0})
     assert "sends the same bytes as now per step" in sharding_caveat(
         "ddp", "zero1", "fsdp", 1, 8, workload=fp32)
+
+
+def test_a_split_layouts_ddp_holds_megatron_cores_fp32_main_grads():
+    """tp 2 x dp 4, DDP, bf16 (GPT 1.652e9 parameters, 0.826e9 a device): Megatron-Core's DDP
+    (a split layout's, session 47) keeps its fp32 ``main_grad`` buffer and no bf16 ``param.grad``
+    beside it (the backward hook adds ``param.grad`` into ``main_grad`` and sets it to None,
+    ``distributed_data_parallel.py:578-579``, d98e8a6): 0.826e9 x (2 + 4 + 12) = 14.868 GB of
+    states, Megatron-Core's 18 B non-distributed (dist_optimizer.md), where the model held
+    0.826e9 x 16 = 13.216 GB (grads 1.652 GB, now 3.304 GB). Memory alone moves: the same step."""
+    from step_fixtures import dp8_layout
+
+    local = 1.652e9 / 2
+    split = evaluate_layouts(dp8_layout(DDP, dp=4, tp=2))
+    assert float(split.grads_bytes) == pytest.approx(local * 4, rel=1e-12)
+    assert float(split.weights_bytes + split.grads_bytes + split.optimizer_bytes) == (
+        pytest.approx(14.868e9, rel=1e-12))
+    # a pipeline is a split too: its fullest stage holds 4 B a parameter of its gradients
+    piped = evaluate_layouts(dp8_layout(DDP, dp=4, pp=2))
+    assert float(piped.grads_bytes) == pytest.approx(2 * float(piped.weights_bytes), rel=1e-12)
+    # fp16 main grads stated (Megatron --fp16, --grad-reduce-in-bf16): the buffer's 2 bytes
+    fp16 = evaluate_layouts(dp8_layout(DDP, dp=4, tp=2, reduce_bytes_per_param=2.0))
+    assert float(fp16.grads_bytes) == pytest.approx(local * 2, rel=1e-12)
+    assert float(fp16.step_time_s) != float(split.step_time_s)  # its bf16 wire and sweep
+    # tp = pp = 1 stays PyTorch DDP's (fp32 weights and grads under autocast, 16 B counted as
+    # 2 + 2 + 12), and DeepSpeed's stage 0 its 16-bit gradients
+    assert float(evaluate_layouts(dp8_layout(DDP)).grads_bytes) == pytest.approx(
+        1.652e9 * 2, rel=1e-12)
+    deepspeed = evaluate_layouts(dp8_layout(DDP, dp=4, tp=2, framework=DEEPSPEED))
+    assert float(deepspeed.grads_bytes) == pytest.approx(local * 2, rel=1e-12)
+    # the rule itself: the same buffer the wire and the optimizer's sweep read (one rule)
+    held = float(held_grad_bytes_per_param(DDP, FSDP, 2.0, split=True))
+    assert held == float(reduce_bytes_per_param_of(DDP, FSDP, 2.0, 2.0)) == MAIN_GRAD_BYTES
+    assert float(held_grad_bytes_per_param(DDP, FSDP, 2.0, 2.0, True)) == 2.0
+    assert float(held_grad_bytes_per_param(ZERO2, FSDP, 2.0, split=True)) == 2.0

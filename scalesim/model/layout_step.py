@@ -652,8 +652,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     grad_sync = np.where(piped_fsdp, ONCE_PER_STEP, np.asarray(x.grad_sync))
     # one rule for the gradients' bytes (memory.held_grad_bytes_per_param): held, reduced on
     # the wire (Megatron-Core's fp32 main grads, §4; the optimizer step: optimizer_traffic_ratio)
+    split = (tp > 1) | (pp > 1)  # a split layout's DDP is Megatron-Core's (§4)
     held_grad = held_grad_bytes_per_param(zero, x.framework, x.grad_bytes_per_param,
-                                          x.reduce_bytes_per_param)
+                                          x.reduce_bytes_per_param, split)
     reduce_bytes = reduce_bytes_per_param_of(zero, x.framework, x.wire_bytes_per_param,
                                              x.grad_bytes_per_param, x.reduce_bytes_per_param)
     optimizer_s = optimizer_step_of_s(
@@ -661,8 +662,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         x.param_bytes_per_param, x.grad_bytes_per_param, x.optimizer_bytes_per_param,
         x.memory_bandwidth_GBps) * optimizer_traffic_ratio(
         zero, x.framework, x.param_bytes_per_param, x.grad_bytes_per_param,
-        x.optimizer_bytes_per_param, x.reduce_bytes_per_param,
-        split=(tp > 1) | (pp > 1))  # a split layout's DDP is Megatron-Core's (§4)
+        x.optimizer_bytes_per_param, x.reduce_bytes_per_param, split)
 
     worked = m * slowest_compute + optimizer_s + _f(x.per_step_s)  # what a device computes
     compute = worked + m * _f(x.fetch_s)  # and a fetch before each micro-batch's forward (§1)

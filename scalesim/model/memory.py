@@ -55,6 +55,15 @@ def _megatron_zero1(strategy, framework):
     return (np.asarray(strategy) == ZERO1) & (np.asarray(framework) == FSDP)
 
 
+def _megatron_main_grad(strategy, framework, split=False):
+    """True where the default framework's gradients live in Megatron-Core's ``main_grad``
+    buffer: its distributed optimizer (ZeRO-1) and its DDP, which a layout that splits the
+    model (``split``: tp or pp > 1) runs, where PyTorch DDP does not (docs/model.md §4)."""
+    ddp_split = ((np.asarray(strategy) == DDP) & (np.asarray(framework) == FSDP)
+                 & np.asarray(split, dtype=bool))
+    return _megatron_zero1(strategy, framework) | ddp_split
+
+
 def _fp32_reduce(strategy, framework):
     """True where the default framework reduces 16-bit training's gradients in fp32 unless a
     reduction is stated: Megatron-Core's distributed optimizer (ZeRO-1, its ``main_grad``) and
@@ -76,14 +85,16 @@ def main_grad_bytes_per_param(grad_bytes_per_param, reduce_bytes_per_param=np.na
 
 
 def held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param,
-                              reduce_bytes_per_param=np.nan):
+                              reduce_bytes_per_param=np.nan, split=False):
     """Bytes per parameter of the gradients a device holds. ZeRO-1 under the default framework
-    (``framework`` ``sharding.FSDP``) is Megatron-Core's distributed optimizer, whose contiguous
-    grad buffer (``main_grad``, never sharded) holds ``main_grad_bytes_per_param``; every other
-    strategy and framework holds ``grad_bytes_per_param`` (docs/model.md §4). Numpy,
-    broadcasts."""
+    (``framework`` ``sharding.FSDP``) is Megatron-Core's distributed optimizer, and DDP on a
+    layout that splits the model (``split``: tp or pp > 1) Megatron-Core's DDP: their
+    contiguous grad buffer (``main_grad``, never sharded) holds ``main_grad_bytes_per_param``,
+    and no 16-bit ``param.grad`` beside it (the backward hook adds it into ``main_grad`` and sets
+    it to None; ``distributed_data_parallel.py:578-579``); every other strategy and framework
+    holds ``grad_bytes_per_param`` (docs/model.md §4). Numpy, broadcasts."""
     grad = np.asarray(grad_bytes_per_param, dtype=float)
-    return np.where(_megatron_zero1(strategy, framework),
+    return np.where(_megatron_main_grad(strategy, framework, split),
                     main_grad_bytes_per_param(grad, reduce_bytes_per_param), grad)
 
 
