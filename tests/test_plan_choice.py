@@ -17,6 +17,18 @@ def _llama70b_params() -> int:
     return 80 * layer + 2 * v * h + h  # 70,553,706,496
 
 
+def _llama70b_least_bytes() -> float:
+    """Bytes a device needs in the layout of llama3-70b on 8 H100s needing least memory since
+    session 48 (Megatron-Core's DDP at tp 8 holds 18 B a parameter, 151.8 GiB): dp 2 x tp 4
+    ZeRO-3 (FSDP over 2 shards: 0 + 4/2 + 12/2 = 8 B a parameter) over tp 4, two gathered
+    layers of the layout step's (2 h^2 + 2 h 1024 + 3 h f + 4 h) / 4 at 2 B, micro-batch 1, full
+    recompute, sequence parallel (docs/model.md §16): 148,407,631,872 B, 138.2 GiB."""
+    p, s, h, t = _llama70b_params(), 8192, 8192, 4
+    layer = 2 * h * h + 2 * h * 1024 + 3 * h * 28672 + 4 * h
+    return (8 * p / t + 2 * 2 * layer / t + 80 * 2 * s * h / t
+            + (s * h * 35.5 / t - 2 * s * h / t) + 4 * s * 128256 / t + 2 * 2**30)
+
+
 def test_an_unfit_first_row_says_it_does_not_fit_not_best(capsys):
     """`plan --workload llama3-70b --hardware dgx-h100 --devices 8 --global-batch 64 --all`:
     nothing fits, yet the first row's why said `best` and the summary `best step 89.018 s`,
@@ -29,25 +41,41 @@ def test_an_unfit_first_row_says_it_does_not_fit_not_best(capsys):
     since session 47: DDP at tp 8 is Megatron-Core's (fp32 main params cast and copied back,
     34 B), 6 B x 70.55e9 / 8 / 3.35e12 = 15.8 ms more; 89.061 s since session 47 counted its
     default gradient-norm clip (norm 4 + scale 4 + 4 B of the fp32 main grads, 46 B):
-    12 B x 70.55e9 / 8 / 3.35e12 = 31.6 ms more."""
+    12 B x 70.55e9 / 8 / 3.35e12 = 31.6 ms more. Session 48: Megatron-Core's DDP holds its
+    fp32 main_grad buffer, 18 bytes a parameter, so that layout needs 16 x 70.55e9 / 8 more
+    (151.8 GiB, its step the same), and the layout needing least memory, the first row, is
+    dp 2 x tp 4 ZeRO-3 (FSDP, 2 shards): 0 + 4/2 + 12/2 = 8 bytes a parameter over tp 4, two
+    gathered layers of the layout step's (2 h^2 + 2 h 1024 + 3 h f + 4 h) / 4 at 2 bytes, the
+    activations at tp 4: 138.2 GiB, step 76.243 s."""
     from scalesim.plan import plan
 
     p, s, h, t = _llama70b_params(), 8192, 8192, 8
     assert get_transformer("llama3-70b").param_count() == p
-    hand = (16 * p / t + 80 * 2 * s * h / t + (s * h * 35.5 / t - 2 * s * h / t)
-            + 4 * s * 128256 / t + 2 * 2**30)  # 145,403,428,864 bytes: 135.42 GiB
-    rows = plan(get_transformer("llama3-70b"), HARDWARE["dgx-h100"], [8], 64, top=2,
+    acts = (80 * 2 * s * h / t + (s * h * 35.5 / t - 2 * s * h / t) + 4 * s * 128256 / t
+            + 2 * 2**30)
+    assert 16 * p / t + acts == 145_403_428_864  # 135.42 GiB, before session 48
+    ddp = 18 * p / t + acts  # 163,041,855,488 bytes: 151.84 GiB
+    t = 4
+    layer = 2 * h * h + 2 * h * 1024 + 3 * h * 28672 + 4 * h
+    hand = (8 * p / t + 2 * 2 * layer / t + 80 * 2 * s * h / t
+            + (s * h * 35.5 / t - 2 * s * h / t) + 4 * s * 128256 / t + 2 * 2**30)
+    rows = plan(get_transformer("llama3-70b"), HARDWARE["dgx-h100"], [8], 64, top=None,
                 include_unfit=True)
     first = rows[0]
-    assert (first.tp, first.pp, first.dp, first.recompute, first.fits) == (8, 1, 1, "full", False)
+    assert (first.tp, first.pp, first.dp, first.zero, first.recompute, first.fits) == (
+        4, 1, 2, 3, "full", False)
     assert first.memory_bytes == hand
-    assert first.why == "does not fit: 135.4 GiB > 80.0 GiB per device"
+    assert first.why == "does not fit: 138.2 GiB > 80.0 GiB per device"
+    split_ddp = next(r for r in rows if (r.tp, r.pp, r.dp, r.zero, r.micro_batch, r.recompute,
+                                         r.sequence_parallel) == (8, 1, 1, 0, 1, "full", True))
+    assert split_ddp.memory_bytes == ddp and split_ddp.step_time_s == pytest.approx(89.061,
+                                                                                    abs=5e-4)
     code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-70b", "--hardware",
                                       "dgx-h100", "--devices", "8", "--global-batch", "64",
                                       "--top", "2", "--all"])
     assert code == 0, err
     assert " best" not in out and "best step" not in out
-    assert "no layout fits; the one needing least memory: step 89.061 s" in out
+    assert "no layout fits; the one needing least memory: step 76.243 s" in out
 
 
 def test_a_tie_goes_to_the_layout_needing_less_memory():
@@ -180,16 +208,14 @@ def test_a_count_with_no_layout_says_why(capsys):
                                               "tokens_per_s_per_device": None,
                                               "scaling_efficiency": None,
                                               "memory_note": None}
-    p, s, h, t = _llama70b_params(), 8192, 8192, 8
-    hand = (16 * p / t + 80 * 2 * s * h / t + (s * h * 35.5 / t - 2 * s * h / t)
-            + 4 * s * 128256 / t + 2 * 2**30)
+    hand = _llama70b_least_bytes()  # 135.4 GiB at dp 1 x tp 8 DDP before session 48
     code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-70b", "--hardware",
                                       "dgx-h100", "--devices", "8,64", "--global-batch", "1024"])
     assert code == 0, err
-    assert (f"note: nothing fits on 8 devices: the layout needing least memory (dp 1 x tp 8 x "
-            f"pp 1, no data parallelism, micro-batch 1 per replica x 1024 accumulation, recompute "
+    assert (f"note: nothing fits on 8 devices: the layout needing least memory (dp 2 x tp 4 x "
+            f"pp 1, zero3, micro-batch 1 per replica x 512 accumulation, recompute "
             f"full, sequence parallel) needs {gib(hand)} per device, of 80.0 GiB") in out.splitlines()
-    assert gib(hand) == "135.4 GiB"
+    assert gib(hand) == "138.2 GiB"
 
 
 def test_nothing_fits_anywhere_names_the_least_memory_and_the_fix(capsys):
@@ -205,18 +231,16 @@ def test_nothing_fits_anywhere_names_the_least_memory_and_the_fix(capsys):
     from scalesim.figures import gib
     from scalesim.plan import plan
 
-    p, s, h, t = _llama70b_params(), 8192, 8192, 8
-    hand = (16 * p / t + 80 * 2 * s * h / t + (s * h * 35.5 / t - 2 * s * h / t)
-            + 4 * s * 128256 / t + 2 * 2**30)
+    hand = _llama70b_least_bytes()  # 138.2 GiB (135.4 at dp 1 x tp 8 DDP before session 48)
     code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-70b", "--hardware",
                                       "dgx-h100", "--devices", "8", "--global-batch", "1024"])
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert err.strip() == (
-        "scalesim plan: error: nothing fits on 8 devices: the layout needing least memory (dp 1 "
-        "x tp 8 x pp 1, no data parallelism, micro-batch 1 per replica x 1024 accumulation, recompute full, "
+        "scalesim plan: error: nothing fits on 8 devices: the layout needing least memory (dp 2 "
+        "x tp 4 x pp 1, zero3, micro-batch 1 per replica x 512 accumulation, recompute full, "
         f"sequence parallel) needs {gib(hand)} per device, of 80.0 GiB; every ZeRO stage, "
         "recompute and micro-batch was tried: add devices, or use devices with more memory "
-        # the presets whose devices hold that layout, by hand 135.4 GiB (session 46)
+        # the presets whose devices hold that layout, by hand 138.2 GiB (session 48)
         f"(the layout fits the {gib(HARDWARE['dgx-h200'].device_memory_bytes)} of the preset "
         f"dgx-h200, or the {gib(HARDWARE['gb200-nvl72'].device_memory_bytes)} of the preset "
         "gb200-nvl72)")
