@@ -38,6 +38,15 @@ RECEIVE_FAMILIES = (("gloo:recv", "nccl:recv"), ("record_param_comms:recv",), ("
 
 # the host ops that communicate (a CPU trace's communication: gloo's, c10d's, NCCL's annotations)
 CPU_COMM_PREFIXES = ("gloo:", "nccl:", "c10d::", "record_param_comms")
+# the events of a CPU trace that time a collective's transfer itself: gloo's work, which runs on
+# its ``pt_gloo_runloop`` threads from when a worker takes it up to its end (peers' lateness
+# included). The other ``CPU_COMM_PREFIXES`` ops are the host's: the training thread posting it
+# (``c10d::allreduce_``, nested in the autograd hook that fires it, with ``record_param_comms``
+# inside) or annotating it (``nccl:*``); as an NCCL kernel is a GPU trace's transfer and its host
+# ops none, where a CPU trace has worker events its collectives' time is theirs alone
+# (``traces.summarise``; docs/diagnose.md, "the exchange's own time"). Point-to-point ops keep
+# every family: gloo's sends and receives are the host's own waits.
+WORKER_COMM_PREFIXES = ("gloo:",)
 
 # The collectives a trace names, by kind (a name's letters, lower case, without '_': NCCL's
 # ncclDevKernel_AllGather_RING_LL, gloo:all_gather, record_param_comms:_allgather_base).

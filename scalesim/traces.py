@@ -18,8 +18,10 @@ communication when the name contains ``nccl``, memory for memcpy/memset, computa
 - GPU: ``cat == "kernel"`` events; NCCL kernels (``ncclDevKernel_AllReduce_Sum_f32_RING_LL``,
   ``ncclKernel_...``) are communication, other kernels and ``gpu_memcpy``/``gpu_memset`` compute;
 - CPU-only traces (gloo): ``gloo:all_reduce``/``gloo:broadcast``... annotations (run on
-  ``pt_gloo_runloop`` threads), ``record_param_comms``, ``c10d::*`` and ``nccl:*`` ops are
-  communication; other ``cpu_op`` events are compute;
+  ``pt_gloo_runloop`` threads) are communication; ``record_param_comms``, ``c10d::*`` and
+  ``nccl:*`` ops, the host's posting a collective, are only where the trace has no gloo
+  collective (``WORKER_COMM_PREFIXES``; sends and receives keep them); other ``cpu_op`` events
+  are compute;
 - data-loader waits: ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` and
   ``enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__``;
 - micro-steps (forward and backward passes a step, gradient accumulation's count): the
@@ -71,6 +73,7 @@ from scalesim.trace_comm_calls import (
     HOST_COLLECTIVE_FAMILIES,
     RECEIVE_FAMILIES,
     REDUCTION_KINDS,
+    WORKER_COMM_PREFIXES,
     CollectiveIntervals,
     CollectiveSizes,
     GroupComm,
@@ -448,6 +451,7 @@ def summarise(
     # communication, its point-to-point part and the rest (their union is all of it)
     p2p_cpu, p2p_gpu = Intervals(), Intervals()
     other_cpu, other_gpu = CollectiveIntervals(), CollectiveIntervals()  # sized, to set aside a metric's
+    worker_cpu = CollectiveIntervals()  # gloo's own work (``WORKER_COMM_PREFIXES``): the transfer
     receive_starts = [array("d") for _ in RECEIVE_FAMILIES]
     forwards: dict[int, set[int]] = {}  # a schedule's stage -> micro-batches it ran forward
     gpipe = {"Forward": set(), "Backward": set()}  # GPipe's micro-batches, forward and backward
@@ -547,7 +551,8 @@ def summarise(
             if point_to_point(collective):
                 p2p_cpu.add(t0, d)
             else:
-                other_cpu.add_call(t0, d, collective, n, thread_id(ev), ranks)
+                (worker_cpu if name.startswith(WORKER_COMM_PREFIXES) else other_cpu).add_call(
+                    t0, d, collective, n, thread_id(ev), ranks)
             if cat != "gpu_user_annotation":
                 word = collective.split(" ", 1)[0]
                 for family, starts in zip(RECEIVE_FAMILIES, receive_starts, strict=True):
@@ -630,7 +635,10 @@ def summarise(
         windows = device_windows(cpu_steps, gpu_steps, launches)
     else:
         compute, p2p = compute_cpu.merged(), p2p_cpu.merged()
-        other_comm, aside = other_cpu.split(largest, world_size)
+        # the transfer's own events where gloo's workers ran them, else the host's ops
+        # (``WORKER_COMM_PREFIXES``): the ops that post them time the host, not the transfer
+        other_comm, aside = (worker_cpu if len(worker_cpu) else other_cpu).split(largest,
+                                                                                 world_size)
         windows = cpu_steps
     comm = union(p2p, other_comm)
     d_set, a_set = data.merged(), attention.merged()
