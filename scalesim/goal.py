@@ -593,7 +593,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     ``controls`` how the notes name what to change (the CLI's flags, or the app's labels);
     ``layout``: 'given' keeps the scenario's layout at every count, 'search' takes the
     planner's best at each (``goal_layouts``); None: ``goal_layouts.default_layout``."""
-    from scalesim.layout import tp_above_server
+    from scalesim.layout import tp_server_refusal
     from scalesim.layout_predict import layout_of, uses_layouts
     from scalesim.pipeline_stages import layout_stage_words
 
@@ -623,9 +623,10 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     # data-parallel replicas x accumulation; a split model's micro-batch is per replica of
     # tp x pp devices, so one server of 8 at tp 8 runs one replica (dp 1), not 8
     split = layout_of(base)
-    if mode == "given" and split.tp > g:  # at every count: predict's refusal, not 'no count'
-        raise ScalesimError(tp_above_server(split.tp, g, nouns_for(profile.hardware.device_name),
-                                            profile.hardware.devices_per_node))
+    if mode == "given" and (why := tp_server_refusal(  # at every count: predict's refusal,
+            split.tp, g, nouns_for(profile.hardware.device_name),  # not 'no count'
+            profile.hardware.devices_per_node)):
+        raise ScalesimError(why)
     if mode == "given" and (unused := kept_setting_refusal(base)):
         raise ScalesimError(unused)
     replicas = max(1, g // replica_devices(split.tp, split.pp, split.cp))

@@ -526,11 +526,7 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     (``Hardware.allocation_devices``; None: the server's ``devices_per_node``), of which the
     job's count must be a whole number (``count_problem``)."""
     L, g = layout, devices_per_node
-    problems = []
-    if L.tp > g:
-        problems.append(tp_above_server(L.tp, g, nouns))
-    elif g % L.tp:
-        problems.append(tp_not_dividing_server(L.tp, g, nouns))
+    problems = [p for p in (tp_server_refusal(L.tp, g, nouns),) if p]
     if problem := count_problem(L.devices, g, allocation, nouns,
                                 f" ({split_words(L.dp, L.tp, L.pp, L.cp)})"):
         problems.append(problem)
@@ -651,6 +647,21 @@ def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
                    f"parallelism stays inside one {nouns.server}); use tp <= {devices_per_node}"
                    f"{server_ways(tp, devices_per_node, nouns, server_devices, presets)}",
                    ("tp", "devices_per_node", *((HARDWARE_KNOB,) if presets else ())))
+
+
+def tp_server_refusal(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
+                      server_devices: int | None = None) -> Refusal | None:
+    """Why a tp cannot run on servers of ``devices_per_node``, at any device count: past the
+    server (``tp_above_server``), or not dividing it (``tp_not_dividing_server``: a group would
+    straddle two servers, or leave a part-server job's devices ungrouped); None where it
+    divides the server. The one rule of tp and the server, which ``layout_problems`` reads and
+    predict, sweep's counts, goal and the app refuse before any count's rule (no count escapes
+    it, so no count is worth suggesting). ``server_devices``: ``tp_above_server``'s."""
+    if tp > devices_per_node:
+        return tp_above_server(tp, devices_per_node, nouns, server_devices)
+    if devices_per_node % tp:
+        return tp_not_dividing_server(tp, devices_per_node, nouns)
+    return None
 
 
 def tp_not_dividing_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> Refusal:

@@ -632,14 +632,27 @@ def first_problem(profile: Profile, dp, tp, pp, zero, micro, global_batch, split
     return problems[0] if problems else ""
 
 
-def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS, cp=1):
+def runnable_multiples(n: int, m: int, unit: int | None = None) -> tuple[int, int]:
+    """(the largest, the smallest) multiple of ``m`` at or below and at or above ``n`` device
+    count that runs on allocation units of ``unit`` devices (``layout.runs_on_count``: part of
+    one unit, or whole units; None: any multiple); 0 where none is at or below ``n``. Pipeline
+    stages 3 on servers of 8, near 64: 48 and 72 (multiples of 24), not 63 and 66."""
+    below, above = n // m * m, -(-n // m) * m
+    if unit is None:
+        return below, above
+    whole_units = math.lcm(m, unit)
+    return (max(n // whole_units * whole_units, min(n, unit) // m * m),
+            min((-(-n // whole_units) * whole_units, *((above,) if above <= unit else ()))))
+
+
+def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS, cp=1, unit: int | None = None):
     """dp of each row; ScalesimError where tp x pp (x cp where cp > 1) does not divide the
     devices (``nouns``: the profile's, 'processes 3 are not divisible' on CPU), naming every
     count of the first row's split that it does not divide: 'devices 8 and 24 are not divisible
     by tp x pp = 16; give device counts that are multiples of it (16 or 32), or a tp x pp that
-    divides 8' (the multiples of it nearest the smallest and the largest count; 8: their gcd,
-    offered where it is 2 or more; the counts cut past six, as ``figures.count_list`` writes
-    them)."""
+    divides 8' (the multiples of it nearest the smallest and the largest count that run on the
+    job's allocation ``unit``, ``runnable_multiples``; 8: their gcd, offered where it is 2 or
+    more; the counts cut past six, as ``figures.count_list`` writes them)."""
     p = np.asarray(devices, dtype=np.int64)
     model = replica_devices(np.asarray(tp, dtype=np.int64), np.asarray(pp, dtype=np.int64),
                             np.asarray(cp, dtype=np.int64))
@@ -652,7 +665,7 @@ def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS, cp=1):
         what = "tp x pp x cp" if c > 1 else "tp x pp"
         counts = sorted({int(pb[j]) for j in rows if int(mb[j]) == m and int(cb[j]) == c})
         ends = (counts[0], counts[-1])  # the smallest and the largest count's nearest
-        near = sorted({x for n in ends for x in (n // m * m, -(-n // m) * m) if x})
+        near = sorted({x for n in ends for x in runnable_multiples(n, m, unit) if x})
         common = math.gcd(*counts)  # offered where it is 2 or more, as the note offers it
         raise ScalesimError(f"{nouns.devices} {count_list(counts)} are not divisible by "
                             f"{what} = {whole(m)}; give {nouns.device} counts that are multiples of it "
@@ -736,8 +749,9 @@ def _judged_counts(profile: Profile, scenario: Scenario, skip=(), which: str = "
                    named=flag_of, refuse=COUNT_RULES) -> _Judged:
     """``COUNT_RULES`` over the scenario's counts, each judging those the one before kept, up
     to the rule that leaves none (``counts_that_run``'s arguments); whole servers and a tp past
-    a server (where ``refuse`` holds the split and ``skip`` does not) refused first."""
-    from scalesim.layout import tp_above_server
+    or not dividing a server (``layout.tp_server_refusal``, where ``refuse`` holds the split and
+    ``skip`` does not) refused first."""
+    from scalesim.layout import tp_server_refusal
     from scalesim.predict import job_unit, layout
 
     nouns = nouns_for(profile.hardware.device_name)
@@ -745,9 +759,9 @@ def _judged_counts(profile: Profile, scenario: Scenario, skip=(), which: str = "
     layout(scenario.devices, g, nouns, unit)
     split = layout_of(scenario)
     on_layouts = uses_layouts(split_profile(profile, scenario), scenario)
-    if on_layouts and split.tp > g and "split" in set(refuse) - set(skip):
-        raise ScalesimError(tp_above_server(split.tp, g, nouns,  # at every count
-                                              profile.hardware.devices_per_node))
+    if on_layouts and "split" in set(refuse) - set(skip) and (why := tp_server_refusal(
+            split.tp, g, nouns, profile.hardware.devices_per_node)):
+        raise ScalesimError(why)  # at every count
     model = replica_devices(split.tp, split.pp, split.cp) if on_layouts else 1
     cp = split.cp if on_layouts else 1  # the data-parallel path: every device a rank
     group = split.shard_group
@@ -784,15 +798,16 @@ def count_refusal(profile: Profile, scenario: Scenario, outs: dict[str, LeftOut]
     the counts it leaves out: ``split_devices``, ``predict.micro_batches``,
     ``check_shard_group``), then every other count with its rule's reason: '...; at 32
     devices, global batch 3 does not split evenly over dp x accumulation 2'."""
-    from scalesim.predict import micro_batches
+    from scalesim.predict import job_unit, micro_batches
 
     nouns = nouns_for(profile.hardware.device_name)
     split = layout_of(scenario)
     p = np.asarray(scenario.devices, dtype=np.int64)
     model = replica_devices(split.tp, split.pp, split.cp) if on_layouts else 1
     cp = split.cp if on_layouts else 1
+    _, unit = job_unit(profile.hardware, scenario)
     checks = {
-        "split": lambda: split_devices(p, split.tp, split.pp, nouns, split.cp),
+        "split": lambda: split_devices(p, split.tp, split.pp, nouns, split.cp, unit),
         "global_batch": lambda: micro_batches(scenario, profile, p,
                                               p // model if on_layouts else None, named),
         "shard_group": lambda: check_shard_group(split.shard_group, p, p // model,

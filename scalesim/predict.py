@@ -24,7 +24,7 @@ from scalesim.layout import (
     knob_refusal,
     replica_devices,
     runs_on_count,
-    tp_above_server,
+    tp_server_refusal,
     unused_settings,
 )
 from scalesim.model import collectives as coll
@@ -582,10 +582,9 @@ def _split_rows(profile: Profile, scenario: Scenario):
     g_max, unit = job_unit(profile.hardware, scenario)
     nouns = nouns_for(profile.hardware.device_name)
     layout(p, g_max, nouns, unit)
-    if split.tp > g_max:
-        raise ScalesimError(tp_above_server(split.tp, g_max, nouns,
-                                              profile.hardware.devices_per_node))
-    dp = lp.split_devices(p, split.tp, split.pp, nouns, split.cp)
+    if why := tp_server_refusal(split.tp, g_max, nouns, profile.hardware.devices_per_node):
+        raise ScalesimError(why)  # at every count, before the counts tp x pp divides
+    dp = lp.split_devices(p, split.tp, split.pp, nouns, split.cp, unit)
     b, base_b = micro_batches(scenario, profile, p, dp)
     k = np.full(p.shape, scenario.accumulation, dtype=np.int64)
     schedule = split.schedule_of()

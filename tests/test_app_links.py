@@ -42,8 +42,9 @@ def test_a_link_the_model_cannot_predict_keeps_the_page_working():
     controls without the split; before, the page stopped at the error."""
     at = open_app({"v": "9", "wl": "llama3-8b", "tp": "3", "dmax": "64"})
     errors = [e.value for e in at.error if e.value.startswith("Cannot predict")]
-    # predict's line (session 44: the app's own 'no device count is a multiple of tp 3 x pp 1')
-    assert len(errors) == 1 and "are not divisible by tp x pp = 3; give" in errors[0]
+    # predict's line (session 44: the app's own 'no device count is a multiple of tp 3 x pp 1';
+    # session 48: tp 3 divides no server of 8, refused before any count's rule)
+    assert len(errors) == 1 and "tp 3 does not divide the 8 GPUs per server; use" in errors[0]
     assert "with Tensor parallel at its default" in errors[0]
     assert at.subheader and len(at.metric) == 4 and len(at.tabs) == 8
     assert any(c.value.startswith("Chart in words: No device count runs.")  # none fits unsplit

@@ -111,7 +111,8 @@ def test_goals_split_refusal_names_no_control_twice_in_the_apps_words_and_all_in
     ({"grid": "list", "dlist": "1,2", "mode": "strong", "gb": 2**26},
      ("devices", "accumulation", "global_batch"), ""),
     # the split's line names no control (split_devices): every one said after it
-    ({"wl": "llama3-8b", "tp": 3, "grid": "list", "dlist": "1,2,4,8,16"}, (),
+    # (pp 3: a tp 3 is refused before the counts since session 48, ``layout.tp_server_refusal``)
+    ({"wl": "llama3-8b", "pp": 3, "grid": "list", "dlist": "1,2,4,8,16"}, (),
      " Controls to change: Device counts, Tensor parallel, Pipeline stages."),
 ])
 def test_a_count_refusal_marks_the_controls_its_namer_wrote(update, named, suffix):

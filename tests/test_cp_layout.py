@@ -97,8 +97,10 @@ def test_predict_cli_takes_cp_and_says_it(tmp_path, capsys):
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--devices", "16", "--cp", "3"],
+     # multiples of 3 that run on servers of 8: 6 (part of one), 24 (whole servers); 15 and 18
+     # were offered before session 48 and fill no whole servers
      "devices 16 are not divisible by tp x pp x cp = 3; give device counts that are multiples "
-     "of it (15 or 18), or a tp x pp x cp that divides 16"),
+     "of it (6 or 24), or a tp x pp x cp that divides 16"),
     (["--devices", "40", "--cp", "5"],
      "layout at 40 devices: sequence length 32768 is not divisible by 2 x --cp 5 (load-balanced context "
      "parallelism); use --cp 4, or --seq-len 32760 or 32770"),

@@ -16,8 +16,12 @@ LLAMA8 = ["--workload", "llama3-8b", "--hardware", "dgx-h100"]
     (["--devices", "64", "--pp", "64"], "32 layers cannot fill --pp 64 x --virtual-stages 1 model "
                                         "chunks; use --pp <= 32"),
     (["--devices", "64", "--tp", "16"], "(tensor parallelism stays inside one server); use tp <= 8"),
-    (["--devices", "64", "--tp", "3"], "devices 64 are not divisible by tp x pp = 3; give device "
-                                       "counts that are multiples of it (63 or 66), or a tp x pp "
+    # tp 3 divides no server of 8, so no count runs it (session 48: was '... multiples of it
+    # (63 or 66)', counts that fill no whole servers, each refused in turn)
+    (["--devices", "64", "--tp", "3"], "tp 3 does not divide the 8 GPUs per server; use tp 1, 2, "
+                                       "4 or 8, or 6 GPUs per server"),
+    (["--devices", "64", "--pp", "3"], "devices 64 are not divisible by tp x pp = 3; give device "
+                                       "counts that are multiples of it (48 or 72), or a tp x pp "
                                        "that divides 64"),
     (["--devices", "64", "--pp", "4", "--virtual-stages", "2", "--accumulation", "3"],
      "3 micro-batches per step are not a multiple of --pp 4 (Megatron's rule); use --accumulation 4"),

@@ -118,7 +118,8 @@ SAYS = {  # a word of the box each link must show
     "an unknown hardware preset": "unknown hardware preset",
     "an unknown workload preset": "unknown workload preset",
     "a layout that does not fit": "not runnable: needs ",
-    "tp not dividing a server's GPUs": "are not divisible by tp x pp = 3; give",  # predict's
+    # predict's: no count runs it (session 48; was the counts tp x pp divides, none of which ran)
+    "tp not dividing a server's GPUs": "tp 3 does not divide the 8 GPUs per server; use tp 1, 2,",
     "tp above a server's GPUs": "tp 16 \\> 8 GPUs per server",
 }
 

@@ -3,8 +3,11 @@ says too since session 44 (``layout_predict.split_devices``): no 'or a tp x pp t
 (their gcd of 1: no split at all), the counts cut past six as ``figures.count_list`` writes
 them, and the multiples nearest the smallest and the largest count, not of every count.
 
-By hand: tp 3 on 1, 2, 4, ..., 64: the multiples of 3 nearest 1 are 3, nearest 64 are 63 and
-66; gcd(1, ..., 64) = 1. tp x pp x cp 16 on 8 and 24: multiples 16 and 32, gcd 8."""
+By hand: pp 3 on 1, 2, 4, ..., 64 on servers of 8: the multiples of 3 nearest 1 that run are 3
+(part of a server), nearest 64 are 48 and 72 (whole servers: multiples of lcm(3, 8) = 24; 63 and
+66 fill no whole servers; session 48, ``layout_predict.runnable_multiples``); gcd(1, ..., 64) = 1.
+tp x pp x cp 16 on 8 and 24: multiples 16 and 32, gcd 8. (tp 3 is refused before any count: it
+divides no server of 8, ``layout.tp_server_refusal``.)"""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from scalesim.errors import ScalesimError
 
 POWERS = "1,2,4,8,16,32,64"
 LINE = ("devices 1, 2, 4, 8, 16, ... and 64 (7 in all) are not divisible by tp x pp = 3; give "
-        "device counts that are multiples of it (3, 63 or 66)")
+        "device counts that are multiples of it (3, 48 or 72)")
 
 
 def test_a_split_no_count_runs_offers_no_divisor_of_one_and_cuts_the_lists(capsys):
@@ -25,12 +28,12 @@ def test_a_split_no_count_runs_offers_no_divisor_of_one_and_cuts_the_lists(capsy
     # multiples of it (3 or 6 or 9 or 15 or 18 or 30 or 33 or 63 or 66), or a tp x pp that
     # divides 1'
     code, out, err = run_cli(capsys, ["predict", "--hardware", "dgx-h100", "--workload",
-                                      "llama3-8b", "--tp", "3", "--devices", POWERS])
+                                      "llama3-8b", "--pp", "3", "--devices", POWERS])
     assert (code, out, err) == (2, "", f"scalesim predict: error: {LINE}\n")
 
 
 def test_the_app_says_the_same_line_on_its_grid():
-    state = default_state().model_copy(update={"hw": "dgx-h100", "wl": "llama3-8b", "tp": 3,
+    state = default_state().model_copy(update={"hw": "dgx-h100", "wl": "llama3-8b", "pp": 3,
                                                "dmax": 64})
     with pytest.raises(ScalesimError) as refused:
         build_scenario(state, preset_profile(state))
