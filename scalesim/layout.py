@@ -543,11 +543,13 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
                 f"chunks a stage); give {KNOB.virtual_stages} 2 or more, or another "
                 f"{KNOB.schedule}", ("schedule", "virtual_stages")))
         elif not L.global_batch % (L.dp * L.micro_batch) and L.accumulation % L.pp:
-            problems.append(knob_refusal(
-                f"{KNOB.schedule} interleaved: {L.accumulation} micro-batches per step are not "
-                f"a multiple of {KNOB.pp} {L.pp} (Megatron's rule); use {KNOB.accumulation} "
+            micro = "1 micro-batch per step is" if L.accumulation == 1 else \
+                f"{L.accumulation} micro-batches per step are"
+            problems.append(knob_refusal(  # the knobs of the rule: virtual stages are none
+                f"{KNOB.schedule} interleaved: {micro} not a multiple of {KNOB.pp} {L.pp} "
+                f"(Megatron's rule); use {KNOB.accumulation} "
                 f"{-(-L.accumulation // L.pp) * L.pp} (a multiple of {L.pp}), or another "
-                f"{KNOB.schedule}", ("accumulation", "pp", "schedule", "virtual_stages")))
+                f"{KNOB.schedule}", ("accumulation", "pp", "schedule")))
     elif L.virtual_stages != 1:
         problems.append(virtual_stages_need_interleaved(L.virtual_stages, L.pp, L.schedule))
     if layers is not None and layers < L.pp * L.virtual_stages:

@@ -53,7 +53,8 @@ def test_a_refusal_is_a_plain_line_in_the_error_and_gives_it_its_knobs():
     (ParallelLayout(dp=4, zero=3, shard_group=3, global_batch=8), ("shard_group",)),
     (ParallelLayout(pp=2, schedule="interleaved", global_batch=2), ("schedule", "virtual_stages")),
     (ParallelLayout(pp=4, schedule="interleaved", virtual_stages=2, global_batch=2),
-     ("accumulation", "pp", "schedule", "virtual_stages")),  # 2 micro-batches, pp 4
+     # 2 micro-batches, pp 4: no virtual stages fix it (session 48)
+     ("accumulation", "pp", "schedule")),
     # 32 layers: pp 64's fix is 'use pp <= 32' alone (session 46: virtual stages 1 not named),
     # pp 16 x virtual stages 4's 'use pp <= 8 or virtual_stages <= 2'
     (ParallelLayout(pp=64, schedule="1f1b", global_batch=64), ("pp",)),
