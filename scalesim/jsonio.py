@@ -315,12 +315,22 @@ def json_kind(value: Any) -> str:
 def error_text(error: Mapping[str, Any], model: type[BaseModel] | None = None) -> str:
     """One pydantic error's sentence; a validator's own, without pydantic's "Value error, ";
     an object that is something else in JSON's words, not pydantic's ("a valid dictionary or
-    instance of CaseHardware" names the code's class); with ``model``, a number out of its
-    bounds by the field's bounds, unit and reason (not pydantic's "less than or equal to 100000")."""
-    if error.get("type") in _RANGE_ERRORS and model is not None:
-        allowed = _allowed(model, tuple(error.get("loc", ())))
+    instance of CaseHardware" names the code's class); with ``model`` (a reader that quotes the
+    value beside it: the app's link), a number out of its bounds by the field's bounds, unit
+    and reason (not pydantic's "less than or equal to 100000"; a field without the bounds
+    table's reason by its own bounds), a value of another kind in the bounds table's words
+    ("not a whole number", as ``bounds.parse_number`` says it; not pydantic's "Input should be
+    a valid integer, unable to parse string as an integer") and a choice by its choices."""
+    kind = error.get("type")
+    if kind in _RANGE_ERRORS and model is not None:
+        loc = tuple(error.get("loc", ()))
+        allowed = _allowed(model, loc) or _field_range(model, loc)
         if allowed:
             return allowed
+    if model is not None and kind in _KIND_WORDS:
+        return _KIND_WORDS[kind]
+    if model is not None and kind == "literal_error" and (error.get("ctx") or {}).get("expected"):
+        return f"not one of {error['ctx']['expected']}"
     if error.get("type") in ("model_type", "dict_type"):
         kind = json_kind(error.get("input"))
         article = "" if kind == "null" else "an " if kind[0] in "aeiou" else "a "
@@ -332,6 +342,31 @@ def error_text(error: Mapping[str, Any], model: type[BaseModel] | None = None) -
 
 
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+# a value of another kind than its field's, in the bounds table's words (``bounds.parse_number``)
+_KIND_WORDS = {"int_parsing": "not a whole number", "int_from_float": "not a whole number",
+               "float_parsing": "not a number", "finite_number": "not a finite number",
+               "bool_parsing": "not on or off: 1 or 0"}
+
+
+def _field_range(model: type[BaseModel], loc: tuple) -> str | None:
+    """'allowed: 1 <= x <= 16,384' from the bounds of ``model``'s top-level field ``loc`` (a
+    field the bounds table does not describe: the app's largest device count), or None."""
+    import annotated_types as at
+
+    field = model.model_fields.get(str(loc[0])) if len(loc) == 1 else None
+    if field is None:
+        return None
+    low = high = ""
+    for m in field.metadata:
+        if isinstance(m, at.Ge):
+            low = f"{number(m.ge)} <= "
+        elif isinstance(m, at.Gt):
+            low = f"{number(m.gt)} < "
+        elif isinstance(m, at.Le):
+            high = f" <= {number(m.le)}"
+        elif isinstance(m, at.Lt):
+            high = f" < {number(m.lt)}"
+    return f"allowed: {low}x{high}" if low or high else None
 
 
 def _allowed(model: type[BaseModel] | None, loc: tuple) -> str | None:

@@ -118,7 +118,7 @@ def _drop(key):
     (_drop("p2p"), False, [ALTERED]),  # the sends overlapped
     # a value's case changed: refused, and the checksum says the link is not as made
     (_set(sched="Interleaved"), False,
-     ["'sched=Interleaved' is not valid (Input should be 'auto', 'gpipe', '1f1b', 'interleaved' "
+     ["'sched=Interleaved' is not valid (not one of 'auto', 'gpipe', '1f1b', 'interleaved' "
       "or 'zb'); using the default", ALTERED]),
     # a key given twice: the last value is used, and said
     (_set(tp=["8", "4"]), False,
