@@ -70,13 +70,17 @@ def template_of(value, cli: bool = False) -> str:
 def within(value, message: str) -> Refusal:
     """``message``, a longer line that quotes ``value`` (a ``Refusal``, a ``ScalesimError``)
     whole ('layout at 16 devices: <it>', '<it> (at 16 devices)'), with ``value``'s knobs,
-    controls named and template (its quote's part of it): a caller that says where a refusal
-    came from keeps what its callers read."""
+    controls named and templates (its quote's part of them, the CLI's own too): a caller that
+    says where a refusal came from keeps what its callers read."""
     line, template = str(value), template_of(value)
     at = message.find(line) if template else -1
-    template = (as_literal(message[:at]) + template + as_literal(message[at + len(line):])
-                if at >= 0 else "")
-    return Refusal(message, knobs_of(value), controls_named_of(value), template)
+
+    def quoted(own: str) -> str:  # ``own``, a template of the quote, as one of the message
+        return as_literal(message[:at]) + own + as_literal(message[at + len(line):]) if own else ""
+
+    return Refusal(message, knobs_of(value), controls_named_of(value),
+                   quoted(template) if at >= 0 else "",
+                   quoted(getattr(value, "cli_template", "")) if at >= 0 else "")
 
 
 def joined(sep: str, parts) -> Refusal:

@@ -631,6 +631,11 @@ def cp_fix(seq_len: int, cp: int, ranks: int) -> str:
 # a refusal's knob (``ScalesimError.knobs``) for the hardware preset, which has no knob row
 # (--hardware, the app's Hardware preset): where another preset's server runs the layout
 HARDWARE_KNOB = "hardware"
+# the last way out of a tp past the server (``server_ways``), hardware of one's own: the CLI's
+# hardware file (--hardware FILE), the app's uploaded calibration profile (whose hardware the
+# page predicts on); '{tp}': the tp it must hold
+HARDWARE_FILE_WAY = "a hardware file with devices_per_node a multiple of {tp}"
+PROFILE_WAY = "an uploaded calibration profile whose servers hold a multiple of {tp} GPUs"
 
 
 def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
@@ -643,12 +648,20 @@ def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
     ``devices_per_node``); a GPU server whose NVLink domain holds tp (``server_ways``). The rule
     is of both values: its knobs are tp and the devices per server (the one place every caller,
     layout_problems, predict and counts_that_run, takes it from), and the hardware preset where
-    the line names one that holds tp (``presets_past_server``)."""
+    the line names one that holds tp (``presets_past_server``). A template (``knob_refusal``):
+    the app names tp by its control and the way out that it has for a hardware file (a
+    calibration profile, ``PROFILE_WAY``); the CLI keeps the line above (its ``cli``)."""
     presets = presets_past_server(tp, devices_per_node, nouns, server_devices)
-    return Refusal(f"tp {tp} > {devices_per_node} {nouns.gpus} per {nouns.server} (tensor "
-                   f"parallelism stays inside one {nouns.server}); use tp <= {devices_per_node}"
-                   f"{server_ways(tp, devices_per_node, nouns, server_devices, presets)}",
-                   ("tp", "devices_per_node", *((HARDWARE_KNOB,) if presets else ())))
+
+    def line(tp_said: str, own: str) -> str:
+        return (f"{tp_said} {tp} > {devices_per_node} {nouns.gpus} per {nouns.server} (tensor "
+                f"parallelism stays inside one {nouns.server}); use {tp_said} <= "
+                f"{devices_per_node}" + as_literal(server_ways(tp, devices_per_node, nouns,
+                                                               server_devices, presets, own)))
+
+    return knob_refusal(line(KNOB.tp, PROFILE_WAY), ("tp", "devices_per_node",
+                                                     *((HARDWARE_KNOB,) if presets else ())),
+                        cli=line("tp", HARDWARE_FILE_WAY))
 
 
 def tp_server_refusal(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
@@ -669,23 +682,28 @@ def tp_server_refusal(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
 def tp_not_dividing_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> Refusal:
     """'tp 16 does not divide the 72 GPUs per server; use tp 1, 2, ... or 72, or 64 GPUs per
     server': a smaller tp that divides the server, or the devices per server that tp divides
-    (the largest multiple of tp the server holds)."""
-    return Refusal(f"tp {tp} does not divide the {devices_per_node} {nouns.gpus} per "
-                   f"{nouns.server}; use tp {divisors_text(devices_per_node)}, or "
-                   f"{devices_per_node // tp * tp} {nouns.gpus} per {nouns.server}",
-                   ("tp", "devices_per_node"))
+    (the largest multiple of tp the server holds). A template (``knob_refusal``): the app names
+    tp by its control; the CLI keeps 'tp' (its ``cli``)."""
+
+    def line(tp_said: str) -> str:
+        return (f"{tp_said} {tp} does not divide the {devices_per_node} {nouns.gpus} per "
+                f"{nouns.server}; use {tp_said} {divisors_text(devices_per_node)}, or "
+                f"{devices_per_node // tp * tp} {nouns.gpus} per {nouns.server}")
+
+    return knob_refusal(line(KNOB.tp), ("tp", "devices_per_node"), cli=line("tp"))
 
 
 def server_ways(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
                 server_devices: int | None = None,
-                presets: list[tuple[str, int]] = ()) -> str:
+                presets: list[tuple[str, int]] = (), own: str | None = None) -> str:
     """The ways out of a tp past the ``devices_per_node`` a job uses per server other than a
     smaller tp, as a fix's tail: ', or 8 GPUs per server (the hardware's servers hold 8)' where
     the server holds tp (``server_devices``), else for GPUs ', or hardware whose server (one
     NVLink domain) holds 16 GPUs: the preset gb200-nvl72 at 64 GPUs per server, or a hardware
     file with devices_per_node a multiple of 16' (``presets``: ``presets_past_server``'s, which
     its caller names among the knobs too); '' for a CPU profile's host that holds no more (no
-    preset is a CPU host)."""
+    preset is a CPU host). ``own``: the last way, hardware of one's own, with '{tp}' for tp
+    (None: ``HARDWARE_FILE_WAY``, the CLI's; the app's is ``PROFILE_WAY``)."""
     held = server_devices or devices_per_node
     if held > devices_per_node and held >= tp:
         return (f", or {held // tp * tp} {nouns.gpus} per {nouns.server} (the hardware's "
@@ -693,8 +711,8 @@ def server_ways(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
     if nouns.cpu:
         return ""
     named = "".join(f"the preset {name} at {used} GPUs per server, or " for name, used in presets)
-    return (f", or hardware whose server (one NVLink domain) holds {tp} GPUs: {named}a "
-            f"hardware file with devices_per_node a multiple of {tp}")
+    own = (HARDWARE_FILE_WAY if own is None else own).format(tp=tp)
+    return f", or hardware whose server (one NVLink domain) holds {tp} GPUs: {named}{own}"
 
 
 def presets_past_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,

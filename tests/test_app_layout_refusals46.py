@@ -20,8 +20,8 @@ from scalesim.layout import presets_past_server
 def test_a_tp_past_the_server_names_the_hardware_preset_that_holds_it_and_that_way_runs():
     at = open_app(preset_query(hw="dgx-h100", wl="llama3-8b", tp=16))
     box = cannot_predict_box(at)
-    assert " Controls to change: Tensor parallel, Devices per server, Hardware preset. Below:" \
-        in box, box
+    # the line names Tensor parallel itself (session 48): not listed again
+    assert " Controls to change: Devices per server, Hardware preset. Below:" in box, box
     assert at.session_state["app_state"].hw == "dgx-h100"  # the fallback keeps the preset
     # the way out the box names: the preset table's server that holds tp 16, at its count
     ((name, per_server),) = presets_past_server(16, 8)
@@ -41,7 +41,7 @@ def test_the_hardware_preset_is_named_from_the_preset_table(monkeypatch):
                                               if hw.devices_per_node < 16})
     box = cannot_predict_box(open_app(preset_query(hw="dgx-h100", wl="llama3-8b", tp=16)))
     assert "the preset" not in box
-    assert box.count("Controls to change: Tensor parallel, Devices per server. Below:") == 1, box
+    assert box.count("Control to change: Devices per server. Below:") == 1, box
 
 
 @pytest.mark.parametrize("fields", [
@@ -52,7 +52,7 @@ def test_the_hardware_preset_is_named_from_the_preset_table(monkeypatch):
 def test_no_hardware_preset_where_none_is_the_way_out(fields):
     box = cannot_predict_box(open_app(preset_query(**fields)))
     assert "Hardware preset" not in box, box
-    assert "Controls to change: Tensor parallel, Devices per server." in box, box
+    assert "Control to change: Devices per server." in box, box
 
 
 def test_an_uploaded_profile_names_the_button_that_brings_the_preset_pickers_back():
@@ -62,8 +62,8 @@ def test_an_uploaded_profile_names_the_button_that_brings_the_preset_pickers_bac
     at = open_app(encode_query(with_profile_defaults(state, profile).model_copy(
         update={"tp": 16, "src": "custom"}), profile))
     box = cannot_predict_box(at)
-    assert ("Controls to change: Tensor parallel, Devices per server, Hardware preset (after "
-            "Leave this profile). Below:") in box, box
+    assert ("Controls to change: Devices per server, Hardware preset (after Leave this "
+            "profile). Below:") in box, box
     assert at.sidebar.button(key="leave_profile").label.startswith("Leave this profile")
 
 

@@ -45,9 +45,9 @@ GB200_LINK = {"v": "18", "hw": "gb200-nvl72", "wl": "llama3-70b", "grid": "list"
     # the line names its control itself in the app's words (session 47: the sequence note
     # through the knob table), so no 'Control to change' repeats it (controls_to_change)
     ("k_seq", 2**30, "scenario: Sequence length 1,073,741,824: the model cannot", 8192),
-    # tp 1024 > 72 GPUs per server: a rule of both (test_a_tp_past_a_server_names_both_...)
-    ("k_tp", 1024, " Controls to change: Tensor parallel, Devices per server. Below: the last",
-     4),
+    # tp 1024 > 72 GPUs per server: a rule of both (test_a_tp_past_a_server_names_both_...);
+    # the line names Tensor parallel itself (session 48)
+    ("k_tp", 1024, " Control to change: Devices per server. Below: the last", 4),
     ("k_pp", 100_000, " Controls to change: Device counts, Tensor parallel, Pipeline stages. Below:",
      4),
 ])
@@ -154,5 +154,5 @@ def test_a_tp_past_a_server_names_both_its_controls():
     at.sidebar.number_input(key="k_tp").set_value(4)
     run_clean(at)
     (box,) = [e.value for e in at.error if e.value.startswith("Cannot predict")]
-    assert "tp 4 \\> 1 GPUs per server" in box
-    assert " Controls to change: Tensor parallel, Devices per server. Below:" in box, box
+    assert "Tensor parallel 4 \\> 1 GPUs per server" in box  # the line names it (session 48)
+    assert " Control to change: Devices per server. Below:" in box, box

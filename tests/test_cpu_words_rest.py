@@ -263,7 +263,8 @@ def test_the_app_refuses_tp_past_a_host_and_bills_processes(tmp_path):
     at.sidebar.number_input(key="k_tp").set_value(4)
     run_clean(at)
     errors = [e.value for e in at.error]
-    assert any("Cannot predict this scenario: tp 4 \\> 2 processes per host (tensor parallelism "
+    assert any("Cannot predict this scenario: Tensor parallel 4 \\> 2 processes per host (tensor "
+               "parallelism "
                "stays inside one host)" in e for e in errors), errors
     assert not any(w in e for e in errors for w in GPU_WORDS), errors
 
