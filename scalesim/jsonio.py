@@ -409,8 +409,8 @@ def validation_message(exc: ValidationError, what: str, model: type[BaseModel] |
     loc = tuple(first.get("loc", ()))
     where = ".".join(str(part) for part in loc)
     extra = f" (+{exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-    if not where:  # a rule across fields: its sentence names them
-        return f"{what}: {msg}{extra}"
+    if not where:  # a rule across fields: its sentence names them (its template kept: ``within``)
+        return within(msg, f"{what}: {msg}{extra}") if template_of(msg) else f"{what}: {msg}{extra}"
     if first.get("type") in _RANGE_ERRORS:
         given = first.get("input")
         allowed = _allowed(model, loc)

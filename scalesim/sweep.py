@@ -29,11 +29,12 @@ from scalesim.bounds import (
     values_flag,
 )
 from scalesim.device_nouns import Nouns, nouns_for
-from scalesim.errors import ScalesimError, in_words_of, require_model
+from scalesim.errors import KNOB, ScalesimError, as_literal, in_words_of, require_model, template_of
 from scalesim.figures import MIB_BYTES
 from scalesim.layout import (
     P2P_OVERLAP_WORDS,
     SCHEDULES,
+    knob_refusal,
     shard_group_refusal,
     unused_settings,
 )
@@ -70,14 +71,15 @@ ONE_VALUE_SETTINGS = ("schedule", "virtual_stages", "sequence_parallel", "tp_ove
                       "p2p_overlap")
 # What makes each of them mean something on a row: the fix of the refusal of a value no row of
 # the sweep runs (``_ignorable``)
-_TO_APPLY = {"schedule": "give --pp (in a sweep: or a --pp-values that reaches 2)",
-             "virtual_stages": "give --pp (in a sweep: or a --pp-values that reaches 2)",
-             "sequence_parallel": "give --tp (in a sweep: or a --tp-values that reaches 2 within "
-                                  "a server)",
-             "tp_overlap": "give --tp (in a sweep: or a --tp-values that reaches 2 within a "
-                           "server)",
-             "p2p_overlap": "give --virtual-stages 2 or more with --pp (in a sweep: or a "
-                            "--pp-values that reaches 2)"}
+# (``_ignorable``): templates (``layout.knob_refusal``), each knob by its slot
+_TO_APPLY = {"schedule": f"give {KNOB.pp} (in a sweep: or a --pp-values that reaches 2)",
+             "virtual_stages": f"give {KNOB.pp} (in a sweep: or a --pp-values that reaches 2)",
+             "sequence_parallel": f"give {KNOB.tp} (in a sweep: or a --tp-values that reaches 2 "
+                                  "within a server)",
+             "tp_overlap": f"give {KNOB.tp} (in a sweep: or a --tp-values that reaches 2 within "
+                           "a server)",
+             "p2p_overlap": f"give {KNOB.virtual_stages} 2 or more with {KNOB.pp} (in a sweep: "
+                            "or a --pp-values that reaches 2)"}
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
               "algorithm": ALGORITHMS,
               "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)},
@@ -354,10 +356,12 @@ def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tup
         nowhere = [v for v in values[name] if v not in used[name]]
         if nowhere:
             what, drop = _setting_words(name, nowhere, arrays)
-            raise ScalesimError(f"{rules[name, nowhere[0]]}: {what} "
-                                f"{'mean' if len(nowhere) > 1 else 'means'} nothing on every "
-                                f"row of the sweep; {_TO_APPLY[name]}, or drop {drop}",
-                                knobs=(name,))
+            # a template (the rule's, the flag's slot): a --scenario file's setting is named
+            # as the file names it (cli.given_words)
+            raise ScalesimError(knob_refusal(
+                f"{template_of(rules[name, nowhere[0]])}: {what} "
+                f"{'mean' if len(nowhere) > 1 else 'means'} nothing on every row of the sweep; "
+                f"{_TO_APPLY[name]}, or drop {drop}", (name,)))
     return tuple(name for name in ONE_VALUE_SETTINGS if name in some and name not in arrays)
 
 
@@ -371,15 +375,15 @@ def _asked_words(name: str, axes: dict, base: Scenario) -> str:
 
 
 def _setting_words(name: str, values: list, arrays: dict[str, np.ndarray]) -> tuple[str, str]:
-    """(the flag that asks ``values`` of layout setting ``name``, what to drop): ('--schedule
-    gpipe', 'it') for a one-value flag (``one_value_words``), ("'gpipe', 'zb' of
-    --schedule-values", "'gpipe', 'zb' from --schedule-values") for a swept setting, its values
-    as its axis flag takes them."""
+    """(the flag that asks ``values`` of layout setting ``name``, what to drop), as a template's
+    parts (``layout.knob_refusal``): ('{schedule} gpipe', 'it') for a one-value flag
+    (``one_value_words``), ("'gpipe', 'zb' of --schedule-values", "'gpipe', 'zb' from
+    --schedule-values") for a swept setting, its values as its axis flag takes them."""
     if name not in arrays:
-        return one_value_words(name, values[0]), "it"
+        return one_value_words(name, values[0], getattr(KNOB, name)), "it"
     words = ", ".join(f"'{P2P_OVERLAP_WORDS[v] if isinstance(v, bool) else v}'" for v in values)
     flag = values_flag(name)
-    return f"{words} of {flag}", f"{words} from {flag}"
+    return as_literal(f"{words} of {flag}"), as_literal(f"{words} from {flag}")
 
 
 def _one_value_shard_group(arrays: dict[str, np.ndarray], base: Scenario) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 import scalesim.cli as cli_package
 from scalesim import __version__
+from scalesim.cli.given_words import in_given_words
 from scalesim.errors import ScalesimError, one_line
 from scalesim.jsonio import validation_message
 
@@ -104,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         if sys.stdout is not None:
             sys.stdout.flush()  # here, so that a failing write is reported below, not at exit
         return code
-    except ScalesimError as exc:
-        print(f"scalesim {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
+    except ScalesimError as exc:  # a --scenario file's settings named as the file names them
+        print(f"scalesim {args.command}: error: {one_line(in_given_words(exc, args))}",
+              file=sys.stderr)
         return 2
     except ValidationError as exc:  # a value derived from valid inputs left its bounds
         print(

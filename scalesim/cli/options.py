@@ -17,6 +17,7 @@ from scalesim.bounds import (
     flag_type,
     validation_knobs,
 )
+from scalesim.cli.given_words import MERGED, file_settings
 from scalesim.errors import ScalesimError, require_path
 from scalesim.jsonio import parse_model, read_json, validation_message
 from scalesim.layout import (
@@ -470,7 +471,11 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     file_factor = False  # the scenario file names a slow_factor (above its default 1)
     if getattr(args, "scenario", None) is not None:
         path = require_path(args.scenario, "--scenario")  # '' too: refused, not ignored
-        base = parse_model(read_json(path), Scenario, path).model_dump()
+        data = read_json(path)
+        # what the file sets, by its keys: a refusal names those as the file does
+        # (``given_words.in_given_words``, main's error line)
+        args._scenario_settings = file_settings(data)
+        base = parse_model(data, Scenario, path).model_dump()
         file_factor = base["slow_factor"] != 1.0
     for flag, field in _FLAG_TO_FIELD.items():
         value = getattr(args, flag, None)
@@ -512,7 +517,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     try:
         return Scenario.model_validate(base)
     except ValidationError as exc:
-        raise ScalesimError(validation_message(exc, "scenario", Scenario),
+        raise ScalesimError(validation_message(exc, MERGED, Scenario),
                             knobs=validation_knobs(exc.errors())) from None
 
 
