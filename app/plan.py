@@ -231,9 +231,10 @@ def device_counts(state: AppState, devices_per_node: int, words: Nouns = GPU_NOU
             too_many = [d for d in dropped if d > MAX_DEVICES]
             partial = [d for d in dropped if d <= MAX_DEVICES]
             why = []
-            if partial and allocation not in (None, g):  # trays of a rack: predict's words
+            if partial and allocation not in (None, g):  # trays of a rack: predict's words,
+                # as the page says them (its template: no hardware file's field; no knob)
                 why.append(f"left out {count_list(partial, 8)}: "
-                           f"{count_problem(partial[0], g, allocation, words)}")
+                           f"{in_words_of(count_problem(partial[0], g, allocation, words), str)}")
             elif partial:
                 why.append(f"left out {count_list(partial, 8)}: above {g} "
                            f"{words.devices} a count must fill whole {words.servers} (a multiple "

@@ -37,7 +37,8 @@ class Refusal(str):
     (``knobs``, as ``ScalesimError``'s) and those whose controls it names in its caller's words
     (``controls_named``, as ``ScalesimError``'s): a plain str to every reader (joined, compared,
     printed), and ``ScalesimError(refusal)`` carries both. ``template``: the line with each
-    knob it names by its control written '{field}' ('' where it names none as a control), so
+    knob it names by its control written '{field}' ('' where it names none as a control and
+    says the same to every reader: a line for the app alone may name none, ``cli_template``), so
     that a caller with other names for the controls (the app's labels) says it in them
     (``in_words_of``); the line itself names them as the CLI's flags (``layout.knob_refusal``).
     ``cli_template``: the line's own template where it says more than ``template`` (a schema

@@ -586,17 +586,26 @@ def count_problem(devices: int, devices_per_node: int, allocation: int | None = 
     """Why ``devices`` break ``runs_on_count``, naming the unit ('130 GPUs do not fill whole
     allocation units of 4 GPUs (...)'); None where they run. ``split``: the layout's degrees
     after the count (' (dp 4 x ...)'). With the server as the unit (``allocation`` None or the
-    server's devices) the words are the servers' ('do not fill whole servers of 8')."""
+    server's devices) the words are the servers' ('do not fill whole servers of 8'); the
+    allocation unit's line names the hardware file's field for the CLI, a template the app says
+    without it."""
     if bool(runs_on_count(devices, devices_per_node, allocation)):
         return None
     if allocation is None or allocation == devices_per_node:
         return Refusal(f"{devices} {nouns.devices}{split} do not fill whole {nouns.servers} of "
                        f"{devices_per_node}", ("devices", "devices_per_node"))
     below, above = devices // allocation * allocation, -(-devices // allocation) * allocation
-    return Refusal(f"{devices} {nouns.devices}{split} do not fill whole allocation units of "
-                   f"{allocation} {nouns.gpus} (the hardware's devices_per_allocation: the tray "
-                   f"or node a scheduler hands out, {devices_per_node} to a {nouns.server}); "
-                   f"give a multiple of {allocation}, e.g. {below} or {above}", ("devices",))
+
+    def line(field: str) -> str:  # the hardware file's field, named where the CLI reads one
+        return as_literal(f"{devices} {nouns.devices}{split} do not fill whole allocation units "
+                          f"of {allocation} {nouns.gpus} ({field}the tray or node a scheduler "
+                          f"hands out, {devices_per_node} to a {nouns.server}); give a multiple "
+                          f"of {allocation}, e.g. {below} or {above}")
+
+    # a template (``knob_refusal``) naming no knob: the app, which takes no hardware file, says
+    # it without the field (``errors.in_words_of``)
+    return knob_refusal(line(""), ("devices",),
+                        cli=line("the hardware's devices_per_allocation: "))
 
 
 def divisors_text(n: int) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from scalesim.device_nouns import GPU_NOUNS
+from scalesim.errors import in_words_of
 from scalesim.goal import device_grid
 from scalesim.layout import count_problem
 from scalesim.presets import HARDWARE
@@ -23,6 +24,9 @@ from scalesim.presets import HARDWARE
 GB200 = HARDWARE["gb200-nvl72"]
 # the one refusal of 130 GPUs on 72-GPU racks of 4-GPU trays, every command's
 REFUSAL_130 = str(count_problem(130, 72, 4, GPU_NOUNS))
+# ... as the page says it (session 48: its template, without the hardware file's
+# devices_per_allocation, which the page takes no file of)
+PAGE_REFUSAL_130 = str(in_words_of(count_problem(130, 72, 4, GPU_NOUNS), str))
 
 
 def _cli(*args):
@@ -33,6 +37,7 @@ def _cli(*args):
 def test_the_refusal_names_the_tray_and_a_count_that_runs():
     assert REFUSAL_130.startswith("130 devices do not fill whole allocation units of 4 GPUs")
     assert "e.g. 128 or 132" in REFUSAL_130
+    assert REFUSAL_130.replace("the hardware's devices_per_allocation: ", "") == PAGE_REFUSAL_130
 
 
 def test_predict_runs_128_and_256_gb200_gpus_data_parallel_and_split():
@@ -109,7 +114,7 @@ def test_app_runs_128_and_256_gb200_gpus_and_refuses_130_in_predicts_words():
 
     profile, scenario, notes = _app_scenario("gb200-nvl72", "72,128,130,256")
     assert scenario.devices == [72, 128, 256]  # was [72]: 128 and 256 left out
-    assert f"left out 130: {REFUSAL_130}" in notes
+    assert f"left out 130: {PAGE_REFUSAL_130}" in notes
     assert [p.devices for p in predict(profile, scenario)] == [72, 128, 256]
 
 
@@ -132,7 +137,7 @@ def test_app_page_plots_128_and_256_gb200_gpus():
     at = open_app(encode_query(state, preset_profile(state)))
     assert at.sidebar.selectbox(key="k_focus").options == ["auto (the knee)", "64", "128", "256"]
     said = [str(m.value).replace("\\_", "_") for m in at.info]
-    assert f"left out 130: {REFUSAL_130}" in said
+    assert f"left out 130: {PAGE_REFUSAL_130}" in said
 
 
 def test_predict_with_gpus_per_node_takes_whole_trays_of_the_gpus_used():

@@ -60,3 +60,20 @@ def test_the_cli_keeps_its_lines_of_a_tp_the_server_cannot_hold(capsys):
     assert str(tp_above_server(16, 8)).endswith("a hardware file with devices_per_node a "
                                                 "multiple of 16")
     assert tp_not_dividing_server(16, 72).template.startswith("{tp} 16 does not divide")
+
+
+def test_a_count_past_whole_allocation_units_names_no_hardware_field_on_the_page(capsys):
+    """gb200-nvl72 hands out trays of 4 GPUs: a list's 6 is left out in predict's words, which
+    named the hardware file's devices_per_allocation on the page, which takes no hardware file;
+    the CLI keeps it."""
+    at = open_app(preset_query(hw="gb200-nvl72", wl="llama3-8b", grid="list", dlist="6,8"))
+    (note,) = [i.value for i in at.info if i.value.startswith("left out 6: ")]
+    assert "do not fill whole allocation units of 4 GPUs (the tray or node a scheduler hands " \
+           "out, 72 to a server); give a multiple of 4, e.g. 4 or 8" in note, note
+    assert "devices" + "\\_per" not in note and "_per_" not in note, note
+    code, _, err = run_cli(capsys, ["predict", "--hardware", "gb200-nvl72", "--workload",
+                                    "llama3-8b", "--devices", "6"])
+    assert code == 2 and err == (
+        "scalesim predict: error: 6 devices do not fill whole allocation units of 4 GPUs (the "
+        "hardware's devices_per_allocation: the tray or node a scheduler hands out, 72 to a "
+        "server); give a multiple of 4, e.g. 4 or 8\n")
