@@ -711,8 +711,8 @@ def sequence_built(build: Callable[[Workload], T], own: Workload, at: Workload) 
         reach = _sequence_reach(build, own, theirs.seq_len)
         most = "at most" if reach >= mine.seq_len else "at least"
         raise ScalesimError(knob_refusal(  # the app: the range that works, not the field
-            f"{asked}; give a {KNOB.seq_len} of {most} {reach:,} tokens (the model's own: "
-            f"{mine.seq_len:,})", ("seq_len",),
+            f"{asked}; give {most} {reach:,} tokens (the model's own: {mine.seq_len:,})",
+            ("seq_len",),
             cli=f"{asked} ({as_literal(str(exc))}); give a sequence length nearer its own, "
                 f"{mine.seq_len:,} tokens")) from None
 

@@ -144,8 +144,8 @@ def test_an_absurd_sequence_length_names_its_control_and_the_lengths_that_work()
     box = cannot_predict_box(run_clean(at)).replace("\\_", "_")
     assert FIELD.search(box) is None and "field '" not in box and "--" not in box, box
     assert box.startswith("Cannot predict this scenario: Sequence length 1,073,741,824: the "
-                          "model cannot be predicted at that sequence length; give a Sequence "
-                          "length of at most 19,800,000 tokens (the model's own: 8,192).")
+                          "model cannot be predicted at that sequence length; give at most "
+                          "19,800,000 tokens (the model's own: 8,192).")
     resolve_profile(None, "dgx-h100", "llama3-8b", 19_800_000)
     with pytest.raises(ScalesimError, match="field 'per_sample_s'"):
         resolve_profile(None, "dgx-h100", "llama3-8b", 19_800_000 * 101 // 100)

@@ -61,7 +61,7 @@ def test_a_link_whose_sequence_cannot_be_predicted_keeps_its_other_values():
     assert "Sequence length 1,073,741,824: the model cannot be predicted" in errors[0]
     assert "--seq-len" not in errors[0]
     # the lengths that predict, not the schema field (session 48; the CLI keeps the field)
-    assert "give a Sequence length of at most 10,500,000 tokens (the model's own: 8,192)" \
+    assert "give at most 10,500,000 tokens (the model's own: 8,192)" \
         in errors[0]
     assert "per\\_sample\\_s" not in errors[0] and "field '" not in errors[0]
     assert "Below: this what-if with Sequence length at its default until" in errors[0]
