@@ -391,7 +391,7 @@ def replica_runs(runs: Runs) -> Runs:
                 replicas_per_rented_server=math.lcm(m, runs.devices_per_node) // m)
 
 
-def on_servers_of(runs: Runs, server_devices: int, setting: str = "--gpus-per-node") -> Runs:
+def on_servers_of(runs: Runs, server_devices: int, setting: str = KNOB.devices_per_node) -> Runs:
     """``runs`` on servers of ``server_devices`` devices each (``--gpus-per-node``, or the runs
     file's ``gpus_per_node``: ``setting`` names where it was given): each run used ``devices /
     nodes`` of them, so the fitted profile's server holds ``server_devices`` and the run's NIC
@@ -401,23 +401,29 @@ def on_servers_of(runs: Runs, server_devices: int, setting: str = "--gpus-per-no
     gives another value (``Runs.server_devices``: both named)."""
     from scalesim.bounds import check_number
 
-    check_number("devices_per_node", server_devices, setting)
+    check_number("devices_per_node", server_devices, setting.format_map(
+        {"devices_per_node": "--gpus-per-node"}))
     said = f"{setting} {server_devices}"
+
+    def refused(line: str) -> ScalesimError:
+        """One line naming the setting: by its flag in the CLI, by its control on the Diagnose
+        page (a knob template, ``layout.knob_refusal``), as the runs file names it there."""
+        return ScalesimError(knob_refusal(line, ("devices_per_node",)))
+
     if runs.server_devices is not None and runs.server_devices != server_devices:
-        raise ScalesimError(f"{said}, but {runs.source} gives gpus_per_node "
-                            f"{runs.server_devices}; give one, or the same in both")
+        raise refused(f"{said}, but {as_literal(runs.source)} gives gpus_per_node "
+                      f"{runs.server_devices}; give one, or the same in both")
     words = nouns_for(runs.device_name)
     most = runs.used_per_node
     if server_devices < most:
         row = next(r for r in runs.rows if r.devices // r.nodes == most)
-        raise ScalesimError(f"{said}: the run on "
-                            f"{words.count(row.devices)} over "
-                            f"{words.count(row.nodes, 'server')} put {most} on each; give at "
-                            f"least {most}")
+        raise refused(f"{said}: the run on {words.count(row.devices)} over "
+                      f"{words.count(row.nodes, 'server')} put {most} on each; give at "
+                      f"least {most}")
     if runs.replica_devices > 1:
-        raise ScalesimError(f"{said}: not for runs that split the "
-                            f"model ({_split_words(tuple(runs.model_split.values()))}): their "
-                            "replicas are placed on the servers the runs name; drop it")
+        raise refused(f"{said}: not for runs that split the "
+                      f"model ({_split_words(tuple(runs.model_split.values()))}): their "
+                      "replicas are placed on the servers the runs name; drop it")
     return replace(runs, server_devices=int(server_devices))
 
 
@@ -768,7 +774,7 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
                      "measured column per (devices, nodes, batch, accumulation)")
     runs = Runs(groups, source, tuple(notes))
     check_units(runs)
-    return runs if server is None else on_servers_of(runs, server, f"{source}: gpus_per_node")
+    return runs if server is None else on_servers_of(runs, server, as_literal(f"{source}: gpus_per_node"))
 
 
 def _one_server_size(rows: list[RunRow], source: str) -> int | None:

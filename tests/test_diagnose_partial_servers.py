@@ -247,8 +247,12 @@ def test_the_diagnose_page_takes_gpus_per_node_as_the_cli(capsys, tmp_path, monk
     at.file_uploader(key="dg_runs").set_value(("two.csv", b"devices,nodes,step_time_s\n"
                                                b"2,1,0.1\n4,2,0.12\n", "text/csv"))
     run_clean(at)
+    # the page names its control, the CLI its flag (session 48: the page said the flag)
     assert [e.value for e in at.error] == [
-        "--gpus-per-node 1: the run on 2 devices over 1 server put 2 on each; give at least 2"]
+        "GPUs per server 1: the run on 2 devices over 1 server put 2 on each; give at least 2"]
+    code, out, err = run_cli(capsys, ["diagnose", "two.csv", "--gpus-per-node", "1"])
+    assert code == 2 and err.strip().endswith(
+        "--gpus-per-node 1: the run on 2 devices over 1 server put 2 on each; give at least 2")
 
 
 def test_extrapolated_rows_on_an_assumed_intra_server_link_say_so_and_hold_it_in_the_band():
