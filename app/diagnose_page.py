@@ -45,6 +45,7 @@ from scalesim.layout import (
 )
 from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS, TRACED_GRAD_SYNC_HELP
 from scalesim.remedies import SIZE_DEPENDENT, measure_words
+from scalesim.runs_shares import shares_words
 
 from .charts import PALETTE, count_tooltip
 from .control_labels import STRATEGY_LABELS, ZERO_FRAMEWORK_LABELS
@@ -56,6 +57,8 @@ RUN_PARTS = [("compute", "compute", PALETTE["compute"]),
              ("comm_share", "exposed communication", PALETTE["exposed communication"]),
              ("data_share", "data stall", PALETTE["data stall"]),
              ("straggler_share", "straggler wait", PALETTE["straggler wait"])]
+# the table's share columns, by part (``runs_shares.PARTS``), as its frame names them
+PAGE_SHARE_COLUMNS = {"comm": "comm_share", "data": "data_share", "straggler": "straggler_share"}
 TRACE_PARTS = [("compute_s", "compute", PALETTE["compute"]),
                ("exposed_comm_s", "exposed communication", PALETTE["exposed communication"]),
                ("data_wait_s", "data stall", PALETTE["data stall"]), ("idle_s", "idle", "#8c8c8c")]
@@ -482,6 +485,10 @@ def show_report(report: Report) -> None:
         st.altair_chart(runs_throughput_chart(report), width="stretch")
         st.altair_chart(runs_breakdown_chart(report), width="stretch")
         st.dataframe(table_frame(report), hide_index=True, width="stretch")
+        which = shares_words(report.details.get("share_sources", {}), PAGE_SHARE_COLUMNS,
+                             "step_time_s", "model_step_time_s")
+        if which:
+            st.caption(which)
         fit = report.details["fit"]
         st.caption(f"Fit: rms residual {fit['rmse_rel']:.1%}, noise {fit['noise_rel']:.1%}; "
                    f"fitted: {', '.join(fit['fitted'])}")

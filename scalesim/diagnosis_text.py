@@ -32,6 +32,10 @@ from scalesim.model.stragglers import (
 )
 from scalesim.pipeline_trace import unreplayed_s
 from scalesim.remedies import DIAGNOSIS_VERDICTS, SIZE_DEPENDENT, measure_words, verdict_group
+from scalesim.runs_shares import shares_words
+
+# the runs table's share columns, by part (``runs_shares.PARTS``)
+TEXT_SHARE_COLUMNS = {"comm": "comm", "data": "data", "straggler": "strag"}
 
 
 def gain_text(remedy: Remedy, digits: int = 0) -> str:
@@ -186,7 +190,8 @@ def _runs_tables(report: Report) -> list[str]:
     (devices, wd), (nodes, wn) = count_columns(device_words)  # 'processes hosts' on CPU
     replicas = f" {words.devices:>8}" if split else ""
     out = [f"{devices:>{wd}} {nodes:>{wn}}{replicas} {'samples/s':>11} {'step ms':>9} {'speedup':>8} "
-           f"{'eff':>6} {'comm':>6} {'data':>6} {'strag':>6} {'model ms':>9} {'resid':>7}"]
+           f"{'eff':>6} " + " ".join(f"{c:>6}" for c in TEXT_SHARE_COLUMNS.values())
+           + f" {'model ms':>9} {'resid':>7}"]
     for r in report.table:
         replicas = f" {r['replicas']:>8}" if split else ""
         pace = throughput(r["samples_per_s"])
@@ -194,6 +199,10 @@ def _runs_tables(report: Report) -> list[str]:
                    f"{r['step_time_s'] * 1e3:>9.2f} {speedup(r['speedup']):>8} {r['efficiency']:>6.1%} "
                    f"{r['comm_share']:>6.1%} {r['data_share']:>6.1%} {r['straggler_share']:>6.1%} "
                    f"{r['model_step_time_s'] * 1e3:>9.2f} {r['residual']:>+7.1%}")
+    which = shares_words(report.details.get("share_sources", {}), TEXT_SHARE_COLUMNS,
+                         "step ms", "model ms")
+    if which:
+        out.append(which)
     knee = report.details["knee"]
     out.append("")
     if knee is None:

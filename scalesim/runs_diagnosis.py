@@ -62,6 +62,12 @@ from scalesim.runs_data_wait import (
     read_runs_wait,
 )
 from scalesim.runs_link_valley import link_valley, valley_caveat
+from scalesim.runs_shares import (
+    MODELLED,
+    parts_in_step_s,
+    raw_over_step,
+    share_sources,
+)
 from scalesim.runs_slow_rank import one_slow_rank, slowest_ranks
 from scalesim.trace_data_wait import (
     FIXED,
@@ -440,7 +446,8 @@ def _undetermined_cause(fit, step, work, measured: dict, shares: dict, parts: di
     (``shares``, the parts' keys to their findings' in ``parts``), and the evidence that says so.
 
     A part the runs do not measure (``measured``: each part's measured seconds per run, None
-    where the fitted model gives it) is the fitted model's, so it moves with every fitted
+    where the fitted model gives it) is the fitted model's (its share of the step laid in the
+    measured one, ``runs_shares``), so it moves with every fitted
     parameter, those the runs do not show too (``fit.not_shown``: held at a start value that no
     run chose). Each of those is set to either end of the range the runs allow it
     (``fit_runs.held_ends``, its 95 % profile-likelihood interval); where another part then loses
@@ -454,9 +461,7 @@ def _undetermined_cause(fit, step, work, measured: dict, shares: dict, parts: di
     for i, (name, (low, high)) in enumerate(fit.held_range_x.items()):
         at_ends = []
         for x in rows[2 * i: 2 * i + 2]:
-            b = drawn_fit(fit, x).breakdown
-            model = {"comm": b.exposed_comm_s, "data": b.data_stall_s, "straggler": b.straggler_s}
-            given = {k: model[k] if measured[k] is None else measured[k] for k in model}
+            given = parts_in_step_s(step, drawn_fit(fit, x).breakdown, measured)
             at_ends.append(_parts_lost(step, work, given["comm"], given["data"],
                                        given["straggler"])[1])
         tops = [max(end, key=end.get) for end in at_ends]
@@ -505,8 +510,9 @@ def _unseparated_parts(fit, runs, devices, measured: dict, share_of_step: dict, 
     other fit's shares there, the other fit's misfit, what would measure it (its column, a
     trace of that run, and that run at twice its batch where the two fits predict it more
     than two runs' noise apart), and the sentence ``said`` the report gives; ``model_s``
-    (each part's seconds under the other fit) and ``from`` (the parts that take the time)
-    for the cause and the loader remedy."""
+    (each part's seconds under the other fit, laid in the measured step as the fit's are:
+    ``runs_shares``) and ``from`` (the parts that take the time) for the cause and the loader
+    remedy."""
     from scalesim.fit_runs import blended, fit_without
 
     out = []
@@ -521,10 +527,8 @@ def _unseparated_parts(fit, runs, devices, measured: dict, share_of_step: dict, 
         if rival is None or not rival.plausible:
             continue
         other = rival.fit
-        b = other.breakdown
-        model_s = {"comm": b.exposed_comm_s, "data": b.data_stall_s, "straggler": b.straggler_s}
-        there = {k: float((model_s[k] if measured[k] is None else measured[k])[i] / step[i])
-                 for k in model_s}
+        model_s = parts_in_step_s(step, other.breakdown, measured)  # as the fit's (runs_shares)
+        there = {k: float(model_s[k][i] / step[i]) for k in model_s}
         takers = [k for k in model_s if k != part
                   and there[k] - float(share_of_step[k][i]) >= NAMED_PART_SHARE]
         j = int(np.argmax(np.abs(other.residuals_rel)))
@@ -653,17 +657,17 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     step = runs.step_time_s
     work = runs.micro_batch * runs.accumulation
 
-    comm = runs.optional("comm_s")
-    comm_src = "measured" if comm is not None else "fitted model"
-    comm = comm if comm is not None else model.exposed_comm_s
-    wait = runs.optional("data_wait_s")
-    wait_src = "measured" if wait is not None else "fitted model"
-    wait = wait if wait is not None else model.data_stall_s
-    if fit.rank_times_measured:
-        strag = fit.layout.straggler_delay_s  # the slow device's or the spread's
-        strag_src = "measured rank times"
-    else:
-        strag, strag_src = model.straggler_s, "fitted model"
+    # each part measured where a column gives it (the straggler: the slow device's delay or the
+    # spread's, from rank times), else the fitted model's, laid in the measured step by one rule
+    # (``runs_shares``: a row's shares add to at most 100 %, the table's and the findings' alike)
+    measured_parts = {"comm": runs.optional("comm_s"), "data": runs.optional("data_wait_s"),
+                      "straggler": (fit.layout.straggler_delay_s if fit.rank_times_measured
+                                    else None)}
+    sources = share_sources(measured_parts)
+    comm_src, wait_src = sources["comm"], sources["data"]
+    strag_src = "measured rank times" if fit.rank_times_measured else MODELLED
+    shown = parts_in_step_s(step, model, measured_parts)
+    comm, wait, strag = shown["comm"], shown["data"], shown["straggler"]
     per, shares = _parts_lost(step, work, comm, wait, strag)
     compute = per["compute"] * work
 
@@ -786,8 +790,6 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     cause, others = findings[0], [f for f in findings[1:]
                                   if f.share >= OTHER_CAUSE_SHARE or f.key in at_a_run]
     parts = dict(zip(shares, (f.key for f in findings_of_parts), strict=True))
-    measured_parts = {"comm": runs.optional("comm_s"), "data": runs.optional("data_wait_s"),
-                      "straggler": strag if fit.rank_times_measured else None}
     apart = _unseparated_parts(fit, runs, [r.devices for r in measured.rows], measured_parts,
                                share_of_step, (params, wire_bytes_per_param, exchange), words)
     for one in apart:  # the part's own finding says it beside its per-run shares
@@ -797,8 +799,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         # a fit without a part the runs do not measure, which they cannot rule out, that
         # another part loses most in: a rival too
         for one in apart:
-            given = {k: measured_parts[k] if measured_parts[k] is not None else one["model_s"][k]
-                     for k in ("comm", "data", "straggler")}
+            given = one["model_s"]  # the other fit's parts in the measured step
             other = _parts_lost(step, work, given["comm"], given["data"], given["straggler"])[1]
             top = parts[max(other, key=other.get)]
             if top != cause.key:
@@ -974,6 +975,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             "efficiency_drop": knee.efficiency_drop, "crosses_boundary": knee.crosses_boundary,
             "cause": knee.cause, "label": knee.label},
         "fit": fit_info,
+        # which step the table's comm, data and straggler shares are of (``runs_shares``):
+        # "measured" (a column of the runs: the measured step) or "fitted model" (its step)
+        "share_sources": sources,
         # parts of the step the fit gives a run that a refit without them, which the runs
         # cannot rule out, puts elsewhere (``_unseparated_parts``), with the words said of each
         "unseparated": [{k: v for k, v in a.items() if k not in ("model_s", "from")}
@@ -999,7 +1003,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         _with_devices(details, measured.replica_devices, measured.devices_per_node)
     server_note = partial_server_note(runs) or _server_devices_note(runs, fit, words)
     notes = ([n for n in (superlinear_note, split_note, shard_note, server_note) if n]
-             + _parts_over_the_step(share_of_step, runs.devices, fit, words)
+             + _parts_over_the_step(raw_over_step(step, model, measured_parts), runs.devices,
+                                    fit, words, [k for k, v in sources.items() if v != MODELLED])
              + list(runs.notes)
              + fit.notes + _implausible_links(fit, params, words)
              + [n for n in (peak_note, ran_note, mfu_note, overlap_note) if n])
@@ -1502,18 +1507,33 @@ def _check_runs_model(profile, scenario, runs, transformer, fit) -> str:
         "model (a workload JSON with their sequence length and sizes) and GPU")
 
 
-def _parts_over_the_step(share_of_step: dict, devices, fit, words: Nouns = GPU_NOUNS) -> list[str]:
-    """A note where a part of the step (fitted or measured) is more than the measured step:
-    the fitted model does not describe the runs (a data stall of 138 % of the step, a remedy of
-    +125,501 %), and its shares and remedy gains should not be read as findings."""
-    over = [(float(v[i]), name, int(devices[i])) for name, v in share_of_step.items()
-            if name != "compute" for i in range(len(v)) if v[i] > 1.0]
+def _parts_over_the_step(share_of_step: dict, devices, fit, words: Nouns = GPU_NOUNS,
+                         measured=()) -> list[str]:
+    """A note where a part of the step (fitted or measured, ``runs_shares.raw_over_step``), or
+    the parts together, is more than the measured step: the fitted model does not describe the
+    runs (a data stall of 138 % of the step, a remedy of +125,501 %; comm 20 % and data 93 % of
+    a run of 130 ms the model puts at 207), and its shares and remedy gains should not be read
+    as findings. Together, the parts must pass the step by ``OTHER_CAUSE_SHARE`` (a fitted
+    straggler wait of 0.9 % beside measured parts that fill the step is not said); measured
+    parts (``measured``, their keys) alone together over the step are timing noise the runs
+    allow (``runs.RANK_TIME_SLACK``), not a misfit."""
+    names = {"comm": "exposed communication", "data": "data stall",
+             "straggler": "straggler wait"}
+    parts = {k: np.asarray(v, dtype=float) for k, v in share_of_step.items() if k != "compute"}
+    over = [(float(v[i]), f"the {names.get(name, name)} is", int(devices[i]))
+            for name, v in parts.items() for i in range(len(v)) if v[i] > 1.0]
+    if not over and parts:  # none alone: the parts the fit gives a run together
+        together = sum(parts.values())
+        i = int(np.argmax(together))
+        # past the step by a share a report names (OTHER_CAUSE_SHARE), with a fitted part in it
+        if (together[i] > 1.0 + OTHER_CAUSE_SHARE
+                and any(parts[k][i] > 0 for k in parts if k not in measured)):
+            named = [names.get(k, k) for k, v in parts.items() if v[i] >= 0.005]  # 1 % shown
+            over = [(float(together[i]), f"the {' and '.join(named)} together are", int(devices[i]))]
     if not over:
         return []
-    share, name, n = max(over)
-    part = {"comm": "exposed communication", "data": "data stall",
-            "straggler": "straggler wait"}.get(name, name)
-    return [f"the {part} is {share:.0%} of the measured step at {words.count(n)}: more than the step "
+    share, said, n = max(over)
+    return [f"{said} {share:.0%} of the measured step at {words.count(n)}: more than the step "
             f"itself, so the fitted model does not describe these runs (rms residual "
             f"{fit.rmse_rel:.0%}); read its shares and remedy gains as unreliable, and check the "
             f"runs (the same settings in every row, each run's {words.devices} and throughput)"]
