@@ -28,12 +28,13 @@ _DP = one_server(PSI, blocks=32)
 
 def test_the_rule_by_strategy_and_framework():
     assert MAIN_GRAD_BYTES == 4.0
-    got = held_grad_bytes_per_param(np.array([DDP, ZERO1, ZERO2, ZERO3]), FSDP, 2.0)
-    assert got.tolist() == [2.0, 4.0, 2.0, 2.0]
-    assert float(held_grad_bytes_per_param(ZERO1, DEEPSPEED, 2.0)) == 2.0
+    # PyTorch DDP (session 48): its 2 B gradients and their fp32 bucket copy, 2 + 4
+    got = held_grad_bytes_per_param(np.array([DDP, ZERO1, ZERO2, ZERO3]), FSDP, 2.0, ranks=8)
+    assert got.tolist() == [6.0, 4.0, 2.0, 2.0]
+    assert float(held_grad_bytes_per_param(ZERO1, DEEPSPEED, 2.0, ranks=8)) == 2.0
     # a stated reduce dtype is the buffer's (Megatron-Core's grad_reduce_in_fp32 False: bf16)
-    assert float(held_grad_bytes_per_param(ZERO1, FSDP, 2.0, 2.0)) == 2.0
-    assert float(held_grad_bytes_per_param(ZERO1, FSDP, 4.0)) == 4.0
+    assert float(held_grad_bytes_per_param(ZERO1, FSDP, 2.0, 2.0, ranks=8)) == 2.0
+    assert float(held_grad_bytes_per_param(ZERO1, FSDP, 4.0, ranks=8)) == 4.0
 
 
 def test_seven_b_at_dp8_holds_six_plus_twelve_over_eight_bytes_per_parameter():
@@ -45,9 +46,10 @@ def test_seven_b_at_dp8_holds_six_plus_twelve_over_eight_bytes_per_parameter():
     # partition at the boundary (PSI / 8 x 2 B = 1.69e9)
     ds = evaluate(StepInputs(strategy=ZERO1, framework=DEEPSPEED, **_DP))
     assert float(ds.memory_bytes) == pytest.approx(PSI * (4 + 12 / 8) + 2.0e9, rel=1e-12)
-    # DDP (PyTorch's, fp32 weights under autocast: 4 + 4 + 8) and FSDP's ZeRO-3 (16 / d) as before
+    # DDP (PyTorch's, fp32 weights under autocast: 4 + 4 + 8) and its fp32 buckets (4, session
+    # 48: gradient_as_bucket_view=False), counted 2 + (2 + 4) + 12 = 20 B
     ddp = evaluate(StepInputs(strategy=DDP, **_DP))
-    assert float(ddp.memory_bytes) == pytest.approx(PSI * 16, rel=1e-12)
+    assert float(ddp.memory_bytes) == pytest.approx(PSI * 20, rel=1e-12)
 
 
 def test_the_layout_path_holds_the_same_buffer():
@@ -72,9 +74,9 @@ def test_one_rule_for_held_reduced_and_read_bytes():
     # reduces fp32 gradients too (torch.autocast's fp32 parameters; Megatron's --bf16 main
     # grads, session 45) while holding what it did; elsewhere the stated or the wire's
     strategies = np.array([DDP, ZERO1, ZERO2, ZERO3])
-    held = held_grad_bytes_per_param(strategies, FSDP, 2.0)
+    held = held_grad_bytes_per_param(strategies, FSDP, 2.0, ranks=8)
     wire = reduce_bytes_per_param_of(strategies, FSDP, 2.0, 2.0)
-    assert held.tolist() == [2.0, 4.0, 2.0, 2.0]
+    assert held.tolist() == [6.0, 4.0, 2.0, 2.0]  # DDP: 2 and its buckets' 4 (session 48)
     assert wire.tolist() == [4.0, 4.0, 2.0, 2.0]
     # DeepSpeed reduces in communication_data_type, the 16-bit model dtype: every stage the wire's
     assert reduce_bytes_per_param_of(strategies, DEEPSPEED, 2.0, 2.0).tolist() == [2.0] * 4
@@ -82,7 +84,7 @@ def test_one_rule_for_held_reduced_and_read_bytes():
     assert reduce_bytes_per_param_of(ZERO2, FSDP, 2.0, 2.0, 4.0) == 4.0  # FSDP reduce_dtype
     assert reduce_bytes_per_param_of(ZERO1, DEEPSPEED, 2.0, 2.0) == 2.0
     for stated in (2.0, 4.0):  # a stated reduce dtype is the buffer's and the wire's
-        assert (held_grad_bytes_per_param(ZERO1, FSDP, 2.0, stated)
+        assert (held_grad_bytes_per_param(ZERO1, FSDP, 2.0, stated, ranks=8)
                 == reduce_bytes_per_param_of(ZERO1, FSDP, 2.0, 2.0, stated) == stated)
     # fp32 training: the buffer is the gradients' own 4 bytes, nothing widened
     assert reduce_bytes_per_param_of(ZERO1, FSDP, 4.0, 4.0) == 4.0
@@ -186,14 +188,14 @@ def test_a_split_layouts_ddp_holds_megatron_cores_fp32_main_grads():
     fp16 = evaluate_layouts(dp8_layout(DDP, dp=4, tp=2, reduce_bytes_per_param=2.0))
     assert float(fp16.grads_bytes) == pytest.approx(local * 2, rel=1e-12)
     assert float(fp16.step_time_s) != float(split.step_time_s)  # its bf16 wire and sweep
-    # tp = pp = 1 stays PyTorch DDP's (fp32 weights and grads under autocast, 16 B counted as
-    # 2 + 2 + 12), and DeepSpeed's stage 0 its 16-bit gradients
+    # tp = pp = 1 stays PyTorch DDP's (fp32 weights, grads and buckets under autocast, 20 B
+    # counted as 2 + (2 + 4) + 12, session 48), and DeepSpeed's stage 0 its 16-bit gradients
     assert float(evaluate_layouts(dp8_layout(DDP)).grads_bytes) == pytest.approx(
-        1.652e9 * 2, rel=1e-12)
+        1.652e9 * (2 + 4), rel=1e-12)
     deepspeed = evaluate_layouts(dp8_layout(DDP, dp=4, tp=2, framework=DEEPSPEED))
     assert float(deepspeed.grads_bytes) == pytest.approx(local * 2, rel=1e-12)
     # the rule itself: the same buffer the wire and the optimizer's sweep read (one rule)
-    held = float(held_grad_bytes_per_param(DDP, FSDP, 2.0, split=True))
+    held = float(held_grad_bytes_per_param(DDP, FSDP, 2.0, split=True, ranks=4))
     assert held == float(reduce_bytes_per_param_of(DDP, FSDP, 2.0, 2.0)) == MAIN_GRAD_BYTES
-    assert float(held_grad_bytes_per_param(DDP, FSDP, 2.0, 2.0, True)) == 2.0
-    assert float(held_grad_bytes_per_param(ZERO2, FSDP, 2.0, split=True)) == 2.0
+    assert float(held_grad_bytes_per_param(DDP, FSDP, 2.0, 2.0, True, ranks=4)) == 2.0
+    assert float(held_grad_bytes_per_param(ZERO2, FSDP, 2.0, split=True, ranks=4)) == 2.0

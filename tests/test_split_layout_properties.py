@@ -10,6 +10,8 @@ random scenarios (docs/reliability.md, Session 47). Only properties that must ho
 
 - efficiency <= 1 only where no optimizer step is sharded (ZeRO over dp x cp and a tp x pp
   slice each update part of the model, a step one device takes whole: docs/model.md §7);
+- twice the replicas never need more memory a device, except PyTorch DDP's buckets from one
+  replica to two (session 48);
 - sequence parallelism never adds memory, except under torchtitan's per-op selective
   checkpoint at tp 2, which saves the two reduce-scatters' outputs (2 x 2h/t a token) and
   splits only the block's input (2h to 2h/t): (6/t - 2)h a token more below tp 3, pinned by
@@ -23,6 +25,8 @@ import pytest
 
 import scalesim.layout_predict as lp
 from scalesim.layout import SCHEDULES, runs_on_count
+from scalesim.model.memory import ddp_bucket_bytes_per_param
+from scalesim.model.sharding import FRAMEWORKS
 from scalesim.plan import PARTS
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
@@ -252,6 +256,9 @@ def test_sequence_parallel_under_per_op_checkpoint_at_tp_2_keeps_more_by_hand():
 
 
 def test_twice_the_replicas_never_need_more_memory_a_device(cases):
+    """Except PyTorch DDP's buckets (session 48): an unsplit DDP row at dp x cp = 1 needs no
+    DDP, and at 2 holds its all-reduce buckets, Ψ x w_r more (``ddp_bucket_bytes_per_param``,
+    4 B a parameter for these presets' fp32 reduction); every other doubling holds no more."""
     for profile, scenario, rows, out in cases:
         g = profile.hardware.devices_per_node
         more = {**rows, "devices": rows["devices"] * 2}
@@ -259,8 +266,15 @@ def test_twice_the_replicas_never_need_more_memory_a_device(cases):
         sub = {k: v[keep] for k, v in rows.items()}
         doubled = _evaluate(profile, scenario, {k: v[keep] for k, v in more.items()})
         assert np.all(doubled.dp == 2 * out.dp[keep])
+        wl = profile.workload
+        reduce = np.nan if wl.reduce_bytes_per_param is None else wl.reduce_bytes_per_param
+        split = (sub["tp"] > 1) | (sub["pp"] > 1)
+        buckets = np.where(out.dp[keep] * sub["cp"] == 1, wl.params * ddp_bucket_bytes_per_param(
+            sub["zero"], FRAMEWORKS[scenario.zero_framework], wl.grad_bytes_per_param, reduce,
+            split, ranks=2), 0.0)
         assert np.all(doubled.result.memory_bytes
-                      <= _evaluate(profile, scenario, sub).result.memory_bytes * (1 + REL))
+                      <= _evaluate(profile, scenario, sub).result.memory_bytes * (1 + REL)
+                      + buckets)
 
 
 PLAN_CASES = [("dgx-h100", "llama3-8b", 16, 64, "zero1", "fsdp"),

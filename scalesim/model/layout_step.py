@@ -654,7 +654,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # the wire (Megatron-Core's fp32 main grads, §4; the optimizer step: optimizer_traffic_ratio)
     split = (tp > 1) | (pp > 1)  # a split layout's DDP is Megatron-Core's (§4)
     held_grad = held_grad_bytes_per_param(zero, x.framework, x.grad_bytes_per_param,
-                                          x.reduce_bytes_per_param, split)
+                                          x.reduce_bytes_per_param, split, ranks=group)
     reduce_bytes = reduce_bytes_per_param_of(zero, x.framework, x.wire_bytes_per_param,
                                              x.grad_bytes_per_param, x.reduce_bytes_per_param)
     optimizer_s = optimizer_step_of_s(

@@ -84,18 +84,48 @@ def main_grad_bytes_per_param(grad_bytes_per_param, reduce_bytes_per_param=np.na
     return np.where(np.isnan(reduce), np.maximum(grad, MAIN_GRAD_BYTES), reduce)
 
 
+def _pytorch_ddp(strategy, framework, split=False):
+    """True where DDP is PyTorch's ``DistributedDataParallel``: the default framework on a
+    layout that does not split the model (``split`` False: tp = pp = 1; a split layout's DDP is
+    Megatron-Core's, docs/model.md §4)."""
+    return ((np.asarray(strategy) == DDP) & (np.asarray(framework) == FSDP)
+            & ~np.asarray(split, dtype=bool))
+
+
+def ddp_bucket_bytes_per_param(strategy, framework, grad_bytes_per_param,
+                               reduce_bytes_per_param=np.nan, split=False, *, ranks):
+    """Bytes per parameter of PyTorch DDP's all-reduce buckets (``_pytorch_ddp``, over
+    ``ranks`` > 1 data-parallel ranks; 0 elsewhere and on one rank, which needs no DDP). Its
+    ``Reducer`` allocates every bucket once, a flat tensor of its parameters' dtype
+    (``initialize_buckets``: ``bucket.gradients = at::empty(...)``, reducer.cpp), kept for the
+    whole run and apart from ``param.grad`` under the default ``gradient_as_bucket_view=False``
+    (its docstring: ``True`` saves "the total gradients size"): a second copy of every
+    gradient in the reduce dtype, ``main_grad_bytes_per_param`` (4 under ``torch.autocast``,
+    whose parameters and so gradients are fp32; a stated reduction's bytes, the wire's,
+    ``reduce_bytes_per_param_of``). A job that passes ``gradient_as_bucket_view=True`` holds
+    this much less (docs/model.md §4). Numpy, broadcasts."""
+    bucket = main_grad_bytes_per_param(grad_bytes_per_param, reduce_bytes_per_param)
+    replicated = np.asarray(ranks, dtype=float) > 1.0
+    return np.where(_pytorch_ddp(strategy, framework, split) & replicated, bucket, 0.0)
+
+
 def held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param,
-                              reduce_bytes_per_param=np.nan, split=False):
-    """Bytes per parameter of the gradients a device holds. ZeRO-1 under the default framework
-    (``framework`` ``sharding.FSDP``) is Megatron-Core's distributed optimizer, and DDP on a
-    layout that splits the model (``split``: tp or pp > 1) Megatron-Core's DDP: their
-    contiguous grad buffer (``main_grad``, never sharded) holds ``main_grad_bytes_per_param``,
-    and no 16-bit ``param.grad`` beside it (the backward hook adds it into ``main_grad`` and sets
-    it to None; ``distributed_data_parallel.py:578-579``); every other strategy and framework
-    holds ``grad_bytes_per_param`` (docs/model.md §4). Numpy, broadcasts."""
+                              reduce_bytes_per_param=np.nan, split=False, *, ranks):
+    """Bytes per parameter of the gradients a device holds, ``ranks`` the data-parallel ranks
+    they are reduced over. ZeRO-1 under the default framework (``framework``
+    ``sharding.FSDP``) is Megatron-Core's distributed optimizer, and DDP on a layout that splits
+    the model (``split``: tp or pp > 1) Megatron-Core's DDP: their contiguous grad buffer
+    (``main_grad``, never sharded) holds ``main_grad_bytes_per_param``, and no 16-bit
+    ``param.grad`` beside it (the backward hook adds it into ``main_grad`` and sets it to None;
+    ``distributed_data_parallel.py:578-579``); PyTorch DDP (tp = pp = 1) holds
+    ``grad_bytes_per_param`` and its buckets' copy (``ddp_bucket_bytes_per_param``); every other
+    strategy and framework holds ``grad_bytes_per_param`` (docs/model.md §4). Numpy,
+    broadcasts."""
     grad = np.asarray(grad_bytes_per_param, dtype=float)
-    return np.where(_megatron_main_grad(strategy, framework, split),
+    held = np.where(_megatron_main_grad(strategy, framework, split),
                     main_grad_bytes_per_param(grad, reduce_bytes_per_param), grad)
+    return held + ddp_bucket_bytes_per_param(strategy, framework, grad, reduce_bytes_per_param,
+                                             split, ranks=ranks)
 
 
 def _fp32_update_bytes(param_bytes_per_param, optimizer_bytes_per_param, fp32_grad_bytes):
@@ -183,7 +213,7 @@ def optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
                  + np.where(mixed | (strategy <= ZERO2), FP32_BYTES + param, 0.0)
                  + deepspeed_norm_bytes_per_param(grad))
     return np.select(
-        [default & (strategy == DDP) & ~split, default & (strategy <= ZERO1),
+        [_pytorch_ddp(strategy, framework, split), default & (strategy <= ZERO1),
          default & (strategy >= ZERO2), (framework == DEEPSPEED) & (strategy >= ZERO1)],
         [ddp, megatron, fsdp, deepspeed], generic)
 

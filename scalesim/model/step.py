@@ -248,7 +248,7 @@ def evaluate(inp: StepInputs) -> StepResult:
     # one rule for the gradients' bytes (memory.held_grad_bytes_per_param): held, reduced on
     # the wire (Megatron-Core's fp32 main grads, §4; the optimizer step: optimizer_traffic_ratio)
     held_grad = held_grad_bytes_per_param(strategy, framework, inp.grad_bytes_per_param,
-                                          inp.reduce_bytes_per_param)
+                                          inp.reduce_bytes_per_param, ranks=p)
     reduce_bytes = reduce_bytes_per_param_of(strategy, framework, inp.wire_bytes_per_param,
                                              inp.grad_bytes_per_param, inp.reduce_bytes_per_param)
     # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/s of the parameters; the
