@@ -62,7 +62,7 @@ def test_the_as_is_row_reads_as_is_and_the_goal_says_what_the_column_is(capsys):
 
 def test_another_global_batch_counts_its_penalty(capsys):
     """The H200 calibration (B_noise = 0.2337 samples, its measured noise scale) on 8 GPUs at
-    32 a GPU (B = 256): running on 2 (B' = 64) is 54.9 % less throughput but 44.4 % less time to
+    32 a GPU (B = 256): running on 2 (B' = 64) is 55.1 % less throughput but 44.2 % less time to
     the same quality, (B' + B_noise) / throughput' against (B + B_noise) / throughput."""
     card = _card(capsys, ["--profile", str(H200), "--devices", "8"])
     b_noise = json.loads(H200.read_text())["noise_scale"]["b_simple"]
@@ -72,8 +72,9 @@ def test_another_global_batch_counts_its_penalty(capsys):
     now = card["now"]["samples_per_s"]
     by_hand = ((64 + b_noise) / fewer["samples_per_s"]) / ((256 + b_noise) / now) - 1
     assert fewer["quality_change"] == pytest.approx(by_hand, rel=1e-9)
-    assert fewer["quality_change"] == pytest.approx(-0.4442, abs=5e-4)
-    assert fewer["throughput_gain"] == pytest.approx(-0.5490, abs=5e-4)
+    # -0.4442 before session 48: the exchange at 8 now hides behind the last device's backward
+    assert fewer["quality_change"] == pytest.approx(-0.4423, abs=5e-4)
+    assert fewer["throughput_gain"] == pytest.approx(-0.5505, abs=5e-4)  # -0.5490 before s48
 
 
 def test_the_apps_card_reads_the_same():

@@ -39,15 +39,18 @@ def fsdp_runs():
 
 def test_the_fit_reads_sharded_runs_with_their_exchange(fsdp_runs):
     """Read with ZeRO-3's exchange the fit finds the links the runs were made with (25.2 and
-    6.8 GB/s busbw, within 3 %: the fit's link latency is 0, the preset's 5 and 30 us) and
+    6.8 GB/s busbw, within 4 and 5 %: the fit's link latency is 0, the preset's 5 and 30 us) and
     follows every run; read as DDP it cannot (15 % rms) and puts the link across servers at
     under half its speed (3.4x too slow here): the per-micro-step gathers and reduce-scatters
     are read as one all-reduce."""
     runs = parse_runs_text(fsdp_runs, "runs.csv")
     sharded = fit_runs(runs, BERT_PARAMS, 2.0, RunsExchange("zero3"))
     assert sharded.rmse_rel < 0.01
-    assert sharded.busbw_GBps("intra") == pytest.approx(25.2, rel=0.03)
-    assert sharded.busbw_GBps("inter") == pytest.approx(6.8, rel=0.03)
+    # 24.4 and 6.53 since session 48 (within 3 % before): the runs' device spread now stretches
+    # the backward their exchange hides behind (docs/model.md §3), which the fit reads through
+    # its jitter, held towards 0 by its prior, so it trades a little of each link for it
+    assert sharded.busbw_GBps("intra") == pytest.approx(25.2, rel=0.04)
+    assert sharded.busbw_GBps("inter") == pytest.approx(6.8, rel=0.05)
     as_ddp = fit_runs(runs, BERT_PARAMS, 2.0)
     assert as_ddp.rmse_rel > 0.05
     assert as_ddp.busbw_GBps("inter") < 0.5 * 6.8
@@ -253,7 +256,7 @@ def hsdp_runs():
 def test_the_fit_reads_hybrid_sharded_runs_with_their_shard_group(hsdp_runs):
     """Read with the shard group the fit finds the links the runs were made with (25.2 and 6.8
     GB/s, within 3 and 5 %) and follows every run (rms under 1 %); read as full sharding it cannot
-    (over 5 % rms) and puts the link across servers 1.4x too fast or more: only the shard's
+    (over 5 % rms) and puts the link across servers 1.3x too fast or more: only the shard's
     all-reduce across the replicas crosses servers, not every gather and reduce-scatter."""
     runs = parse_runs_text(hsdp_runs, "runs.csv")
     # the runs' 24 FSDP blocks (the preset's layers since session 41)
@@ -266,7 +269,7 @@ def test_the_fit_reads_hybrid_sharded_runs_with_their_shard_group(hsdp_runs):
     assert hybrid.busbw_GBps("inter") == pytest.approx(6.8, rel=0.05)
     full = fit_runs(runs, BERT_PARAMS, 2.0, RunsExchange("zero3", blocks=blocks))
     assert full.rmse_rel > 0.05
-    assert full.busbw_GBps("inter") > 1.4 * 6.8
+    assert full.busbw_GBps("inter") > 1.3 * 6.8  # 1.38x since session 48's stretch (1.4x+)
 
 
 def test_the_report_carries_the_shard_group_to_its_remedies_and_the_planner(hsdp_runs):

@@ -83,10 +83,12 @@ def test_one_memory_need_reads_the_same_everywhere(capsys):
     at = open_app(encode_query(plan.state, plan.profile))
     assert any(s.value == plan.decision.question for s in at.subheader)
     assert any(per in e.value for e in at.error)
-    code, out, _ = run_cli(capsys, LLAMA_64)  # the CLI's batch: 101.2 GiB (was '101 GiB')
-    assert code == 0 and "(101.2 GiB per device needed): what should we do?" in out
-    assert ("note: not shown: today's layout at 80 devices does not fit in device memory (101.2 GiB per "
-            "device needed)") in out
+    # the CLI's batch: 109.4 GiB (was '101 GiB'; 101.2 GiB before session 48 counted
+    # Megatron-Core DDP's fp32 main_grad at tp 8 x pp 2: 2 B more a parameter)
+    code, out, _ = run_cli(capsys, LLAMA_64)
+    assert code == 0 and "(109.4 GiB per device needed): what should we do?" in out
+    assert ("note: not shown: today's layout at 80 devices does not fit in device memory (109.4 "
+            "GiB per device needed)") in out
 
 
 def test_plans_why_writes_a_need_over_a_thousand_gib_with_its_separator():

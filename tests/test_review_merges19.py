@@ -265,7 +265,8 @@ def test_a_left_out_option_far_slower_says_how_many_times(capsys):
     # framework sweeps its own bytes (§4 "The optimizer step by framework": today's
     # Megatron-Core ZeRO-1 34 B, the shape's one-device DDP step, which its estimated compute
     # curve leaves out, 28 B); $11,726 since session 47 counted Megatron-Core's default
-    # gradient-norm clip (today's ZeRO-1 46 B)
-    assert note == ("note: not shown: today's layout, 5.4x slower and $11,726 more expensive than "
+    # gradient-norm clip (today's ZeRO-1 46 B); $11,689 since session 48 hides a straggler's
+    # exchange behind the last device's backward (docs/model.md §3)
+    assert note == ("note: not shown: today's layout, 5.4x slower and $11,689 more expensive than "
                     "the planner's layout"), note
     assert "%" not in note
