@@ -14,7 +14,7 @@ import sys
 
 import torch
 import torch.multiprocessing as mp
-from gloo_probe_common import WIDTH, end_rank, start_two_layers
+from gloo_probe_common import WIDTH, autocast_backward, end_rank, start_two_layers
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.nn.parallel import DistributedDataParallel
 
@@ -35,9 +35,7 @@ def _held(model, view: bool) -> dict:
     x = torch.randn(4, WIDTH)
 
     def backward():
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = net(x).float().sum()
-        loss.backward()
+        autocast_backward(net, x)
 
     backward()
     optimizer.step()

@@ -16,7 +16,7 @@ import sys
 
 import torch
 import torch.multiprocessing as mp
-from gloo_probe_common import WIDTH, StepBytes, end_rank, start_two_layers
+from gloo_probe_common import WIDTH, StepBytes, autocast_backward, end_rank, start_two_layers
 from torch.nn.parallel import DistributedDataParallel
 
 
@@ -27,9 +27,7 @@ def _rank(rank, world, port):
     x = torch.randn(4, WIDTH)
 
     def backward():
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = net(x).float().sum()
-        loss.backward()
+        autocast_backward(net, x)
 
     backward()
     optimizer.step()  # the first step makes Adam's m, v; the second is the one measured

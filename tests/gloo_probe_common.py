@@ -25,6 +25,13 @@ def start_two_layers(rank: int, world: int, port: int):
     return model, sum(p.numel() for p in model.parameters())
 
 
+def autocast_backward(net, x) -> None:
+    """One bf16-autocast forward of ``net`` on ``x`` and its backward: the probes' pass."""
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = net(x).float().sum()
+    loss.backward()
+
+
 def local_tensor(t):
     """The rank's own tensor of a DTensor (FSDP2's parameters), else ``t``."""
     return t._local_tensor if hasattr(t, "_local_tensor") else t

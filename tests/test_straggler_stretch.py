@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from test_collective_waits import GPT, HW
+from trace_events import diagnosed_model
 
-from scalesim import trace_diagnosis, trace_ranks
+from scalesim import trace_ranks
 from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
 from scalesim.model.overlap import timeline_end_scalar
 from scalesim.model.step import StepInputs, evaluate
@@ -94,19 +95,7 @@ def test_a_noisy_ddp_job_hides_its_exchange_behind_the_last_ranks_backward():
     this session): 8.3 ms exposed, a 58.4 ms step (-9.5 %); what is left is the reading of a
     heavy-tailed spread of two ranks (steps 33 to 140 ms) as a normal one's E[max], not the
     exchange, which the model still exposes more of than the slowest rank did."""
-    caught = []
-    original = trace_diagnosis.model_remedies
-
-    def spy(profile, scenario, *args, **kwargs):
-        caught.append((profile, scenario))
-        return original(profile, scenario, *args, **kwargs)
-
-    trace_diagnosis.model_remedies = spy
-    try:
-        report = trace_diagnosis.diagnose_traces(trace_ranks.load_traces(NOISY), "t")
-    finally:
-        trace_diagnosis.model_remedies = original
-    profile, scenario = caught[0]
+    report, profile, scenario = diagnosed_model(trace_ranks.load_traces(NOISY))
     now = predict(profile, scenario)[0]
     assert report.cause.key == "stragglers" and scenario.overlap
     assert profile.jitter.step_time_cv > 0 and scenario.slow_device is None

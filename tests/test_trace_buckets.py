@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from trace_events import BACKWARD, comm, op, summaries
+from trace_events import BACKWARD, comm, diagnosed_model, op, summaries
 
 from scalesim import trace_diagnosis
 from scalesim.figures import MIB_BYTES
@@ -54,19 +54,7 @@ def job(sized: bool = True) -> list[dict]:
 
 def modelled(tmp_path, events):
     """The diagnosis and the model's prediction of the diagnosed job (its exposed exchange)."""
-    caught = []
-    original = trace_diagnosis.model_remedies
-
-    def spy(profile, scenario, *args, **kwargs):
-        caught.append((profile, scenario))
-        return original(profile, scenario, *args, **kwargs)
-
-    trace_diagnosis.model_remedies = spy
-    try:
-        report = trace_diagnosis.diagnose_traces(summaries(tmp_path, events), "t")
-    finally:
-        trace_diagnosis.model_remedies = original
-    profile, scenario = caught[0]
+    report, profile, scenario = diagnosed_model(summaries(tmp_path, events))
     return report, predict(profile, scenario)[0]
 
 

@@ -14,9 +14,9 @@ under backward, 0.5 ms exposed. Before, the exchange was the union of both famil
 from __future__ import annotations
 
 import pytest
-from trace_events import BACKWARD, op, summaries
+from trace_events import BACKWARD, diagnosed_model, op, summaries
 
-from scalesim import trace_collectives, trace_diagnosis
+from scalesim import trace_collectives
 from scalesim.predict import predict
 
 HOOK = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
@@ -44,19 +44,8 @@ def job(worker: bool = True) -> list[dict]:
 
 def _modelled(ranks):
     """The model's prediction of the diagnosed job (its exchange and exposure)."""
-    caught = []
-    original = trace_diagnosis.model_remedies
-
-    def spy(profile, scenario, *args, **kwargs):
-        caught.append((profile, scenario))
-        return original(profile, scenario, *args, **kwargs)
-
-    trace_diagnosis.model_remedies = spy
-    try:
-        trace_diagnosis.diagnose_traces(ranks, "t")
-    finally:
-        trace_diagnosis.model_remedies = original
-    return predict(*caught[0])[0]
+    _, profile, scenario = diagnosed_model(ranks)
+    return predict(profile, scenario)[0]
 
 
 def test_the_exchanges_time_is_the_workers_all_reduce_not_its_posting_op(tmp_path):

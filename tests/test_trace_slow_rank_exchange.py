@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from trace_events import diagnosed_model
 
-from scalesim import trace_diagnosis, trace_ranks
+from scalesim import trace_ranks
 from scalesim.model.overlap import timeline_end_scalar
 from scalesim.model.step import StepInputs, evaluate
 from scalesim.predict import predict
@@ -52,19 +53,7 @@ def _median(rows, key):
 @pytest.fixture(scope="module")
 def traced(request):
     """The diagnosis of the fixture and the model's prediction of the diagnosed job."""
-    caught = []
-    original = trace_diagnosis.model_remedies
-
-    def spy(profile, scenario, *args, **kwargs):
-        caught.append((profile, scenario))
-        return original(profile, scenario, *args, **kwargs)
-
-    trace_diagnosis.model_remedies = spy
-    try:
-        report = trace_diagnosis.diagnose_traces(trace_ranks.load_traces(PATHS), "t")
-    finally:
-        trace_diagnosis.model_remedies = original
-    profile, scenario = caught[0]
+    report, profile, scenario = diagnosed_model(trace_ranks.load_traces(PATHS))
     return report, scenario, predict(profile, scenario)[0]
 
 

@@ -83,3 +83,24 @@ def write_ranks(tmp_path, events_by_rank: list[list[dict]], prefix: str = "r") -
             "backend": "gloo", "rank": rank, "world_size": len(events_by_rank)}}))
         paths.append(str(path))
     return paths
+
+
+def diagnosed_model(ranks, source: str = "t"):
+    """(report, profile, scenario) of ``trace_diagnosis.diagnose_traces(ranks)``: the model
+    profile and scenario its remedies were priced on, caught as they are handed to
+    ``model_remedies`` (the diagnosed job as the model sees it)."""
+    from scalesim import trace_diagnosis
+
+    caught = []
+    original = trace_diagnosis.model_remedies
+
+    def spy(profile, scenario, *args, **kwargs):
+        caught.append((profile, scenario))
+        return original(profile, scenario, *args, **kwargs)
+
+    trace_diagnosis.model_remedies = spy
+    try:
+        report = trace_diagnosis.diagnose_traces(ranks, source)
+    finally:
+        trace_diagnosis.model_remedies = original
+    return (report, *caught[0])
