@@ -107,3 +107,16 @@ def cannot_predict_box(at: AppTest) -> str:
     """The page's one 'Cannot predict' error box."""
     (box,) = [e.value for e in at.error if e.value.startswith("Cannot predict")]
     return box
+
+
+def url_query(url: str) -> dict[str, str]:
+    """A link's query as one value a key (blank values kept, as the page reads them)."""
+    import urllib.parse
+
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query,
+                                       keep_blank_values=True))
+
+
+def shown_share_link(at: AppTest) -> dict[str, str]:
+    """The share link the page shows (its first code block), as a query."""
+    return url_query(at.code[0].value)

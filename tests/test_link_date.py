@@ -8,11 +8,10 @@ unchecked figure."""
 
 from __future__ import annotations
 
-import urllib.parse
 from datetime import date, timedelta
 
 import pytest
-from app_harness import open_app
+from app_harness import open_app, shown_share_link, url_query
 from scalesim.app.link_date import UNCHECKED_DATE, SharedDate, date_problem, today_utc
 from scalesim.app.sent_figure import HEADLINE_KEY, SentFigure
 from scalesim.app.state import (
@@ -53,15 +52,6 @@ def _fresh_plans():
     _cached_plan.clear()
 
 
-def _query(url: str) -> dict[str, str]:
-    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query,
-                                       keep_blank_values=True))
-
-
-def _share_link(at) -> dict[str, str]:
-    return _query(at.code[0].value)
-
-
 def _banners(at) -> list[str]:
     return [i.value for i in at.info if i.value.startswith("Shared what-if")]
 
@@ -90,7 +80,7 @@ def test_the_checksum_covers_the_date():
 
 def test_a_fresh_share_link_round_trips_under_its_date():
     sent = open_app()
-    link = _share_link(sent)
+    link = shown_share_link(sent)
     assert link[SHARED_DATE_KEY] == today_utc().isoformat()
     receiver = open_app(link)
     assert _warnings(receiver) == []
@@ -102,7 +92,7 @@ def test_a_fresh_share_link_round_trips_under_its_date():
 
 def test_a_hand_edited_date_is_flagged_not_shown_as_the_links():
     """Was: "Shared what-if from 2025-01-01, ..." and no warning."""
-    link = {**_share_link(open_app()), SHARED_DATE_KEY: "2025-01-01"}
+    link = {**shown_share_link(open_app()), SHARED_DATE_KEY: "2025-01-01"}
     receiver = open_app(link)
     (box,) = _warnings(receiver)
     assert ALTERED in box
@@ -114,7 +104,7 @@ def test_a_hand_edited_date_is_flagged_not_shown_as_the_links():
 
 @pytest.mark.parametrize("link", SESSION_47)
 def test_a_link_made_before_opens_its_what_if_in_silence_its_date_unvouched(link):
-    params = _query("?" + link)
+    params = url_query("?" + link)
     assert link_integrity(params) is Integrity.DATE_OUTSIDE
     state, profile, messages, sent = read_link(params)
     assert messages == []
@@ -134,7 +124,7 @@ def test_a_session_47_links_figure_still_tells_a_model_change(monkeypatch):
 
     monkeypatch.setattr(collectives, "GB", 1.02e9)
     _cached_plan.clear()
-    receiver = open_app(_query("?" + SESSION_47[0]))
+    receiver = open_app(url_query("?" + SESSION_47[0]))
     (note,) = [i.value for i in receiver.info if CHANGED in i.value]
     assert note.startswith("Sent as 3,814 sequences/s on 16 devices; this scalesim predicts ")
 

@@ -8,10 +8,8 @@ their what-if in silence; their figure, which nothing vouches for, is not quoted
 
 from __future__ import annotations
 
-import urllib.parse
-
 import pytest
-from app_harness import open_app
+from app_harness import open_app, shown_share_link, url_query
 from scalesim.app.link_date import UNCHECKED_DATE
 from scalesim.app.plan import make_plan, option_links, plan_figure
 from scalesim.app.sent_figure import HEADLINE_KEY, SentFigure
@@ -61,15 +59,6 @@ def _model_changed(monkeypatch) -> None:
     _cached_plan.clear()
 
 
-def _query(url: str) -> dict[str, str]:
-    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query,
-                                       keep_blank_values=True))
-
-
-def _share_link(at) -> dict[str, str]:
-    return _query(at.code[0].value)
-
-
 def _bar(at) -> dict[str, str]:
     return {k: v[-1] if isinstance(v, list) else v for k, v in at.query_params.items()}
 
@@ -86,7 +75,7 @@ def test_a_hand_edited_figure_is_not_quoted_as_sent():
     """Was: 'hs=16_9999' in the default link opened with "Sent as 9,999 sequences/s on 16
     devices; this scalesim predicts 3,814 sequences/s (-61.9%): the model changed ..." and no
     warning. Now the checksum fails, said once, and no figure is quoted."""
-    link = {**_share_link(open_app()), HEADLINE_KEY: "16_9999"}
+    link = {**shown_share_link(open_app()), HEADLINE_KEY: "16_9999"}
     receiver = open_app(link)
     assert _notes(receiver) == []
     (box,) = _warnings(receiver)
@@ -95,7 +84,7 @@ def test_a_hand_edited_figure_is_not_quoted_as_sent():
 
 
 def test_a_dropped_figure_is_said():
-    link = {k: v for k, v in _share_link(open_app()).items() if k != HEADLINE_KEY}
+    link = {k: v for k, v in shown_share_link(open_app()).items() if k != HEADLINE_KEY}
     assert any(m.startswith(ALTERED) for m in decode_query(link)[2])
 
 
@@ -116,7 +105,7 @@ def test_the_checksum_covers_the_figure_and_is_checked_in_one_place():
 def test_a_session_46_link_opens_its_what_if_without_a_word_and_without_its_figure(link):
     """Its checksum holds without the figure: the what-if is the sender's, the figure is
     unchecked, so it is not quoted (as a link made before the figure)."""
-    params = _query("?" + link)
+    params = url_query("?" + link)
     assert link_integrity(params) is Integrity.FIGURE_OUTSIDE
     state, profile, messages, sent = read_link(params)
     assert messages == [] and sent is None
@@ -126,7 +115,7 @@ def test_a_session_46_link_opens_its_what_if_without_a_word_and_without_its_figu
 
 def test_a_session_46_link_opens_on_the_page_as_before_even_after_a_model_change(monkeypatch):
     _model_changed(monkeypatch)
-    receiver = open_app(_query("?" + SESSION_46[1]))
+    receiver = open_app(url_query("?" + SESSION_46[1]))
     assert _warnings(receiver) == [] and _notes(receiver) == []
     assert receiver.session_state["app_state"].bkt == 50.0
     # its date, outside its checksum, is said as not vouched for (session 48: test_link_date)
@@ -138,7 +127,7 @@ def test_the_address_bar_is_the_share_link_without_its_date():
     """Was: the address bar held no figure ('v=2&ck=609ca338&ph=e222178e'), so a link copied
     from it told its receiver nothing of a model change."""
     at = open_app()
-    bar, share = _bar(at), _share_link(at)
+    bar, share = _bar(at), shown_share_link(at)
     # since session 48 the share link's checksum covers its date too (test_link_date)
     assert share == share_query(bar, share["at"]) and share[CHECK_KEY] != bar[CHECK_KEY]
     assert {k: v for k, v in bar.items() if k != CHECK_KEY} == {
@@ -173,7 +162,7 @@ def test_the_decision_cards_links_carry_the_options_figure_and_open_without_a_no
     links = [url for _, url in option_links(plan) if url is not None]
     assert links
     for url in links:
-        query = _query(url)
+        query = url_query(url)
         focus = int(query["focus"])
         option = next(o for o in plan.decision.options if o.changes
                       and int(o.changes["devices"][0]) == focus)
@@ -185,7 +174,7 @@ def test_the_decision_cards_links_carry_the_options_figure_and_open_without_a_no
 def test_the_diagnose_pages_planner_link_carries_the_planners_figure(monkeypatch):
     from scalesim.app.diagnose_page import example_runs_csv, planner_link, runs_report
 
-    query = _query(planner_link(runs_report(example_runs_csv(), "example", None, None), "h/"))
+    query = url_query(planner_link(runs_report(example_runs_csv(), "example", None, None), "h/"))
     state, profile, messages, sent = read_link(query)
     assert messages == [] and sent is not None and sent.devices == state.focus == 32
     assert f"{query[HEADLINE_KEY]}" == plan_figure(make_plan(profile, state))
