@@ -54,8 +54,8 @@ def test_the_cli_keeps_its_lines_of_a_tp_the_server_cannot_hold(capsys):
     code, _, err = run_cli(capsys, ["predict", "--workload", "llama3-8b", "--devices", "24",
                                     "--tp", "3"])
     assert code == 2 and err == (
-        "scalesim predict: error: layout at 24 devices: tp 3 does not divide the 8 GPUs per "
-        "server; use tp 1, 2, 4 or 8, or 6 GPUs per server\n")
+        "scalesim predict: error: tp 3 does not divide the 8 GPUs per server; use tp 1, 2, 4 "
+        "or 8, or 6 GPUs per server\n")  # refused at every count, before any count's layout
     # the library's line is the CLI's; the template the page's
     assert str(tp_above_server(16, 8)).endswith("a hardware file with devices_per_node a "
                                                 "multiple of 16")

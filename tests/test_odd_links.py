@@ -119,8 +119,10 @@ SAYS = {  # a word of the box each link must show
     "an unknown workload preset": "unknown workload preset",
     "a layout that does not fit": "not runnable: needs ",
     # predict's: no count runs it (session 48; was the counts tp x pp divides, none of which ran)
-    "tp not dividing a server's GPUs": "tp 3 does not divide the 8 GPUs per server; use tp 1, 2,",
-    "tp above a server's GPUs": "tp 16 \\> 8 GPUs per server",
+    # the page names its control (session 48)
+    "tp not dividing a server's GPUs": ("Tensor parallel 3 does not divide the 8 GPUs per server; "
+                                        "use Tensor parallel 1, 2,"),
+    "tp above a server's GPUs": "Tensor parallel 16 \\> 8 GPUs per server",
 }
 
 

@@ -89,7 +89,7 @@ def test_the_cli_says_the_drop_in_its_note(capsys):
 
 def test_a_one_value_schedule_runs_no_pipeline_at_pp_1(profile):
     """``--schedule gpipe --pp-values 1,2``: the schedule is the pipelined rows' setting (not a
-    row of its own); the pp 1 row runs no pipeline, its memory predict's of pp 1 (161.6 GiB,
+    row of its own); the pp 1 row runs no pipeline, its memory predict's of pp 1 (191.5 GiB,
     one micro-batch's activations at a time). Before: GPipe's at pp 1, 441.0 GiB (the
     activations of all 8 micro-batches kept), for a layout with no pipeline."""
     base = BASE.model_copy(update={"layout": ScenarioLayout(schedule="gpipe")})
@@ -98,7 +98,9 @@ def test_a_one_value_schedule_runs_no_pipeline_at_pp_1(profile):
     one = predict(profile, BASE)[0]
     assert c["memory_bytes"][0] == pytest.approx(one.memory_bytes, rel=1e-12)
     assert c["step_time_s"][0] == pytest.approx(one.step_time_s, rel=1e-12)
-    assert one.memory_bytes / 2**30 == pytest.approx(161.57, abs=0.01)
+    # 161.57 before session 48 counted PyTorch DDP's fp32 all-reduce buckets beside its
+    # gradients: + 8.03e9 parameters x 4 B = 29.92 GiB
+    assert one.memory_bytes / 2**30 == pytest.approx(191.49, abs=0.01)
     gpipe = predict(profile, base.model_copy(update={"layout": ScenarioLayout(
         pp=2, schedule="gpipe")}))[0]
     assert c["memory_bytes"][1] == pytest.approx(gpipe.memory_bytes, rel=1e-12)
