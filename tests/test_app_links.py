@@ -43,8 +43,10 @@ def test_a_link_the_model_cannot_predict_keeps_the_page_working():
     at = open_app({"v": "9", "wl": "llama3-8b", "tp": "3", "dmax": "64"})
     errors = [e.value for e in at.error if e.value.startswith("Cannot predict")]
     # predict's line (session 44: the app's own 'no device count is a multiple of tp 3 x pp 1';
-    # session 48: tp 3 divides no server of 8, refused before any count's rule)
-    assert len(errors) == 1 and "tp 3 does not divide the 8 GPUs per server; use" in errors[0]
+    # session 48: tp 3 divides no server of 8, refused before any count's rule, in the page's
+    # label: 'tp 3 does not divide ...; use tp 1, 2, 4 or 8' before session 48's 341c488)
+    assert len(errors) == 1 and ("Tensor parallel 3 does not divide the 8 GPUs per server; use "
+                                 "Tensor parallel 1, 2, 4 or 8, or 6 GPUs per server") in errors[0]
     assert "with Tensor parallel at its default" in errors[0]
     assert at.subheader and len(at.metric) == 4 and len(at.tabs) == 8
     assert any(c.value.startswith("Chart in words: No device count runs.")  # none fits unsplit
