@@ -95,7 +95,9 @@ def test_runs_that_do_not_pin_their_compute_are_not_refused_against_the_peak():
     runs = parse_runs_text(LLAMA, "runs.csv")
     report = diagnose_runs(runs, transformer=runs_model("llama3-8b", "H100 SXM"))
     (note,) = [n for n in report.notes if "the runs do not pin it" in n]
-    assert note.startswith("the fitted micro-step of 1 samples, 454 ms (95% band up to")
+    # 453.19 ms (453.62, "454 ms", before session 48: the exchange hides behind the last
+    # device's passes, stretched by the fitted jitter's wait, and the refit's compute moved)
+    assert note.startswith("the fitted micro-step of 1 samples, 453 ms (95% band up to")
     assert "H100 SXM (497 ms)" in note
 
 

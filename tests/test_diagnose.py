@@ -672,7 +672,9 @@ def test_throughputs_past_ten_thousand_are_written_whole_not_in_e_notation(tmp_p
     line = next(x for x in text.splitlines() if x.strip().startswith("256 devices"))
     assert (f"{throughput(far['samples_per_s'])} samples/s [{throughput(far['low'])} .. "
             f"{throughput(far['high'])}]" in line), line
-    assert "34,330 samples/s [30,150 .. 38,650]" in line, line  # was 34,329 [.. 38,653]
+    # 34,330 [30,150 .. 38,650] before session 48 (the model that makes these runs, and fits
+    # them, hides the exchange behind the last device's passes); 34,329 [.. 38,653] before 43
+    assert "34,490 samples/s [30,540 .. 38,510]" in line, line
     assert "e+" not in text, text
 
 

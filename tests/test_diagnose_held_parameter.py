@@ -50,8 +50,9 @@ def _true_loader_gain() -> float:
 
 def test_the_range_a_held_parameter_is_allowed_is_its_profile_likelihood_interval():
     """The noisy runs show no inter-server transfer at the fit (the loader paces every run from
-    8 devices): anything from the fit's bound up to ~97 ms fits them. Each end stays within
-    chi2_0.95(1) of the fit's misfit, the other parts as fitted; 1 % past the top it does not."""
+    8 devices): anything from the fit's bound up to ~99 ms fits them (~97 ms before session 48).
+    Each end stays within chi2_0.95(1) of the fit's misfit, the other parts as fitted; 1 % past
+    the top it does not."""
     runs = _runs(0.03)
     fit = fit_runs(runs, 336e6)
     assert fit.not_shown == ["inter_transfer_s"]
@@ -73,6 +74,10 @@ def test_the_range_a_held_parameter_is_allowed_is_its_profile_likelihood_interva
 
 
 def test_a_cause_resting_on_a_held_parameter_names_its_rival_and_the_band_holds_the_truth():
+    """Up to 99.4 ms of inter-server transfer fits the runs (96.9 ms before session 48: the
+    runs, made by the model, and their fit hide the exchange behind the last device's passes,
+    longer by the jitter's wait, so a slower link is hidden as much); communication / input
+    pipeline lose 38 % / 7 % as fitted, 49 % / 0 % at the top (41 / 5 and 54 / 0 before)."""
     report = diagnose_runs(_runs(0.03), 336e6)
     cause = report.cause
     assert cause.key == "comm_growth" and cause.rivals == ["input_pipeline"]
@@ -80,7 +85,7 @@ def test_a_cause_resting_on_a_held_parameter_names_its_rival_and_the_band_holds_
                            "tell which")
     assert cause.evidence[0].startswith(
         "which part loses most rests on the inter-server gradient transfer, which no run shows "
-        "(held at its start value, 82.7 ms): anything up to 96.9 ms fits the runs")
+        "(held at its start value, 82.7 ms): anything up to 99.4 ms fits the runs")
     loader = next(r for r in report.remedies if r.key == "loader")
     truth = _true_loader_gain()
     assert truth == pytest.approx(0.78, abs=0.01)
@@ -89,7 +94,7 @@ def test_a_cause_resting_on_a_held_parameter_names_its_rival_and_the_band_holds_
     assert loader.gain_low <= loader.objective_gain < 0.1
     assert loader.gain_low <= truth <= loader.gain_high
     held = report.details["fit"]["held_range"]["inter_transfer_s"]
-    assert held[1] == pytest.approx(0.0969, abs=5e-4)
+    assert held[1] == pytest.approx(0.0994, abs=5e-4)
     assert "these runs cannot tell which" in report.to_text()
 
 

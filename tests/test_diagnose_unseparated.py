@@ -43,7 +43,9 @@ def test_the_walk_s_stall_at_8_is_said_where_it_is_and_as_undecided_in_text(caps
     """The text lists the input pipeline (0 % of the largest run's time, 20 % of the 8-GPU
     step), its evidence reaches the 8-GPU run, and the next line says the runs cannot tell the
     stall from straggler wait and what would: a data_wait_s column, a trace of that run, or
-    timing it at twice the batch against both fits' predictions."""
+    timing it at twice the batch against both fits' predictions. The other fit's straggler wait
+    is 16 % of its step (21 % before session 48's straggler stretch: the exchange hides behind
+    the last device's passes, longer by that wait, and the fit without a stall is found anew)."""
     out = _diagnose(capsys, tmp_path, WALK_RUNS, json_out=False)
     lines = out.splitlines()
     also = lines.index("Also: Input pipeline (0% of the largest run's time)")
@@ -52,7 +54,7 @@ def test_the_walk_s_stall_at_8_is_said_where_it_is_and_as_undecided_in_text(caps
     said = evidence[1]
     assert said.startswith("  - the data stall of 20% of the step at 8 devices is the fitted "
                            "model's, not measured, and these runs cannot tell it from "
-                           "straggler wait: a fit without it puts straggler wait at 21%")
+                           "straggler wait: a fit without it puts straggler wait at 16%")
     for measure in ("a data_wait_s column", "a profiler trace of the run on 8 devices",
                     "timing 8 devices at twice the batch per device (32 -> 64) against this "
                     "fit's 1,840 samples/s"):
@@ -67,9 +69,11 @@ def test_the_walk_s_stall_at_8_is_said_where_it_is_and_as_undecided_in_text(caps
 def test_the_walk_s_json_gives_the_other_fit_and_it_holds(capsys, tmp_path):
     """``details.unseparated`` names the part, the run, the share (the table's), the other
     fit's shares there and its misfit inside the region; the other fit, made again here, has no
-    stall, ~21 % straggler wait at 8 (of its own step, as the fit's shares are of its: 19 % of
-    the measured step before session 48) and misses the runs by more than the fit does (it is
-    worse, not equal: what the report says is that the runs cannot rule it out)."""
+    stall, ~16 % straggler wait at 8 (of its own step, as the fit's shares are of its: 19 % of
+    the measured step before session 48, 21 % of its own without the straggler stretch) and
+    misses the runs by more than the fit does (it is worse, not equal: what the report says is
+    that the runs cannot rule it out). At twice the batch it predicts 2,529 samples/s (2,399
+    before the straggler stretch, which hides more of its exchange behind the longer passes)."""
     report = _diagnose(capsys, tmp_path, WALK_RUNS)
     (one,) = report["details"]["unseparated"]
     at8 = next(r for r in report["table"] if r["devices"] == 8)
@@ -88,7 +92,7 @@ def test_the_walk_s_json_gives_the_other_fit_and_it_holds(capsys, tmp_path):
     b = rival.fit.breakdown  # the 8-device run is the fourth: its wait over its own step
     assert one["rival_shares"]["straggler"] == pytest.approx(b.straggler_s[3] / b.step_time_s[3])
     # its prediction at twice the batch, which the text holds against the fit's
-    assert "2,399 of the fit without the data stall" in one["said"]
+    assert "2,529 of the fit without the data stall" in one["said"]
 
 
 def test_a_stall_no_fit_without_it_matches_is_listed_and_not_qualified(capsys, tmp_path):
