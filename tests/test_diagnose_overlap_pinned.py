@@ -20,8 +20,13 @@ from scalesim.fit_runs import NOMINAL_GRADIENT_BYTES
 from scalesim.runs import parse_runs_text, runs_from_records
 from scalesim.runs_diagnosis import diagnose_runs, remedy_caveat
 
+# The 32-device run takes 472 ms (452 before session 48): under the straggler stretch (the
+# exchange hides behind the last device's passes, 5f078e6) the 452 ms runs fitted an overlap of
+# 53 %, their scenario ran overlap on and the overlap remedy was "already on", so nothing it
+# cautions was left to test; at 472 ms they fit 45 % +- 438 points again (rms 1.5 %), overlap
+# leads at +64 % and the faster link, 120 ms +- 756 %, at +61.4 % (+54 %, 102 ms, +51.4 % before).
 NOISY = ("devices,nodes,step_time_s,per_device_batch\n1,1,0.300,32\n2,1,0.311,32\n4,1,0.318,32\n"
-         "8,1,0.335,32\n16,2,0.420,32\n32,4,0.452,32\n")
+         "8,1,0.335,32\n16,2,0.420,32\n32,4,0.472,32\n")
 # Session 44: without --params the remedies are judged over the gradient sizes the runs allow
 # (``runs_gradient_size``), and the overlap remedy of these runs helps at some and not at others
 # ("depends on size"). The caution these tests are about is the fit's, at one gradient size: the
@@ -113,7 +118,7 @@ def test_the_app_shows_the_caution_under_the_first_remedy():
 
 
 def test_other_remedies_resting_on_an_unpinned_parameter_are_cautioned_too():
-    # the noisy runs' inter-server transfer: 102 ms +- 757 % (one standard error)
+    # the noisy runs' inter-server transfer: 120 ms +- 756 % (one standard error)
     report = diagnose_runs(parse_runs_text(NOISY, "noisy.csv"), params=NOMINAL_PARAMS)
     faster = next(r for r in report.remedies if r.key == "interconnect")
     assert faster is not report.first_remedy and faster.applicable
