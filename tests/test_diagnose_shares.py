@@ -97,6 +97,7 @@ def test_the_page_says_which_step_in_its_columns():
     """The Diagnose page shows the report's table (the same rows) and says under it which step
     each share is of, in its own column names (``runs_shares.shares_words``)."""
     from scalesim.app.diagnose_page import PAGE_SHARE_COLUMNS
+
     from scalesim.runs_shares import shares_words
 
     said = shares_words({"comm": "measured", "data": "fitted model",
