@@ -893,6 +893,9 @@ def cut_before_fingerprint(flat: Mapping[str, str]) -> tuple[str, str] | None:
                   f"that value{control}")
 
 
+BLANK_KEY = "a field with no name"  # a link's '&=x', in the unknown fields' list
+
+
 def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str]]:
     """State, profile and messages (one line each) from a link's query parameters
     (``read_link`` without the sender's figure)."""
@@ -975,8 +978,8 @@ def read_link(params: Mapping[str, Any], today: datetime.date | None = None
     unknown = sorted(k for k in flat if k not in AppState.model_fields)
     if unknown:
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""  # never a part as all
-        messages.append("ignored unknown link fields: "
-                        f"{', '.join(_shown(k)[:20] for k in unknown[:5])}{more}")
+        messages.append("ignored unknown link fields: "  # a blank key ('&=x') said as one
+                        f"{', '.join(_shown(k)[:20] or BLANK_KEY for k in unknown[:5])}{more}")
     raw: dict[str, Any] = {}
     for name in FIELDS:
         if name not in flat:

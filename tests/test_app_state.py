@@ -412,3 +412,10 @@ def test_more_than_five_unknown_fields_are_counted_not_listed_as_if_all():
     assert messages == ["ignored unknown link fields: x0, x1, x2, x3, x4 and 2 more"]
     *_, messages = decode_query({"v": "2", "x0": "1", "x1": "1"})
     assert messages == ["ignored unknown link fields: x0, x1"]
+
+
+def test_a_blank_link_key_is_named_as_one():
+    """A link's '&=x' (a key with no name) was listed as an empty name, 'ignored unknown link
+    fields: , foo' (session 48's app audit); now it is said."""
+    *_, messages = decode_query({"v": "2", "": "x", "foo": "1"})
+    assert messages == ["ignored unknown link fields: a field with no name, foo"]
