@@ -25,7 +25,15 @@ import numpy as np
 from pydantic import Field
 
 from scalesim.attention_kernel import ATTENTION_KERNELS, VENDOR_KERNEL
-from scalesim.errors import ScalesimError, excerpt, flag_error, knobs_of
+from scalesim.errors import (
+    NOT_FINITE,
+    NOT_NUMBER,
+    NOT_WHOLE,
+    ScalesimError,
+    excerpt,
+    flag_error,
+    knobs_of,
+)
 from scalesim.figures import DAYS_PER_YEAR, exact, number, sig3
 from scalesim.layout import (
     HARDWARE_KNOB,
@@ -127,15 +135,15 @@ class Bound:
         if self.integer:
             if isinstance(value, float | np.floating):
                 if not math.isfinite(value) or value != int(value):
-                    return f"{_shown(value)} is not a whole number"
+                    return f"{_shown(value)} is {NOT_WHOLE}"
                 value = int(value)
             elif not isinstance(value, int | np.integer):
-                return f"{_shown(value)} is not a whole number"
+                return f"{_shown(value)} is {NOT_WHOLE}"
         else:
             if not isinstance(value, int | float | np.integer | np.floating):
-                return f"{_shown(value)} is not a number"
+                return f"{_shown(value)} is {NOT_NUMBER}"
             if isinstance(value, float | np.floating) and not math.isfinite(value):
-                return f"{_shown(value)} is not a finite number"
+                return f"{_shown(value)} is {NOT_FINITE}"
         too_low = value <= self.low if self.low_open else value < self.low
         too_high = value >= self.high if self.high_open else value > self.high
         too_near_zero = self.least_nonzero is not None and 0 < abs(value) < self.least_nonzero

@@ -26,6 +26,13 @@ def template_fields(template: str) -> tuple[str, ...]:
                                if name))
 
 
+# what a value of another kind than its field's is, in one set of words: the bounds table's
+# (``bounds.Bound.problem``) and the app's link warnings (``jsonio.error_text``)
+NOT_WHOLE = "not a whole number"
+NOT_NUMBER = "not a number"
+NOT_FINITE = "not a finite number"
+
+
 def as_literal(text: str) -> str:
     """``text`` as a template's literal part: its braces doubled (a template names knobs only;
     a profile's or file's name quoted in one may hold a brace)."""

@@ -15,7 +15,15 @@ from typing import IO, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from scalesim.errors import ScalesimError, require_path, template_of, within
+from scalesim.errors import (
+    NOT_FINITE,
+    NOT_NUMBER,
+    NOT_WHOLE,
+    ScalesimError,
+    require_path,
+    template_of,
+    within,
+)
 from scalesim.figures import number
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -343,8 +351,8 @@ def error_text(error: Mapping[str, Any], model: type[BaseModel] | None = None) -
 
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 # a value of another kind than its field's, in the bounds table's words (``bounds.parse_number``)
-_KIND_WORDS = {"int_parsing": "not a whole number", "int_from_float": "not a whole number",
-               "float_parsing": "not a number", "finite_number": "not a finite number",
+_KIND_WORDS = {"int_parsing": NOT_WHOLE, "int_from_float": NOT_WHOLE,
+               "float_parsing": NOT_NUMBER, "finite_number": NOT_FINITE,
                "bool_parsing": "not on or off: 1 or 0"}
 
 
