@@ -6,6 +6,7 @@ messages, docs/bounds.md's example errors)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import statistics
@@ -409,3 +410,49 @@ def test_model_fp8_remedy_example_is_the_remedy():
     r = next(x for x in ranked if x.key == "fp8")
     assert (f"one sequence each: {_ms(now.step_time_s)} → {_ms(r.prediction.step_time_s)} ms, "
             f"{100 * r.gain:+.1f} %") in _flat(MODEL)
+
+
+def test_model_decide_layout_change_examples_are_the_card():
+    """§20: Llama 3 8B under ZeRO-3 with full recompute on 16 H100 at micro-batch 2: the
+    planner's layout at today's count and with a server more, as the card prices them; and the
+    seed scenario's note naming the layout change past the card's three rows at 32 A100s."""
+    from scalesim.decision import decide
+    from scalesim.profiles import default_profile, resolve_profile
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    flat = _flat(MODEL)
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    card = decide(profile, Scenario(devices=[16], micro_batch=2, strategy="zero3",
+                                    layout=ScenarioLayout(recompute="full")), 16)
+    gain = {o.key: f"{100 * o.throughput_gain:+.1f} %" for o in card.options}
+    assert (f"at micro-batch 2 gains {gain['split_model']} from that change alone, "
+            f"{gain['add_server']} with a server more in the same layout") in flat
+    seed = decide(default_profile(), Scenario(devices=[32]), 32)
+    (note,) = [n for n in seed.notes if n.startswith("also faster than today, not shown")]
+    said = re.search(r"\"(also faster than today, not shown \(the card shows the best 3\): "
+                     r"Change the layout: ddp -> zero1 \(\+[\d.]+% throughput\))\"", flat)
+    assert said and said.group(1) == note
+
+
+def test_diagnose_blocking_sends_example_is_the_split_remedy(capsys, tmp_path):
+    """docs/diagnose.md: GPT 1.7B runs on 8-32 A100 PCIe 80GB (tests/test_knob_surfaces.py's
+    runs); the split remedy with the interleaved sends blocking (zero bubble) and overlapped."""
+    import diagnose_cases as cases
+
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario
+
+    profile = resolve_profile(None, "pcie-8gpu-100gbe", "gpt-1.7b")
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv(cases._rows(profile, Scenario(devices=[8, 16, 32],
+                                                                micro_batch=1))))
+    gains = []
+    for extra in (["--p2p-overlap", "off"], []):
+        code, out, err = run_cli(capsys, ["diagnose", str(path), "--workload", "gpt-1.7b",
+                                          "--gpu", "A100 PCIe 80GB", *extra, "--json"])
+        assert code == 0, err
+        split = next(r for r in json.loads(out)["remedies"] if r["key"] == "split_model")
+        gains.append(f"{100 * split['gain']:+.1f} %")
+    text = _flat((ROOT / "docs" / "diagnose.md").read_text())
+    assert (f"ZeRO-1, {gains[0]}, instead of the interleaved ZeRO-2 one ({gains[1]} with the "
+            f"sends overlapped") in text
