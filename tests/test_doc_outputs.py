@@ -456,3 +456,25 @@ def test_diagnose_blocking_sends_example_is_the_split_remedy(capsys, tmp_path):
     text = _flat((ROOT / "docs" / "diagnose.md").read_text())
     assert (f"ZeRO-1, {gains[0]}, instead of the interleaved ZeRO-2 one ({gains[1]} with the "
             f"sends overlapped") in text
+
+
+def test_model_two_paths_exchange_bound_example_is_predict():
+    """§22: GPT 7.5B on a2-highgpu-8g (100 Gb/s Ethernet), 1-64 devices: the step on the layout
+    path against the parameter-count path, and the share of the step exposed at 16 and 64."""
+    from test_layout_integration import _without_shape
+
+    from scalesim.predict import predict
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario
+
+    big = resolve_profile(None, "a2-highgpu-8g", "gpt-7.5b")
+    said = []
+    for micro, acc in ((1, 1), (4, 8)):
+        s = Scenario(devices=[1, 2, 4, 8, 16, 32, 64], micro_batch=micro, accumulation=acc)
+        a, b = predict(big, s), predict(_without_shape(big), s)
+        said.append(f"{100 * max(abs(x.step_time_s / y.step_time_s - 1) for x, y in zip(a, b)):.2f}")
+        if micro == 1:
+            share = {x.devices: f"{100 * x.exposed_comm_s / x.step_time_s:.0f}" for x in a}
+    assert (f"1–64 devices, within {said[0]} % at micro-batch 1 (exchange-bound: {share[16]} % of "
+            f"the step exposed at 16 devices, {share[64]} % at 64") in _flat(MODEL)
+    assert f"and {said[1]} % at micro-batch 4 × 8" in _flat(MODEL)
