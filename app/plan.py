@@ -1121,10 +1121,27 @@ def misfit_counts_text(plan: Plan) -> str:
 
 
 def if_runs(p: Prediction, cell):
-    """``cell`` where the run ``p`` fits in memory, else ``DOES_NOT_FIT``: a table's step-time,
-    throughput or efficiency cell (a run that cannot run has none; its memory stays, it says
-    why; the page's and the report's tables)."""
+    """``cell`` where the run ``p`` (a Prediction, or an ``Option``) fits in memory, else
+    ``DOES_NOT_FIT``: a table's step-time, throughput, efficiency, time or money cell (a run
+    that cannot run has none; its memory stays, it says why; the page's and the report's
+    tables)."""
     return cell if p.fits else DOES_NOT_FIT
+
+
+def run_cells(run, samples_per_s: float | None, time_s: float | None,
+              cost_usd: float | None) -> list[str]:
+    """A run's pace, time to finish and money as the report's table cells (its Changes and its
+    Hours and money tables): ``run`` a Prediction or an ``Option`` (anything with ``fits``),
+    None where there is no run ('-' in each cell); a run that does not fit in memory has no
+    pace, time or money (``if_runs``: ``DOES_NOT_FIT``, as the page's Remedies and Cost tabs
+    leave those cells empty and predict's and decide's text say 'does not fit'); '-' where a
+    figure is unknown (no goal, no price)."""
+    if run is None:
+        return ["-", "-", "-"]
+    return [if_runs(run, cell) for cell in (
+        "-" if samples_per_s is None else throughput(samples_per_s),
+        "-" if time_s is None else duration(time_s),
+        "-" if cost_usd is None else f"${amount(cost_usd)}")]
 
 
 def quality_misfits_text(plan: Plan) -> str:

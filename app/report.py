@@ -35,12 +35,12 @@ from .control_labels import ZERO_FRAMEWORK_LABELS, in_words, label
 from .plan import (
     Plan,
     card_notes,
-    duration,
     headline,
     if_runs,
     option_links,
     remedy_gain_cell,
     remedy_note,
+    run_cells,
     story,
 )
 from .state import profile_caveats
@@ -323,15 +323,14 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     parts.append(_scroll(_table(
         ["change", "verdict", "throughput gain", f"{unit}/s", "time to finish", "cost", "note"],
         [[r.title, r.verdict, remedy_gain_cell(r, plan.focus.fits),
-          throughput(r.prediction.samples_per_s) if r.prediction else "-",
-          duration(r.time_s) if r.time_s is not None else "-",
-          f"${amount(r.cost_usd)}" if r.cost_usd is not None else "-", remedy_note(r)]
+          *run_cells(r.prediction, r.prediction and r.prediction.samples_per_s, r.time_s,
+                     r.cost_usd), remedy_note(r)]
          for r in plan.remedies])))
     parts.append("<h2>Hours and money</h2>")
     parts.append(_scroll(_table(
         ["option", plan.words.header("devices"), f"{unit}/s", "time to finish", "cost"],
-        [[o.label, o.devices, throughput(o.samples_per_s), duration(o.time_s),
-          "-" if o.cost_usd is None else f"${amount(o.cost_usd)}"] for o in plan.options])))
+        [[o.label, o.devices, *run_cells(o, o.samples_per_s, o.time_s, o.cost_usd)]
+         for o in plan.options])))
     if plan.refusals or plan.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>"
                                                      for n in plan.refusals + plan.notes)
