@@ -517,10 +517,12 @@ def _schema_name(model: type[BaseModel] | None) -> str | None:
     return next((name for name, m in SCHEMAS.items() if m is model), None)
 
 
-def parse_model(data: Any, model: type[ModelT], what: str) -> ModelT:
-    """Validate already-parsed JSON against ``model``; errors become one-line ScalesimError."""
+def parse_model(data: Any, model: type[ModelT], what: str,
+                context: dict[str, Any] | None = None) -> ModelT:
+    """Validate already-parsed JSON against ``model``; errors become one-line ScalesimError.
+    ``context``: pydantic's validation context (``schemas.FIELDS_ALONE``: the fields alone)."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise ScalesimError(validation_message(exc, what, model)) from None
 

@@ -1061,6 +1061,14 @@ class ScenarioLayout(_Strict):
         return interleaves(self.schedule_of(), self.pp, self.virtual_stages)
 
 
+# a validation context (``Scenario.model_validate(data, context={FIELDS_ALONE: True})``,
+# ``jsonio.parse_model``'s ``context``) that checks a scenario's fields alone, each its type and
+# bounds, and leaves the rules across fields (both batches, DeepSpeed's grad_sync and pipeline)
+# to the scenario the fields go into: the CLI's --scenario file, read before its flags are put
+# on top (``cli.options.scenario_from_args``), is refused for such a rule once, merged
+FIELDS_ALONE = "fields_alone"
+
+
 class Scenario(_Strict):
     """The what-if knobs. ``None`` means "take it from the profile"."""
 
@@ -1150,13 +1158,16 @@ class Scenario(_Strict):
         return sorted(set(devices))
 
     @model_validator(mode="after")
-    def _check(self) -> Scenario:
+    def _check(self, info: ValidationInfo) -> Scenario:
         if any(d < 1 for d in self.devices):
             raise ValueError("device counts must be 1 or more")
+        if (info.context or {}).get(FIELDS_ALONE):
+            return self  # the rules across fields wait for the scenario the fields go into
         if self.micro_batch is not None and self.global_batch is not None:
-            raise ValueError(
-                "give a per-device micro-batch (weak scaling) or a global batch (strong scaling), not both"
-            )
+            raise ScalesimError(knob_refusal(
+                f"give a per-device micro-batch ({KNOB.micro_batch}, weak scaling) or a global "
+                f"batch ({KNOB.global_batch}, strong scaling), not both",
+                ("micro_batch", "global_batch")))
         # a ScalesimError (a ValueError to pydantic) carries the knobs it refuses into the
         # ValidationError's context (``bounds.validation_knobs``)
         if grad_sync_refused(self.zero_framework, self.grad_sync):

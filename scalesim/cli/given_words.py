@@ -54,7 +54,8 @@ def in_given_words(error: BaseException, args: argparse.Namespace) -> str:
     flag: a flag's knob by the flag, any other a scenario key by the file's key (a switch's with
     the file's value: 'sequence_parallel true'), the file's path first (in place of the merged
     scenario's name, ``MERGED``); every knob by the file's key where the line is the file's own
-    refusal (it starts with the path: the file is read alone, before the flags). Its own line
+    refusal (it starts with the path: the file's fields, each its type and bounds, are read
+    alone, before the flags; its rules across fields are the merged scenario's). Its own line
     where no knob it names came from the file, where it names none, or where its caller said
     them in its own words already (``ScalesimError.controls_named``: the sweep's
     '--tp-values')."""

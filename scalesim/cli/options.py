@@ -31,7 +31,7 @@ from scalesim.layout import (
 from scalesim.model.sharding import GRAD_SYNC_HELP, TRACED_GRAD_SYNC_HELP
 from scalesim.money import is_usd, usd_type
 from scalesim.precision import PRECISION_HELP
-from scalesim.schemas import Profile, Scenario
+from scalesim.schemas import FIELDS_ALONE, Profile, Scenario
 
 
 def parse_int_list(text: str) -> list[int]:
@@ -475,7 +475,12 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         # what the file sets, by its keys: a refusal names those as the file does
         # (``given_words.in_given_words``, main's error line)
         args._scenario_settings = file_settings(data)
-        base = parse_model(data, Scenario, path).model_dump()
+        # the file's fields alone (a type or bound it breaks is the file's, by its key); its
+        # rules across fields are the merged scenario's below, once the flags are on top: a
+        # flag can set right a combination the file alone breaks ('--pp 1' over DeepSpeed's
+        # zero2 at pp 2), and a refusal names each setting where it came from (main's line,
+        # ``given_words.in_given_words``)
+        base = parse_model(data, Scenario, path, context={FIELDS_ALONE: True}).model_dump()
         file_factor = base["slow_factor"] != 1.0
     for flag, field in _FLAG_TO_FIELD.items():
         value = getattr(args, flag, None)
