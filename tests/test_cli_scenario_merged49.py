@@ -112,3 +112,46 @@ def test_a_files_bad_value_is_still_the_files_though_a_flag_replaces_it(tmp_path
     path = _file(tmp_path, "s.json", {"devices": [16], "layout": {"pp": 0}})
     assert _line(capsys, [*COMMANDS["predict"], "--scenario", path, "--pp", "1"]).startswith(
         f"scalesim predict: error: {path}: field 'layout.pp': 0 given; allowed: 1 <= x")
+
+
+def test_a_sweeps_grid_sets_right_the_files_combination(tmp_path, capsys):
+    """The sweep's grid overrides the file's value (``cmd_sweep.check_one_value_flags``): the
+    file's DeepSpeed ZeRO-2 at pp 2 with --pp-values 1 sweeps pp 1, as a file at pp 1 does;
+    the rows the rule refuses are the sweep's own (dropped with a note, or the sweep refused
+    where none is left), not the file's line."""
+    sweep = ["sweep", *W, "--format", "json"]
+    at_pp2 = _file(tmp_path, "pp2.json", {**DEEPSPEED_ZERO2, "layout": {"pp": 2}})
+    at_pp1 = _file(tmp_path, "pp1.json", {**DEEPSPEED_ZERO2, "layout": {"pp": 1}})
+    code, rescued, err = run_cli(capsys, [*sweep, "--scenario", at_pp2, "--pp-values", "1"])
+    assert code == 0, err
+    code, alone, err = run_cli(capsys, [*sweep, "--scenario", at_pp1, "--pp-values", "1"])
+    assert code == 0, err
+    assert rescued == alone and [row["pp"] for row in json.loads(rescued)] == [1]
+    # the grid's pp 2 alone: every row breaks the rule, the sweep's line says so
+    line = _line(capsys, [*sweep, "--scenario", at_pp2, "--pp-values", "2"])
+    assert line.startswith("scalesim sweep: error: no combination of the sweep is left"), line
+    # the flags alone, --pp beside --pp-values: the two flags' line, not DeepSpeed's rule
+    assert _line(capsys, [*sweep, "--devices", "16", "--strategy", "zero2", "--zero-framework",
+                          "deepspeed", "--pp", "2", "--pp-values", "1"]) == (
+        "scalesim sweep: error: --pp and --pp-values both set one knob: give --pp-values to "
+        "sweep it or --pp to fix it, not both")
+
+
+@pytest.mark.parametrize("given, values, dropped", [
+    ({"global_batch": 64}, ["--batch-values", "2"], "--batch-values sweeps weak scaling; drop "),
+    ({"micro_batch": 2, "global_batch": 64}, ["--batch-values", "2"],
+     "--batch-values sweeps weak scaling; drop "),
+    ({"micro_batch": 2}, ["--global-batch-values", "64"],
+     "--global-batch-values sweeps strong scaling; drop "),
+], ids=["global_batch", "both batches", "micro_batch"])
+def test_the_batch_a_sweeps_grid_drops_is_named_as_given(tmp_path, capsys, given, values,
+                                                         dropped):
+    """The other batch than the grid's: the file's key where the file gave it, the flag where
+    the flag did (as it always read)."""
+    path = _file(tmp_path, "s.json", {"devices": [8], **given})
+    other = "global_batch" if "global_batch" in given else "micro_batch"
+    assert _line(capsys, ["sweep", *W, "--scenario", path, *values]) == (
+        f"scalesim sweep: error: {path}: {dropped}{other}")
+    flag = {"global_batch": ["--global-batch", "64"], "micro_batch": ["--batch", "2"]}[other]
+    assert _line(capsys, ["sweep", *W, "--devices", "8", *flag, *values]) == (
+        f"scalesim sweep: error: {dropped}{flag[0]}")

@@ -26,8 +26,9 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError, flag_error, in_words_of
+from scalesim.errors import KNOB, ScalesimError, flag_error, in_words_of
 from scalesim.figures import count
+from scalesim.layout import knob_refusal
 from scalesim.precision import FP8, FP8_WORDS
 from scalesim.schemas import Scenario, ScenarioLayout
 
@@ -628,23 +629,27 @@ def run(args: argparse.Namespace) -> int:
 
     fmt = output_format(args.out, args.format)
     profile = profile_from_args(args)
-    scenario = scenario_from_args(args)
-    check_scenario_loader_workers(scenario, profile)  # a --scenario file's, as the flag's
     axes = {
         axis: getattr(args, flag)
         for flag, (axis, _) in VALUE_FLAGS.items()
         if getattr(args, flag) is not None
     }
+    # the grid overrides the file's value and the flag's: a rule the base breaks through an
+    # axis is each row's (``plan_sweep`` drops the rows that break it, or refuses the sweep)
+    scenario = scenario_from_args(args, swept=axes)
+    check_scenario_loader_workers(scenario, profile)  # a --scenario file's, as the flag's
     check_one_value_flags(args)
     if "micro_batch" in axes and "global_batch" in axes:
         raise ScalesimError("give --batch-values or --global-batch-values, not both",
                             knobs=("micro_batch", "global_batch"))
+    # the batch dropped named as it was given (a --scenario file's key: ``given_words``)
     if "micro_batch" in axes and scenario.global_batch is not None:
-        raise ScalesimError("--batch-values sweeps weak scaling; drop --global-batch",
-                            knobs=("global_batch",))
+        raise ScalesimError(knob_refusal(
+            f"--batch-values sweeps weak scaling; drop {KNOB.global_batch}", ("global_batch",)))
     if "global_batch" in axes and scenario.micro_batch is not None:
-        raise ScalesimError("--global-batch-values sweeps strong scaling; drop --batch",
-                            knobs=("micro_batch",))
+        raise ScalesimError(knob_refusal(
+            f"--global-batch-values sweeps strong scaling; drop {KNOB.micro_batch}",
+            ("micro_batch",)))
     plan = plan_sweep(profile, scenario, axes, at_sequence=lambda seq: profile_from_args(
         argparse.Namespace(**{**vars(args), "seq_len": seq})),  # as predict --seq-len reads it
         refuse_counts=True)  # a list none runs: predict's line, every count named

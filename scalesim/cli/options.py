@@ -465,8 +465,11 @@ _FLAG_TO_FIELD = {_dest(k.flag): k.field for k in KNOBS
                   if k.flag and not k.switch and k.field in Scenario.model_fields}
 
 
-def scenario_from_args(args: argparse.Namespace) -> Scenario:
-    """Scenario from --scenario FILE (if any) with the flags on top; errors are one line."""
+def scenario_from_args(args: argparse.Namespace, swept=frozenset()) -> Scenario:
+    """Scenario from --scenario FILE (if any) with the flags on top; errors are one line.
+    ``swept``: the fields each row of the caller sets itself (the sweep's axes, whose grid
+    overrides the file's value and the flag's): a rule across fields that one of them breaks is
+    left to the rows (the sweep drops or refuses each row that breaks it)."""
     base: dict = {}
     file_factor = False  # the scenario file names a slow_factor (above its default 1)
     if getattr(args, "scenario", None) is not None:
@@ -520,7 +523,12 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
             "samples_total", args.epochs * args.dataset_size,
             "--epochs x --dataset-size (the run's samples)", knobs=("train_samples",))
     try:
-        return Scenario.model_validate(base)
+        try:
+            return Scenario.model_validate(base)
+        except ValidationError as exc:
+            if not set(validation_knobs(exc.errors())) & set(swept):
+                raise
+            return Scenario.model_validate(base, context={FIELDS_ALONE: True})
     except ValidationError as exc:
         raise ScalesimError(validation_message(exc, MERGED, Scenario),
                             knobs=validation_knobs(exc.errors())) from None
