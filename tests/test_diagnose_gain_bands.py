@@ -154,7 +154,7 @@ def test_a_remedy_whose_band_reaches_a_loss_is_cautioned():
 
 
 def test_the_overlap_band_of_unpinned_runs_reaches_no_gain():
-    """Six noisy runs fit an overlap of 45 % +- 438 points: under half their draws the exchange
+    """Six noisy runs fit an overlap of 22 % +- 441 points: under half their draws the exchange
     already overlaps (the remedy does not apply, 0), so the band of '+64 %' reaches +0 %, as its
     caution says ('if the exchange already overlaps backward in full there is nothing to gain')."""
     from test_diagnose_overlap_pinned import NOISY, NOMINAL_PARAMS

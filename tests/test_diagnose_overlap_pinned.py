@@ -20,13 +20,16 @@ from scalesim.fit_runs import NOMINAL_GRADIENT_BYTES
 from scalesim.runs import parse_runs_text, runs_from_records
 from scalesim.runs_diagnosis import diagnose_runs, remedy_caveat
 
-# The 32-device run takes 472 ms (452 before session 48): under the straggler stretch (the
-# exchange hides behind the last device's passes, 5f078e6) the 452 ms runs fitted an overlap of
-# 53 %, their scenario ran overlap on and the overlap remedy was "already on", so nothing it
-# cautions was left to test; at 472 ms they fit 45 % +- 438 points again (rms 1.5 %), overlap
-# leads at +64 % and the faster link, 120 ms +- 756 %, at +61.4 % (+54 %, 102 ms, +51.4 % before).
+# Session 49: 8, 16 and 32 devices at 320, 440 and 500 ms (335, 420 and 472 before). The fitted
+# overlap is not pinned (+- 441 points), so its point value moves freely with the model; the rule
+# these runs test needs it under one half (the scenario then runs overlap off and the overlap
+# remedy applies), and the old runs' 45 % (53 % under session 48's straggler stretch, 452 ms at
+# 32) sat a hair from it. These fit 22 % (rms 2.1 %): the overlap leads at +64 %, the faster
+# link, 116 ms with a 95 % band over 100x either way, at +61.2 %. OVERLAPPED below: the other side.
 NOISY = ("devices,nodes,step_time_s,per_device_batch\n1,1,0.300,32\n2,1,0.311,32\n4,1,0.318,32\n"
-         "8,1,0.335,32\n16,2,0.420,32\n32,4,0.472,32\n")
+         "8,1,0.320,32\n16,2,0.440,32\n32,4,0.500,32\n")
+OVERLAPPED = NOISY.replace("8,1,0.320", "8,1,0.335").replace("16,2,0.440", "16,2,0.380").replace(
+    "32,4,0.500", "32,4,0.460")
 # Session 44: without --params the remedies are judged over the gradient sizes the runs allow
 # (``runs_gradient_size``), and the overlap remedy of these runs helps at some and not at others
 # ("depends on size"). The caution these tests are about is the fit's, at one gradient size: the
@@ -38,13 +41,27 @@ def test_noisy_runs_say_the_overlap_is_not_pinned_where_it_leads():
     report = diagnose_runs(parse_runs_text(NOISY, "noisy.csv"), params=NOMINAL_PARAMS)
     assert report.first_remedy is not None and report.first_remedy.key == "overlap"
     text = render_text(report)
-    assert "overlap of communication with backward: 45% (not pinned by these runs)" in text
+    assert "overlap of communication with backward: 22% (not pinned by these runs)" in text
     caveat = report.first_remedy.caveat
-    assert caveat.startswith("its gain rests on a fitted overlap of 45% (95%: 0%-100%)")
+    assert caveat.startswith("its gain rests on a fitted overlap of 22% (95%: 0%-100%)")
     assert "scalesim diagnose --trace" in caveat
     lines = text.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("First remedy to try: Overlap"))
     assert lines[first + 1] == f"  caution: {caveat}"  # said beside the remedy it qualifies
+
+
+def test_noisy_runs_whose_unpinned_overlap_is_over_half_are_not_cautioned_on_it():
+    """The other side of the scenario's rule (overlap on from a fitted share of one half): runs
+    as noisy whose fit overlaps 73 % +- 39 points (one standard error, unpinned: a 95 % half
+    width of 0.77 against 0.25) run their scenario with overlap on, so the overlap remedy has
+    nothing to add, does not lead, and no remedy is cautioned on the overlap."""
+    report = diagnose_runs(parse_runs_text(OVERLAPPED, "overlapped.csv"), params=NOMINAL_PARAMS)
+    fit = report.details["fit"]
+    assert 1.96 * fit["stderr_abs"]["overlap"] > 2 * OVERLAP_PINNED_HALF_WIDTH
+    assert fit["parameters"]["overlap"] >= 0.65 and report.details["fitted_scenario"]["overlap"]
+    assert report.first_remedy is not None and report.first_remedy.key != "overlap"
+    assert not [r for r in report.remedies if r.caveat.startswith("its gain rests on a fitted overlap")]
+    assert "(not pinned by these runs)" in render_text(report)
 
 
 def test_a_pinned_overlap_shows_its_band_and_no_note():
