@@ -6,9 +6,11 @@ bucket, equal middle ones and a last one (``overlap.bucket_layout``); the last i
 as backward ends, so its all-reduce is the least of the exchange left exposed (docs/model.md
 §3). The trace model's gradient is a nominal ``NOMINAL_GRADIENT_BYTES`` in units of the traced
 exchange's bytes; where the traces record the sizes of the all-reduces a step posts
-(``StepBreakdown.reduction_elements``), its buckets are those sizes' shares of it
-(``model_buckets``), so its exposure floor is the traced last bucket's; else DDP's defaults,
-said in a note (``default_buckets_note``). docs/diagnose.md, "The exchange's buckets".
+(``StepBreakdown.reduction_elements``; on a GPU trace whose host posts record none, the bytes
+of its all-reduce NCCL kernels, ``StepBreakdown.reduction_kernel_bytes``), its buckets are
+those sizes' shares of it (``model_buckets``), so its exposure floor is the traced last
+bucket's; else DDP's defaults, said in a note (``default_buckets_note``). docs/diagnose.md,
+"The exchange's buckets".
 """
 
 from __future__ import annotations
@@ -34,21 +36,31 @@ class ModelBuckets(NamedTuple):
     grad_bytes: float  # the model's gradient, bytes (units of the traced exchange's)
     bucket_mib: float  # each middle bucket, MiB of that gradient
     first_bucket_mib: float  # the first bucket, MiB of that gradient
-    elements: tuple[float, ...]  # the traced buckets, elements in post order; () default
+    elements: tuple[float, ...]  # the traced buckets' sizes in post order; () default
+    # what those sizes are (``HOST_SIZES``, ``KERNEL_SIZES``); "" for the defaults
+    sizes_from: str = ""
 
+
+# where the traced buckets' sizes were read: the host posts' elements, else (a GPU trace whose
+# host posts record none) the all-reduce NCCL kernels' bytes (``StepBreakdown`` fields)
+HOST_SIZES = "host posts' elements"
+KERNEL_SIZES = "NCCL kernels' bytes"
+_SIZE_FIELDS = {HOST_SIZES: "reduction_elements", KERNEL_SIZES: "reduction_kernel_bytes"}
 
 DEFAULT_BUCKETS = ModelBuckets(NOMINAL_GRADIENT_BYTES, DDP_BUCKET_BYTES / MIB_BYTES,
                                DDP_FIRST_BUCKET_BYTES / MIB_BYTES, ())
 
 
-def traced_buckets(summaries, reductions: int = 1) -> tuple[float, ...]:
-    """Elements of one gradient reduction's all-reduces, in post order: the sequence most steps
-    of every rank post (``StepBreakdown.reduction_elements``), its last ``reductions``-th where
+def traced_buckets(summaries, reductions: int = 1,
+                   sizes_from: str = HOST_SIZES) -> tuple[float, ...]:
+    """Sizes of one gradient reduction's all-reduces, in post order: the sequence most steps
+    of every rank post (``StepBreakdown.reduction_elements``, elements; ``sizes_from``
+    ``KERNEL_SIZES``: ``reduction_kernel_bytes``, bytes), its last ``reductions``-th where
     the job reduces that many times a step (DDP without ``no_sync``,
     ``trace_collectives.ddp_reductions``) and it splits so (else all of it: the reductions the
     user says, ``--grad-sync``, that the traces do not show); () where no step records them."""
-    seen = Counter(st.reduction_elements for s in summaries for st in s.steps
-                   if st.reduction_elements)
+    seen = Counter(sizes for s in summaries for st in s.steps
+                   if (sizes := getattr(st, _SIZE_FIELDS[sizes_from])))
     if not seen:
         return ()
     posts = seen.most_common(1)[0][0]
@@ -57,14 +69,15 @@ def traced_buckets(summaries, reductions: int = 1) -> tuple[float, ...]:
     return one if sum(one) > 0 else ()
 
 
-def model_buckets(elements: tuple[float, ...]) -> ModelBuckets:
+def model_buckets(elements: tuple[float, ...], sizes_from: str = HOST_SIZES) -> ModelBuckets:
     """The model's buckets for the traced ones (``elements``, in post order): its first the
     first's share, its last the last's, its middle ones their mean (``bucket_layout``: first,
     equal middle ones, the rest last), of a gradient of ``NOMINAL_GRADIENT_BYTES`` (more where a
     middle bucket would fall under the bucket knob's least, 0.1 MiB: the same shares).
     Where the last traced bucket is larger than the middle ones' mean (a large embedding
     reduced last), the middle ones take its size and the first what is left, so the last stays
-    as traced. () gives DDP's defaults (``DEFAULT_BUCKETS``)."""
+    as traced. () gives DDP's defaults (``DEFAULT_BUCKETS``). ``sizes_from``: what the sizes
+    are (``ModelBuckets.sizes_from``)."""
     total = float(sum(elements))
     if not elements or total <= 0:
         return DEFAULT_BUCKETS
@@ -84,7 +97,7 @@ def model_buckets(elements: tuple[float, ...]) -> ModelBuckets:
     if middle * grad / MIB_BYTES > bound("bucket_mib").high:
         return DEFAULT_BUCKETS
     return ModelBuckets(grad, middle * grad / MIB_BYTES, first * grad / MIB_BYTES,
-                        tuple(elements))
+                        tuple(elements), sizes_from)
 
 
 def last_share(buckets: ModelBuckets) -> float:
@@ -100,6 +113,14 @@ def last_share(buckets: ModelBuckets) -> float:
 # why the traces' buckets are not read, where they record no size
 NO_SIZES = ("the traces record no size for the gradient all-reduces their hosts posted "
             "(gloo's under record_shapes=True; record_param_comms carries its own)")
+# ... on GPU traces, whose NCCL kernels record none either (Kineto copies In msg nelems and
+# dtype onto a kernel from the record_param_comms the host recorded for it)
+NO_GPU_SIZES = ("the traces record no size for the gradient all-reduces, neither on their "
+                "hosts' posts nor on their NCCL kernels (In msg nelems and dtype, which Kineto "
+                "copies from the host's record_param_comms)")
+# what to record for the job's own buckets, by why they are not read
+_RECORD = {NO_SIZES: "record with record_shapes=True for its own buckets",
+           NO_GPU_SIZES: "record with ProfilerActivity.CPU beside CUDA for its own buckets"}
 
 
 def default_buckets_note(why: str = NO_SIZES) -> str:
@@ -109,5 +130,4 @@ def default_buckets_note(why: str = NO_SIZES) -> str:
             f"1 MiB first, of a nominal {NOMINAL_GRADIENT_BYTES / 1e6:.0f} MB gradient): its "
             "least exposed part, the last bucket's all-reduce, is "
             f"{whole_percent(last_share(DEFAULT_BUCKETS))} of the exchange, whatever the job's "
-            "bucket_cap_mb" + ("; record with record_shapes=True for its own buckets"
-                               if why == NO_SIZES else ""))
+            "bucket_cap_mb" + (f"; {_RECORD[why]}" if why in _RECORD else ""))

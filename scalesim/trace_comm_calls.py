@@ -74,6 +74,20 @@ METRIC_ELEMENTS_SHARE = 0.01
 SET_ASIDE_KINDS = (*REDUCTION_KINDS, "all-gather")
 
 
+# bytes of an element by its dtype's name as traces write it: PyTorch's ScalarType names
+# (``c10::toString``: "Float", "BFloat16", "Half", the ``dtype`` argument of record_param_comms
+# and of the NCCL kernels Kineto copies it onto), torch's ("torch.float32"), NCCL's suffixes
+DTYPE_BYTES = {"float": 4, "float32": 4, "f32": 4, "double": 8, "float64": 8, "half": 2,
+               "float16": 2, "f16": 2, "bfloat16": 2, "bf16": 2, "int": 4, "int32": 4,
+               "long": 8, "int64": 8, "int8": 1, "uint8": 1, "byte": 1, "char": 1, "bool": 1}
+
+
+def dtype_bytes(name) -> int | None:
+    """Bytes of one element of the dtype ``name`` (``DTYPE_BYTES``), None where unknown."""
+    text = str(name).lower().replace("c10::", "").replace("torch.", "")
+    return DTYPE_BYTES.get(text)
+
+
 def first_input_elements(args: dict, argument: int = 0) -> int | None:
     """Elements of an op's first input (``argument``: the argument's place) from its ``Input
     Dims`` (traces recorded with ``record_shapes=True``; a tensor list's first tensor), None
@@ -102,6 +116,22 @@ def input_elements(args: dict, argument: int = 0) -> int | float | None:
     if n is None or (isinstance(n, float) and not math.isfinite(n)):
         return None
     return n if 0 <= n < MAX_ELEMENTS else None
+
+
+def message_bytes(args, elements) -> float | None:
+    """Bytes of a collective's message: its ``elements`` (``input_elements``) times its
+    ``dtype``'s element bytes (``dtype_bytes``: an NCCL kernel's or ``record_param_comms``'
+    ``dtype``), None where either is not recorded."""
+    size = dtype_bytes(args.get("dtype", "")) if isinstance(args, dict) else None
+    return None if elements is None or not size else float(elements) * size
+
+
+def kernel_kind(collective: str, args) -> str | None:
+    """The kind (``collective_kind``) of an NCCL kernel: of the collective its arguments name
+    (``Collective name``, which Kineto copies from ``record_param_comms``: NCCL >= 2.19 may run
+    several collectives in one ``ncclDevKernel_Generic``), else of its name (``collective``)."""
+    named = args.get("Collective name") if isinstance(args, dict) else None
+    return collective_kind(named if isinstance(named, str) and named else collective)
 
 
 def host_input_argument(name: str, collective: str) -> int:

@@ -52,6 +52,10 @@ from scalesim.remedies import (
 )
 from scalesim.trace_buckets import (
     DEFAULT_BUCKETS,
+    HOST_SIZES,
+    KERNEL_SIZES,
+    NO_GPU_SIZES,
+    NO_SIZES,
     ModelBuckets,
     default_buckets_note,
     last_share,
@@ -308,9 +312,11 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         "cross_rank": {k: v for k, v in cr.items() if k != "own_s"},
         "collectives": {str(s.rank): s.collectives for s in summaries},
         "exchange": exchange.described(),
-        # the model's DDP buckets: the traced all-reduces' (elements, post order) or DDP's
-        # defaults (elements []), in MiB of the model's gradient (``trace_buckets``)
+        # the model's DDP buckets: the traced all-reduces' (sizes in post order: the host
+        # posts' elements, else the NCCL kernels' bytes, as "sizes_from" says) or DDP's
+        # defaults (elements [], sizes_from ""), in MiB of the model's gradient (``trace_buckets``)
         "exchange_buckets": {"elements": list(buckets.elements),
+                             "sizes_from": buckets.sizes_from,
                              "gradient_bytes": buckets.grad_bytes,
                              "bucket_mib": buckets.bucket_mib,
                              "first_bucket_mib": buckets.first_bucket_mib,
@@ -914,7 +920,8 @@ TRACE_SOURCE = "from traces"
 def exchange_buckets(summaries, degrees: dict, exchange,
                      reductions: int = 1) -> tuple[ModelBuckets, str]:
     """(the model's buckets, a note): a DDP job's traced ones (``trace_buckets``, of one of its
-    ``reductions`` a step) where no group splits the model (whose all-reduces would mix in);
+    ``reductions`` a step: the host posts' sizes, else on a GPU trace the NCCL kernels') where
+    no group splits the model (whose all-reduces would mix in);
     else DDP's defaults, with a note where the job is DDP. Sharded strategies reduce in their
     own units: the defaults, which they do not use, and no note."""
     if exchange.strategy != "ddp":
@@ -923,10 +930,11 @@ def exchange_buckets(summaries, degrees: dict, exchange,
         return DEFAULT_BUCKETS, default_buckets_note(
             f"the traces' all-reduces mix the data-parallel exchange's with the other groups' "
             f"({layout_words(degrees)})")
-    elements = traced_buckets(summaries, reductions)
-    if not elements:
-        return DEFAULT_BUCKETS, default_buckets_note()
-    return model_buckets(elements), ""
+    for sizes_from in (HOST_SIZES, KERNEL_SIZES):  # the host's, else the NCCL kernels'
+        if sizes := traced_buckets(summaries, reductions, sizes_from):
+            return model_buckets(sizes, sizes_from), ""
+    gpu = any(s.device == "gpu" for s in summaries)
+    return DEFAULT_BUCKETS, default_buckets_note(NO_GPU_SIZES if gpu else NO_SIZES)
 
 
 def input_wait_s(cr: dict) -> float:

@@ -83,7 +83,10 @@ from scalesim.trace_comm_calls import (
     gradient_posts,
     host_input_argument,
     input_elements,
+    kernel_kind,
+    message_bytes,
     new_record,
+    no_gradient,
     point_to_point,
     see_record,
 )
@@ -236,6 +239,12 @@ class StepBreakdown:
     # order posted (``gradient_posts``: the set-aside ones left out): DDP's buckets as the job
     # ran them (``trace_buckets``); () where none is posted or one records no size
     reduction_elements: tuple[float, ...] = ()
+    # bytes of the gradient all-reduce NCCL kernels that started in the step's window, in the
+    # order they started (``In msg nelems`` x ``dtype``'s bytes, which Kineto copies onto each
+    # kernel from its record_param_comms; the set-aside ones left out): the buckets where the
+    # host posts record no size (``trace_buckets``); () on a CPU trace, where none ran or
+    # where one records no size
+    reduction_kernel_bytes: tuple[float, ...] = ()
 
 
 @dataclass
@@ -463,6 +472,8 @@ def summarise(
     posted_sizes = defaultdict(lambda: array("d"))  # ... -> their elements (NaN: not recorded)
     posted_ranks = defaultdict(lambda: array("d"))  # ... -> their groups' ranks (NaN: unknown)
     sizes = CollectiveSizes()  # the sized collectives, to set aside those of no gradient
+    # the all-reduce NCCL kernels: starts (s), elements, bytes, ranks (NaN: not recorded)
+    reduce_kernels = [array("d") for _ in range(4)]
     forward_names: Counter = Counter()  # MICRO_STEP_FORWARDS seen, by name
     shapes = ShapeReads()  # the ops' input shapes, to read the micro-batch (record_shapes)
     family_s: Counter = Counter()  # attention family -> kernel seconds
@@ -528,6 +539,10 @@ def summarise(
                 else:
                     other_gpu.add_call(t0, d, collective, n, thread_id(ev), ranks)
                 sizes.see(coll[collective], collective, n, d, ranks)
+                if kernel_kind(collective, args) == "all-reduce":
+                    nbytes = message_bytes(args, n)
+                    for a, v in zip(reduce_kernels, (t0, n, nbytes, ranks), strict=True):
+                        a.append(math.nan if v is None else float(v))
                 if grouped := by_group.see(collective, args, t0, d, thread_id(ev)):
                     sizes.see(grouped[0], collective, grouped[1], d, ranks)
             else:
@@ -667,6 +682,7 @@ def summarise(
         micro_starts = with_backward(micro_starts, np.sort(np.frombuffer(backward_starts)))
     posts, aside_posts, set_aside, unsized, post_sizes = gradient_posts(
         posted, posted_sizes, posted_ranks, largest, world_size)
+    kernel_posts, kernel_bytes = _gradient_kernels(reduce_kernels, largest, world_size)
     steps = []
     for num, w0, w1 in sorted(windows):
         span = w1 - w0
@@ -716,6 +732,8 @@ def summarise(
                     micro_starts, aside_posts, *host_window.get(num, (w0, w1))),
                 reduction_elements=_sizes_in(posts, post_sizes, "all-reduce",
                                              *host_window.get(num, (w0, w1))),
+                reduction_kernel_bytes=_sizes_in(kernel_posts, kernel_bytes, "all-reduce", w0,
+                                                 w1),
             )
         )
     micro_steps = most_steps_count([st.micro_steps for st in steps])
@@ -761,6 +779,18 @@ def summarise(
         micro_batch=micro_batch,
         micro_batch_from=micro_batch_from,
     )
+
+
+def _gradient_kernels(kernels: list, largest: float, world: int | None) -> tuple[dict, dict]:
+    """({"all-reduce": starts (s, sorted)}, {"all-reduce": their bytes, NaN: not recorded}) of
+    the all-reduce NCCL kernels (``kernels``: starts, elements, bytes, ranks), those of no
+    gradient traffic (``no_gradient`` against the ``largest`` reduction, elements; one of no
+    group size over the ``world``) left out, as ``gradient_posts`` leaves out the host's."""
+    starts, elements, nbytes, ranks = (np.frombuffer(a) for a in kernels)
+    keep = ~no_gradient("all-reduce", elements,
+                        np.where(np.isnan(ranks), world or np.nan, ranks), largest)
+    order = np.argsort(starts[keep], kind="stable")
+    return {"all-reduce": starts[keep][order]}, {"all-reduce": nbytes[keep][order]}
 
 
 def _sizes_in(posts: dict, sizes: dict, kind: str, w0: float, w1: float) -> tuple[float, ...]:

@@ -1,7 +1,8 @@
 """Hand-made Kineto trace events for the diagnose tests that build a job's traces by hand
 (test_trace_sharding_readings, test_trace_unseen_exchange, test_trace_zero_accumulation,
 test_trace_metric_collectives, test_trace_set_aside_time): a CPU op, a collective's
-``record_param_comms``, the skeleton of profiler steps of k micro-steps, and the ranks'
+``record_param_comms``, an NCCL kernel with the arguments Kineto copies onto it
+(test_trace_kernel_buckets), the skeleton of profiler steps of k micro-steps, and the ranks'
 summaries of the same events (or each rank's own); and one rank's step of a data wait, compute
 and all-reduce, written as a gloo job's rank files (test_trace_data_wait_reading,
 test_data_wait_one_reading)."""
@@ -29,6 +30,24 @@ def comm(collective, ts_us, elements=None, sized=True, dur_us=5.0):
     args = {"Collective name": collective,
             **({"In msg nelems": elements} if sized and elements is not None else {})}
     return op("record_param_comms", ts_us, dur_us, **args)
+
+
+def nccl_kernel(name, ts_us, dur_us, collective=None, elements=None, dtype=None, ranks=2,
+                stream=8, group=("0", "default_pg")):
+    """An NCCL kernel on GPU 0's ``stream`` as Kineto writes it (cat "kernel"), with the
+    collective's arguments where ``collective``, ``elements`` and ``dtype`` are given: those
+    Kineto copies from the kernel's record_param_comms (pytorch/kineto
+    libkineto/src/output_json.cpp at 114171df, ``appendCollectiveArgs``, lines 718-737: all of
+    "Collective name", "In msg nelems", "Out msg nelems", "Group size" and "dtype", or none;
+    the group's name, description and ranks beside them). ``dtype`` as PyTorch names it
+    (``c10::toString``: "Float", "BFloat16"); without them, an older Kineto's kernel."""
+    args = {"device": 0, "stream": stream}
+    if collective is not None and elements is not None and dtype is not None:
+        args.update({"Collective name": collective, "In msg nelems": elements,
+                     "Out msg nelems": elements, "Group size": ranks, "dtype": dtype,
+                     "Process Group Name": group[0], "Process Group Description": group[1],
+                     "Process Group Ranks": str(list(range(ranks)))})
+    return {**op(name, ts_us, dur_us, cat="kernel", **args), "pid": 0, "tid": stream}
 
 
 def stepped(k: int, micro_us: float, micro_step: Callable[[int, float], list[dict]],

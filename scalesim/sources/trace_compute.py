@@ -40,16 +40,13 @@ import numpy as np
 
 from scalesim.bounds import bound, check_number, parse_number
 from scalesim.errors import ScalesimError
-from scalesim.trace_comm_calls import first_input_elements
+from scalesim.trace_comm_calls import dtype_bytes, first_input_elements
 from scalesim.trace_intervals import Intervals, KernelLaunches, length_in, merge
 from scalesim.trace_ranks import check_one_world, cross_rank, traced_micro_steps
 from scalesim.traces import TraceSummary, backward_op, summarise, thread_id
 
 OPTIMIZER_PREFIX = "Optimizer.step#"
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
-DTYPE_BYTES = {"float": 4, "float32": 4, "f32": 4, "double": 8, "float64": 8, "half": 2,
-               "float16": 2, "f16": 2, "bfloat16": 2, "bf16": 2, "int": 4, "int32": 4,
-               "long": 8, "int64": 8, "int8": 1, "uint8": 1, "byte": 1, "char": 1, "bool": 1}
 _COLL = (("allreduce", "all_reduce"), ("all_reduce", "all_reduce"),
          ("reducescatter", "reduce_scatter"), ("reduce_scatter", "reduce_scatter"),
          ("allgather", "all_gather"), ("all_gather", "all_gather"), ("broadcast", "broadcast"),
@@ -65,11 +62,6 @@ def collective_op(name: str) -> str:
         if key in low.replace("_", "") or key in low:
             return op
     return "other"
-
-
-def dtype_bytes(name) -> int | None:
-    text = str(name).lower().replace("c10::", "").replace("torch.", "")
-    return DTYPE_BYTES.get(text)
 
 
 @dataclass
