@@ -141,3 +141,104 @@ def test_a_tie_for_the_fullest_stage_keeps_the_typical_backward():
     for rank in range(4):
         slow = evaluate_layouts(_piped(layers=24, slow_rank=rank, slow_factor=1.4))
         assert float(slow.dp_exposed_s) == pytest.approx(typical, rel=1e-12)
+
+
+def _piped_dp4(**changes) -> LayoutInputs:
+    """``_piped`` at dp 4 x pp 2 (1F1B), global batch 16 (m = 4 micro-batches of 1), an unbounded
+    memory bandwidth (every memory-bound term and matmul operand traffic ~1e-12 s), the ring
+    all-reduce, gradients reduced at 2 bytes: the fullest stage is stage 0 (13 layers and the
+    embedding), its exchange a timeline of DDP's buckets that outlasts its backward."""
+    base = dict(dp=4, global_batch=16, memory_bandwidth_GBps=1e12, algorithm=1,
+                reduce_bytes_per_param=2.0)
+    return _piped(**{**base, **changes})
+
+
+def test_jitter_stretches_the_fullest_stages_backward_under_a_pipeline_by_hand():
+    """By hand (session 49; before it jitter stretched no window under a pipeline).
+    Stage 0: 13 layers of 4h^2 + 2hf + 4h = 63,710,208 parameters (h 2304, f 9216) and the
+    embedding V h = 117,964,800: 946,197,504 parameters, Psi w = 1,892,395,008 bytes, in DDP's
+    buckets: 1 MiB, 72 of 25 MiB, 3,909,632 bytes. A ring all-reduce of 4 ranks at 20 GB/s and
+    2 us: c(B) = 6 x 2 us + 1.5 B / 20e9, so the 74 take 0.888 ms + 141.930 ms = 142.818 ms.
+    A layer's backward at 312 TFLOP/s x 0.7 = 2.184e14 FLOP/s (2048 tokens): 2 x (weights
+    2 x 2048 x 63,700,992 / 2.184e14 = 1.19469 ms + attention core 4 x 2048^2 x 2304 / 2.184e14
+    = 0.17699 ms) = 2.74335 ms; the last micro-batch's backward of stage 0, T_b = 13 x that =
+    35.6636 ms. The first bucket (0.0906 ms) is done before the second is ready (at 26 MiB /
+    Psi w = 1.44066 % of T_b), so the timeline runs from there:
+    exposed = T_b x 0.0144066 + (142.818 - 0.0906) - T_b = 142.727 - 0.985593 T_b.
+    Before (no jitter, or any jitter before session 49): 142.727 - 35.150 = 107.577 ms.
+    Jitter 10 %: stage 0's 4 ranks wait for their last, e_4 = 1.02938 standard deviations of
+    their steps' passes, 0.1 x 4 t x sqrt(4) / 4... that is, over the 4 micro-batches' passes
+    4 t: s = 1 + e_4 x 0.1 x t x sqrt(4) / (4 t) = 1 + 1.02938 x 0.05 = 1.051469, T_b' =
+    37.4991 ms: exposed = 142.727 - 36.959 = 105.768 ms, 1.809 ms less (no device spread: the
+    jitter's excess is the whole wait)."""
+    quiet = evaluate_layouts(_piped_dp4())
+    noisy = evaluate_layouts(_piped_dp4(jitter_cv=0.1))
+    assert float(quiet.dp_exposed_s) == pytest.approx(0.107577, rel=2e-5)
+    assert float(noisy.dp_exposed_s) == pytest.approx(0.105768, rel=2e-5)
+    backward = 13 * 2 * (2 * 2048 * 63_700_992 + 4 * 2048**2 * 2304) / 2.184e14
+    stretch = 1 + float(expected_max_normal(4)) * 0.1 / 2
+    assert stretch == pytest.approx(1.051469, rel=1e-6)
+    assert float(quiet.dp_exposed_s - noisy.dp_exposed_s) == pytest.approx(
+        (stretch - 1) * backward * (1 - 27_262_976 / 1_892_395_008), rel=1e-6)
+    # the same timeline (§3, the plain loop) over T_b and over s T_b
+    psi = 2 * (13 * 63_710_208 + 51200 * 2304)
+    assert psi == 1_892_395_008
+    for r, window in ((quiet, backward), (noisy, stretch * backward)):
+        assert float(r.dp_exposed_s) == pytest.approx(timeline_end_scalar(
+            window, psi, 25 * 2**20, 2**20, lambda b: 12e-6 + 1.5 * b / 20e9) - window, rel=1e-9)
+    # the wait is counted once, in the straggler term (the slowest of all 8 devices)
+    assert float(noisy.straggler_s) > 0 and float(quiet.straggler_s) == 0.0
+
+
+def test_the_stretch_under_a_pipeline_is_the_same_rule_as_a_slow_device():
+    """Jitter alone stretches stage 0's windows by s = 1 + e_4 x cv / sqrt(m), the stretch a slow
+    device alone on stage 0 with f = s gives (§3: one rule, s = 1 + straggler / passes). A slow
+    device 1.3x on stage 1 sets the wait for the slowest of all devices (its replica 75.6 ms late,
+    6.7 standard deviations of the 8 devices' jitter, 11.2 ms): jitter adds nearly nothing to it, and stage 0's windows grow by no more
+    than that (the cap, §16), so its exposed exchange stays within 1 us of the quiet one."""
+    s = 1 + float(expected_max_normal(4)) * 0.1 / 2
+    jitter = evaluate_layouts(_piped_dp4(jitter_cv=0.1))
+    slow = evaluate_layouts(_piped_dp4(slow_rank=0, slow_factor=s))
+    assert float(jitter.dp_exposed_s) == pytest.approx(float(slow.dp_exposed_s), rel=1e-9)
+    quiet = evaluate_layouts(_piped_dp4())
+    elsewhere = evaluate_layouts(_piped_dp4(jitter_cv=0.1, slow_rank=5, slow_factor=1.3))
+    assert float(jitter.dp_exposed_s) < float(elsewhere.dp_exposed_s) <= float(
+        quiet.dp_exposed_s)
+    assert float(quiet.dp_exposed_s - elsewhere.dp_exposed_s) < 1e-6
+
+
+def _pipeline_grid(**changes):
+    """Pipeline layouts (pp 2 and 4, dp 2 to 8, tp 1 and 2, ZeRO 0, 1, 2 (DeepSpeed refuses
+    2 under a pipeline; PyTorch's FSDP runs it as no_sync ZeRO-2), device spread 0 and 1.32 %,
+    with and without a slow device on the first stage), one array of rows."""
+    import itertools
+
+    import numpy as np
+    rows = list(itertools.product((2, 4), (2, 4, 8), (1, 2), (0, 1, 2), (0.0, 0.0132),
+                                  ((-1, 1.0), (0, 1.3), (0, 1.02))))
+    col = {k: np.array([r[i] for r in rows]) for i, k in enumerate(
+        ("pp", "dp", "tp", "zero", "device_cv"))}
+    col["slow_rank"] = np.array([r[5][0] for r in rows])
+    col["slow_factor"] = np.array([r[5][1] for r in rows])
+    col["global_batch"] = 4 * col["dp"]  # m = 4
+    col["layers"] = np.full(len(rows), 25)
+    return _piped(**{**col, "intra_busbw_GBps": 50.0, **changes})
+
+
+def test_no_jitter_keeps_every_pipeline_row_and_more_jitter_never_shortens_a_step():
+    """More jitter never shortens a pipeline's step (the windows grow by no more than jitter
+    adds to the straggler term, which pays for them, §16) and never exposes more of the
+    exchange. (Jitter 0 gives the values before session 49 exactly: the excess is a wait less
+    the same wait, 0, so the windows are the slow device's f or 1 as before; the slow-device
+    tests above pin them at 1e-12 and `scalesim validate` prints the same figures.)"""
+    import numpy as np
+    steps, exposed = [], []
+    for j in (0.0, 0.001, 0.01, 0.03, 0.1, 0.3):
+        r = evaluate_layouts(_pipeline_grid(jitter_cv=j))
+        steps.append(np.asarray(r.step_time_s))
+        exposed.append(np.asarray(r.dp_exposed_s))
+    for before, after in zip(steps, steps[1:]):
+        assert np.all(after >= before)
+    for before, after in zip(exposed, exposed[1:]):
+        assert np.all(after <= before * (1 + 1e-12))
+    assert np.any(exposed[-1] < exposed[0] * (1 - 1e-3))  # it does stretch somewhere

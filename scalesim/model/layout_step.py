@@ -21,7 +21,8 @@
   computes ``slow_factor`` times slower and its replica is late by
   ``pipeline_schedule.slow_stage_delay_s``; the last replica's passes, longer by that wait
   (``stragglers.straggler_stretch``; under a pipeline a slow device's f where its stage alone
-  holds the most parameters), are the windows dp_exposed hides behind;
+  holds the most parameters, and what jitter adds to the wait for the last of the fullest
+  stage's dp x cp ranks), are the windows dp_exposed hides behind;
 - stall: loading not hidden behind the rest of the step.
 
 Every input broadcasts (numpy), so one call evaluates one layout or every layout of a search.
@@ -469,22 +470,39 @@ def _straggler_s(x: LayoutInputs, devices, tp, m, per_micro, compute, micro_s, l
     ``slow_delay_s`` late per step (``pipeline_schedule.slow_stage_delay_s``), a persistent
     shift of one draw in the wait for the slowest device, as §6's slow device (per barrier
     with ZeRO-3)."""
-    cv_d, cv_j = _f(x.device_cv), _f(x.jitter_cv)
-    barriers = np.where(per_micro, m, 1.0)
-    jitter_between = cv_j * micro_s * np.sqrt(m / barriers)
+    cv_d = _f(x.device_cv)
     groups = np.asarray(devices // np.maximum(tp, 1), dtype=np.int64)
     # each row keeps one of the two forms; the other is given no slow device, so its rows cost
     # one quadrature per device count, not one per row (each row's value is its own inputs')
     split_rows = tp > 1
-    both = barriers * straggler_wait_s(devices, np.hypot(cv_d * compute / barriers,
-                                                         jitter_between),
-                                       np.where(split_rows, 0.0, slow_delay_s / barriers))
+    both = _barrier_waits_s(x, devices, tp, m, per_micro, micro_s, layers_on_stage,
+                            cv_d * compute, np.where(split_rows, 0.0, slow_delay_s))[0]
+    between, tp_waits = _barrier_waits_s(x, groups, tp, m, per_micro, micro_s, layers_on_stage,
+                                         0.0, 0.0)
     split = (straggler_wait_s(devices, cv_d * compute, np.where(split_rows, slow_delay_s, 0.0))
-             + barriers * straggler_wait_s(groups, jitter_between, 0.0)
-             + m * collective_waits_s(tp, layers_on_stage * collectives_per_layer(
-                 x.recompute, x.recompute_early_stop, x.sequence_parallel, x.recompute_op_sac),
-                                      micro_s, cv_j))
+             + between + tp_waits)
     return np.where(split_rows, split, both)
+
+
+def _barrier_waits_s(x: LayoutInputs, groups, tp, m, per_micro, micro_s, layers_on_stage,
+                     device_sigma_s, shift_s):
+    """(the ``groups`` members' wait for the slowest of them at their barriers, the tensor
+    groups' waits at their own collectives), expected seconds a step (docs/model.md §6, §14,
+    §16). A member's step varies by jitter (``x.jitter_cv``, std ``jitter_cv * micro_s`` per
+    micro-batch of ``micro_s``, pooled over the m micro-batches between barriers: once a step,
+    ``per_micro`` at every micro-batch, ZeRO-2/3's barriers) and by ``device_sigma_s`` of
+    persistent device spread a step (s), the two added in variance; one member is ``shift_s``
+    (s) a step later still (a slow device); both split evenly over the barriers. Every
+    tensor-parallel collective of a stage of ``layers_on_stage`` layers waits for the slowest
+    rank of its tp group (``collective_waits_s``; 0 at tp = 1)."""
+    cv_j = _f(x.jitter_cv)
+    barriers = np.where(per_micro, m, 1.0)
+    jitter_between = cv_j * micro_s * np.sqrt(m / barriers)
+    return (barriers * straggler_wait_s(groups, np.hypot(device_sigma_s / barriers,
+                                                         jitter_between), shift_s / barriers),
+            m * collective_waits_s(tp, layers_on_stage * collectives_per_layer(
+                x.recompute, x.recompute_early_stop, x.sequence_parallel, x.recompute_op_sac),
+                                   micro_s, cv_j))
 
 
 def _alone_on_fullest_stage(stage, pp, v, layers, first_params, middle_params, last_params):
@@ -728,8 +746,29 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     alone = _alone_on_fullest_stage(stage_of_slow, pp, v, L, first_params, middle_params,
                                     last_params)
     # (this path's wait, whose device spread spans the optimizer step too, §22: one
-    # quadrature a row, not a second one over the passes alone)
-    window = np.where(pp > 1, np.where(alone, np.maximum(slow, 1.0), 1.0),
+    # quadrature a row, not a second one over the passes alone). Under a pipeline the fullest
+    # stage's dp x cp group waits for its last rank: jitter makes it later than without by what
+    # it adds to that group's wait, over the stage's passes, beside the device spread and the
+    # slow device (where alone there) of this path's wait; so its windows are f times a
+    # typical one's (1 without a slow device there) and longer still by that excess (§3, §16)
+    stage_s = exchange_layers * layer_s  # the fullest stage's passes of one micro-batch
+    alone_f = np.where(alone, np.maximum(slow, 1.0), 1.0)
+    # the slow device's lateness there, a step; its shifted waits are integrated only on the
+    # rows that use them (jitter under a pipeline), as _straggler_s's forms
+    jittered = (pp > 1) & (_f(x.jitter_cv) > 0)
+    stage_shift = np.where(jittered, (alone_f - 1.0) * m * stage_s, 0.0)
+    stage_spread = np.where(tp > 1, 0.0, _f(x.device_cv) * worked)  # added in variance at tp 1
+    barriers = np.where(per_micro, m, 1.0)
+    with_jitter, stage_tp_waits = _barrier_waits_s(x, group, tp, m, per_micro, stage_s,
+                                                   exchange_layers, stage_spread, stage_shift)
+    without = barriers * straggler_wait_s(group, stage_spread / barriers, stage_shift / barriers)
+    # the stage's last rank is one of all the devices: the window grows by no more than jitter
+    # adds to the wait for the slowest of them (the step's straggler term, which pays for it)
+    quiet = _straggler_s(x.replace(jitter_cv=0.0), devices, tp, m, per_micro, worked,
+                         slowest_compute, slowest_layers, np.where(jittered, slow_delay, 0.0))
+    jitter_excess = np.where(jittered & (group > 1), np.maximum(np.minimum(
+        with_jitter - without + stage_tp_waits, straggler - quiet), 0.0), 0.0)
+    window = np.where(pp > 1, straggler_stretch(jitter_excess, m * stage_s) - 1.0 + alone_f,
                       straggler_stretch(straggler, m * slowest_compute))
     fwd_mb = units * (fwd * window + fwd_wait) + window * output / 3.0
     # recompute runs in backward
