@@ -135,6 +135,12 @@ def _mutated(tmp_path, src, name, change):
      r"line 54: 'x{37}\.\.\.' is not a number in the time column"),
     ("esc.txt", lambda t: t.replace("    67689  126.90", "  1\x1b[31m  126.90"),
      r"line 54: '1\\x1b\[31m' is not a number in the time column"),
+    # session 49: a size cell that algbw x time contradicts (1 TiB timed as nccl-tests timed
+    # 8 GiB) fitted an intra link of 30,420 GB/s in silence; 126.90 GB/s x 67689 us = 8,589,734,100
+    # bytes by hand, not 1,099,511,627,776
+    ("garbled.txt", lambda t: t.replace("  8589934592    2147483648", " 1099511627776    2147483648"),
+     r"line 54: its size is 1,099,511,627,776 bytes, but algbw x time \(126.90 GB/s x 67689 us\) "
+     r"is 8,589,734,100 .*edited or garbled"),
 ])
 def test_bad_logs_are_one_line_errors(tmp_path, name, change, message):
     path = _mutated(tmp_path, A100_2N, name, change)
@@ -613,12 +619,15 @@ def test_hosts_whose_busbw_a_network_allows_stay_servers(tmp_path):
 
 
 def _slower(path, factor):
-    """The log with every row's times ``factor`` times longer (busbw 1/factor)."""
+    """The log with every row's times ``factor`` times longer (algbw and busbw 1/factor, as
+    nccl-tests prints them: algbw = size / time)."""
     lines = []
     for line in path.read_text().splitlines():
         cells = line.split()
         if cells and cells[0].isdigit() and len(cells) == 13:
             cells[5], cells[9] = (f"{float(cells[i]) * factor:.1f}" for i in (5, 9))
+            for i in (6, 7, 10, 11):
+                cells[i] = f"{float(cells[i]) / factor:.2f}"
             line = "  ".join(cells)
         lines.append(line)
     path.write_text("\n".join(lines) + "\n")

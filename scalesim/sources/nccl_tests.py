@@ -155,25 +155,37 @@ def size_in_bytes(tokens: list[str], source: str, number: int) -> tuple[list[str
 
 def check_size_units(rows: list[list[str]], row_lines: list[int], with_unit: set[int],
                      header: list[str], source: str) -> None:
-    """ScalesimError where a row printed with a unit has an algbw and time (the first of each,
-    both precise: ``UNIT_CHECK_MIN_*``) whose product is not its size read in binary units
-    (algbw = S / t, nccl-tests' PERFORMANCE.md): K = 1000 bytes, or a column edited."""
-    t_i, a_i = header.index("time"), header.index("algbw")
+    """ScalesimError where a row's algbw and time (each pair of them, out-of-place and
+    in-place; both precise: ``UNIT_CHECK_MIN_*``) multiply to other than its size (algbw = S / t,
+    nccl-tests' PERFORMANCE.md): a size printed with a unit (``with_unit``: line numbers) not in
+    binary units (K = 1000 bytes), or a size or time cell edited or garbled (a 1 TiB row timed as
+    8 GiB fits a link 128x too fast)."""
+    pairs = list(zip([i for i, c in enumerate(header) if c == "time"],
+                     [i for i, c in enumerate(header) if c == "algbw"], strict=False))
     for tokens, number in zip(rows, row_lines, strict=True):
-        if number not in with_unit or not (_NUMBER.match(tokens[t_i])
-                                           and _NUMBER.match(tokens[a_i])):
-            continue
-        t_us, algbw = float(tokens[t_i]), float(tokens[a_i])
-        if algbw < UNIT_CHECK_MIN_ALGBW_GBPS or t_us < UNIT_CHECK_MIN_TIME_US:
-            continue
-        implied = algbw * t_us * 1e3  # GB/s x us -> bytes
-        size = float(tokens[0])
-        if abs(implied / size - 1.0) > UNIT_CHECK_TOLERANCE:
+        for t_i, a_i in pairs:
+            if not (_NUMBER.match(tokens[t_i]) and _NUMBER.match(tokens[a_i])):
+                continue
+            t_us, algbw = float(tokens[t_i]), float(tokens[a_i])
+            size = float(tokens[0])  # a 0-byte row is skipped by the fit
+            if (algbw < UNIT_CHECK_MIN_ALGBW_GBPS or t_us < UNIT_CHECK_MIN_TIME_US
+                    or size <= 0):
+                continue
+            implied = algbw * t_us * 1e3  # GB/s x us -> bytes
+            if abs(implied / size - 1.0) <= UNIT_CHECK_TOLERANCE:
+                continue
+            if number in with_unit:
+                raise ScalesimError(
+                    f"{source} line {number}: its size read with a binary unit (K = 1024 bytes, "
+                    f"as nccl-tests reads -b) is {size:,.0f} bytes, but algbw x time "
+                    f"({tokens[a_i]} GB/s x {tokens[t_i]} us) is {implied:,.0f}: the units are "
+                    "not nccl-tests' (K = 1000?); give the sizes in bytes, as nccl-tests prints "
+                    "them")
             raise ScalesimError(
-                f"{source} line {number}: its size read with a binary unit (K = 1024 bytes, as "
-                f"nccl-tests reads -b) is {size:,.0f} bytes, but algbw x time "
-                f"({tokens[a_i]} GB/s x {tokens[t_i]} us) is {implied:,.0f}: the units are "
-                "not nccl-tests' (K = 1000?); give the sizes in bytes, as nccl-tests prints them")
+                f"{source} line {number}: its size is {size:,.0f} bytes, but algbw x time "
+                f"({tokens[a_i]} GB/s x {tokens[t_i]} us) is {implied:,.0f} (nccl-tests prints "
+                "algbw = size / time): the row was edited or garbled; give the text nccl-tests "
+                "printed")
 
 
 @dataclass
@@ -500,7 +512,6 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
 
     rows, row_lines, notes = one_kind_of_rows(header, rows, row_lines, source)
     if with_unit:
-        check_size_units(rows, row_lines, with_unit, header, source)
         notes.append(f"{Path(source).name}: {len(with_unit)} size(s) printed with a unit, read "
                      "in binary units (K = 1024 bytes) as nccl-tests reads -b and -e")
     if cpu_timed:
@@ -534,6 +545,7 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
         if float(tokens[0]) > 0:  # a 0-byte row carries no time and is skipped below
             check_number("message_bytes", float(tokens[0]),
                          f"{source} line {number}: the size column ({excerpt(tokens[0])})")
+    check_size_units(rows, row_lines, with_unit, header, source)  # the cells are numbers here
     if unchecked:
         notes.append(f"{Path(source).name}: results were not checked (-c 0: #wrong is N/A)")
     if not avg_seen:
