@@ -285,8 +285,14 @@ def test_tree_logs_of_two_layouts_on_one_level_are_refused_in_one_line(tmp_path,
 def test_a_reduce_scatter_log_run_with_the_tree_is_refused(tmp_path, capsys):
     """NCCL has no tree reduce-scatter: NCCL_ALGO=Tree leaves it none of its algorithms."""
     log = tmp_path / "rs.txt"
-    log.write_text(tree_log(8, 2, (1e-6, 200.0), (16e-6, 50.0)).replace(
-        "all_reduce_perf", "reduce_scatter_perf"))
+    lines = tree_log(8, 2, (1e-6, 200.0), (16e-6, 50.0)).replace(
+        "all_reduce_perf", "reduce_scatter_perf").splitlines()
+    for k, line in enumerate(lines):  # busbw as reduce_scatter_perf prints it: algbw x 15/16
+        cells = line.split()
+        if cells and cells[0].isdigit():
+            cells[7], cells[11] = (f"{float(cells[i]) * 15 / 16:.2f}" for i in (6, 10))
+            lines[k] = "  ".join(cells)
+    log.write_text("\n".join(lines) + "\n")
     assert main(["calibrate", "--from-nccl-tests", str(log), "--out",
                  str(tmp_path / "p.json")]) == 2
     assert "rerun with NCCL_ALGO=Ring" in capsys.readouterr().err

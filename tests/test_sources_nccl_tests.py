@@ -783,3 +783,30 @@ def test_sizes_in_decimal_units_are_refused_in_one_line(tmp_path, capsys):
                  str(tmp_path / "p.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'1.3K' is not a whole number of bytes" in err[0]
+
+
+def test_rows_of_another_collective_than_the_header_names_are_refused(tmp_path, capsys):
+    """Session 49: the one-server H100 all-reduce log under an all_gather_perf header was fitted
+    as all-gather, busbw (n-1)/n x algbw instead of 2(n-1)/n x: 239.8 GB/s written for the
+    479.3 the log measured (half, 8 ranks: 0.875 / 1.75). Its rows' busbw/algbw is 1.75
+    (419.49 / 239.71 ... 470.73 / 268.99), and no all-gather's (n-1)/n reaches 1."""
+    log = tmp_path / "mixed.txt"
+    log.write_text("# Collective test starting: all_gather_perf\n" + H100_1N.read_text())
+    out = tmp_path / "p.json"
+    code = main(["calibrate", "--from-nccl-tests", str(log), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and not out.exists()
+    assert ("mixed.txt: its header says all_gather, but its rows' busbw/algbw is 1.75" in err
+            and "the rows are all_reduce" in err)
+
+
+def test_a_file_named_after_all_reduce_holding_gather_rows_is_refused(tmp_path):
+    """The published all-gather excerpt (busbw/algbw 0.5 on 2 GPUs) as a table alone in a file
+    named after all_reduce: the file name names the op, and all-reduce's 2(n-1)/n is never
+    below 1, so the name is wrong, said as such (was: 'cannot tell how many ranks ran')."""
+    rows = "\n".join(x for x in GATHER.read_text().splitlines() if "_perf" not in x)
+    log = tmp_path / "all_reduce_2gpu.txt"
+    log.write_text(rows + "\n")
+    with pytest.raises(ScalesimError, match=r"all_reduce_2gpu.txt: its file name says all_reduce, "
+                       r"but its rows' busbw/algbw is 0.5,.*reduce_scatter or all_gather"):
+        nccl_tests.parse_file(log)

@@ -328,14 +328,10 @@ def _ranks_from_ratio(rows: list[list[str]], cols: dict[str, int], op: str | Non
     2(n-1)/n (all-reduce, >= 1) or (n-1)/n (< 1). Both are printed to two decimals, so each
     row's ratio is only known within its rounding (half a unit in the last digit each); the
     span is the rank counts every kept row allows (None where the rows disagree)."""
-    algbws = np.array([float(r[cols["algbw"]]) for r in rows])
-    busbws = np.array([float(r[cols["busbw"]]) for r in rows])
-    # Two printed decimals: keep the rows near the top bandwidth, and at least 0.5 GB/s.
-    keep = (algbws >= max(0.5 * algbws.max(), 0.5))
-    ratios = list(busbws[keep] / algbws[keep])
-    if not ratios:
+    read = _ratio_read(rows, cols)
+    if read is None:
         return op, None, None
-    ratio = float(np.median(ratios))
+    ratio, lo, hi = read
     is_allreduce = op == "all_reduce" if op else ratio >= 0.995
     limit = 2.0 if is_allreduce else 1.0
 
@@ -345,11 +341,46 @@ def _ranks_from_ratio(rows: list[list[str]], cols: dict[str, int], op: str | Non
     n = ranks_of(ratio) if ratio < limit else None
     if n is None or n < 1.5:
         return op, None, None
+    span = (ranks_of(lo), ranks_of(hi)) if lo <= hi else None
+    return (op or ("all_reduce" if is_allreduce else None)), int(round(n)), span
+
+
+def _ratio_read(rows: list[list[str]], cols: dict[str, int]) -> tuple[float, float, float] | None:
+    """(median busbw/algbw, the lowest and highest ratio every kept row allows) of the rows near
+    the top bandwidth (and at least 0.5 GB/s: both are printed to two decimals, each within
+    half a unit); None where no row is kept."""
+    algbws = np.array([float(r[cols["algbw"]]) for r in rows])
+    busbws = np.array([float(r[cols["busbw"]]) for r in rows])
+    keep = (algbws >= max(0.5 * algbws.max(), 0.5))
+    if not keep.any():
+        return None
     half = PRINTED_HALF_UNIT
     lo = float(np.max((busbws[keep] - half) / (algbws[keep] + half)))
     hi = float(np.min((busbws[keep] + half) / (algbws[keep] - half)))
-    span = (ranks_of(lo), ranks_of(hi)) if lo <= hi else None
-    return (op or ("all_reduce" if is_allreduce else None)), int(round(n)), span
+    return float(np.median(busbws[keep] / algbws[keep])), lo, hi
+
+
+def check_named_op(rows: list[list[str]], cols: dict[str, int], op: str, named_by: str,
+                   source: str) -> None:
+    """ScalesimError where the rows' busbw/algbw (``_ratio_read``) cannot be ``op``'s on any
+    number of ranks: all-reduce's 2(n-1)/n is 1 or more, reduce-scatter's and all-gather's
+    (n-1)/n below 1 (nccl-tests' PERFORMANCE.md). ``named_by``: what named ``op`` (the test
+    name in the log, the file name), as the error says it; the fit would take the other
+    collective's times for ``op``'s and be off by 2(n-1)/n over (n-1)/n, twice."""
+    read = _ratio_read(rows, cols)
+    if read is None:
+        return
+    ratio, lo, hi = read
+    if op == "all_reduce" and hi < 1.0:
+        rows_are, bound = "reduce_scatter or all_gather (busbw/algbw (n-1)/n, below 1)", "1 or more"
+    elif op != "all_reduce" and lo > 1.0:
+        rows_are, bound = "all_reduce (busbw/algbw 2(n-1)/n, above 1)", "below 1"
+    else:
+        return
+    raise ScalesimError(
+        f"{source}: {named_by} says {op}, but its rows' busbw/algbw is {ratio:.3g}, which {op} "
+        f"gives {bound} on any number of ranks: the rows are {rows_are}; give each test's own "
+        "output, with its header (or a file named after its test)")
 
 
 def one_kind_of_rows(header: list[str], rows: list[list[str]], row_lines: list[int], source: str
@@ -431,6 +462,7 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
         raise ScalesimError(f"{source}: holds several tests ({', '.join(named_ops)}); split it into "
                             "one file per test")
     op = named_ops[0] if named_ops else _op_from_name(Path(source).name)
+    named_by = "its header" if named_ops else "its file name"
 
     header: list[str] | None = None
     header_line = 0  # the line number of the column header
@@ -558,6 +590,8 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
     first = {name: index[name][0] for name in TIME_COLUMNS}
     if op is None and "redop" in header and all(r[header.index("redop")] == "none" for r in rows):
         op = "all_gather"
+    if op is not None:
+        check_named_op(rows, first, op, named_by, source)
     ratio_op, ratio_ranks, ratio_span = _ranks_from_ratio(rows, first, op)
     if op is None:
         if ratio_op is None:
