@@ -810,3 +810,20 @@ def test_a_file_named_after_all_reduce_holding_gather_rows_is_refused(tmp_path):
     with pytest.raises(ScalesimError, match=r"all_reduce_2gpu.txt: its file name says all_reduce, "
                        r"but its rows' busbw/algbw is 0.5,.*reduce_scatter or all_gather"):
         nccl_tests.parse_file(log)
+
+
+def test_inter_on_a_log_of_every_rank_on_one_host_is_refused(tmp_path, capsys):
+    """Session 49: the one-server H100 log (8 ranks, all on 'host') given as inter= was split
+    into 2 'servers' of 4 (``nodes`` is at least 2 under inter=): a new profile of 4 GPUs per
+    server whose network was that server's NVLink (inter busbw 479.3 GB/s, alpha 59.9 us), said
+    only as 'taken as inter_node as inter= says'. The table alone (no rank list) stays readable
+    as inter=, as a pasted table's level is the user's to say."""
+    out = tmp_path / "p.json"
+    code = main(["calibrate", "--from-nccl-tests", f"inter={H100_1N}", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and not out.exists()
+    assert "inter= says it ran across servers, but its header lists all 8 ranks on one host (host)" in err
+    table = tmp_path / "table.txt"
+    table.write_text("\n".join(x for x in H100_1N.read_text().splitlines() if "Rank" not in x))
+    (run,) = nccl_tests.load_runs([f"inter={table}"])
+    assert (run.level, run.nodes, run.ranks) == ("inter_node", 2, 8)

@@ -209,9 +209,11 @@ class NcclTestsRun:
     @property
     def nodes(self) -> int:
         """Servers in scalesim's sense (one intra-server link domain each): the hosts listed;
-        at least 2 under ``inter=``; 1 under ``intra=``, which says the hosts share one
-        NVLink domain (GB200 NVL72 trays, multi-node NVLink), so all ranks are one server's,
-        and 1 where the log's busbw says so (``one_domain``) unless ``inter=`` was given."""
+        at least 2 under ``inter=`` (of a log whose rank list is cut or missing: one listing
+        every rank on one host is refused there, ``_parse_log``); 1 under ``intra=``, which
+        says the hosts share one NVLink domain (GB200 NVL72 trays, multi-node NVLink), so all
+        ranks are one server's, and 1 where the log's busbw says so (``one_domain``) unless
+        ``inter=`` was given."""
         if self.forced_level == "inter_node":
             return max(len(self.hosts), 2)
         if self.forced_level == "intra_node" or (self.one_domain and self.forced_level is None):
@@ -652,6 +654,14 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
     # every rank listed: the hosts are known; intra=/inter= say the level themselves
     if len(hosts) > 1 and len(ranks) == n and level is None:
         _read_domain(run, op, n, ranks, source)
+    if level == "inter_node" and len(hosts) == 1 and len(ranks) == n:
+        # every rank listed, on one host: inter= would split them into servers (``nodes``:
+        # at least 2) that the log shows none of, and fit that host's own link as a network's
+        raise ScalesimError(
+            f"{source}: inter= says it ran across servers, but its header lists all {n} ranks "
+            f"on one host ({excerpt(hosts[0])}): it crossed no network between servers; give it "
+            "without inter= (it measures that server's link) and give inter= a log that ran "
+            "across servers")
     run.forced_level = level
     if run.level == "inter_node" and op == "all_reduce" and not (ring_pinned(run)
                                                                   or tree_pinned(run)):
