@@ -194,8 +194,9 @@ def test_the_stretch_under_a_pipeline_is_the_same_rule_as_a_slow_device():
     """Jitter alone stretches stage 0's windows by s = 1 + e_4 x cv / sqrt(m), the stretch a slow
     device alone on stage 0 with f = s gives (§3: one rule, s = 1 + straggler / passes). A slow
     device 1.3x on stage 1 sets the wait for the slowest of all devices (its replica 75.6 ms late,
-    6.7 standard deviations of the 8 devices' jitter, 11.2 ms): jitter adds nearly nothing to it, and stage 0's windows grow by no more
-    than that (the cap, §16), so its exposed exchange stays within 1 us of the quiet one."""
+    6.7 standard deviations of the 8 devices' jitter, 11.2 ms): jitter adds nearly nothing to it,
+    and stage 0's windows grow by no more than that (the cap, §16), so its exposed exchange stays
+    within 1 us of the quiet one."""
     s = 1 + float(expected_max_normal(4)) * 0.1 / 2
     jitter = evaluate_layouts(_piped_dp4(jitter_cv=0.1))
     slow = evaluate_layouts(_piped_dp4(slow_rank=0, slow_factor=s))
@@ -237,8 +238,8 @@ def test_no_jitter_keeps_every_pipeline_row_and_more_jitter_never_shortens_a_ste
         r = evaluate_layouts(_pipeline_grid(jitter_cv=j))
         steps.append(np.asarray(r.step_time_s))
         exposed.append(np.asarray(r.dp_exposed_s))
-    for before, after in zip(steps, steps[1:]):
+    for before, after in zip(steps, steps[1:], strict=False):
         assert np.all(after >= before)
-    for before, after in zip(exposed, exposed[1:]):
+    for before, after in zip(exposed, exposed[1:], strict=False):
         assert np.all(after <= before * (1 + 1e-12))
     assert np.any(exposed[-1] < exposed[0] * (1 - 1e-3))  # it does stretch somewhere
