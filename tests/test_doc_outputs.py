@@ -229,6 +229,28 @@ def test_app_share_link_example_is_what_the_page_writes():
     assert urlencode(share_query(encode_query(state, preset_profile(state)), date)) == shown
 
 
+def test_app_sent_figure_example_is_the_pages_note():
+    """The info box the doc quotes is the one the default page's link, sent with the headline
+    the doc names (``hs=16_3814``, before session 48's straggler stretch), gets from this
+    scalesim; and the page's own ``hs`` the doc shows is the default page's now (it quoted
+    3,869 / +1.5 %, a figure no scalesim predicted, and ``hs=16_3814`` as the page's)."""
+    from scalesim.app.plan import make_plan
+    from scalesim.app.sent_figure import HEADLINE_KEY, SentFigure, changed_note, figure_text, parse_figure
+    from scalesim.app.state import MAX_DEVICES, default_state, preset_profile
+
+    state = default_state()
+    plan = make_plan(preset_profile(state), state)
+    page = figure_text(plan.focus.devices, plan.focus.samples_per_s, plan.focus.fits)
+    assert f"`{HEADLINE_KEY}={page}` on the default page" in _flat(APP)
+    sent = _figure(r"straggler stretch, `hs=(\d+_\d+)`, opened now\)", APP)
+    figure = parse_figure(sent, MAX_DEVICES)
+    assert isinstance(figure, SentFigure) and figure.devices == plan.focus.devices
+    note = changed_note(figure, (plan.focus.samples_per_s, plan.focus.fits), plan.unit,
+                        plan.words)
+    quoted = _figure(r"opened now\): \"(Sent as .*?): the model changed", APP)
+    assert note.startswith(quoted + ": the model changed")
+
+
 def test_app_goal_no_fit_note_is_the_goal_tabs():
     """The Goal tab's note where nothing fits, as the doc quotes it: ``goal.no_fit_note`` with
     the app's controls for Llama 3 8B on the default A100 40 GB servers (it names recompute
