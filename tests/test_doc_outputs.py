@@ -434,6 +434,22 @@ def test_model_fp8_remedy_example_is_the_remedy():
             f"{100 * r.gain:+.1f} %") in _flat(MODEL)
 
 
+def test_model_fp8_step_example_is_predict():
+    """§13: fp8's weight matmuls on Llama 3 8B with DDP on 8 H100s, one sequence each: the
+    step in 16 bits and in fp8, and their ratio (it said 886 → 670 ms, session 45's figures
+    before session 46's optimizer sweep)."""
+    from scalesim.predict import predict
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario
+
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    bf16, fp8 = (predict(profile, Scenario(devices=[8], micro_batch=1, precision=p))[0]
+                 for p in ("bf16", "fp8"))
+    assert (f"with DDP on 8 H100s, one sequence each, {_ms(bf16.step_time_s)} → "
+            f"{_ms(fp8.step_time_s)} ms a step ({bf16.step_time_s / fp8.step_time_s:.2f}×;"
+            ) in _flat(MODEL)
+
+
 def test_model_decide_layout_change_examples_are_the_card():
     """§20: Llama 3 8B under ZeRO-3 with full recompute on 16 H100 at micro-batch 2: the
     planner's layout at today's count and with a server more, as the card prices them; and the
