@@ -510,6 +510,17 @@ def test_model_decide_layout_change_examples_are_the_card():
     assert said and said.group(1) == note
 
 
+def test_diagnose_partial_servers_example_is_the_network_remedy():
+    """docs/diagnose.md: BERT-large on 1 GPU of each of 1-8 servers of 25 Gb/s Ethernet (the
+    runs of tests/test_diagnose_partial_servers.py): HDR's gain with the whole server's NICs
+    given to each GPU and with --gpus-per-node 8 (+1,102 / +492.5 % before session 48)."""
+    from test_diagnose_partial_servers import _network, _report
+
+    whole, share = (_network(r).gain for r in (_report(), _report(gpus_per_node=8)))
+    assert (f"HDR gave {100 * whole:+,.0f} % (192 GB/s to each GPU), {100 * share:+.1f} % with "
+            f"`--gpus-per-node 8` (24 GB/s)") in _flat((ROOT / "docs" / "diagnose.md").read_text())
+
+
 def test_diagnose_blocking_sends_example_is_the_split_remedy(capsys, tmp_path):
     """docs/diagnose.md: GPT 1.7B runs on 8-32 A100 PCIe 80GB (tests/test_knob_surfaces.py's
     runs); the split remedy with the interleaved sends blocking (zero bubble) and overlapped."""
