@@ -521,6 +521,27 @@ def test_diagnose_partial_servers_example_is_the_network_remedy():
             f"`--gpus-per-node 8` (24 GB/s)") in _flat((ROOT / "docs" / "diagnose.md").read_text())
 
 
+def test_diagnose_gain_band_examples_are_the_diagnosis():
+    """docs/diagnose.md "Each remedy's 95 % band": the seed's communication-growth runs (with
+    --params) and the large-batch runs (tests/test_diagnose_gain_bands.py): the faster link's
+    gain and band, halving the batch's gain and band (it said +58.1 % [+55.9, +59.8] and
+    +18 % to +80 %, figures of an earlier model)."""
+    import diagnose_cases as cases
+
+    from scalesim.runs import parse_runs_text
+    from scalesim.runs_diagnosis import diagnose_runs
+
+    report = diagnose_runs(parse_runs_text(cases.to_csv(cases.comm_growth()), "runs.csv"), 25.6e6)
+    link = next(r for r in report.remedies if r.key == "interconnect")
+    smaller = cases.diagnosis("large_batch").first_remedy
+    assert smaller.key == "smaller_batch"
+    text = _flat((ROOT / "docs" / "diagnose.md").read_text())
+    assert (f"the faster intra-server link gains {100 * link.gain:+.1f} % "
+            f"[{100 * link.gain_low:+.1f}, {100 * link.gain_high:+.1f}]") in text
+    assert (f"halving the batch gains {100 * smaller.objective_gain:+.0f} % (95%: "
+            f"{100 * smaller.gain_low:+.0f} % to {100 * smaller.gain_high:+.0f} %)") in text
+
+
 def test_diagnose_blocking_sends_example_is_the_split_remedy(capsys, tmp_path):
     """docs/diagnose.md: GPT 1.7B runs on 8-32 A100 PCIe 80GB (tests/test_knob_surfaces.py's
     runs); the split remedy with the interleaved sends blocking (zero bubble) and overlapped."""
