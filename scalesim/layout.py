@@ -177,6 +177,24 @@ def split_words(dp: int | None, tp: int, pp: int, cp: int | None = None) -> str:
                       + ([f"cp {cp}"] if cp is not None else []))
 
 
+def dp_ranks(dp, cp: bool = False) -> str:
+    """The data-parallel degree where a refusal's template names it for a page (a template of
+    ``knob_refusal``, whose CLI line keeps the notation 'dp 16'): '16 data-parallel ranks'
+    ('24 or 40 ...': ``dp`` a text; ``cp``: dp x cp, '16 data-parallel x context-parallel
+    ranks'); no control sets it (it is the devices over tp x pp x cp), so the line says what
+    it is."""
+    kind = "data-parallel x context-parallel" if cp else "data-parallel"
+    return f"{dp} {kind} {'rank' if str(dp) == '1' else 'ranks'}"
+
+
+def split_template(dp: int, tp: int, pp: int, cp: int | None = None) -> str:
+    """``split_words`` as a template (``knob_refusal``): tp, pp and cp by their controls, dp as
+    ``dp_ranks`` ('2 data-parallel ranks x {tp} 8 x {pp} 1'), for a refusal whose CLI line
+    keeps the notation."""
+    return " x ".join([dp_ranks(dp), f"{KNOB.tp} {tp}", f"{KNOB.pp} {pp}"]
+                      + ([f"{KNOB.cp} {cp}"] if cp is not None else []))
+
+
 def schedule_words(schedule: str, virtual_stages: int = 1) -> str:
     """A pipeline's schedule (a ``SCHEDULES`` name) as a title writes it (``SCHEDULE_SHORT``),
     with its model chunks where the schedule interleaves them: 'zero bubble', '1F1B',
@@ -274,8 +292,12 @@ def shard_group_problem(shard_group: int | None, dp: int, cp: int = 1) -> str:
     if shard_group is None or shard_group >= dp * cp or (dp * cp) % shard_group == 0:
         return ""
     group = f"dp {dp}" if cp == 1 else f"dp x cp {dp * cp}"  # no cp on the data-parallel path
-    return Refusal(f"shard group {shard_group} does not divide {group}; give a divisor of it "
-                   f"(e.g. {dp * cp}: full sharding)", ("shard_group",))
+    fix = as_literal(f"; give a divisor of it (e.g. {dp * cp}: full sharding)")
+    # a template (``knob_refusal``): the page names its Shard group control and says dp (no
+    # control) in words; the CLI keeps its line (its ``cli``)
+    return knob_refusal(f"{KNOB.shard_group} {shard_group} does not divide the "
+                        f"{dp_ranks(dp * cp, cp > 1)}{fix}", ("shard_group",),
+                        cli=as_literal(f"shard group {shard_group} does not divide {group}") + fix)
 
 
 def recompute_style_field():
@@ -508,8 +530,11 @@ def unrunnable_split(global_batch: int | None = None, dp: int = 1, micro_batch: 
     not checked."""
     problems = []
     if global_batch is not None and micro_batch is not None and global_batch % (dp * micro_batch):
-        problems.append(Refusal(f"global batch {global_batch} is not divisible by dp {dp} x "
-                                f"micro-batch {micro_batch}", ("global_batch", "micro_batch")))
+        problems.append(knob_refusal(  # the page's controls; the CLI keeps its notation
+            f"{KNOB.global_batch} {global_batch} is not divisible by {dp_ranks(dp)} x "
+            f"{KNOB.micro_batch} {micro_batch}", ("global_batch", "micro_batch"),
+            cli=f"global batch {global_batch} is not divisible by dp {dp} x micro-batch "
+                f"{micro_batch}"))
     if heads is not None and heads % tp:
         problems.append(knob_refusal(f"heads {heads} are not divisible by {KNOB.tp} {tp}",
                                      ("tp",)))
@@ -528,7 +553,8 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     L, g = layout, devices_per_node
     problems = [p for p in (tp_server_refusal(L.tp, g, nouns),) if p]
     if problem := count_problem(L.devices, g, allocation, nouns,
-                                f" ({split_words(L.dp, L.tp, L.pp, L.cp)})"):
+                                f" ({split_words(L.dp, L.tp, L.pp, L.cp)})",
+                                f" ({split_template(L.dp, L.tp, L.pp, L.cp if L.cp > 1 else None)})"):
         problems.append(problem)
     problems += unrunnable_split(L.global_batch, L.dp, L.micro_batch)
     if L.pp == 1 and L.schedule != "none":
@@ -582,30 +608,37 @@ def runs_on_count(devices, devices_per_node, allocation=None):
 
 
 def count_problem(devices: int, devices_per_node: int, allocation: int | None = None,
-                  nouns: Nouns = GPU_NOUNS, split: str = "") -> Refusal | None:
+                  nouns: Nouns = GPU_NOUNS, split: str = "",
+                  split_said: str | None = None) -> Refusal | None:
     """Why ``devices`` break ``runs_on_count``, naming the unit ('130 GPUs do not fill whole
     allocation units of 4 GPUs (...)'); None where they run. ``split``: the layout's degrees
-    after the count (' (dp 4 x ...)'). With the server as the unit (``allocation`` None or the
-    server's devices) the words are the servers' ('do not fill whole servers of 8'); the
-    allocation unit's line names the hardware file's field for the CLI, a template the app says
-    without it."""
+    after the count (' (dp 4 x ...)'), and ``split_said`` the same as a template naming the
+    page's controls (``split_template``; None: ``split``), which the CLI's line does not read.
+    With the server as the unit (``allocation`` None or the server's devices) the words are the
+    servers' ('do not fill whole servers of 8'); the allocation unit's line names the hardware
+    file's field for the CLI, a template the app says without it."""
     if bool(runs_on_count(devices, devices_per_node, allocation)):
         return None
+    said = as_literal(split) if split_said is None else split_said
     if allocation is None or allocation == devices_per_node:
-        return Refusal(f"{devices} {nouns.devices}{split} do not fill whole {nouns.servers} of "
-                       f"{devices_per_node}", ("devices", "devices_per_node"))
+        def servers(split_as: str) -> str:
+            return (f"{devices} {nouns.devices}{split_as} do not fill whole {nouns.servers} of "
+                    f"{devices_per_node}")
+
+        return knob_refusal(servers(said), ("devices", "devices_per_node"),
+                            cli=servers(as_literal(split)))
     below, above = devices // allocation * allocation, -(-devices // allocation) * allocation
 
-    def line(field: str) -> str:  # the hardware file's field, named where the CLI reads one
-        return as_literal(f"{devices} {nouns.devices}{split} do not fill whole allocation units "
-                          f"of {allocation} {nouns.gpus} ({field}the tray or node a scheduler "
-                          f"hands out, {devices_per_node} to a {nouns.server}); give a multiple "
-                          f"of {allocation}, e.g. {below} or {above}")
+    def line(field: str, split_as: str) -> str:  # the hardware file's field, where the CLI reads one
+        return (f"{devices} {nouns.devices}{split_as} do not fill whole allocation units of "
+                f"{allocation} {nouns.gpus} ({field}the tray or node a scheduler hands out, "
+                f"{devices_per_node} to a {nouns.server}); give a multiple of {allocation}, "
+                f"e.g. {below} or {above}")
 
-    # a template (``knob_refusal``) naming no knob: the app, which takes no hardware file, says
-    # it without the field (``errors.in_words_of``)
-    return knob_refusal(line(""), ("devices",),
-                        cli=line("the hardware's devices_per_allocation: "))
+    # a template (``knob_refusal``): the app, which takes no hardware file, says it without the
+    # field and the split in its controls (``errors.in_words_of``)
+    return knob_refusal(line("", said), ("devices",),
+                        cli=line("the hardware's devices_per_allocation: ", as_literal(split)))
 
 
 def divisors_text(n: int) -> str:

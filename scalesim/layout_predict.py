@@ -43,12 +43,20 @@ from scalesim.counts_left_out import (
     split_left_out,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import KNOB, ScalesimError, as_literal, controls_named_of, knobs_of, within
+from scalesim.errors import (
+    KNOB,
+    ScalesimError,
+    as_literal,
+    controls_named_of,
+    knobs_of,
+    within,
+)
 from scalesim.figures import MIB_BYTES, count_list, either, whole
 from scalesim.layout import (
     SCHEDULES,
     ZERO_STRATEGIES,
     ParallelLayout,
+    dp_ranks,
     early_stop_of,
     knob_refusal,
     knob_value_refusal,
@@ -662,16 +670,25 @@ def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS, cp=1, unit: int | N
         rows = np.flatnonzero(np.broadcast_to(bad, pb.shape).ravel())
         i = int(rows[0])
         m, c = int(mb[i]), int(cb[i])
+        t, s = (int(np.broadcast_to(np.asarray(a), bad.shape).ravel()[i]) for a in (tp, pp))
         what = "tp x pp x cp" if c > 1 else "tp x pp"
         counts = sorted({int(pb[j]) for j in rows if int(mb[j]) == m and int(cb[j]) == c})
         ends = (counts[0], counts[-1])  # the smallest and the largest count's nearest
         near = sorted({x for n in ends for x in runnable_multiples(n, m, unit) if x})
         common = math.gcd(*counts)  # offered where it is 2 or more, as the note offers it
-        raise ScalesimError(f"{nouns.devices} {count_list(counts)} are not divisible by "
-                            f"{what} = {whole(m)}; give {nouns.device} counts that are multiples of it "
-                            f"({either(near)})"
-                            + (f", or a {what} that divides {whole(common)}" if common >= 2 else ""),
-                            knobs=("devices", "tp", "pp", *(("cp",) if c > 1 else ())))
+
+        def line(split: str, fix: str) -> str:
+            return (f"{nouns.devices} {count_list(counts)} are not divisible by {split} = "
+                    f"{whole(m)}; give {nouns.device} counts that are multiples of it "
+                    f"({either(near)})" + (f", or {fix} {whole(common)}" if common >= 2 else ""))
+
+        # a template (``knob_refusal``): the page names its controls and their values once
+        # ('Tensor parallel 1 x Pipeline stages 3 = 3'); the CLI keeps its notation
+        said = f"{KNOB.tp} {t} x {KNOB.pp} {s}" + (f" x {KNOB.cp} {c}" if c > 1 else "")
+        raise ScalesimError(knob_refusal(
+            line(said, "a split whose product divides"),
+            ("devices", "tp", "pp", *(("cp",) if c > 1 else ())),
+            cli=line(what, f"a {what} that divides")))
     return p // model
 
 
@@ -826,7 +843,7 @@ def count_refusal(profile: Profile, scenario: Scenario, outs: dict[str, LeftOut]
                    f"{nouns.device if list(outs[r].counts) == [1] else nouns.devices}, "
                    f"{outs[r].why}" for r in rest)
     # the other rules' reasons name no control: the first's line alone may, in the caller's words
-    return ScalesimError(f"{refused}{also}", knobs=dict.fromkeys(
+    return ScalesimError(within(refused, f"{refused}{also}"), knobs=dict.fromkeys(
         (*knobs_of(refused), *(k for r in rest for k in outs[r].knobs))),
         controls_named=controls_named_of(refused))
 
@@ -858,13 +875,19 @@ def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
              if shard_group_problem(shard_group, int(d[i]), int(c[i]))}
     if len(sizes) < 2 or not shard_group_problem(shard_group, int(d[bad[0]]), int(c[bad[0]])):
         raise ScalesimError(within(first, f"{first} (at {nouns.count(int(p[bad[0]]))})"))
-    group = "dp x cp" if any(k > 1 for _, k in sizes.values()) else "dp"
+    with_cp = any(k > 1 for _, k in sizes.values())
+    group = "dp x cp" if with_cp else "dp"
     ranks = list(dict.fromkeys(a * b for a, b in sizes.values()))
     common = math.gcd(*ranks)
     offer = f"give a divisor of each (e.g. {common}), or " if common >= 2 else ""
-    raise ScalesimError(f"shard group {shard_group} does not divide {group} {either(ranks)}; "
-                        f"{offer}drop it: full sharding (at {count_list(sorted(sizes), None)} "
-                        f"{nouns.devices})", knobs=("shard_group",))
+    rest = as_literal(f"; {offer}drop it: full sharding (at {count_list(sorted(sizes), None)} "
+                      f"{nouns.devices})")
+    # a template (``knob_refusal``): the page names its Shard group control and dp (no
+    # control) in words, as ``layout.shard_group_problem``; the CLI keeps its line
+    raise ScalesimError(knob_refusal(
+        f"{KNOB.shard_group} {shard_group} does not divide the "
+        f"{dp_ranks(either(ranks), with_cp)}{rest}", ("shard_group",),
+        cli=f"shard group {shard_group} does not divide {group} {either(ranks)}{rest}"))
 
 
 def _one_sample_fits(base: LayoutInputs, k, supply, fits_of) -> np.ndarray:

@@ -21,6 +21,7 @@ from scalesim.figures import MIB_BYTES, count_list, either, link_GBps, sig3
 from scalesim.layout import (
     SCHEDULES,
     count_problem,
+    dp_ranks,
     knob_refusal,
     replica_devices,
     runs_on_count,
@@ -248,26 +249,33 @@ def nearest_splitting_batches(global_batch: int, replicas, accumulation: int) ->
 
 
 def uneven_split_words(global_batch: int, devices, replicas, accumulation: int, nouns: Nouns,
-                       split: bool = False) -> str:
+                       split: bool = False) -> Refusal:
     """The one-line refusal of a global batch that does not split evenly over ``replicas`` x
     ``accumulation`` at some of the ``devices`` asked (``replicas``: the devices, or dp where
     ``split``: a model split into tp x pp x cp): every count it fails at, and the nearest
     global batches that split over all of them (``nearest_splitting_batches``)."""
     k, gb = accumulation, global_batch
     bad = np.flatnonzero(gb % (np.asarray(replicas) * k) != 0)
+    nearest = nearest_splitting_batches(gb, replicas, k)
+    every = "" if len(devices) == 1 else f" at every count asked ({count_list(devices, None)})"
+    batches = f": {' or '.join(str(b) for b in nearest)}" if nearest else ""
     if split:
         head = f"global batch {gb} is not divisible by " + ", nor by ".join(
             f"dp {int(replicas[i])} x accumulation {k} ({int(devices[i])} {nouns.devices})"
             for i in bad)
+        page = f"{KNOB.global_batch} {gb} is not divisible by " + ", nor by ".join(
+            f"{dp_ranks(int(replicas[i]))} x {KNOB.accumulation} {k} ({int(devices[i])} "
+            f"{nouns.devices})" for i in bad)
     else:
-        head = (f"global batch {gb} does not split evenly over "
-                f"{count_list([int(devices[i]) for i in bad], None)} {nouns.devices} x {k} "
-                "accumulation steps")
+        over = f"{count_list([int(devices[i]) for i in bad], None)} {nouns.devices} x"
+        head = f"global batch {gb} does not split evenly over {over} {k} accumulation steps"
+        page = f"{KNOB.global_batch} {gb} does not split evenly over {over} {KNOB.accumulation} {k}"
     rule = "dp x accumulation" if split else f"{nouns.devices} x accumulation"
-    nearest = nearest_splitting_batches(gb, replicas, k)
-    every = "" if len(devices) == 1 else f" at every count asked ({count_list(devices, None)})"
-    return (f"{head}; pick a global batch divisible by {rule}{every}"
-            + (f": {' or '.join(str(b) for b in nearest)}" if nearest else ""))
+    # a template (``knob_refusal``): the page names its controls (Global batch, Gradient
+    # accumulation) and dp in words, once each; the CLI keeps its notation
+    return knob_refusal(f"{page}; pick one divisible by their product{every}{batches}",
+                        ("global_batch", "accumulation"),
+                        cli=f"{head}; pick a global batch divisible by {rule}{every}{batches}")
 
 
 def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=None,

@@ -363,7 +363,8 @@ def _check_parallel_case(case: ParallelCase, where: str) -> None:
     short = lay.global_batch < lay.dp * micro
     problems = (unrunnable_split(lay.global_batch, lay.dp, micro) if short else [])
     problems += unrunnable_split(tp=lay.tp, heads=case.model.heads)
-    problems = [in_words_of(p, str) for p in problems]  # the case file's fields, not flags
+    # the case file's fields, not flags; a line with the CLI's own says it ('dp 4', a field)
+    problems = [in_words_of(p, str, cli=True) for p in problems]
     if problems:
         raise ScalesimError(f"{where}: {'; '.join(problems)}: no framework runs that layout; "
                             "check the case's layout and model against its source")
@@ -636,7 +637,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     for problem in layout_problems(layout, hw.gpus_per_node, layers=m.layers, heads=m.heads,
                                    kv_heads=kv, seq_len=m.seq_len, allocation=allocation_of(hw)):
         flags.append("layout note (predicted as published): "  # the case file's fields
-                     f"{in_words_of(problem, str)}")
+                     f"{in_words_of(problem, str, cli=True)}")
 
     fp8 = case.precision == "fp8"
     if case.precision is None:
