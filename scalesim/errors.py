@@ -95,13 +95,23 @@ def joined(sep: str, parts) -> Refusal:
     """``parts`` (lines, ``Refusal`` s among them) joined by ``sep`` as one line, with each
     part's template kept (its literal text where it has none): a caveat made of two refusals
     ('...: {params} pins it; ... give {params} to rank them') is said in its reader's words as a
-    whole (``in_words_of``). ``knobs`` and ``controls_named``: the parts', in order."""
+    whole (``in_words_of``); and the CLI's own template where a part has one
+    (``Refusal.cli_template``; the others' templates beside it), so that a CLI that says the
+    whole in its words (``in_words_of(..., cli=True)``) keeps each part's. ``knobs`` and
+    ``controls_named``: the parts', in order."""
     parts = [p for p in parts if p]
-    templated = any(template_of(p) for p in parts)
-    template = sep.join(template_of(p) or as_literal(str(p)) for p in parts) if templated else ""
+
+    def of(cli: bool) -> str:  # the parts' templates joined, '' where none has one
+        if not any(template_of(p, cli) for p in parts):
+            return ""
+        return sep.join(template_of(p, cli) or as_literal(str(p)) for p in parts)
+
+    template = of(False)
+    cli = of(True) if any(getattr(p, "cli_template", "") for p in parts) else ""
     return Refusal(sep.join(map(str, parts)),
                    tuple(dict.fromkeys(k for p in parts for k in knobs_of(p))),
-                   tuple(dict.fromkeys(k for p in parts for k in controls_named_of(p))), template)
+                   tuple(dict.fromkeys(k for p in parts for k in controls_named_of(p))), template,
+                   cli)
 
 
 def in_words_of(value, named, cli: bool = False) -> Refusal:

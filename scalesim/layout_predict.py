@@ -48,6 +48,7 @@ from scalesim.errors import (
     ScalesimError,
     as_literal,
     controls_named_of,
+    joined,
     knobs_of,
     within,
 )
@@ -843,7 +844,7 @@ def count_refusal(profile: Profile, scenario: Scenario, outs: dict[str, LeftOut]
                    f"{nouns.device if list(outs[r].counts) == [1] else nouns.devices}, "
                    f"{outs[r].why}" for r in rest)
     # the other rules' reasons name no control: the first's line alone may, in the caller's words
-    return ScalesimError(within(refused, f"{refused}{also}"), knobs=dict.fromkeys(
+    return ScalesimError(joined("", (refused, also)), knobs=dict.fromkeys(
         (*knobs_of(refused), *(k for r in rest for k in outs[r].knobs))),
         controls_named=controls_named_of(refused))
 
