@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 from cli_harness import run_cli
-
 from scalesim.app.named_controls import controls_to_change, in_control_words
 from scalesim.app.plan import make_plan
 from scalesim.app.state import AppState, preset_profile, with_profile_defaults
+
 from scalesim.device_nouns import GPU_NOUNS, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.layout import ParallelLayout, layout_problems
