@@ -240,10 +240,13 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
     frameworks = axes.get("zero_framework", [base.zero_framework])
     syncs = axes.get("grad_sync", [base.grad_sync])
     if all(grad_sync_refused(f, g) for f in frameworks for g in syncs):  # else rows dropped
+        # a template (``layout.knob_refusal``): a one-value knob by its slot, so that a
+        # --scenario file's is said by its key (``cli.given_words``)
         pair = " with ".join(_asked_words(name, axes, base)
                              for name in ("zero_framework", "grad_sync"))
-        raise ScalesimError(f"every row pairs {pair}: {grad_sync_deepspeed_error()}",
-                            knobs=("zero_framework", "grad_sync"))
+        raise ScalesimError(knob_refusal(
+            f"every row pairs {pair}: {template_of(grad_sync_deepspeed_error())}",
+            ("zero_framework", "grad_sync")))
     from scalesim.layout_predict import (
         check_attention_kernel,
         check_precision,
@@ -367,11 +370,12 @@ def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tup
 
 def _asked_words(name: str, axes: dict, base: Scenario) -> str:
     """'--zero-framework-values deepspeed' (swept: the axis flag and its values as typed) or
-    '--grad-sync once-per-step' (one value: the scenario's flag and value), the knob table's
-    flag (``bounds.flag_of``): how a refusal of the sweep names a knob the user gave."""
+    '{grad_sync} once-per-step' (one value: the scenario's knob by its slot, ``errors.KNOB``,
+    and its value), as a template's part (``layout.knob_refusal``): how a refusal of the sweep
+    names a knob the user gave (the CLI's flag, a --scenario file's key: ``cli.given_words``)."""
     if name in axes:
-        return f"{values_flag(name)} {','.join(str(v) for v in axes[name])}"
-    return f"{flag_of(name)} {getattr(base, name)}"
+        return as_literal(f"{values_flag(name)} {','.join(str(v) for v in axes[name])}")
+    return f"{getattr(KNOB, name)} {as_literal(str(getattr(base, name)))}"
 
 
 def _setting_words(name: str, values: list, arrays: dict[str, np.ndarray]) -> tuple[str, str]:
