@@ -29,7 +29,15 @@ from scalesim.bounds import (
     values_flag,
 )
 from scalesim.device_nouns import Nouns, nouns_for
-from scalesim.errors import KNOB, ScalesimError, as_literal, in_words_of, require_model, template_of
+from scalesim.errors import (
+    KNOB,
+    ScalesimError,
+    as_literal,
+    in_words_of,
+    require_model,
+    template_of,
+    within,
+)
 from scalesim.figures import MIB_BYTES
 from scalesim.layout import (
     P2P_OVERLAP_WORDS,
@@ -588,7 +596,7 @@ def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
     refused = _grad_sync_refused_rows(base, grid, p) & (shard >= 0)
     if refused.any():  # DeepSpeed with once-per-step reduction: dropped, as broken layouts
         dropped_layout += int(refused.sum())
-        example = example or f"zero_framework deepspeed: {grad_sync_deepspeed_error()}"
+        example = example or _row_rule("zero_framework deepspeed", grad_sync_deepspeed_error())
         shard = np.where(refused, -1, shard)
     if dropped_layout:  # rows the shard group cannot run: dropped, counted as broken layouts
         ok = shard >= 0
@@ -845,7 +853,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     if dropped_unused.any():  # a swept value the row's layout does not run: predict refuses it
         i = int(np.flatnonzero(dropped_unused)[0])
         why = next(rule for rows, rule in swept.values() if rows[i])
-        example = example or f"{_row_words(profile, p, tp, pp, cp, i)}: {why}"
+        example = example or _row_rule(_row_words(profile, p, tp, pp, cp, i), why)
         layout_ok &= ~dropped_unused
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else np.full(p.shape, lp.ZERO_OF_STRATEGY[base.strategy]))
@@ -853,14 +861,14 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     deepspeed_piped = layout_ok & deepspeed_refuses_pipeline(_frameworks(base, grid, p), zero, pp)
     if deepspeed_piped.any():
         i = int(np.flatnonzero(deepspeed_piped)[0])
-        example = example or (
+        example = example or _row_rule(
             f"{_split_words(tp[i], pp[i], cp[i])} on "
-            f"{nouns_for(profile.hardware.device_name).count(int(p[i]))}: "
-            f"{deepspeed_pipeline_error(ZERO_STRATEGIES[int(zero[i])], int(pp[i]))}")
+            f"{nouns_for(profile.hardware.device_name).count(int(p[i]))}",
+            deepspeed_pipeline_error(ZERO_STRATEGIES[int(zero[i])], int(pp[i])))
         layout_ok &= ~deepspeed_piped
     refused = layout_ok & _grad_sync_refused_rows(base, grid, p)
     if refused.any():  # DeepSpeed with once-per-step reduction (predict refuses it): dropped
-        example = example or f"zero_framework deepspeed: {grad_sync_deepspeed_error()}"
+        example = example or _row_rule("zero_framework deepspeed", grad_sync_deepspeed_error())
         layout_ok &= ~refused
     shard = _row_shard_groups(base, grid, p, zero)  # swept, or the one value (0 at ddp rows)
     if shard is not None:  # a row the shard group cannot run is dropped, as a broken layout
@@ -990,7 +998,14 @@ def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp,
         return f"{where}: {what} does not divide the {devices}"
     why = lp.first_problem(profile, dp[i], tp[i], pp[i], 0, micro[i], dp[i] * micro[i] * k[i],
                            split, schedule if pp[i] > 1 else "none", g, cp[i], unit)
-    return f"{where}: {why}" if why else ""
+    return _row_rule(where, why) if why else ""
+
+
+def _row_rule(where: str, why: str) -> str:
+    """'<where>: <why>', the first dropped row (``SweepResult.layout_example``) and the rule it
+    breaks, the rule's template kept (``errors.within``): the CLI says a --scenario file's
+    setting in it by the file's key (``cli.given_words``, ``cmd_sweep.dropped_note``)."""
+    return within(why, f"{where}: {why}")
 
 
 def iter_sweep(plan: SweepPlan, chunk_rows: int | None = None) -> Iterator[SweepResult]:

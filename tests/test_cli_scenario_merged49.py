@@ -127,9 +127,11 @@ def test_a_sweeps_grid_sets_right_the_files_combination(tmp_path, capsys):
     code, alone, err = run_cli(capsys, [*sweep, "--scenario", at_pp1, "--pp-values", "1"])
     assert code == 0, err
     assert rescued == alone and [row["pp"] for row in json.loads(rescued)] == [1]
-    # the grid's pp 2 alone: every row breaks the rule, the sweep's line says so
+    # the grid's pp 2 alone: every row breaks the rule, the sweep's line says so (the file
+    # named first: its strategy in the rule by its key, tests/test_cli_scenario_words49.py)
     line = _line(capsys, [*sweep, "--scenario", at_pp2, "--pp-values", "2"])
-    assert line.startswith("scalesim sweep: error: no combination of the sweep is left"), line
+    assert line.startswith(
+        f"scalesim sweep: error: {at_pp2}: no combination of the sweep is left"), line
     # the flags alone, --pp beside --pp-values: the two flags' line, not DeepSpeed's rule
     assert _line(capsys, [*sweep, "--devices", "16", "--strategy", "zero2", "--zero-framework",
                           "deepspeed", "--pp", "2", "--pp-values", "1"]) == (

@@ -18,6 +18,7 @@ from scalesim.bounds import (
     split_list,
     values_flag,
 )
+from scalesim.cli.given_words import in_given_words
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
@@ -26,7 +27,15 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import KNOB, ScalesimError, flag_error, in_words_of
+from scalesim.errors import (
+    KNOB,
+    Refusal,
+    ScalesimError,
+    flag_error,
+    in_words_of,
+    joined,
+    within,
+)
 from scalesim.figures import count
 from scalesim.layout import knob_refusal
 from scalesim.precision import FP8, FP8_WORDS
@@ -345,15 +354,10 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
             handle.write(piece if first or fmt == "csv" else ", " + piece)
             first = False
     if not written:
-        raise ScalesimError(
-            f"no combination of the sweep is left: all {dropped} dropped ("
-            + "; ".join(
-                _dropped_reasons(
-                    dropped, dropped_layout, example, nouns_for(plan.profile.hardware.device_name)
-                )
-            )
-            + "); nothing written"
-        )
+        reasons = _dropped_reasons(dropped, dropped_layout, example,
+                                   nouns_for(plan.profile.hardware.device_name))
+        raise ScalesimError(within(reasons, f"no combination of the sweep is left: all "
+                                            f"{dropped} dropped ({reasons}); nothing written"))
     if fmt == "json":
         handle.write("]\n")
     return written, dropped, dropped_layout, example, ignored
@@ -384,10 +388,12 @@ def ignored_notes(plan, ignored: dict, written: int) -> list[str]:
 
 def _dropped_reasons(
     dropped: int, dropped_layout: int, example: str = "", words: Nouns = GPU_NOUNS
-) -> list[str]:
-    """Each reason combinations were left out, with its count; ``example``: the first layout
-    dropped and the rule it breaks (``SweepResult.layout_example``); ``words``: the profile's
-    nouns ('tp stays in a host' on a CPU profile)."""
+) -> Refusal:
+    """Each reason combinations were left out, with its count, joined by '; '; ``example``: the
+    first layout dropped and the rule it breaks (``SweepResult.layout_example``), its template
+    kept (``errors.within``, ``errors.joined``: a --scenario file's setting said by its key,
+    ``cli.given_words``); ``words``: the profile's nouns ('tp stays in a host' on a CPU
+    profile)."""
     from scalesim.predict import micro_batch_max
 
     batch = dropped - dropped_layout
@@ -398,7 +404,8 @@ def _dropped_reasons(
         "and heads must split"
     )
     breaks = "breaks" if dropped_layout == 1 else "break"
-    reasons = [f"{dropped_layout} {breaks} a layout rule ({rules})"] if dropped_layout else []
+    reasons = [within(example, f"{dropped_layout} {breaks} a layout rule ({rules})")
+               ] if dropped_layout else []
     reasons += (
         [
             f"{batch} {'does' if batch == 1 else 'do'} not split the global batch evenly "
@@ -408,17 +415,16 @@ def _dropped_reasons(
         if batch
         else []
     )
-    return reasons
+    return joined("; ", reasons)
 
 
 def dropped_note(dropped: int, dropped_layout: int, example: str = "", words: Nouns = GPU_NOUNS) -> str:
     """Why combinations were left out, each reason with its count ('' when none was), in
-    ``words``, the profile's nouns."""
+    ``words``, the profile's nouns; the example's template kept (``_dropped_reasons``)."""
     if not dropped:
         return ""
-    return f"{count(dropped, 'combination')} dropped: " + "; ".join(
-        _dropped_reasons(dropped, dropped_layout, example, words)
-    )
+    reasons = _dropped_reasons(dropped, dropped_layout, example, words)
+    return within(reasons, f"{count(dropped, 'combination')} dropped: {reasons}")
 
 
 def output_format(out: str | None, fmt: str | None) -> str:
@@ -662,7 +668,10 @@ def run(args: argparse.Namespace) -> int:
             written, *dropped, ignored = _write(handle, plan, fmt, bubbles, baseline)
     else:
         written, *dropped, ignored = _write(sys.stdout, plan, fmt, bubbles, baseline)
-    note = dropped_note(*dropped, words=nouns_for(profile.hardware.device_name))
+    # a --scenario file's setting in the example's rule by its key, the file first, as main's
+    # error line says it (``given_words``)
+    note = in_given_words(dropped_note(*dropped, words=nouns_for(profile.hardware.device_name)),
+                          args)
     if args.out is not None:
         print(f"wrote {written} scenarios to {args.out}" + (f" ({note})" if note else ""), file=sys.stderr)
     elif note:
