@@ -134,3 +134,61 @@ def test_the_dropped_rows_note_names_the_files_grad_sync_by_its_key(tmp_path, ca
         f"note: {path}: 1 combination dropped: 1 breaks a layout rule (e.g. zero_framework "
         "deepspeed: " + NO_SYNC.format(grad_sync="grad_sync", zero_framework="--zero-framework")
         + ")")
+
+
+GOAL = ["goal", *W, "--deadline", "30d", "--budget", "100000", "--train-samples", "1e7",
+        "--max-devices", "16"]  # a short search: the answer is at 16 devices
+
+
+def test_goal_notes_the_files_devices_and_strategy_as_not_used(tmp_path, capsys, monkeypatch):
+    """goal searches the device count and the strategy itself (``cmd_goal.SEARCHED``): a file's
+    (one scenario shared with predict, sweep and decide) is said not used, by its key, the file
+    first, and the answer is the one without them, byte for byte but those notes."""
+    path = _file(tmp_path, "s.json", {"devices": [64], "strategy": "zero3"})
+    code, out, err = run_cli(capsys, [*GOAL, "--json", "--scenario", path])
+    assert code == 0 and err == "", err
+    noted = json.loads(out)
+    assert noted["notes"][:2] == [
+        f"{path}: devices is not used: goal searches every device count up to --max-devices",
+        f"{path}: strategy is not used: goal searches DDP and ZeRO-1/2/3 and names the one it "
+        "picks"]
+    code, out, err = run_cli(capsys, [*GOAL, "--json"])
+    assert code == 0, err
+    alone = json.loads(out)
+    assert noted == {**alone, "notes": noted["notes"][:2] + alone["notes"]}
+    # text: the same notes, each a line of its own (a short path: none wraps)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, [*GOAL, "--scenario", "s.json"])
+    assert code == 0, err
+    assert ("\nnote: s.json: devices is not used: goal searches every device count up to "
+            "--max-devices\nnote: s.json: strategy is not used: goal searches DDP and "
+            "ZeRO-1/2/3 and names the one it picks\n") in out
+
+
+def test_goal_refuses_the_files_global_batch_in_its_words(tmp_path, capsys):
+    """A file's global batch: refused, as the flag (the answer would train at another global
+    batch than the file fixes), by the file's key, the file first (was seek's line, no file
+    named: 'goal seeking varies the per-device batch: give a micro-batch, not a fixed global
+    batch')."""
+    path = _file(tmp_path, "s.json", {"global_batch": 512})
+    assert _line(capsys, [*GOAL, "--scenario", path]) == (
+        f"scalesim goal: error: {path}: global_batch is not used: goal varies the per-device "
+        "batch (micro-batch and accumulation) itself; drop it, and give micro_batch N for the "
+        "micro-batch it starts from")
+    # --batch over it: the flag's per-device batch replaces the file's global batch
+    # (``scenario_from_args``), and goal runs
+    code, out, err = run_cli(capsys, [*GOAL, "--json", "--scenario", path, "--batch", "2"])
+    assert code == 0 and json.loads(out), err
+
+
+def test_goal_refuses_the_flags_as_before(capsys):
+    for flag, value, line in (
+            ("--devices", "8", "--devices is not used: goal searches every device count up to "
+             "--max-devices; give --max-devices N instead"),
+            ("--strategy", "zero3", "--strategy is not used: goal searches DDP and ZeRO-1/2/3 "
+             "and names the one it picks; drop it"),
+            ("--global-batch", "64", "--global-batch is not used: goal varies the per-device "
+             "batch (micro-batch and accumulation) itself; drop it, and give --batch N for the "
+             "micro-batch it starts from")):
+        assert _line(capsys, [*GOAL, flag, value]) == f"scalesim goal: error: {line}"
+

@@ -7,6 +7,7 @@ import math
 import re
 
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, KNOB_BY_FIELD, bound, flag_type
+from scalesim.cli.given_words import in_given_words
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
@@ -14,8 +15,9 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.device_nouns import nouns_for
-from scalesim.errors import excerpt
+from scalesim.errors import KNOB, Refusal, excerpt
 from scalesim.figures import DAYS_PER_YEAR
+from scalesim.layout import knob_refusal
 from scalesim.money import usd_type
 
 NAME = "goal"
@@ -88,7 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_scenario_arguments(p)
     for action in p._actions:  # --help says what run() does with the flags goal searches itself
         if action.dest in SEARCHED:
-            action.help = SEARCHED[action.dest]
+            action.help = str(searched_refusal(action.dest))
     g = p.add_argument_group("goal")
     g.add_argument(
         "--deadline",
@@ -167,16 +169,33 @@ def render(answer) -> str:
     return "\n".join(lines)
 
 
-# Scenario flags whose values goal searches over itself (``scalesim.goal``): given, they would
-# change nothing in its answer.
+# Scenario knobs whose values goal searches over itself (``scalesim.goal``): (why the value is
+# not used, what to give instead), each knob by its slot (``errors.KNOB``: the flag, a
+# --scenario file's key, ``given_words``). Given as a flag, each would change nothing in its
+# answer: refused (``searched_refusal``). A --scenario file's devices or strategy is noted as not
+# used, the answer run: a file is one scenario shared with predict, sweep and decide, and goal's
+# answer names the device count and strategy it picked in their place; a file's global batch is
+# refused, as the flag (and ``goal.seek``): the answer's global batch would not be the one the
+# file fixes for training.
 SEARCHED = {
-    "devices": "--devices is not used: goal searches every device count up to --max-devices; "
-    "give --max-devices N instead",
-    "strategy": "--strategy is not used: goal searches DDP and ZeRO-1/2/3 and names the one it "
-    "picks; drop it",
-    "global_batch": "--global-batch is not used: goal varies the per-device batch (micro-batch "
-    "and accumulation) itself; drop it, and give --batch N for the micro-batch it starts from",
+    "devices": (f"{KNOB.devices} is not used: goal searches every device count up to "
+                f"{KNOB.max_devices}", f"give {KNOB.max_devices} N instead"),
+    "strategy": (f"{KNOB.strategy} is not used: goal searches DDP and ZeRO-1/2/3 and names the "
+                 "one it picks", "drop it"),
+    "global_batch": (f"{KNOB.global_batch} is not used: goal varies the per-device batch "
+                     "(micro-batch and accumulation) itself",
+                     f"drop it, and give {KNOB.micro_batch} N for the micro-batch it starts from"),
 }
+# a --scenario file's settings goal notes as not used and runs without (``SEARCHED``)
+FILE_NOTED = ("devices", "strategy")
+
+
+def searched_refusal(field: str) -> Refusal:
+    """'--strategy is not used: goal searches ...; drop it': goal's refusal of a value of knob
+    ``field`` it searches itself (``SEARCHED``), as a template (a --scenario file's by its key,
+    ``given_words``)."""
+    why, fix = SEARCHED[field]
+    return knob_refusal(f"{why}; {fix}", (field,))
 
 
 def check_goal_inputs(profile, scenario) -> None:
@@ -203,10 +222,18 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.errors import ScalesimError
     from scalesim.goal import searched_scenarios, seek
 
-    for dest, why in SEARCHED.items():
+    for dest in SEARCHED:
         if getattr(args, dest) is not None:
-            raise ScalesimError(why, knobs=(dest,))  # each a knob's field
+            raise ScalesimError(searched_refusal(dest))
     scenario = scenario_from_args(args)
+    # the --scenario file's settings goal searches (no flag gave one: refused above), each by
+    # its key, the file first (``given_words``): its global batch refused (main's line), its
+    # devices and strategy noted as not used
+    in_file = getattr(args, "_scenario_settings", None) or {}
+    if "global_batch" in in_file and scenario.global_batch is not None:  # not --batch's over it
+        raise ScalesimError(searched_refusal("global_batch"))
+    not_used = [in_given_words(knob_refusal(SEARCHED[f][0], (f,)), args)
+                for f in FILE_NOTED if f in in_file]
     profile = profile_from_args(args, scenario)
     check_goal_inputs(profile, scenario)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices,
@@ -216,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
     # apply to its ZeRO plans, though the base scenario's strategy is ddp
     of_each = [notes_before(profile, s, [args.max_devices], "any plan searched (--max-devices)")
                for s in searched_scenarios(scenario)]
-    said = [n for n in of_each[0] if all(n in notes for notes in of_each[1:])]
+    said = not_used + [n for n in of_each[0] if all(n in notes for notes in of_each[1:])]
     if note := deadline_note(args.deadline, getattr(args, "deadline_bare", None)):
         said.insert(0, note)
     return print_answer(answer, said, args.json, render, "the goal's answer")
