@@ -192,3 +192,16 @@ def test_goal_refuses_the_flags_as_before(capsys):
              "micro-batch it starts from")):
         assert _line(capsys, [*GOAL, flag, value]) == f"scalesim goal: error: {line}"
 
+
+def test_decide_focus_names_the_files_devices_by_its_key(tmp_path, capsys):
+    """decide takes the file's devices as it takes --devices (it decides at one of them, the
+    'As is' its scenario): a --focus outside them names the file's key, the file first."""
+    decide = ["decide", *W, "--json"]
+    path = _file(tmp_path, "s.json", {"devices": [8]})
+    assert _line(capsys, [*decide, "--scenario", path, "--focus", "3"]) == (
+        f"scalesim decide: error: {path}: --focus 3 is not one of devices (8)")
+    # the flag's counts over the file's, and the flag alone: the flag
+    assert _line(capsys, [*decide, "--scenario", path, "--devices", "8,16", "--focus", "3"]) == (
+        "scalesim decide: error: --focus 3 is not one of --devices (8, 16)")
+    assert _line(capsys, [*decide, "--devices", "8", "--focus", "3"]) == (
+        "scalesim decide: error: --focus 3 is not one of --devices (8)")

@@ -11,7 +11,8 @@ from scalesim.cli.options import (
     profile_from_args,
     scenario_from_args,
 )
-from scalesim.errors import ScalesimError
+from scalesim.errors import KNOB, ScalesimError
+from scalesim.layout import knob_refusal
 
 NAME = "decide"
 HELP = "what to do at a device count: options with cost, throughput, time and money, and a pick"
@@ -64,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
     profile = profile_from_args(args, scenario)
     rows = predict(profile, scenario)
     if args.focus is not None and args.focus not in [r.devices for r in rows]:
-        raise ScalesimError(f"--focus {args.focus} is not one of --devices "
-                            f"({', '.join(str(r.devices) for r in rows)})")
+        # the counts by where they came from (a --scenario file's key: ``given_words``)
+        raise ScalesimError(knob_refusal(f"--focus {args.focus} is not one of {KNOB.devices} "
+                                         f"({', '.join(str(r.devices) for r in rows)})"))
     focus = focus_devices(rows, args.focus)
     card = decide(profile, scenario, focus)
     said = notes_before(profile, scenario, [focus], "the decision ('As is')")
