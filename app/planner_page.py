@@ -125,7 +125,7 @@ from .state import (
     with_profile_defaults,
 )
 from .table_columns import LAYOUT_COLUMNS as LAID
-from .table_columns import searched_layout_cells, show_table, to_hours
+from .table_columns import RATE_FORMAT, searched_layout_cells, show_table, to_hours
 
 PROFILES_DIR_ENV = "SCALESIM_APP_PROFILES"  # set by `scalesim app --profiles DIR`
 MAX_UPLOAD_MB = 2
@@ -808,7 +808,7 @@ def _tab_cost(plan: Plan) -> None:
         "hours to finish": to_hours(o.time_s) if o.fits else None,
         "cost USD": o.cost_usd if o.fits else None,
         "runnable": "yes" if o.fits else f"NO: {DOES_NOT_FIT}",
-    } for o in plan.options]), {f"{plan.unit}/s": "%.0f"})
+    } for o in plan.options]))
 
 
 def _tab_quality(plan: Plan) -> None:
@@ -1004,7 +1004,7 @@ def _tab_layouts(plan: Plan) -> None:
         f"{plan.unit}/s": r.samples_per_s, "MFU %": r.mfu * 100,
         "memory GiB": r.memory_bytes / GIB_BYTES, "why it ranks here": r.why,
     } for r in rows]), hide_index=True, key="layouts_table", column_config={
-        c: st.column_config.NumberColumn(format="%.1f")
+        c: st.column_config.NumberColumn(format=RATE_FORMAT if c.endswith("/s") else "%.1f")
         for c in ("step ms", f"{plan.unit}/s", "MFU %", "memory GiB")})
     for words in dict.fromkeys(r.stage_notes for r in rows if r.stage_notes):
         # once per pp x virtual stages: uneven, or even in the model but not in torchtitan

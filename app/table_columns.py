@@ -9,16 +9,23 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from scalesim.figures import THROUGHPUT_DIGITS
 from scalesim.layout import SCHEDULE_SHORT
 
 HOURS_PER_S = 1 / 3600.0
+# a throughput column (samples/s): ``figures.throughput``'s significant digits, as every
+# command's table and the page's metrics write it. Streamlit's printf %g is sprintf-js's
+# String(Number(x.toPrecision(n))) (its frontend bundle, streamlit 1.67): '0.2075', '17.11',
+# '4016', '140900', never an exponent from 1e-6 up; a fixed '%.0f' read a run below 0.5/s as
+# '0' and '%.1f' one below 0.05/s as '0.0'
+RATE_FORMAT = f"%.{THROUGHPUT_DIGITS}g"
 
 # the unit a name ends in ('step ms') or, for a word, starts with ('hours to finish') -> the
 # display format (printf or Streamlit's 'dollar'), first match wins
 FORMATS = (
     (" ms", "%.2f"),
     (" %", "%.1f"),
-    ("/s", "%.1f"),
+    ("/s", RATE_FORMAT),
     (" GiB", "%.1f"),
     (" USD", "dollar"),
     (" hours", "%.1f"),
