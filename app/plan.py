@@ -1233,6 +1233,13 @@ def headline(plan: Plan) -> dict[str, str]:
     return out
 
 
+def finish_title(h: dict[str, str]) -> str:
+    """The headline's time to finish titled by its goal (``h['goal']``, ``Goal.label``): 'Time to
+    train' or 'Time to quality', as decide's card says it (its ``goal``), the page's metric and
+    the report's headline row alike."""
+    return h["goal"][0].upper() + h["goal"][1:]
+
+
 def unpriced_upgrade_words(plan: Plan) -> str:
     """Why the largest gain's network is not the card's: where the best remedy runs on named
     hardware with no public price (``RemedyResult.upgrade``, 8 x 200 Gb/s HDR InfiniBand) and

@@ -35,6 +35,7 @@ from .control_labels import ZERO_FRAMEWORK_LABELS, in_words, label
 from .plan import (
     Plan,
     card_notes,
+    finish_title,
     headline,
     if_runs,
     option_links,
@@ -248,7 +249,7 @@ OPTIONAL_HEADS = (
     ("not_runnable", "Not runnable"),
     ("one_device", "One-device baseline"),
     ("above_linear", "Efficiency above 100%"),
-    ("time_to_train", "Time to train"),
+    ("time_to_train", None),  # titled by its goal, time to train or quality (finish_title)
     ("cost", "Cost"),
 )
 
@@ -268,7 +269,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         ("Knee", h["knee"]),
         ("Largest single gain", h["best_remedy"]),
     ]
-    heads += [(title, h[key]) for key, title in OPTIONAL_HEADS if key in h]
+    heads += [(title or finish_title(h), h[key]) for key, title in OPTIONAL_HEADS if key in h]
     caveats = profile_caveats(plan.profile)
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
