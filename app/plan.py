@@ -1233,11 +1233,11 @@ def headline(plan: Plan) -> dict[str, str]:
     return out
 
 
-def finish_title(h: dict[str, str]) -> str:
-    """The headline's time to finish titled by its goal (``h['goal']``, ``Goal.label``): 'Time to
+def finish_title(goal: str) -> str:
+    """A time to finish titled by its goal (``Goal.label``, the headline's ``goal``): 'Time to
     train' or 'Time to quality', as decide's card says it (its ``goal``), the page's metric and
-    the report's headline row alike."""
-    return h["goal"][0].upper() + h["goal"][1:]
+    the report's headline row and hours caption alike."""
+    return goal[0].upper() + goal[1:]
 
 
 def unpriced_upgrade_words(plan: Plan) -> str:

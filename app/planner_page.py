@@ -582,7 +582,7 @@ def _headline(plan: Plan) -> None:
                    throughput(plan.focus.samples_per_s) if runs else "not runnable")
     cols[2].metric(f"Speedup over one {words.device}", h["speedup"] if runs else "not runnable")
     if "time_to_train" in h:
-        cols[3].metric(f"{finish_title(h)} / cost", h["time_to_train"],
+        cols[3].metric(f"{finish_title(h['goal'])} / cost", h["time_to_train"],
                        h.get("cost"),
                        delta_color="off", delta_arrow="off")
     else:

@@ -29,6 +29,7 @@ from scalesim.layout import SPLIT_HEADER, split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 from scalesim.precision import PRECISION_LABELS
 from scalesim.remedies import measure_words
+from scalesim.training_time import resolve_goal
 
 from .charts import all_charts, chart_text, stall_caption
 from .control_labels import ZERO_FRAMEWORK_LABELS, in_words, label
@@ -54,7 +55,7 @@ CAPTIONS = {  # {device}, {server}: the profile's nouns (``caption``)
     "step_breakdown": "Where each training step's time goes at each {device} count.",
     "remedies": "Each remedy applied alone at the focus {device} count, ranked by predicted gain.",
     "time_to_quality": "Time to the quality target vs global batch (critical batch size model).",
-    "hours": "Time to train for each {device} count, each remedy and one more {server}.",
+    "hours": "{finish} for each {device} count, each remedy and one more {server}.",
     "cost": "Cost (billed {device}-hours x price: whole instances) of the same options.",
     "a_vs_b": "Scenario A (now) and B side by side.",
 }
@@ -62,8 +63,12 @@ CAPTIONS = {  # {device}, {server}: the profile's nouns (``caption``)
 
 
 def caption(plan: Plan, name: str) -> str:
-    """A chart's caption in the report, in the profile's nouns ('each process count' on CPU)."""
-    return CAPTIONS.get(name, name).format(device=plan.words.device, server=plan.words.server)
+    """A chart's caption in the report, in the profile's nouns ('each process count' on CPU) and
+    the hours chart's goal ('Time to quality for each device count...', ``finish_title``; the
+    chart is drawn only where a goal is known)."""
+    goal = resolve_goal(plan.profile, plan.scenario).label() or "time to finish"
+    return CAPTIONS.get(name, name).format(device=plan.words.device, server=plan.words.server,
+                                           finish=finish_title(goal))
 
 
 _CSS = """
@@ -269,7 +274,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         ("Knee", h["knee"]),
         ("Largest single gain", h["best_remedy"]),
     ]
-    heads += [(title or finish_title(h), h[key]) for key, title in OPTIONAL_HEADS if key in h]
+    heads += [(title or finish_title(h["goal"]), h[key]) for key, title in OPTIONAL_HEADS if key in h]
     caveats = profile_caveats(plan.profile)
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",

@@ -53,3 +53,16 @@ def test_a_training_length_keeps_time_to_train():
     report = report_html(make_plan(profile, state), "http://x/?v=1")
     assert '<td class="l">Time to train</td>' in report
     assert ">Time to quality<" not in report
+
+
+def test_the_reports_hours_chart_caption_names_its_goal():
+    """The hours chart plots hours to quality here (its own title, ``charts.hours_chart``); its
+    caption in the report said 'Time to train for each device count'."""
+    state, profile, _ = decode_query(preset_query(**FIELDS))
+    report = report_html(make_plan(profile, state), "http://x/?v=1")
+    assert "Time to quality for each device count, each remedy and one more server." in report
+    assert "Time to train for each" not in report
+    state, profile, _ = decode_query(preset_query(train=1e9, price=2.5, grid="list",
+                                                  dlist="8,16"))
+    report = report_html(make_plan(profile, state), "http://x/?v=1")
+    assert "Time to train for each device count, each remedy and one more server." in report
