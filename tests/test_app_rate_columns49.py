@@ -12,8 +12,8 @@ import json
 import pytest
 from app_harness import open_app, preset_query
 from cli_harness import run_cli
-
 from scalesim.app.table_columns import RATE_FORMAT
+
 from scalesim.figures import THROUGHPUT_DIGITS, throughput
 
 FIELDS = dict(hw="dgx-h200", wl="llama3-405b", tp=8, pp=8, mb=1, grid="list", dlist="64",
