@@ -167,7 +167,10 @@ def test_the_fallback_box_names_the_layout_control_it_dropped_not_a_split_never_
     at = open_app({"v": "9", "hw": "dgx-h100", "wl": "gpt-7.5b", "strat": "zero3", "sg": "3",
                    "grid": "list", "dlist": "4,8,16"})
     errors = [e.value for e in at.error if e.value.startswith("Cannot predict")]
-    assert len(errors) == 1 and "shard group 3 does not divide dp 4, 8 or 16" in errors[0]
+    # the page's control and the ranks in words (session 49; was 'shard group 3 does not
+    # divide dp 4, 8 or 16', notation no control of the page shows)
+    assert len(errors) == 1 and ("Shard group (HSDP) 3 does not divide the 4, 8 or 16 "
+                                 "data-parallel ranks") in errors[0]
     assert "model split" not in errors[0]
     assert "Below: this what-if with Shard group (HSDP) at its default until" in errors[0]
     assert len(at.metric) == 4
@@ -187,8 +190,10 @@ def test_a_fixed_global_batch_no_count_splits_is_an_error_box_not_weak_scaling_i
     weak scaling at the per-device batch, which dropped the fixed batch as well)."""
     at = open_app({"v": "2", "grid": "list", "dlist": "16", "mode": "strong", "gb": "24"})
     errors = [e.value for e in at.error if e.value.startswith("Cannot predict")]
-    assert len(errors) == 1 and ("global batch 24 does not split evenly over 16 devices x 1 "
-                                 "accumulation") in errors[0]
+    # the page's controls by their labels (session 49; was '... over 16 devices x 1
+    # accumulation')
+    assert len(errors) == 1 and ("Global batch 24 does not split evenly over 16 devices x "
+                                 "Gradient accumulation 1") in errors[0]
     assert "Below: this what-if with Global batch at its default until" in errors[0]
     assert not any("weak scaling instead" in i.value for i in at.info)
     assert len(at.metric) == 4 and at.query_params["gb"] in ("24", ["24"])

@@ -48,8 +48,11 @@ GB200_LINK = {"v": "18", "hw": "gb200-nvl72", "wl": "llama3-70b", "grid": "list"
     # tp 1024 > 72 GPUs per server: a rule of both (test_a_tp_past_a_server_names_both_...);
     # the line names Tensor parallel itself (session 48)
     ("k_tp", 1024, " Control to change: Devices per server. Below: the last", 4),
-    ("k_pp", 100_000, " Controls to change: Device counts, Tensor parallel, Pipeline stages. Below:",
-     4),
+    # the split's line names Tensor parallel and Pipeline stages itself (session 49; before,
+    # 'tp x pp' and all three controls listed after it)
+    ("k_pp", 100_000, "not divisible by Tensor parallel 4 x Pipeline stages 100000 = 400,000; "
+     "give device counts that are multiples of it (400,000), or a split whose product divides "
+     "128. Control to change: Device counts. Below:", 4),
 ])
 def test_a_typed_value_the_model_refuses_names_its_controls_and_the_page_keeps_working(
         key, value, named, back):

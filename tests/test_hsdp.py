@@ -398,7 +398,9 @@ def test_the_app_shows_a_bad_shard_group_in_its_error_box_and_keeps_working():
 
     # 4, 8 and 16: dp 3 divides none (1 and 2 would run, within the group, with a note)
     at = open_app({**LLAMA_16, "v": "9", "sg": "3", "grid": "list", "dlist": "4,8,16"})
-    assert any("shard group 3 does not divide dp 4, 8 or 16" in e.value for e in at.error)
+    # said in the page's words since session 49 (was 'shard group 3 does not divide dp 4, 8 or 16')
+    assert any("Shard group (HSDP) 3 does not divide the 4, 8 or 16 data-parallel ranks" in e.value
+               for e in at.error)
     at.sidebar.number_input(key="k_sg").set_value(8)
     run_clean(at)
     assert not any("shard group" in e.value for e in at.error)
