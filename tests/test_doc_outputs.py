@@ -587,3 +587,42 @@ def test_model_two_paths_exchange_bound_example_is_predict():
     assert (f"1–64 devices, within {said[0]} % at micro-batch 1 (exchange-bound: {share[16]} % of "
             f"the step exposed at 16 devices, {share[64]} % at 64") in _flat(MODEL)
     assert f"and {said[1]} % at micro-batch 4 × 8" in _flat(MODEL)
+
+
+def test_diagnose_slow_device_link_valley_examples_are_the_diagnosis():
+    """docs/diagnose.md "the jitter cv" and "A link the runs cannot tell": bert-large at 8
+    sequences on 1-8 A100s, rank 0 1.4x slower (tests/test_runs_link_valley.py's runs): fixing
+    the device's gain and band with --workload, --params and neither, and the valley caution
+    quoted (session 47's bands [+7.4, +22.1 %] / [+7.5, +27.4 %] before its link scan were
+    said as current)."""
+    import diagnose_cases as cases
+
+    from scalesim import presets
+    from scalesim.profiles import profile_from_presets
+    from scalesim.runs import parse_runs_text
+    from scalesim.runs_diagnosis import diagnose_runs
+    from scalesim.runs_model import runs_model
+
+    bert = profile_from_presets(presets.get_hardware("dgx-a100"),
+                                presets.transformer_workload("bert-large"))
+    runs = parse_runs_text(cases.to_csv(cases.slow_device(bert, 8)), "runs.csv")
+    shaped = runs_model("bert-large", "A100 80GB")
+    first = {name: diagnose_runs(runs, params, 4.0, transformer=transformer).first_remedy
+             for name, params, transformer in (("workload", None, shaped),
+                                               ("params", shaped.params, None),
+                                               ("none", None, None))}
+    assert {r.key for r in first.values()} == {"slow_device"}
+
+    def band(r):
+        return f"[{100 * r.gain_low:+.1f}, {100 * r.gain_high:+.1f} %]"
+
+    text = _flat((ROOT / "docs" / "diagnose.md").read_text())
+    assert (f"{100 * first['params'].gain:+.1f} % with `--params`, "
+            f"{100 * first['none'].gain:+.1f} % without") in text
+    assert (f"since its link scan below, the same fit and gains with bands "
+            f"{band(first['params'])} and {band(first['none'])}") in text
+    assert (f"now carries it to {100 * first['workload'].gain_high:+.1f} % "
+            f"({band(first['workload'])}, and {band(first['none'])} without `--params`)") in text
+    said = _figure(r"\"(these runs do not tell the link: a gradient transfer inside a server "
+                   r"from .*? shows it)\"", text)
+    assert said == first["workload"].caveat
