@@ -626,3 +626,42 @@ def test_diagnose_slow_device_link_valley_examples_are_the_diagnosis():
     said = _figure(r"\"(these runs do not tell the link: a gradient transfer inside a server "
                    r"from .*? shows it)\"", text)
     assert said == first["workload"].caveat
+
+
+def test_diagnose_trace_fixture_examples_are_the_diagnosis():
+    """docs/diagnose.md on the recorded traces (tests/fixtures/traces/): rank 0's median step of
+    ``cpu_ddp`` and its parts; "Which events are the exchange's time": each fixture's modelled
+    exchange, exposure, step and remedy (the overlap remedy's +30.6 % and the slow process's
+    +107.0 % were read on the model before session 48's straggler stretch)."""
+    from trace_events import diagnosed_model
+
+    from scalesim import trace_ranks
+    from scalesim.predict import predict
+
+    traces = ROOT / "tests" / "fixtures" / "traces"
+    model, ranks = {}, {}
+    for name in ("cpu_ddp", "slow_device", "slow_loader"):
+        paths = [str(traces / f"{name}_rank{r}.json.gz") for r in (0, 1)]
+        ranks[name] = trace_ranks.load_traces(paths)
+        report, profile, scenario = diagnosed_model(ranks[name])
+        model[name] = (report, predict(profile, scenario)[0],
+                       {r.key: f"{100 * r.gain:+.1f} %" for r in report.remedies})
+    text = _flat((ROOT / "docs" / "diagnose.md").read_text())
+    row = ranks["cpu_ddp"][0].median_step()  # the table's rank 0 row
+    assert (f"(now step {row.step_s * 1e3:.2f} = {row.compute_s * 1e3:.2f} compute + "
+            f"{row.exposed_comm_s * 1e3:.2f} exposed + {row.idle_s * 1e3:.2f} idle)") in text
+    _, slow, gain = model["slow_device"]
+    assert (f"exchange 135.5 → {slow.comm_total_s * 1e3:.1f} ms") in text
+    assert (f"its model's exposure 33.9 → {slow.exposed_comm_s * 1e3:.2f} ms for the traced "
+            f"26.6 ms") in text
+    assert f"its step 348.6 → {slow.step_time_s * 1e3:.1f} ms" in text
+    assert f"\"Fix the slow process\" +83.5 → {gain['slow_device']} (at most" in text
+    assert f"(now those alone, \"Which events are the exchange's time\" above: " \
+           f"{slow.exposed_comm_s * 1e3:.2f} ms)" in text
+    _, ddp, gain = model["cpu_ddp"]
+    assert (f"`cpu_ddp` 13.66 → {ddp.comm_total_s * 1e3:.2f} ms (its posting ops take 0.1 ms a "
+            f"step), the overlap remedy +30.7 → {gain['overlap']}") in text
+    _, loader, gain = model["slow_loader"]
+    assert (f"`slow_loader` 24.5 → {loader.comm_total_s * 1e3:.1f} ms, its model's exposure "
+            f"7.4 → {loader.exposed_comm_s * 1e3:.1f} ms, the loader remedy +187.9 → "
+            f"{gain['loader']}") in text
