@@ -665,3 +665,55 @@ def test_diagnose_trace_fixture_examples_are_the_diagnosis():
     assert (f"`slow_loader` 24.5 → {loader.comm_total_s * 1e3:.1f} ms, its model's exposure "
             f"7.4 → {loader.exposed_comm_s * 1e3:.1f} ms, the loader remedy +187.9 → "
             f"{gain['loader']}") in text
+
+
+def test_h200_results_readme_and_memory_are_the_predictions(tmp_path):
+    """benchmarks/results/h200-2026-11-30/README.md's mean |error| of each recorded profile over
+    the four measured steps (``gpu_compare``, as that README's command prints it; the datasheet's
+    12.8 % was at the default efficiency 0.69, before 081428b6 made it 0.73), and
+    docs/calibration.md's predicted peak memory of those steps beside the measured."""
+    import importlib.util
+
+    import numpy as np
+
+    from scalesim.predict import predict
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    results = ROOT / "benchmarks" / "results" / "h200-2026-11-30"
+    spec = importlib.util.spec_from_file_location("gpu_compare",
+                                                  ROOT / "benchmarks" / "gpu_compare.py")
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    steps = json.loads((results / "gpu-check" / "steps.json").read_text())["steps"]
+    check = str(results / "gpu-check" / "gpu-profile.json")
+
+    def mean(path: str, datasheet: bool = False) -> str:
+        errors = [abs(compare.predicted_step_s(path, r, str(tmp_path), datasheet)
+                      / r["step_s_median"] - 1) for r in steps]
+        return f"{100 * np.mean(errors):.1f} %"
+
+    sweep = [mean(str(results / "block-sweep" / f"profile-block-{b}.json"))
+             for b in ("b2", "b8", "b32")]
+    said = _flat((results / "README.md").read_text())
+    assert (f"datasheet at the default efficiency {mean(check, datasheet=True)} (12.8 % when "
+            f"recorded, at η 0.69 before 081428b6); `gpu-check` {mean(check)}; `first-run` "
+            f"{mean(str(results / 'first-run' / 'gpu-profile.json'))} ") in said
+    assert (f"block sweep {sweep[0]} (4,096 tokens), {sweep[1]} (16,384), {sweep[2]} "
+            f"(65,536)") in said
+
+    measured, predicted = [], []
+    for row in steps:  # the workload as gpu_compare writes it, the step's peak as predict's
+        workload = tmp_path / f"{row['name']}.json"
+        compare.predicted_step_s(check, row, str(tmp_path))
+        profile = resolve_profile(check, None, str(workload))
+        result = predict(profile, Scenario(devices=[1], micro_batch=row["micro_batch"],
+                                           layout=ScenarioLayout(tp=1, pp=1,
+                                                                 recompute="none")))[0]
+        measured.append(row["peak_memory_bytes"] / 2**30)
+        predicted.append(result.memory_bytes / 2**30)
+    errors = ", ".join(f"{100 * (p / m - 1):+.0f}".replace("-", "\u2212")
+                       for m, p in zip(measured, predicted, strict=True))
+    gib = [", ".join(f"{x:.1f}" for x in v[:3]) + f" and {v[3]:.1f}" for v in (measured, predicted)]
+    assert (f"peak allocated memory was {gib[0]} GiB against a predicted {gib[1]} GiB "
+            f"({errors} %)") in _flat((ROOT / "docs" / "calibration.md").read_text())
