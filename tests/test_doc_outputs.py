@@ -717,3 +717,47 @@ def test_h200_results_readme_and_memory_are_the_predictions(tmp_path):
     gib = [", ".join(f"{x:.1f}" for x in v[:3]) + f" and {v[3]:.1f}" for v in (measured, predicted)]
     assert (f"peak allocated memory was {gib[0]} GiB against a predicted {gib[1]} GiB "
             f"({errors} %)") in _flat((ROOT / "docs" / "calibration.md").read_text())
+
+
+def test_diagnose_held_link_walk_and_ratio_examples_are_the_diagnosis(capsys, tmp_path):
+    """docs/diagnose.md, three examples the part-3 audit found current, now read from the code:
+    the pinned link ratio of 8 PCIe GPUs over 100 Gb/s Ethernet (tests/test_diagnose_link_ratio.py),
+    the loader-paced runs' held inter-server transfer (tests/test_diagnose_held_parameter.py)
+    and the walk's part the runs cannot separate (tests/test_diagnose_unseparated.py)."""
+    import diagnose_cases as cases
+    from test_diagnose_held_parameter import _runs
+    from test_diagnose_unseparated import FLAGS, WALK_RUNS
+
+    from scalesim.diagnosis_text import render_text
+    from scalesim.runs import runs_from_records
+    from scalesim.runs_diagnosis import diagnose_runs
+    from scalesim.schemas import Scenario
+
+    text = _flat((ROOT / "docs" / "diagnose.md").read_text())
+    pcie = cases._profile("pcie-8gpu-100gbe", "bert-large")
+    rows = cases._rows(pcie, Scenario(devices=[1, 2, 4, 8, 16, 32], micro_batch=8))
+    ratio = re.search(r"([\d.]+x slower than intra-server \(95%: [\d.]+-[\d.]+x)",
+                      render_text(diagnose_runs(runs_from_records(rows, "runs")))).group(1)
+    links = pcie.hardware.intra_node.busbw_GBps / pcie.hardware.inter_node.busbw_GBps
+    assert (f"(\"{ratio} ...)\": 8 PCIe GPUs and 100 Gb/s Ethernet, where the preset's links "
+            f"give {links:.1f}x)") in text
+
+    report = diagnose_runs(_runs(0.03), 336e6)
+    held = re.search(r"\(held at its start value, ([\d.]+ ms)\): anything up to ([\d.]+ ms) fits "
+                     r"the runs, .*?, (\d+)% / (\d+)% with it near 0, (\d+)% / (\d+)% at",
+                     report.cause.evidence[0]).groups()
+    loader = next(r for r in report.remedies if r.key == "loader")
+    assert f"held at {held[0]}, it made the cause" in text
+    assert (f"Anything up to {held[1]} fits them; near 0 communication loses {held[2]} % and the "
+            f"input pipeline {held[3]} %, at {held[1]} {held[4]} % and {held[5]} %") in text
+    assert (f"the loader {100 * loader.objective_gain:+.0f} % (95%: {100 * loader.gain_low:+.0f} % "
+            f"to {100 * loader.gain_high:+.0f} %;") in text
+
+    path = tmp_path / "runs.csv"
+    path.write_text(WALK_RUNS)
+    code, out, err = run_cli(capsys, ["diagnose", str(path), *FLAGS, "--json"])
+    assert code == 0, err
+    (said,) = [u["said"] for u in json.loads(out)["details"]["unseparated"]]
+    head, tail = re.search(r"On the walk's runs: \"(.*?) \.\.\.\); \.\.\. (or timing .*?apart)\"",
+                           text).groups()
+    assert said.startswith(head) and said.endswith(tail), said
