@@ -154,12 +154,12 @@ def test_a_remedy_whose_band_reaches_a_loss_is_cautioned():
 
 
 def test_the_overlap_band_of_unpinned_runs_reaches_no_gain():
-    """Six noisy runs fit an overlap of 22 % +- 441 points: under half their draws the exchange
-    already overlaps (the remedy does not apply, 0), so the band of '+64 %' reaches +0 %, as its
+    """Six noisy runs fit an overlap of 22 % +- 440 points: under half their draws the exchange
+    already overlaps (the remedy does not apply, 0), so the band of '+66 %' reaches +0 %, as its
     caution says ('if the exchange already overlaps backward in full there is nothing to gain')."""
-    from test_diagnose_overlap_pinned import NOISY, NOMINAL_PARAMS
+    from test_diagnose_overlap_pinned import NOISY, PARAMS
 
-    report = diagnose_runs(parse_runs_text(NOISY, "noisy.csv"), params=NOMINAL_PARAMS)
+    report = diagnose_runs(parse_runs_text(NOISY, "noisy.csv"), params=PARAMS)
     first = report.first_remedy
     assert first.key == "overlap" and first.gain_low == pytest.approx(0.0, abs=0.005)
     assert first.gain_high == pytest.approx(first.gain, abs=0.01)
