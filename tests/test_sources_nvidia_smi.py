@@ -74,6 +74,26 @@ def test_bad_topology_files_are_one_line_errors(tmp_path, change, message):
     assert "\n" not in str(exc.value)
 
 
+@pytest.mark.parametrize("cell", ["NV0", "NV19", "NV99999999999999999999", "NV" + "9" * 5000])
+def test_an_nvlink_count_no_gpu_has_is_refused_naming_its_cell(tmp_path, capsys, cell):
+    """Session 49's calibration audit: NV0 ("0 bonded links") and NV99999999999999999999 were read
+    as NVLink between every pair. A pair's NV# is 1 to 18 (18 NVLinks per GPU on H100 and B200;
+    a pair without NVLink shows its PCIe path); GPU0-GPU1 is the first cell, on line 2."""
+    path = tmp_path / "topo.txt"
+    path.write_text(H100.read_text().replace("NV18", cell))
+    assert main(["topo", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and len(err) < 400
+    assert "topo.txt line 2, GPU0-GPU1: 'NV" in err and "is no NVLink count" in err
+
+
+def test_the_widest_nvlink_counts_are_read():
+    """NV1 (DGX-1) and NV18 (H100, B200) bound the counts: both still read."""
+    text = H100.read_text()
+    assert nvidia_smi.parse_topo_text(text, "t").links[0][1] == "NV18"
+    assert nvidia_smi.parse_topo_text(text.replace("NV18", "NV1"), "t").links[0][1] == "NV1"
+
+
 def test_a_numa_node_above_bounds_is_named_by_its_gpu_and_column(tmp_path, capsys):
     """Session 16's "found and left": NUMA Affinity 999999999 was refused as "Topology: field
     'numa_affinity.0': ..." (an internal field name). Now the line names the GPU, the column,
