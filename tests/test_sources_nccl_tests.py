@@ -141,6 +141,14 @@ def _mutated(tmp_path, src, name, change):
     ("garbled.txt", lambda t: t.replace("  8589934592    2147483648", " 1099511627776    2147483648"),
      r"line 54: its size is 1,099,511,627,776 bytes, but algbw x time \(126.90 GB/s x 67689 us\) "
      r"is 8,589,734,100 .*edited or garbled"),
+    # session 49's audit, left by it: rows under 10 GB/s or 10 us went unchecked, so a small row
+    # garbled (the 64 KiB row's 51.69 us as 15.69) was fitted. Each row is checked now within its
+    # printed digits (half a unit each, by hand): 1.265 x 15.685 x 1e3 = 19,841.5 to
+    # 1.275 x 15.695 x 1e3 = 20,011.1 bytes, and 1.27 x 15.69 x 1e3 = 19,926.3, not 65,536
+    ("small_garbled.txt", lambda t: t.replace("16384     float     sum      -1    51.69",
+                                              "16384     float     sum      -1    15.69"),
+     r"line 37: its size is 65,536 bytes, but algbw x time \(1.27 GB/s x 15.69 us\) is 19,926 "
+     r"\(19,842 to 20,011 as printed; .*edited or garbled"),
 ])
 def test_bad_logs_are_one_line_errors(tmp_path, name, change, message):
     path = _mutated(tmp_path, A100_2N, name, change)
@@ -618,16 +626,46 @@ def test_hosts_whose_busbw_a_network_allows_stay_servers(tmp_path):
         400 * 71 / 72 * 18 / 17)
 
 
+def test_a_cell_is_known_to_half_a_unit_of_its_last_printed_digit():
+    """nccl-tests prints time with 2, 1 or 0 decimals (under 100, 10,000 us, above) and algbw
+    with 2: each cell's rounding, read off the cell itself."""
+    assert nccl_tests.printed_half_unit("51.69") == pytest.approx(0.005)
+    assert nccl_tests.printed_half_unit("1234.5") == pytest.approx(0.05)
+    assert nccl_tests.printed_half_unit("67689") == pytest.approx(0.5)
+    assert nccl_tests.printed_half_unit("1.5e+03") == pytest.approx(50.0)
+
+
+def test_every_row_of_the_published_logs_holds_within_its_printed_digits():
+    """The check reaches rows of 0.00 GB/s (8 B in 36.47 us: [0, 0.005] x [36.465, 36.475] x 1e3
+    allows 0 to 182 bytes) and so must pass every published log whole, small rows included."""
+    parsed = 0
+    for path in sorted(FIX.glob("*.txt")):
+        try:
+            nccl_tests.parse_file(path)
+            parsed += 1
+        except ScalesimError as exc:  # the failed-run and two-jobs logs are refused for that
+            assert "algbw x time" not in str(exc), exc
+    assert parsed >= 8
+
+
 def _slower(path, factor):
-    """The log with every row's times ``factor`` times longer (algbw and busbw 1/factor, as
-    nccl-tests prints them: algbw = size / time)."""
+    """The log with every row's times ``factor`` times longer, algbw and busbw as nccl-tests
+    prints them for that time: algbw = size / time (to two decimals of the printed time, which
+    every row is checked against since session 49), busbw = algbw x the log's busbw/algbw (read
+    off its fastest row, where the two decimals make it exact to 1e-5)."""
+    text = path.read_text()
+    rows = [c for c in (x.split() for x in text.splitlines()) if c and c[0].isdigit()
+            and len(c) == 13]
+    top = max(rows, key=lambda c: float(c[6]))
+    ratio = float(top[7]) / float(top[6])
     lines = []
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         cells = line.split()
         if cells and cells[0].isdigit() and len(cells) == 13:
-            cells[5], cells[9] = (f"{float(cells[i]) * factor:.1f}" for i in (5, 9))
-            for i in (6, 7, 10, 11):
-                cells[i] = f"{float(cells[i]) / factor:.2f}"
+            for t in (5, 9):
+                cells[t] = f"{float(cells[t]) * factor:.1f}"
+                algbw = float(cells[0]) / float(cells[t]) / 1e3  # bytes / us -> GB/s
+                cells[t + 1], cells[t + 2] = f"{algbw:.2f}", f"{algbw * ratio:.2f}"
             line = "  ".join(cells)
         lines.append(line)
     path.write_text("\n".join(lines) + "\n")

@@ -31,6 +31,7 @@ Conventions, as the calibration's collectives phase (``calibration/collective_ph
 
 from __future__ import annotations
 
+import decimal
 import os
 import re
 from collections import Counter
@@ -125,11 +126,11 @@ CHECK_COLUMNS = ("#wrong", "error")
 _SIZE_WITH_UNIT = re.compile(r"^(\d+(?:\.\d+)?)([KMGT])(?:i?B)?$", re.IGNORECASE)
 _UNIT_CELL = re.compile(r"^(?:([KMGT])i?)?B$", re.IGNORECASE)
 UNIT_BYTES = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-# rows precise enough to tell a binary unit from a decimal one (K: 2.4 % apart, M 4.9 %, G 7.4 %):
-# algbw printed to 0.01 GB/s and time to 0.01 us each within 0.05 % at these values or more
-UNIT_CHECK_MIN_ALGBW_GBPS = 10.0
-UNIT_CHECK_MIN_TIME_US = 10.0
-UNIT_CHECK_TOLERANCE = 0.01  # implied size off the binary reading by more: not nccl-tests' units
+# Each row's algbw x time is its size to within what the printed digits allow: nccl-tests prints
+# algbw "%6.2f" and time "%7.2f" under 100 us, "%7.1f" under 10,000 us, "%7.0f" above, both of
+# one deltaSec (NVIDIA/nccl-tests src/common.cu, BenchTime), so each cell is within half a unit
+# of its last printed digit (``printed_half_unit``); a tiny float margin on top
+SIZE_CHECK_FLOAT_MARGIN = 1e-9
 
 
 def size_in_bytes(tokens: list[str], source: str, number: int) -> tuple[list[str], bool] | None:
@@ -153,13 +154,20 @@ def size_in_bytes(tokens: list[str], source: str, number: int) -> tuple[list[str
     return [str(int(size)), *rest], True
 
 
+def printed_half_unit(cell: str) -> float:
+    """Half a unit in the last digit a number cell prints ('12.34' -> 0.005, '1234.5' -> 0.05,
+    '1.5e+03' -> 50): the most the printing's rounding moved the value."""
+    return 0.5 * 10.0 ** min(decimal.Decimal(cell).as_tuple().exponent, 300)
+
+
 def check_size_units(rows: list[list[str]], row_lines: list[int], with_unit: set[int],
                      header: list[str], source: str) -> None:
     """ScalesimError where a row's algbw and time (each pair of them, out-of-place and
-    in-place; both precise: ``UNIT_CHECK_MIN_*``) multiply to other than its size (algbw = S / t,
-    nccl-tests' PERFORMANCE.md): a size printed with a unit (``with_unit``: line numbers) not in
-    binary units (K = 1000 bytes), or a size or time cell edited or garbled (a 1 TiB row timed as
-    8 GiB fits a link 128x too fast)."""
+    in-place) multiply to other than its size (algbw = S / t, nccl-tests' PERFORMANCE.md) by
+    more than their printed digits allow (each cell within ``printed_half_unit`` of its value:
+    S within [(a - da)(t - dt), (a + da)(t + dt)]): a size printed with a unit (``with_unit``:
+    line numbers) not in binary units (K = 1000 bytes), or a size or time cell edited or garbled
+    (a 1 TiB row timed as 8 GiB fits a link 128x too fast), in a row of any size."""
     pairs = list(zip([i for i, c in enumerate(header) if c == "time"],
                      [i for i, c in enumerate(header) if c == "algbw"], strict=False))
     for tokens, number in zip(rows, row_lines, strict=True):
@@ -168,11 +176,14 @@ def check_size_units(rows: list[list[str]], row_lines: list[int], with_unit: set
                 continue
             t_us, algbw = float(tokens[t_i]), float(tokens[a_i])
             size = float(tokens[0])  # a 0-byte row is skipped by the fit
-            if (algbw < UNIT_CHECK_MIN_ALGBW_GBPS or t_us < UNIT_CHECK_MIN_TIME_US
-                    or size <= 0):
+            if size <= 0:
                 continue
             implied = algbw * t_us * 1e3  # GB/s x us -> bytes
-            if abs(implied / size - 1.0) <= UNIT_CHECK_TOLERANCE:
+            dt, da = printed_half_unit(tokens[t_i]), printed_half_unit(tokens[a_i])
+            low = max(algbw - da, 0.0) * max(t_us - dt, 0.0) * 1e3
+            high = (algbw + da) * (t_us + dt) * 1e3
+            if (low * (1 - SIZE_CHECK_FLOAT_MARGIN) <= size
+                    <= high * (1 + SIZE_CHECK_FLOAT_MARGIN)):
                 continue
             if number in with_unit:
                 raise ScalesimError(
@@ -183,9 +194,9 @@ def check_size_units(rows: list[list[str]], row_lines: list[int], with_unit: set
                     "them")
             raise ScalesimError(
                 f"{source} line {number}: its size is {size:,.0f} bytes, but algbw x time "
-                f"({tokens[a_i]} GB/s x {tokens[t_i]} us) is {implied:,.0f} (nccl-tests prints "
-                "algbw = size / time): the row was edited or garbled; give the text nccl-tests "
-                "printed")
+                f"({tokens[a_i]} GB/s x {tokens[t_i]} us) is {implied:,.0f} ({low:,.0f} to "
+                f"{high:,.0f} as printed; nccl-tests prints algbw = size / time): the row was "
+                "edited or garbled; give the text nccl-tests printed")
 
 
 @dataclass
