@@ -334,6 +334,13 @@ def _whole(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+# dur -1 is how PyTorch's profiler writes a CPU event still open when it stopped (an outer span,
+# the step running at the stop: pytorch/pytorch#150131, "Set Duration to -1 for unfinished CPU
+# events"): not a fault, and left out as what it is. Any other negative dur is a fault (a zero end
+# timestamp gave Kineto's traces huge negative ones: pytorch/kineto#646): its time is missing.
+UNFINISHED_DUR = -1
+
+
 def _negative_kind(name) -> str:
     """What a skipped event was, for the note: steps, collectives or other events."""
     if isinstance(name, str) and _STEP.match(name):
@@ -483,6 +490,7 @@ def summarise(
     source = str(path)
     zero_steps = []
     negative: Counter = Counter()  # complete events skipped for a negative dur, by kind
+    unfinished: Counter = Counter()  # of them, dur -1: open when the profiler stopped (UNFINISHED)
     unusable_steps = 0  # ProfilerStep events without a complete event's numeric ts and dur
     for number, ev in iter_trace(path, meta):
         name = ev.get("name")
@@ -493,7 +501,7 @@ def summarise(
         if times is None:
             dur = ev.get("dur")
             if type(dur) in PLAIN_NUMBERS and dur < 0 and ev.get("ph") == "X":
-                negative[_negative_kind(name)] += 1
+                (unfinished if dur == UNFINISHED_DUR else negative)[_negative_kind(name)] += 1
             elif isinstance(name, str) and _STEP.match(name):
                 unusable_steps += 1
             continue
@@ -592,7 +600,7 @@ def summarise(
                 f"{source}: every ProfilerStep has duration 0 or one outside "
                 f"{STEP_BOUND.text()} ({zero_steps[0]}{more}); no step to measure"
             )
-        unusable = unusable_steps + negative["ProfilerStep(s)"]
+        unusable = unusable_steps + negative["ProfilerStep(s)"] + unfinished["ProfilerStep(s)"]
         if unusable:
             raise ScalesimError(
                 f"{source}: {unusable} ProfilerStep#N events, none a complete event ('ph': 'X') "
@@ -620,9 +628,16 @@ def summarise(
                      "twice: re-export the trace from torch.profiler")
     if negative:
         notes.append(
-            f"{Path(source).name}: " + ", ".join(f"{n} {kind}" for kind, n in negative.items())
-            + " with a negative duration left out: a corrupt or re-timed trace, so its figures "
-            "miss that time; re-export it from torch.profiler"
+            f"{Path(source).name}: {negative.total()} event(s) with a negative duration ("
+            + ", ".join(f"{n} {kind}" for kind, n in negative.items())
+            + ") left out: no profiler times a finished event so (a corrupt or re-timed trace, "
+            "or a clock fault), so the time they took is missing and this trace's figures may be "
+            "wrong; re-export it from torch.profiler"
+        )
+    if unfinished:
+        notes.append(
+            f"{Path(source).name}: " + ", ".join(f"{n} {kind}" for kind, n in unfinished.items())
+            + " still open when the profiler stopped (dur -1) left out"
         )
     if zero_steps:
         notes.append(
