@@ -234,13 +234,18 @@ def file_path(text: str) -> str:
 
 def check_distinct_files(paths, fix: str) -> None:
     """Refuse a file given twice among one flag's files, by the same or another name (compared
-    by real path), in one line ending with ``fix``. Every reader of several files uses it: a
-    trace without ``distributedInfo`` takes its rank from its place in the list, so a repeat
-    read as two ranks of a job that ran one; an nccl-tests log given twice counted each of its
-    sizes twice in the link's fit and was listed twice in its source."""
+    by real path), or a copy of one under another name (the same bytes), in one line ending with
+    ``fix``. Every reader of several files uses it: a trace without ``distributedInfo`` takes
+    its rank from its place in the list, so a repeat read as two ranks of a job that ran one;
+    an nccl-tests log given twice counted each of its sizes twice in the link's fit and was
+    listed twice in its source. Two runs never print the same bytes (their times differ in the
+    last digit, their traces in every timestamp), so a copy is the same run twice. Only files
+    of equal size are read and hashed (once each)."""
+    import hashlib
     import os
 
     seen: dict[str, str] = {}
+    by_size: dict[int, list[str]] = {}
     for path in map(str, paths):
         try:
             key = os.path.realpath(path)
@@ -250,6 +255,23 @@ def check_distinct_files(paths, fix: str) -> None:
             also = "" if seen[key] == path else f" (as {seen[key]})"
             raise ScalesimError(f"{path}: given twice{also}; {fix}")
         seen[key] = path
+        try:
+            if os.path.isfile(key):
+                by_size.setdefault(os.path.getsize(key), []).append(path)
+        except (OSError, ValueError):
+            continue
+    for same_size in (group for group in by_size.values() if len(group) > 1):
+        digests: dict[bytes, str] = {}
+        for path in same_size:
+            try:
+                with open(path, "rb") as f:
+                    digest = hashlib.file_digest(f, "sha256").digest()
+            except OSError:  # unreadable: its reader says so
+                continue
+            if digest in digests:
+                raise ScalesimError(f"{path}: the same bytes as {digests[digest]} (one run "
+                                    f"given twice under two names); {fix}")
+            digests[digest] = path
 
 
 def require_text(value, name: str) -> str:

@@ -314,8 +314,15 @@ def test_a_log_given_twice_is_refused_in_one_line(tmp_path, capsys, monkeypatch,
     out, err = capsys.readouterr()
     assert len(err.strip().splitlines()) == 1 and "given twice" in err, err
     assert "give each log once" in err and not (tmp_path / "p.json").exists()
-    # two copies of one log are two files: read (the rule is the path, not the bytes)
+    # session 49's audit: a copy of one log under another name was fitted as a second run (each
+    # size counted twice). Two runs never print the same bytes: refused as the same run twice
     shutil.copy(A100_2N, "b.txt")
+    assert main(["calibrate", "--from-nccl-tests", "a.txt", "b.txt", "--out", "p.json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("b.txt: the same bytes as a.txt (one run given twice under two names); "
+                        "give each log once") and "\n" not in err
+    # a log differing by one byte is another file: read
+    Path("b.txt").write_text(A100_2N.read_text() + "\n")
     assert main(["calibrate", "--from-nccl-tests", "a.txt", "b.txt", "--out", "p.json"]) == 0
 
 

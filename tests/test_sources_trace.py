@@ -100,9 +100,28 @@ def test_trace_entries_need_a_micro_batch(tmp_path):
 def test_duplicate_ranks_in_one_run_are_refused(tmp_path):
     path, copy = tmp_path / "r0.json", tmp_path / "copy.json"
     path.write_text(json.dumps(gpu_step_trace()))
-    copy.write_text(path.read_text())
+    copy.write_text(json.dumps(gpu_step_trace(), indent=1))  # rank 0 too, in other bytes
     with pytest.raises(ScalesimError, match="two traces are rank 0"):
         tc.read_runs({8: [str(path), str(copy)]})
+
+
+def test_a_copy_of_a_trace_under_another_name_is_refused(tmp_path, monkeypatch, capsys):
+    """Session 49's audit: the same trace under two names was read as two ranks of the run (or,
+    without distributedInfo, as ranks 0 and 1). No two ranks' traces share every timestamp:
+    the same bytes are one trace given twice, refused in one line before any is read."""
+    monkeypatch.chdir(tmp_path)
+    trace = gpu_step_trace()
+    del trace["distributedInfo"]
+    Path("a.json").write_text(json.dumps(trace))
+    Path("b.json").write_text(json.dumps(trace))
+    assert main(["calibrate", "--from-trace", "32=a.json", "32=b.json", "--out", "p.json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.endswith(
+        "b.json: the same bytes as a.json (one run given twice under two names); give each "
+        "rank's trace once")
+    assert not Path("p.json").exists()
+    assert main(["diagnose", "--trace", "a.json", "b.json"]) == 2
+    assert "the same bytes as a.json" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("entries", [["32={a}", "32={a}"], ["32={a}", "64={a}"],
