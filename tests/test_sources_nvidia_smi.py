@@ -389,6 +389,32 @@ def test_from_topo_of_more_gpus_than_the_profile_says_so_in_the_report_and_the_n
     assert f"note: {said[0]}" in report, report
 
 
+ONE_GPU = """\
+        GPU0    CPU Affinity    NUMA Affinity
+GPU0     X      0-7             0
+"""
+
+
+def test_a_one_gpu_topology_has_no_link_and_says_so_in_the_singular(tmp_path, capsys):
+    """Session 49's audit: a 1-GPU topology has no pair, so no link (no mean over gpus - 1
+    pairs is taken anywhere: _summary reads "one GPU"); `topo` said "1 GPUs", and the merge
+    note asked to "calibrate on 1 GPUs to model the whole server" beside a profile of 8 per
+    server whose intra-server link this server does not have. It says so now, and how to model
+    servers of one GPU."""
+    path = tmp_path / "topo.txt"
+    path.write_text(ONE_GPU)
+    topo = nvidia_smi.parse_topo_file(path)
+    assert (topo.links, topo.intra_kind, topo.suggested_intra_preset) == (
+        [["X"]], "one GPU: no intra-server link", None)
+    assert main(["topo", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("1 GPU; intra-server link: one GPU: no intra-")
+    profile, report = calibrate_from_sources(tmp_path / "p.json", topo_file=str(path))
+    (said,) = [line for line in report if "topology shows" in line]
+    assert "1 GPU in a server, which has no intra-server link" in said
+    assert "8 devices per server (kept" in said and "--gpus-per-node 1" in said
+    assert "GPUs" not in said and profile.hardware.devices_per_node == 8
+
+
 def test_from_topo_of_as_many_gpus_adds_no_note(tmp_path, capsys):
     out = tmp_path / "p.json"
     profile, report = calibrate_from_sources(out, topo_file=str(H100))  # presets: 8 per server

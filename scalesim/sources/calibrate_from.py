@@ -477,11 +477,16 @@ def with_topology(profile: Profile, topo: Topology) -> tuple[Profile, list[str]]
     notes = [f"topology from {topo.source}: {topo.intra_kind}"]
     said = []
     gpus, per_server = len(topo.gpus), profile.hardware.devices_per_node
-    if gpus != per_server:
-        said.append(f"the topology shows {gpus} GPUs in a server, the profile has "
+    if gpus == 1 and per_server > 1:  # no pair, so no link: nothing is divided by gpus - 1
+        said.append(f"the topology shows 1 GPU in a server, which has no intra-server link; "
+                    f"the profile has {count(per_server, 'device')} per server (kept: its "
+                    "intra-server link is a link this server does not have; predict with "
+                    "--gpus-per-node 1 to model servers of this one GPU)")
+    elif gpus != per_server:
+        said.append(f"the topology shows {count(gpus, 'GPU')} in a server, the profile has "
                     f"{count(per_server, 'device')} per server (kept: its numbers are "
-                    f"for servers of {per_server}; calibrate on {gpus} GPUs to model the "
-                    "whole server)")
+                    f"for servers of {per_server}; calibrate on {count(gpus, 'GPU')} to model "
+                    "the whole server)")
     update = {"hardware": hw, "notes": [*profile.notes, *notes, *said]}
     return profile.model_copy(update=update), said
 

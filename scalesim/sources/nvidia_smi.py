@@ -34,6 +34,7 @@ import numpy as np
 
 from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, excerpt
+from scalesim.figures import count
 from scalesim.jsonio import read_text
 from scalesim.model.stragglers import peer_margin
 from scalesim.schemas import Topology, TopologyNic
@@ -318,7 +319,7 @@ def topology_here(timeout_s: float = 20.0) -> tuple[Topology | None, str]:
 
 def describe_topology(topo: Topology) -> list[str]:
     """Lines for ``scalesim topo``: GPUs, the link kind per pair, NICs and their affinity."""
-    out = [f"{len(topo.gpus)} GPUs; intra-server link: {topo.intra_kind}"]
+    out = [f"{count(len(topo.gpus), 'GPU')}; intra-server link: {topo.intra_kind}"]
     if topo.suggested_intra_preset:
         out.append(f"nearest intra-link preset: {topo.suggested_intra_preset} "
                    f"(scalesim presets; --intra-link {topo.suggested_intra_preset})")
