@@ -735,8 +735,9 @@ def _shard_group_problems_of_rows(base, grid: dict[str, np.ndarray], shard, p, d
 
     why = lp.shard_group_problems(shard, dp, zero, _frameworks(base, grid, p), cp)
     bad = np.flatnonzero((why != "") & (True if rows is None else rows))
-    example = (f"shard group {int(shard[bad[0]])} on {words.count(int(p[bad[0]]))}: {why[bad[0]]}"
-               if bad.size else "")
+    # the rule's template kept (``_row_rule``): a --scenario file's setting said by its key
+    example = (_row_rule(f"shard group {int(shard[bad[0]])} on {words.count(int(p[bad[0]]))}",
+                         why[bad[0]]) if bad.size else "")
     return why, example
 
 
