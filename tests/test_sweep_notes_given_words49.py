@@ -57,3 +57,59 @@ def test_a_row_dropped_for_the_flags_shard_group_names_it_by_its_flag(capsys):
     _, err = _notes(capsys, [*SWEEP, "--devices", "16", "--strategy", "zero3", "--shard-group",
                              "4", "--zero-framework-values", "fsdp,deepspeed"])
     assert err[0] == f"note: 1 combination dropped: 1 breaks a layout rule (e.g. {words})"
+
+
+UNPRICED = ("{price} ignored: a sweep row has no time to train or cost column (predict, decide "
+            "and goal price a run)")
+
+
+def test_the_files_price_is_noted_ignored_by_its_key(tmp_path, capsys):
+    """A file's price: the note names the file's price_per_device_hour, the file first (before
+    session 49: '--price ignored: ...', a flag the user never gave); the flag's: as before."""
+    path = _file(tmp_path, "price.json", {"devices": [16], "price_per_device_hour": 2.5})
+    _, err = _notes(capsys, [*SWEEP, "--scenario", path])
+    assert f"note: {path}: " + UNPRICED.format(price="price_per_device_hour") in err, err
+    assert not any("--price" in line for line in err), err
+    _, err = _notes(capsys, [*SWEEP, "--devices", "16", "--price", "2.5"])
+    assert "note: " + UNPRICED.format(price="--price") in err, err
+    # the file's price said again by the flag: the flag's value is the one given, its words
+    _, err = _notes(capsys, [*SWEEP, "--scenario", path, "--price", "3"])
+    assert "note: " + UNPRICED.format(price="--price") in err, err
+
+
+# a one-value schedule some rows run without (``cmd_sweep.ignored_notes``): the pp 1 rows of
+# --pp-values 1,2 at 16 and 32 devices, 2 of the 4 (``layout.unused_settings``' rule)
+GPIPE = ("{schedule} gpipe ignored on 2 of the 4 rows (e.g. tp 1 x pp 1 on 16 devices): "
+         "{schedule} gpipe needs --pp 2 or more (a pipeline); at --pp 1 leave {schedule} at its "
+         "default; they run without it, as predict runs their scenario without the flag, and "
+         "column schedule says what each row runs")
+
+
+def test_the_files_schedule_is_noted_ignored_by_its_key(tmp_path, capsys):
+    """A file's schedule gpipe with --pp-values 1,2: the pp 1 rows run without it; the note
+    names the file's schedule by its key, the file first, pp by its flag (the grid's). Before
+    session 49: '--schedule gpipe ignored on 2 of the 4 rows ...: --schedule gpipe needs --pp 2
+    or more ...'. The flags alone: as before."""
+    path = _file(tmp_path, "gpipe.json", {"devices": [16, 32], "layout": {"schedule": "gpipe"}})
+    rows, err = _notes(capsys, [*SWEEP, "--scenario", path, "--pp-values", "1,2"])
+    assert len(rows) == 4
+    assert f"note: {path}: " + GPIPE.format(schedule="schedule") in err, err
+    _, err = _notes(capsys, [*SWEEP, "--devices", "16,32", "--schedule", "gpipe", "--pp-values",
+                             "1,2"])
+    assert "note: " + GPIPE.format(schedule="--schedule") in err, err
+
+
+def test_the_files_shard_group_is_noted_ignored_on_ddp_rows_by_its_key(tmp_path, capsys):
+    """A file's shard group with --strategy-values ddp,zero3: the ddp row runs without it
+    (``layout.shard_group_needs_zero``, a rule naming no flag); the note's setting is the
+    file's key (before session 49: '--shard-group 4 ignored on 1 of the 2 rows ...')."""
+    path = _file(tmp_path, "sg.json", {"devices": [16], "layout": {"shard_group": 4}})
+    _, err = _notes(capsys, [*SWEEP, "--scenario", path, "--strategy-values", "ddp,zero3"])
+    rest = ("4 ignored on 1 of the 2 rows (e.g. strategy ddp on 16 devices): shard group 4 needs "
+            "a ZeRO strategy (zero1, zero2, zero3): ddp replicates every state; they run without "
+            "it, as predict runs their scenario without the flag, and column shard_group says "
+            "what each row runs")
+    assert f"note: {path}: shard_group {rest}" in err, err
+    _, err = _notes(capsys, [*SWEEP, "--devices", "16", "--shard-group", "4",
+                             "--strategy-values", "ddp,zero3"])
+    assert f"note: --shard-group {rest}" in err, err

@@ -31,6 +31,7 @@ from scalesim.errors import (
     KNOB,
     Refusal,
     ScalesimError,
+    as_literal,
     flag_error,
     in_words_of,
     joined,
@@ -380,9 +381,13 @@ def ignored_notes(plan, ignored: dict, written: int) -> list[str]:
     out = []
     for name, (rows, example) in ignored.items():
         which = "every row" if rows == written else f"{rows} of the {written} rows"
-        out.append(f"{one_value_words(name, getattr(split, name))} ignored on {which} (e.g. "
-                   f"{example}): {rules[name][1]}; they run without it, as predict runs their "
-                   f"scenario without the flag, and column {name} says what each row runs")
+        # a template, the rule's kept (``errors.joined``): a file's setting said by its key
+        # (``run``, ``given_words``)
+        setting = knob_refusal(one_value_words(name, getattr(split, name), getattr(KNOB, name))
+                               + as_literal(f" ignored on {which} (e.g. {example}): "), (name,))
+        out.append(joined("", (setting, rules[name][1], "; they run without it, as predict runs "
+                               f"their scenario without the flag, and column {name} says what "
+                               "each row runs")))
     return out
 
 
@@ -470,15 +475,11 @@ def check_one_value_flags(args: argparse.Namespace) -> None:
 # say of it (``sweep_notes``)
 _NOTE_AXES = ("strategy", "zero_framework", "grad_sync", "accumulation", "attention_kernel",
               "precision", "recompute", "overlap")
-# scenario flags whose numbers only predict's time-to-train and cost columns read: a sweep row
-# has neither (``sweep.OUTPUT_COLUMNS``)
-_UNPRICED = (
-    ("price_per_device_hour", "--price"),
-    ("train_samples", "--train-samples"),
-    ("critical_batch_size", "--critical-batch"),
-    ("min_samples_to_quality", "--min-samples"),
-    ("instance_sizes", "--instance-sizes"),
-)
+# scenario settings whose numbers only predict's time-to-train and cost columns read: a sweep
+# row has neither (``sweep.OUTPUT_COLUMNS``); each named by its flag (``bounds.flag_of``), or
+# by a --scenario file's key where the file gave it (``given_words``)
+_UNPRICED = ("price_per_device_hour", "train_samples", "critical_batch_size",
+             "min_samples_to_quality", "instance_sizes")
 
 
 SHARD_GROUP_WORDS = (
@@ -615,11 +616,10 @@ def sweep_notes(plan) -> list[str]:
         # not every row's words, so the notes above drop them
         out.append("rows at precision fp8: " + FP8_WORDS.removeprefix("precision: "))
     out += stage_notes(plan)
-    if given := [flag for field, flag in _UNPRICED if getattr(base, field) is not None]:
-        out.append(
-            f"{', '.join(given)} ignored: a sweep row has no time to train or cost "
-            "column (predict, decide and goal price a run)"
-        )
+    if given := [field for field in _UNPRICED if getattr(base, field) is not None]:
+        out.append(knob_refusal(  # a template: a file's setting said by its key (``run``)
+            f"{', '.join(getattr(KNOB, field) for field in given)} ignored: a sweep row has no "
+            "time to train or cost column (predict, decide and goal price a run)", given))
     def said(field: str) -> str:  # a knob the sweep sweeps by its axis flag, as the user typed it
         return values_flag(field) if field in plan.axes else flag_of(field)
 
@@ -676,8 +676,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {written} scenarios to {args.out}" + (f" ({note})" if note else ""), file=sys.stderr)
     elif note:
         print(f"note: {note}", file=sys.stderr)
-    for line in sweep_notes(plan) + ignored_notes(plan, ignored, written):  # stderr: stdout
-        print(f"note: {line}", file=sys.stderr)  # holds only the rows
+    # stderr: stdout holds only the rows; a --scenario file's setting a note names by its key,
+    # the file first, as the dropped-row note (``given_words``)
+    for line in sweep_notes(plan) + ignored_notes(plan, ignored, written):
+        print(f"note: {in_given_words(line, args)}", file=sys.stderr)
     if note := bubbles.note(plan, written):  # predict's note, once, naming the rows
         print(f"note: {note}", file=sys.stderr)
     for note in baseline.notes(plan):  # predict's: efficiency above 100 %, the baseline
