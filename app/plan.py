@@ -488,7 +488,7 @@ def top_count_refusal(state: AppState, profile: Profile, scenario: Scenario) -> 
     (``counts_that_run``, its one-count refusal and knobs), so that the headline moves to a
     smaller count: an error box, not the note alone (the note lists every count left out);
     None where the largest count runs. ``scenario``: ``build_scenario``'s for ``profile``."""
-    from .named_controls import controls_to_change
+    from .named_controls import controls_to_change, in_control_words
 
     (g, unit), words = count_unit(state, profile), nouns_for(profile.hardware.device_name)
     top = max(device_counts(state, g, words, unit)[0])
@@ -497,9 +497,10 @@ def top_count_refusal(state: AppState, profile: Profile, scenario: Scenario) -> 
     try:
         counts_that_run(profile, scenario.model_copy(update={"devices": [top]}),
                         named=control_namer(state, words))
-    except ScalesimError as exc:
-        return (f"{words.count(top)}, the largest count asked, cannot run: {exc}."
-                f"{controls_to_change(exc, state, words)} The page shows "
+    except ScalesimError as exc:  # in the page's controls, as its 'Cannot predict' box says it
+        said = in_control_words(exc, state, words)
+        return (f"{words.count(top)}, the largest count asked, cannot run: {said}."
+                f"{controls_to_change(said, state, words)} The page shows "
                 f"{words.count(max(scenario.devices))}.")
     return None
 

@@ -191,7 +191,14 @@ def split_template(dp: int, tp: int, pp: int, cp: int | None = None) -> str:
     """``split_words`` as a template (``knob_refusal``): tp, pp and cp by their controls, dp as
     ``dp_ranks`` ('2 data-parallel ranks x {tp} 8 x {pp} 1'), for a refusal whose CLI line
     keeps the notation."""
-    return " x ".join([dp_ranks(dp), f"{KNOB.tp} {tp}", f"{KNOB.pp} {pp}"]
+    return f"{dp_ranks(dp)} x {model_split_template(tp, pp, cp)}"
+
+
+def model_split_template(tp: int, pp: int, cp: int | None = None) -> str:
+    """A model replica's split as a template naming its controls with their values ('{tp} 1 x
+    {pp} 3', '... x {cp} 3' where ``cp`` is given): where a refusal's CLI line says 'tp x pp'
+    (``split_template``, ``layout_predict.split_devices``, ``counts_left_out.split_left_out``)."""
+    return " x ".join([f"{KNOB.tp} {tp}", f"{KNOB.pp} {pp}"]
                       + ([f"{KNOB.cp} {cp}"] if cp is not None else []))
 
 

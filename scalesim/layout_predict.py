@@ -48,6 +48,7 @@ from scalesim.errors import (
     ScalesimError,
     as_literal,
     controls_named_of,
+    in_words_of,
     joined,
     knobs_of,
     within,
@@ -62,6 +63,7 @@ from scalesim.layout import (
     knob_refusal,
     knob_value_refusal,
     layout_problems,
+    model_split_template,
     model_split_words,
     op_sac_of,
     replica_devices,
@@ -685,7 +687,7 @@ def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS, cp=1, unit: int | N
 
         # a template (``knob_refusal``): the page names its controls and their values once
         # ('Tensor parallel 1 x Pipeline stages 3 = 3'); the CLI keeps its notation
-        said = f"{KNOB.tp} {t} x {KNOB.pp} {s}" + (f" x {KNOB.cp} {c}" if c > 1 else "")
+        said = model_split_template(t, s, c if c > 1 else None)
         raise ScalesimError(knob_refusal(
             line(said, "a split whose product divides"),
             ("devices", "tp", "pp", *(("cp",) if c > 1 else ())),
@@ -788,13 +790,14 @@ def _judged_counts(profile: Profile, scenario: Scenario, skip=(), which: str = "
         group = None  # predict refuses it at every count
     gb, k = scenario.global_batch, scenario.accumulation
     rules = {
-        "split": lambda ps: split_left_out(model, ps, nouns.devices, cp > 1),
+        "split": lambda ps: split_left_out(model, ps, nouns.devices, cp > 1,
+                                           (split.tp, split.pp, split.cp)),
         "global_batch": lambda ps: LeftOut() if gb is None else batch_left_out(
-            gb, k, {p: p // model for p in ps}, nouns.devices, on_layouts, named),
+            gb, k, {p: p // model for p in ps}, nouns.devices, on_layouts),
         "micro_batch": lambda ps: LeftOut() if gb is None else micro_batch_left_out(
-            gb, k, {p: p // model for p in ps}, nouns.devices, on_layouts, named),
+            gb, k, {p: p // model for p in ps}, nouns.devices, on_layouts),
         "shard_group": lambda ps: LeftOut() if group is None else shard_group_left_out(
-            group, {p: (p // model, cp) for p in ps}, nouns.devices, which, named),
+            group, {p: (p // model, cp) for p in ps}, nouns.devices, which),
     }
     counts, notes, outs = list(scenario.devices), [], {}
     for name in COUNT_RULES:
@@ -804,7 +807,10 @@ def _judged_counts(profile: Profile, scenario: Scenario, skip=(), which: str = "
         if len(out.counts) == len(counts):
             return _Judged([], notes, outs, name, on_layouts)
         counts = [p for p in counts if p not in out.counts]
-        notes += [out.note] if out.note else []
+        # a template (``counts_left_out``): the CLI's line, in ``named``'s words where the
+        # caller names the knobs its own way (the app's controls)
+        notes += [out.note if named is flag_of else in_words_of(out.note, named)
+                  ] if out.note else []
     return _Judged(counts, notes, outs, None, on_layouts)
 
 
@@ -840,10 +846,11 @@ def count_refusal(profile: Profile, scenario: Scenario, outs: dict[str, LeftOut]
         refused = exc
     else:  # its check passes where its rule left every count it judged out: the rule's note
         refused = ScalesimError(outs[first].note, knobs=outs[first].knobs)
-    also = "".join(f"; at {count_list(outs[r].counts)} "
-                   f"{nouns.device if list(outs[r].counts) == [1] else nouns.devices}, "
-                   f"{outs[r].why}" for r in rest)
-    # the other rules' reasons name no control: the first's line alone may, in the caller's words
+    # each other rule's reason a template (``counts_left_out``), kept (``errors.joined``): the
+    # page names its controls in them as in the first's line
+    also = joined("", [part for r in rest for part in (
+        f"; at {count_list(outs[r].counts)} "
+        f"{nouns.device if list(outs[r].counts) == [1] else nouns.devices}, ", outs[r].why)])
     return ScalesimError(joined("", (refused, also)), knobs=dict.fromkeys(
         (*knobs_of(refused), *(k for r in rest for k in outs[r].knobs))),
         controls_named=controls_named_of(refused))

@@ -68,12 +68,17 @@ def test_an_uploaded_profile_names_the_button_that_brings_the_preset_pickers_bac
 
 
 @pytest.mark.parametrize("fields, words, controls, shown", [
-    # strong scaling at global batch 100 over tp 2: dp 32 at 64 devices does not divide it
-    ({"mode": "strong", "gb": 100, "tp": 2}, "global batch 100 is not divisible by dp 32",
-     "Controls to change: Global batch, Gradient accumulation.", 8),
-    # shard group 3 divides no power-of-two dp
-    ({"strat": "zero3", "sg": 3}, "shard group 3 does not divide dp 64",
-     "Control to change: Shard group (HSDP).", 2),
+    # strong scaling at global batch 100 over tp 2: dp 32 at 64 devices does not divide it;
+    # the line names the page's controls, so no "Controls to change" follows (before session 49
+    # (follow-up): "global batch 100 is not divisible by dp 32 ...", then "Controls to change:
+    # Global batch, Gradient accumulation.", the box said the CLI's notation)
+    ({"mode": "strong", "gb": 100, "tp": 2},
+     "Global batch 100 is not divisible by 32 data-parallel ranks x Gradient accumulation 1",
+     "pick one divisible by their product: 96 or 128.", 8),
+    # shard group 3 divides no power-of-two dp (was "shard group 3 does not divide dp 64", then
+    # "Control to change: Shard group (HSDP).")
+    ({"strat": "zero3", "sg": 3}, "Shard group (HSDP) 3 does not divide the 64 data-parallel ranks",
+     "(at 64 devices).", 2),
 ], ids=["global batch", "shard group"])
 def test_a_setting_that_leaves_out_the_largest_count_asked_is_an_error_box(fields, words,
                                                                            controls, shown):
@@ -85,6 +90,7 @@ def test_a_setting_that_leaves_out_the_largest_count_asked_is_an_error_box(field
     (box,) = [e.value for e in at.error if "the largest count asked" in e.value]
     assert box.startswith("64 devices, the largest count asked, cannot run: ") and words in box
     assert box.endswith(f" {controls} The page shows {shown} devices."), box
+    assert "to change" not in box, box
     assert at.metric[0].label == f"Scaling efficiency at {shown} devices"
     assert any("left out" in i.value for i in at.info)  # the note still lists every count
     again = open_app({k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()})

@@ -128,11 +128,14 @@ def test_the_app_leaves_out_device_counts_past_the_table():
     state = AppState(mode="strong", gb=2**28, dmax=32)
     scenario, notes = build_scenario(state, preset_profile(state))
     assert scenario.devices == [16, 32] and scenario.global_batch == 2**28
-    assert ("global batch 268,435,456 over devices x accumulation 1, 2, 4 or 8 is a micro-batch "
-            "of 268,435,456; 134,217,728; 67,108,864 or 33,554,432 samples, past the largest of "
-            "the bounds table (16,777,216): the rows on 1, 2, 4 and 8 devices are left out; "
-            "Gradient accumulation 16 or Global batch 16777216 runs every count, or give counts "
-            "whose devices x accumulation is at least 16") in notes
+    # the page's controls (was "global batch 268,435,456 over devices x accumulation 1, 2, 4 or
+    # 8 ..., or give counts whose devices x accumulation is at least 16" before session 49:
+    # notation no control shows)
+    assert ("Global batch 268,435,456 over 1, 2, 4 or 8 devices x Gradient accumulation 1 is a "
+            "micro-batch of 268,435,456; 134,217,728; 67,108,864 or 33,554,432 samples, past the "
+            "largest of the bounds table (16,777,216): the rows on 1, 2, 4 and 8 devices are left "
+            "out; Gradient accumulation 16 or Global batch 16777216 runs every count, or give "
+            "counts whose devices x Gradient accumulation is at least 16") in notes
     state = AppState(mode="strong", gb=2**40, dmax=16)
     # predict's line, the app's controls for its flags (session 44: 'does not split evenly
     # over 1, 2, 4, 8 and 16 devices x 1 accumulation into micro-batches of at most ...')
