@@ -109,11 +109,17 @@ def test_rows_behind_other_words_are_one_line_naming_them(tmp_path, capsys):
         nccl_tests.parse_file(_write(tmp_path, log_lines()[:17], "cut.txt"))
 
 
+CPU_ENQUEUE_US = 8.61  # a -C report's cpu_time, every size
+
+
 def json_report(nwrong=0, cpu=False, cut=False) -> str:
     """The same run's -J report as nccl-tests 2.19.6 writes it (src/util.cu: ``jsonDouble``
     prints "%lf", ``root`` is the "%6i" cell, ``devices`` the first rank's line of each process,
     here the one process of -g 8)."""
     def timed(t, a, b, wrong):
+        # -C: the host's enqueue time per iteration, algbw and busbw the GPU-timed ones (nccl-
+        # tests src/common.cu lines 767-796, 858 at a0b82b22)
+        t = CPU_ENQUEUE_US if cpu else t
         return (f'{{"{"cpu_time" if cpu else "time"}":{t:f},"alg_bw":{a:f},"bus_bw":{b:f},'
                 f'"nwrong":{"null" if wrong is None else f"{wrong:f}"}}}')
     results = ",".join(
@@ -144,8 +150,15 @@ def test_the_json_report_of_nccl_tests_reads_as_its_log(tmp_path):
     assert run.devices == ["NVIDIA H100 80GB HBM3"] and run.algorithm == "Ring"
     assert run.points == nccl_tests.parse_file(_write(tmp_path, log_lines())).points
     path.write_text(json_report(nwrong=None, cpu=True))  # -c 0 -C: nwrong null, cpu_time
-    notes = " ".join(nccl_tests.parse_file(path).notes)
-    assert "#wrong is N/A" in notes and "'cputime', nccl-tests -C" in notes
+    cpu_run = nccl_tests.parse_file(path)
+    notes = " ".join(cpu_run.notes)
+    assert "#wrong is N/A" in notes and "printed times are CPU-side" in notes
+    # each result's time from its alg_bw (S / algbw), not its 8.61 us cpu_time: within the
+    # alg_bw's and the time's printed digits of the GPU-timed one (0.005 / 240.24 + 0.05 /
+    # 1117.4 = 6.6e-5 at most)
+    assert [p.time_s for p in cpu_run.points] == pytest.approx(
+        [r[5] * 1e-6 for r in ROWS], rel=6.7e-5)
+    assert cpu_run.points[-1].time_s == pytest.approx(2147483648 / 268.93e9, rel=1e-12)
 
 
 @pytest.mark.parametrize("report, message", [

@@ -564,18 +564,62 @@ def test_a_rank_count_without_an_upper_bound_is_worded_as_one():
     assert "to more" not in str(refused.value)
 
 
-def test_a_log_of_all_reduce_perf_dash_c_reads_its_cputime_columns():
-    """``all_reduce_perf -C`` heads its time columns ``cputime`` (nccl-tests src/common.cu,
-    report_cputime): the same table, read as the GPU-timed one, with a note that its times are
-    the host's (was: 'not nccl-tests output')."""
-    text = (FIX / "h100_8gpu_all_reduce.txt").read_text()
+def _cpu_timed(text: str, cpu_us: float = 9.87) -> str:
+    """The log as ``all_reduce_perf -C 1`` prints it: its header says ``cputime`` and every
+    row's time cells are the host's enqueue time per iteration (``cpu_us``, "%7.2f" under
+    100 us), while algbw and busbw stay the GPU-timed ones (nccl-tests src/common.cu lines
+    767-796 and 858 at a0b82b22: ``getBw(..., deltaSec, ...)``, ``timeUsec = report_cputime ?
+    cputimeSec : deltaSec``)."""
     header = next(line for line in text.splitlines() if " busbw " in line and " size " in line)
-    cpu = text.replace(header, header.replace(" time ", " cputime "))
-    assert cpu != text
+    lines = []
+    for line in text.replace(header, header.replace(" time ", " cputime ")).splitlines():
+        cells = line.split()
+        if cells and cells[0].isdigit() and len(cells) == 13:
+            cells[5] = cells[9] = f"{cpu_us:7.2f}"
+            line = "  ".join(cells)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def test_a_log_of_all_reduce_perf_dash_c_reads_its_times_from_algbw():
+    """``all_reduce_perf -C 1`` heads its time columns ``cputime`` and prints the host's enqueue
+    time there (9.87 us for every size here), its algbw from the GPU-timed time: was refused by
+    the algbw x time size check (268,435,456 B against 239.71 GB/s x 9.87 us = 2,365,938 B), and
+    before that check fitted 9.87 us as the collective's time. Each row's time is S / algbw:
+    2147483648 B / 268.93 GB/s = 7985.1 us (the GPU-timed log prints 7985.2); each row within
+    the two printings' rounding, at most 0.05 / 1117.4 + 0.005 / 240.24 = 6.6e-5 (256 MiB)."""
+    text = H100_1N.read_text()
+    cpu = _cpu_timed(text)
+    assert "cputime" in cpu and "  9.87  " in cpu and "1117.4" not in cpu
     gpu_run, cpu_run = (nccl_tests.parse_text(t, "log.txt") for t in (text, cpu))
-    assert cpu_run.points == gpu_run.points and cpu_run.ranks == gpu_run.ranks == 8
-    assert any("'cputime', nccl-tests -C" in n for n in cpu_run.notes)
-    assert not any("cputime" in n for n in gpu_run.notes)
+    assert cpu_run.ranks == gpu_run.ranks == 8 and cpu_run.cpu_timed and not gpu_run.cpu_timed
+    assert [p.size_bytes for p in cpu_run.points] == [p.size_bytes for p in gpu_run.points]
+    assert cpu_run.points[-1].time_s == pytest.approx(2147483648 / 268.93e9, rel=1e-12)
+    for c, g in zip(cpu_run.points, gpu_run.points, strict=True):
+        assert c.time_s == pytest.approx(g.time_s, rel=6.7e-5)
+    assert any("printed times are CPU-side" in n and "nccl-tests -C" in n for n in cpu_run.notes)
+    assert not any("CPU-side" in n for n in gpu_run.notes)
+    # the profile's link source says so
+    fit = nccl_tests.fit_runs([cpu_run])["intra_node"]
+    assert "in-place times from algbw: log.txt printed CPU-side times (-C)" in fit.link.source
+
+
+def test_a_dash_c_log_leaves_out_rows_whose_algbw_is_too_coarse_for_a_time():
+    """The A100 2-server sweep printed with -C: rows whose algbw is under 0.5 GB/s are printed
+    to more than 1 % of themselves ("%6.2f": 0.005 / 0.49 = 1.02 %) and carry no time; the rest
+    are fitted from S / algbw. Counted by hand off the log's in-place algbw column."""
+    gpu_run = nccl_tests.parse_file(A100_2N)
+    cpu_run = nccl_tests.parse_text(_cpu_timed(A100_2N.read_text(), 25.31), "a100_c.txt")
+    rows = [c for c in (x.split() for x in A100_2N.read_text().splitlines())
+            if c and c[0].isdigit() and len(c) == 13 and int(c[0]) > 0]
+    coarse = [c for c in rows if float(c[10]) < 0.5]
+    assert 0 < len(coarse) < len(rows)
+    assert len(cpu_run.points) == len(rows) - len(coarse) == len(gpu_run.points) - len(coarse)
+    assert any(f"{len(coarse)} row(s) left out: their algbw is printed" in n
+               for n in cpu_run.notes)
+    kept = {p.size_bytes: p.time_s for p in gpu_run.points}
+    for p in cpu_run.points:  # within the two printings' rounding (algbw >= 0.5: 1 %)
+        assert p.time_s == pytest.approx(kept[p.size_bytes], rel=0.011)
 
 
 # Session 16: a whole NVL72 log

@@ -216,6 +216,7 @@ class NcclTestsRun:
     network: str | None = None  # NCCL's transport in its INFO lines as a preset inter-server
     # kind (infiniband, ethernet: ``NETWORK_KINDS``); None: the log names none of them
     algorithm: str | None = None  # NCCL_ALGO as the log records it (``_ALGO``); None: none
+    cpu_timed: bool = False  # -C: printed times CPU-side, each row's taken from algbw
 
     @property
     def nodes(self) -> int:
@@ -319,11 +320,19 @@ def _named_tests(lines: list[str]) -> set[str]:
     return found
 
 
-# all_reduce_perf -C (report_cputime) heads its time columns "cputime": the host's wall time of
-# the timed iterations, from which it computes algbw and busbw too (nccl-tests src/common.cu,
-# ``timeStr = report_cputime ? "cputime" : "time"``)
-CPU_TIME_NOTE = ("times are the host's ('cputime', nccl-tests -C): they include launch costs the "
-                 "GPU-timed default leaves out, so the latency fitted is an upper bound")
+# all_reduce_perf -C (report_cputime) heads its time columns "cputime": the host's time to
+# enqueue one iteration (``cputimeSec``, read before ``completeColl`` waits for the GPUs), while
+# algbw and busbw are computed from the GPU-complete time (``deltaSec``) as ever (NVIDIA/
+# nccl-tests src/common.cu lines 767-796 and 858 at a0b82b22, ``getBw(..., deltaSec, ...)`` and
+# ``timeUsec = report_cputime ? cputimeSec : deltaSec``; the same since d313d20, 2022; src/util.cu
+# ``timeStr = report_cputime ? "cputime" : "time"``). A -C row's time is so no collective's: it is
+# taken from its algbw (t = S / algbw), in rows whose algbw is printed to within this share
+# (half a unit of its last digit over its value; "%6.2f": 0.5 GB/s and up)
+CPU_TIMED_ALGBW_MAX_ROUNDING = 0.01
+CPU_TIME_NOTE = ("its printed times are CPU-side (the 'cputime' header of nccl-tests -C: the "
+                 "host's time to enqueue each iteration, not the collective's); each row's time "
+                 "is taken from its algbw (t = size / algbw), which nccl-tests computes from the "
+                 "GPU-timed one")
 
 
 def _columns(line: str) -> list[str] | None:
@@ -590,7 +599,8 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
         if float(tokens[0]) > 0:  # a 0-byte row carries no time and is skipped below
             check_number("message_bytes", float(tokens[0]),
                          f"{source} line {number}: the size column ({excerpt(tokens[0])})")
-    check_size_units(rows, row_lines, with_unit, header, source)  # the cells are numbers here
+    if not cpu_timed:  # -C: a row's time and algbw are of different clocks (CPU_TIME_NOTE)
+        check_size_units(rows, row_lines, with_unit, header, source)  # the cells are numbers
     if unchecked:
         notes.append(f"{Path(source).name}: results were not checked (-c 0: #wrong is N/A)")
     if not avg_seen:
@@ -649,19 +659,32 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
 
     algorithm = _one_algorithm(algos, op, source)
     column = 1 if op == "all_reduce" and len(index["time"]) > 1 else 0
-    t_i = index["time"][column]
+    t_i, a_i = index["time"][column], index["algbw"][column]
     points = []
+    coarse = 0  # -C rows whose algbw is printed too coarsely to give their time
     for tokens in rows:
         size, t_us = float(tokens[0]), float(tokens[t_i])
+        if cpu_timed and size > 0:
+            algbw = float(tokens[a_i])
+            if algbw <= 0 or printed_half_unit(tokens[a_i]) > CPU_TIMED_ALGBW_MAX_ROUNDING * algbw:
+                coarse += 1
+                continue
+            t_us = size / algbw / 1e3  # bytes / (GB/s) -> us
         if size <= 0 or t_us <= 0:
             continue
         points.append(point_from_time(op, size, n, t_us * US))
+    if coarse:
+        notes.append(f"{Path(source).name}: {coarse} row(s) left out: their algbw is printed "
+                     f"to more than {CPU_TIMED_ALGBW_MAX_ROUNDING:.0%} of itself (under 0.5 GB/s "
+                     "at two decimals), too coarse to give their time, and their printed time is "
+                     "CPU-side (-C); rerun without -C for those sizes' latency")
     if len({p.size_bytes for p in points}) < 2:
         raise ScalesimError(f"{source}: only {len(points)} message size with data; a fit needs a "
                             "sweep (e.g. all_reduce_perf -b 8 -e 8G -f 2)")
     run = NcclTestsRun(str(source), op, n, hosts, devices, points, notes,
                        network=next(iter(networks)) if len(networks) == 1
-                       and "roce" not in networks else None, algorithm=algorithm)
+                       and "roce" not in networks else None, algorithm=algorithm,
+                       cpu_timed=cpu_timed)
     # every rank listed: the hosts are known; intra=/inter= say the level themselves
     if len(hosts) > 1 and len(ranks) == n and level is None:
         _read_domain(run, op, n, ranks, source)
@@ -912,8 +935,11 @@ def fit_runs(runs: Iterable[NcclTestsRun]) -> dict[str, LevelFit]:
                  f"{fit['busbw_all_sizes_GBps']:.3g} GB/s)" if fit["large_from_bytes"]
                  else "beta from all sizes")
         column = "in-place" if op == "all_reduce" else "out-of-place"
+        cpu = [Path(r.path).name for r in level_runs if r.cpu_timed]
+        timed = (f"{column} times" if not cpu else
+                 f"{column} times from algbw: {', '.join(cpu)} printed CPU-side times (-C)")
         source = (f"nccl-tests logs {files}: {op} on {'/'.join(map(str, ranks))} ranks, {span} "
-                  f"({column} times; {algorithm_words(level_runs)}); alpha-beta fit as scalesim "
+                  f"({timed}; {algorithm_words(level_runs)}); alpha-beta fit as scalesim "
                   f"calibrate's (fit_alpha_beta), {large}; rel. RMSE {fit['rel_rmse']:.1%}")
         latency, busbw = fit["latency_s"], fit["busbw_GBps"]
         if tree is not None:
