@@ -167,6 +167,13 @@ def test_the_json_report_of_nccl_tests_reads_as_its_log(tmp_path):
     ('{"version":3,"args":["./build/all_reduce_perf"]}', r"the JSON has no 'results': not an "
      r"nccl-tests -J report"),
     (json_report().replace('"alg_bw"', '"algbw"', 1), r"result 1's out_of_place has no 'alg_bw'"),
+    # session 49: a report's results go through the log's algbw x time size check
+    # (check_size_units, the report rendered as its log), within the digits "%lf" left after
+    # the JSON's trailing zeros: 268.99 x 7983.5 us -> 2,147,481,665 bytes (2,147,428,298 to
+    # 2,147,535,032: 268.985-268.995 x 7983.45-7983.55 x 1e3, by hand), not 2^32
+    (json_report().replace('"size":2147483648', '"size":4294967296', 1),
+     r"ar\.json result 4: its size is 4,294,967,296 bytes, but algbw x time \(268\.99 GB/s x "
+     r"7983\.5 us\) is 2,147,481,665 \(2,147,428,298 to 2,147,535,032 as printed;"),
 ])
 def test_a_bad_json_report_is_one_line(tmp_path, capsys, report, message):
     path = tmp_path / "ar.json"
