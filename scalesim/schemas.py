@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import types
 import typing
 from typing import Any, ClassVar, Literal, get_args, get_origin
@@ -39,7 +40,7 @@ from scalesim.bounds import (
     knob_field,
     nonzero_floor,
 )
-from scalesim.errors import KNOB, Refusal, ScalesimError, name_problem, printable
+from scalesim.errors import KNOB, Refusal, ScalesimError, excerpt, name_problem, printable
 from scalesim.layout import (
     CP_HELP,
     SHARD_GROUP_HELP,
@@ -257,6 +258,31 @@ class TopologyNic(_Strict):
     nearest_link: str = Field(default="SYS", description="PIX, PXB, PHB, NODE or SYS")
 
 
+# NVLinks per GPU by generation: NVLink1 P100 4, NVLink2 V100 6, NVLink3 A100 12, NVLink4
+# H100/H200 18, NVLink5 B200/GB200 18 (NVIDIA's P100, V100, A100 whitepapers; H100 datasheet; the
+# NVLink/NVSwitch page: "up to 18 NVLink 100 GB/s connections" on Blackwell). A pair's NV# counts
+# the links bonded between two GPUs, so it is at least 1 (topo -m's legend: "a bonded set of #
+# NVLinks"; a pair without NVLink shows its PCIe path, PIX ... SYS, and no real output shows NV0)
+# and at most one GPU's links.
+NVLINKS_PER_GPU_MAX = 18
+_NV_CELL = re.compile(r"^NV(\d+)$")
+
+
+def nvlink_count_problem(cell: str) -> str | None:
+    """The one-line problem of a link cell whose NV# no GPU pair has (NV0, NV19 and up); None
+    for any other cell. Said by ``sources.nvidia_smi`` of a topo -m matrix and by ``Topology``
+    of a stored one."""
+    nv = _NV_CELL.match(cell)
+    if nv is None:
+        return None
+    links = int(nv.group(1)) if len(nv.group(1)) < 9 else NVLINKS_PER_GPU_MAX + 1
+    if 1 <= links <= NVLINKS_PER_GPU_MAX:  # a 5,000-digit count never reaches int()
+        return None
+    return (f"'{excerpt(cell, 24)}' is no NVLink count (a pair's NV# is 1 to "
+            f"{NVLINKS_PER_GPU_MAX} bonded links: {NVLINKS_PER_GPU_MAX} per GPU on H100 and B200, "
+            "and a pair without NVLink shows its PCIe path, PIX to SYS)")
+
+
 class Topology(_Strict):
     """One server as ``nvidia-smi topo -m`` shows it (scalesim.sources.nvidia_smi)."""
 
@@ -272,6 +298,19 @@ class Topology(_Strict):
     intra_kind: str = Field(default="", description="the intra-server link in words")
     suggested_intra_preset: str | None = None
     source: str = ""
+
+    @field_validator("links")
+    @classmethod
+    def _nvlink_counts(cls, links: list[list[str]]) -> list[list[str]]:
+        """A stored matrix is held to topo -m's NV# rule as a read one is (a profile edited by
+        hand, or written before session 49: NV0 was read as NVLink between every pair)."""
+        for i, row in enumerate(links):
+            for j, cell in enumerate(row):
+                if problem := nvlink_count_problem(cell):
+                    raise ValueError(f"GPU{i}-GPU{j}: {problem}: an edited matrix?; recalibrate "
+                                     "with scalesim calibrate --from-topo on `nvidia-smi topo -m` "
+                                     "output")
+        return links
 
 
 def _sorted_sizes(sizes: list[int] | None) -> list[int] | None:

@@ -87,6 +87,27 @@ def test_an_nvlink_count_no_gpu_has_is_refused_naming_its_cell(tmp_path, capsys,
     assert "topo.txt line 2, GPU0-GPU1: 'NV" in err and "is no NVLink count" in err
 
 
+@pytest.mark.parametrize("cell", ["NV0", "NV19", "NV99999999999999999999"])
+def test_a_stored_topology_with_an_nvlink_count_no_gpu_has_is_refused_on_load(tmp_path, capsys,
+                                                                               cell):
+    """A profile whose stored topology says NV0 (written before session 49, or edited by hand)
+    was loaded and used as NVLink between every pair: the schema holds it to the same rule as
+    topo -m (``schemas.nvlink_count_problem``), one line naming the field and the pair."""
+    good = tmp_path / "p.json"
+    calibrate_from_sources(good, topo_file=str(H100))
+    assert load_profile(good).hardware.topology.links[0][1] == "NV18"
+    bad = tmp_path / "edited.json"
+    bad.write_text(good.read_text().replace('"NV18"', f'"{cell}"'))
+    with pytest.raises(ScalesimError) as refused:
+        load_profile(bad)
+    msg = str(refused.value)
+    assert "\n" not in msg and "hardware.topology.links" in msg
+    assert f"GPU0-GPU1: '{cell}' is no NVLink count (a pair's NV# is 1 to 18" in msg
+    assert main(["predict", "--profile", str(bad), "--devices", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "is no NVLink count" in err
+
+
 def test_the_widest_nvlink_counts_are_read():
     """NV1 (DGX-1) and NV18 (H100, B200) bound the counts: both still read."""
     text = H100.read_text()

@@ -37,7 +37,7 @@ from scalesim.errors import ScalesimError, excerpt
 from scalesim.figures import count
 from scalesim.jsonio import read_text
 from scalesim.model.stragglers import peer_margin
-from scalesim.schemas import Topology, TopologyNic
+from scalesim.schemas import Topology, TopologyNic, nvlink_count_problem
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _LABEL_TEXT = r"GPU\d+|NIC\d+|[a-z]+\d+_\d+"  # mlx5_0; alternatives disjoint: no backtracking blow-up
@@ -81,13 +81,6 @@ NV18_WORDS = ("; NVLink4 on H100/H200 (450 GB/s per GPU: --intra-link nvswitch-h
               "on B200/GB200 (900 GB/s: nvl72-gb200 for an NVL72): topo -m does not name the GPU")
 
 
-# NVLinks per GPU by generation: NVLink1 P100 4, NVLink2 V100 6, NVLink3 A100 12, NVLink4
-# H100/H200 18, NVLink5 B200/GB200 18 (NVIDIA's P100, V100, A100 whitepapers; H100 datasheet; the
-# NVLink/NVSwitch page: "up to 18 NVLink 100 GB/s connections" on Blackwell). A pair's NV# counts
-# the links bonded between two GPUs, so it is at least 1 (topo -m's legend: "a bonded set of #
-# NVLinks"; a pair without NVLink shows its PCIe path, PIX ... SYS, and no real output shows NV0)
-# and at most one GPU's links.
-NVLINKS_PER_GPU_MAX = 18
 
 
 def closeness(code: str) -> int:
@@ -103,13 +96,9 @@ def _code(cell: str, where: str, pair: str = "") -> str:
     ``where`` (source and line) and, for an NV# no GPU has, the ``pair`` ('GPU0-GPU1')."""
     cell = _ALIASES.get(cell, cell)
     nv = _NV.match(cell)
-    links = int(nv.group(1)) if nv and len(nv.group(1)) < 9 else NVLINKS_PER_GPU_MAX + 1
-    if nv and not 1 <= links <= NVLINKS_PER_GPU_MAX:  # a 5,000-digit count never reaches int()
-        raise ScalesimError(
-            f"{where}{pair and ', ' + pair}: '{excerpt(cell, 24)}' is no NVLink count (a pair's "
-            f"NV# is 1 to {NVLINKS_PER_GPU_MAX} bonded links: {NVLINKS_PER_GPU_MAX} per GPU on "
-            "H100 and B200, and a pair without NVLink shows its PCIe path, PIX to SYS): an edited "
-            "matrix?; save the output itself: nvidia-smi topo -m > topo.txt")
+    if problem := nvlink_count_problem(cell):
+        raise ScalesimError(f"{where}{pair and ', ' + pair}: {problem}: an edited matrix?; save "
+                            "the output itself: nvidia-smi topo -m > topo.txt")
     if cell == "X" or nv or cell in _PCIE_ORDER or cell == "NVB":
         return cell
     if _CODE_START.match(cell):  # 'NV180-55,112-167': a code glued to what follows it
