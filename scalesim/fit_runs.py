@@ -66,6 +66,7 @@ from scalesim.figures import GIB_BYTES, sig3
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.model import collectives as coll
 from scalesim.model.memory import STRATEGIES
+from scalesim.model.overlap import OVERLAPPED_SHARE
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, StepResult, evaluate
 from scalesim.model.stragglers import expected_max_normal
@@ -1324,7 +1325,7 @@ def fitted_profile(
         devices_per_node=g_last,
         **fit.exchange.names(),
         accumulation=last.accumulation,
-        overlap=v["overlap"] >= 0.5,
+        overlap=v["overlap"] >= OVERLAPPED_SHARE,
         slow_device=slow_rank if slow_factor > 1.0 + 1e-6 else None,
         slow_factor=clip("slow_factor", slow_factor),
         critical_batch_size=critical_batch_size,

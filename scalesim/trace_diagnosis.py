@@ -32,6 +32,7 @@ from scalesim.diagnosis import (
 from scalesim.errors import KNOB, ScalesimError, as_literal, joined, require_model, require_text
 from scalesim.figures import milliseconds, series, whole_percent
 from scalesim.layout import knob_refusal
+from scalesim.model.overlap import OVERLAPPED_SHARE
 from scalesim.model.stragglers import (
     SLOW_DEVICE_FACTOR,
     persistence_words,
@@ -104,9 +105,6 @@ ONE_PROCESS_NOTE = (
     "samples a step) and ask scalesim predict --profile p.json --devices 1,2,4,8 (scalesim "
     "plan --profile p.json --workload MODEL --global-batch N for a transformer's layouts), or "
     "diagnose runs at several device counts (scalesim diagnose runs.csv)")
-# Traces: the model's overlap is on or off; a job is modelled as overlapping when at least half of
-# its communication time overlaps compute (the nearer of the two cases).
-OVERLAPPED_SHARE = 0.5
 
 
 def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | None = None,

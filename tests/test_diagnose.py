@@ -489,6 +489,26 @@ def test_the_loader_is_modelled_from_a_wait_that_could_gain_the_models_error(mon
 
 
 @pytest.mark.parametrize("share, overlap", [(0.5, True), (0.4999, False)])
+def test_fitted_overlap_is_the_nearer_case_by_the_same_rule_as_traces(share, overlap):
+    """Runs' fitted overlap sets the remedies' scenario on or off at the share a trace's does:
+    one constant (``model.overlap.OVERLAPPED_SHARE``, was a bare 0.5 in fit_runs beside
+    trace_diagnosis's own), on from one half up."""
+    import dataclasses
+
+    import scalesim.fit_runs as fit_runs_module
+    import scalesim.trace_diagnosis as trace_diagnosis
+    from scalesim.model.overlap import OVERLAPPED_SHARE
+
+    assert fit_runs_module.OVERLAPPED_SHARE is OVERLAPPED_SHARE
+    assert trace_diagnosis.OVERLAPPED_SHARE is OVERLAPPED_SHARE == 0.5
+    runs = runs_of(cases.scales_well())
+    fit = fit_runs(runs)
+    fit = dataclasses.replace(fit, values={**fit.values, "overlap": share})
+    _, scenario, _ = fitted_profile(fit, runs)
+    assert scenario.overlap is overlap
+
+
+@pytest.mark.parametrize("share, overlap", [(0.5, True), (0.4999, False)])
 def test_traced_overlap_is_the_nearer_case(monkeypatch, share, overlap):
     import scalesim.trace_diagnosis as trace_diagnosis
 

@@ -27,6 +27,10 @@ from scalesim.figures import MIB_BYTES
 # :109 the first bucket, dist._DEFAULT_FIRST_BUCKET_BYTES = 1,048,576)
 DDP_BUCKET_BYTES = 25 * MIB_BYTES  # bucket_cap_mb default
 DDP_FIRST_BUCKET_BYTES = 1 * MIB_BYTES  # first bucket
+# The model's overlap is on or off (``StepInputs.overlap``); a job is modelled as overlapping
+# when at least this share of its communication time overlaps compute (the nearer of the two
+# cases): a trace's measured share (``trace_diagnosis``) and runs' fitted overlap (``fit_runs``)
+OVERLAPPED_SHARE = 0.5
 
 # Compute kernels that run while NCCL collectives run take longer (the collectives hold SMs and
 # memory bandwidth): 18.9% on average (max 40%) over GPT and LLaMA training on 4x A100, H100,
