@@ -229,9 +229,9 @@ def _pipeline_grid(**changes):
 def test_no_jitter_keeps_every_pipeline_row_and_more_jitter_never_shortens_a_step():
     """More jitter never shortens a pipeline's step (the windows grow by no more than jitter
     adds to the straggler term, which pays for them, §16) and never exposes more of the
-    exchange. (Jitter 0 gives the values before session 49 exactly: the excess is a wait less
-    the same wait, 0, so the windows are the slow device's f or 1 as before; the slow-device
-    tests above pin them at 1e-12 and `scalesim validate` prints the same figures.)"""
+    exchange. (Jitter and device spread 0 give the values before session 49 exactly: the
+    excess is a wait less the same wait, 0, so the windows are the slow device's f or 1 as
+    before; the slow-device tests above pin them at 1e-12.)"""
     import numpy as np
     steps, exposed = [], []
     for j in (0.0, 0.001, 0.01, 0.03, 0.1, 0.3):
@@ -243,3 +243,54 @@ def test_no_jitter_keeps_every_pipeline_row_and_more_jitter_never_shortens_a_ste
     for before, after in zip(exposed, exposed[1:], strict=False):
         assert np.all(after <= before * (1 + 1e-12))
     assert np.any(exposed[-1] < exposed[0] * (1 - 1e-3))  # it does stretch somewhere
+
+
+def test_the_device_spread_stretches_the_fullest_stages_backward_under_a_pipeline_by_hand():
+    """By hand (session 49, second change; before it the device spread stretched no window
+    under a pipeline: 107.577 ms at any device_cv without jitter). The layout of
+    ``test_jitter_stretches_the_fullest_stages_backward_under_a_pipeline_by_hand``: a layer's
+    backward 2.74335 ms, its forward half that, 4.115025 ms a layer; the output layer's GEMM
+    2 x 2048 x 51200 x 2304 / 2.184e14 = 2.21236 ms, three of them 6.63708 ms, so stage 1
+    (12 layers, 56.0174 ms) is the slowest and a device computes 4 x 56.0174 = 224.070 ms a
+    step (optimizer ~0). Device spread 1 %: sigma_d = 2.24070 ms; stage 0's 4 ranks wait for
+    their last, e_4 = 1.02938: 2.30655 ms over their passes 4 x 13 x 4.115025 = 213.981 ms,
+    s = 1.010779 (the cap, what it adds to the straggler term, e_8 sigma_d = 3.190 ms, does
+    not bind): exposed = 142.727 - 0.985593 x 1.010779 x 35.6636 = 107.198 ms. With jitter
+    10 % beside it (sigma_j = 0.1 x 53.4953 x sqrt(4) = 10.6991 ms, added in variance,
+    10.9312 ms): s = 1 + 1.02938 x 10.9312 / 213.981 = 1.052585, 105.729 ms (jitter alone
+    105.768 ms)."""
+    quiet = evaluate_layouts(_piped_dp4())
+    spread = evaluate_layouts(_piped_dp4(device_cv=0.01))
+    both = evaluate_layouts(_piped_dp4(device_cv=0.01, jitter_cv=0.1))
+    assert float(quiet.dp_exposed_s) == pytest.approx(0.107577, rel=2e-5)
+    assert float(spread.dp_exposed_s) == pytest.approx(0.107198, rel=2e-5)
+    assert float(both.dp_exposed_s) == pytest.approx(0.105729, rel=2e-5)
+    # the same rule as a slow device alone on stage 0 at f = s (§3: s = 1 + wait / passes)
+    e4 = float(expected_max_normal(4))
+    layer = 1.5 * 13 * 2 * (2 * 2048 * 63_700_992 + 4 * 2048**2 * 2304) / 2.184e14 / 13
+    worked = 4 * (12 * layer + 3 * 2 * 2048 * 51200 * 2304 / 2.184e14)
+    assert float(spread.compute_s) == pytest.approx(worked, rel=1e-5)
+    s = 1 + e4 * 0.01 * worked / (4 * 13 * layer)
+    assert s == pytest.approx(1.010779, rel=1e-6)
+    slow = evaluate_layouts(_piped_dp4(slow_rank=0, slow_factor=s))
+    assert float(spread.dp_exposed_s) == pytest.approx(float(slow.dp_exposed_s), rel=1e-5)
+
+
+def test_more_device_spread_never_shortens_a_pipelines_step():
+    """More device spread never shortens a pipeline's step nor exposes more of its exchange
+    (the windows grow by no more than the spread adds to the straggler term, §16), with and
+    without jitter, on the grid's 216 layouts; and it does stretch somewhere. Within 1e-12 of
+    the step: at tp 2 a slow device 1.3x alone on stage 0 is some 10 to 20 sigma_d late, where
+    E[max] - shift, 1e-14 s here, is rounding in the quadrature (accurate to ~1e-7 sigma)."""
+    import numpy as np
+    for j in (0.0, 0.03):
+        steps, exposed = [], []
+        for cv in (0.0, 0.005, 0.0132, 0.03, 0.1):
+            r = evaluate_layouts(_pipeline_grid(jitter_cv=j, device_cv=cv))
+            steps.append(np.asarray(r.step_time_s))
+            exposed.append(np.asarray(r.dp_exposed_s))
+        for before, after in zip(steps, steps[1:], strict=False):
+            assert np.all(after >= before * (1 - 1e-12))
+        for before, after in zip(exposed, exposed[1:], strict=False):
+            assert np.all(after <= before * (1 + 1e-12))
+        assert np.any(exposed[-1] < exposed[0] * (1 - 1e-3))

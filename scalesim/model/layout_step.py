@@ -21,8 +21,8 @@
   computes ``slow_factor`` times slower and its replica is late by
   ``pipeline_schedule.slow_stage_delay_s``; the last replica's passes, longer by that wait
   (``stragglers.straggler_stretch``; under a pipeline a slow device's f where its stage alone
-  holds the most parameters, and what jitter adds to the wait for the last of the fullest
-  stage's dp x cp ranks), are the windows dp_exposed hides behind;
+  holds the most parameters, and what jitter and the device spread add to the wait for the
+  last of the fullest stage's dp x cp ranks), are the windows dp_exposed hides behind;
 - stall: loading not hidden behind the rest of the step.
 
 Every input broadcasts (numpy), so one call evaluates one layout or every layout of a search.
@@ -747,28 +747,37 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                                     last_params)
     # (this path's wait, whose device spread spans the optimizer step too, §22: one
     # quadrature a row, not a second one over the passes alone). Under a pipeline the fullest
-    # stage's dp x cp group waits for its last rank: jitter makes it later than without by what
-    # it adds to that group's wait, over the stage's passes, beside the device spread and the
-    # slow device (where alone there) of this path's wait; so its windows are f times a
-    # typical one's (1 without a slow device there) and longer still by that excess (§3, §16)
+    # stage's dp x cp group waits for its last rank: jitter and the device spread make it later
+    # than the slow device alone (where alone there) by what they add to that group's wait, over
+    # the stage's passes; so its windows are f times a typical one's (1 without a slow device
+    # there) and longer still by that excess (§3, §16)
     stage_s = exchange_layers * layer_s  # the fullest stage's passes of one micro-batch
     alone_f = np.where(alone, np.maximum(slow, 1.0), 1.0)
     # the slow device's lateness there, a step; its shifted waits are integrated only on the
-    # rows that use them (jitter under a pipeline), as _straggler_s's forms
-    jittered = (pp > 1) & (_f(x.jitter_cv) > 0)
-    stage_shift = np.where(jittered, (alone_f - 1.0) * m * stage_s, 0.0)
-    stage_spread = np.where(tp > 1, 0.0, _f(x.device_cv) * worked)  # added in variance at tp 1
+    # rows that use them (jitter or device spread under a pipeline), as _straggler_s's forms
+    varied = (pp > 1) & ((_f(x.jitter_cv) > 0) | (_f(x.device_cv) > 0))
+    stage_shift = np.where(varied, (alone_f - 1.0) * m * stage_s, 0.0)
+    spread = _f(x.device_cv) * worked  # a device's persistent spread over its step, s
     barriers = np.where(per_micro, m, 1.0)
-    with_jitter, stage_tp_waits = _barrier_waits_s(x, group, tp, m, per_micro, stage_s,
-                                                   exchange_layers, stage_spread, stage_shift)
-    without = barriers * straggler_wait_s(group, stage_spread / barriers, stage_shift / barriers)
+    # at tp 1 the spread meets jitter at the group's barriers, added in variance; at tp > 1 it
+    # waits apart, for the slowest of the stage's g t devices (each tp collective waits for its
+    # group's slowest, §14), as _straggler_s's split form
+    with_spread, stage_tp_waits = _barrier_waits_s(x, group, tp, m, per_micro, stage_s,
+                                                   exchange_layers, np.where(tp > 1, 0.0, spread),
+                                                   stage_shift)
+    split_shift = np.where(tp > 1, stage_shift, 0.0)
+    split_spread = np.where(tp > 1, straggler_wait_s(group * tp, np.where(tp > 1, spread, 0.0),
+                                                     split_shift) - split_shift, 0.0)
+    without = barriers * straggler_wait_s(group, 0.0, stage_shift / barriers)
     # the stage's last rank is one of all the devices: the window grows by no more than jitter
-    # adds to the wait for the slowest of them (the step's straggler term, which pays for it)
-    quiet = _straggler_s(x.replace(jitter_cv=0.0), devices, tp, m, per_micro, worked,
-                         slowest_compute, slowest_layers, np.where(jittered, slow_delay, 0.0))
-    jitter_excess = np.where(jittered & (group > 1), np.maximum(np.minimum(
-        with_jitter - without + stage_tp_waits, straggler - quiet), 0.0), 0.0)
-    window = np.where(pp > 1, straggler_stretch(jitter_excess, m * stage_s) - 1.0 + alone_f,
+    # and the spread add to the wait for the slowest of them (the step's straggler term, which
+    # pays for it)
+    quiet = _straggler_s(x.replace(jitter_cv=0.0, device_cv=0.0), devices, tp, m, per_micro,
+                         worked, slowest_compute, slowest_layers,
+                         np.where(varied, slow_delay, 0.0))
+    stage_excess = np.where(varied & (group > 1), np.maximum(np.minimum(
+        with_spread - without + stage_tp_waits + split_spread, straggler - quiet), 0.0), 0.0)
+    window = np.where(pp > 1, straggler_stretch(stage_excess, m * stage_s) - 1.0 + alone_f,
                       straggler_stretch(straggler, m * slowest_compute))
     fwd_mb = units * (fwd * window + fwd_wait) + window * output / 3.0
     # recompute runs in backward
