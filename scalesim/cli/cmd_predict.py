@@ -505,6 +505,7 @@ def unmeasured_link_notes(profile, inter: bool, intra: bool) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from scalesim.cli.given_words import in_given_words
     from scalesim.layout_predict import runnable_counts
     from scalesim.predict import predict
     from scalesim.training_time import TRAINING_LENGTH_KNOBS
@@ -512,6 +513,9 @@ def run(args: argparse.Namespace) -> int:
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
     scenario, left_out = runnable_counts(profile, scenario)  # as sweep drops their rows
+    # each note a template (``counts_left_out``): a --scenario file's setting said by its key,
+    # the file first, as sweep's notes (``given_words``); a flag's by its flag, as before
+    left_out = [in_given_words(note, args) for note in left_out]
     rows = predict(profile, scenario)
     if scenario.price_per_device_hour is not None and all(r.cost_usd is None for r in rows):
         # the flag's, or else the --scenario file's (named as the file names it)
