@@ -870,8 +870,8 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
                                    r.prediction, goal, ref, priced=not unpriced_links(r)))
     try:
         decision = decide(profile, scenario, focus.devices)
-    except ScalesimError as exc:
-        notes.append(f"decision card: {exc}")
+    except ScalesimError as exc:  # in the page's controls, as the 'left out' notes say it
+        notes.append(f"decision card: {in_words_of(exc, named)}")
         decision = None
     options += _added_servers(decision, focus, profile, scenario, rows, goal, ref, notes)
     options += card_options(decision, options)
@@ -890,8 +890,8 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
             b_focus = predict(b_profile, b_scenario.model_copy(update={"devices": [b_devices]}))[0]
             if state.b != "more_devices":
                 b_rows = predict(b_profile, _split_counts(b_scenario))
-        except ScalesimError as exc:
-            notes.append(f"scenario B: {exc}")
+        except ScalesimError as exc:  # in the page's controls, as the 'left out' notes say it
+            notes.append(f"scenario B: {in_words_of(exc, named)}")
             b_focus = None
     return Plan(profile=profile, state=state, scenario=scenario, rows=rows, knee=knee,
                 focus=focus, remedies=remedies, best=best, options=options, quality=quality,
