@@ -78,10 +78,12 @@ def test_the_files_price_is_noted_ignored_by_its_key(tmp_path, capsys):
 
 
 # a one-value schedule some rows run without (``cmd_sweep.ignored_notes``): the pp 1 rows of
-# --pp-values 1,2 at 16 and 32 devices, 2 of the 4 (``layout.unused_settings``' rule)
+# --pp-values 1,2 at 16 and 32 devices, 2 of the 4 (``layout.unused_settings``' rule); the
+# closing phrase names the setting as the rest of the line (was "... their scenario without the
+# flag" before session 49 (follow-up): a file gave no flag)
 GPIPE = ("{schedule} gpipe ignored on 2 of the 4 rows (e.g. tp 1 x pp 1 on 16 devices): "
          "{schedule} gpipe needs --pp 2 or more (a pipeline); at --pp 1 leave {schedule} at its "
-         "default; they run without it, as predict runs their scenario without the flag, and "
+         "default; they run without it, as predict runs their scenario without {schedule}, and "
          "column schedule says what each row runs")
 
 
@@ -105,11 +107,13 @@ def test_the_files_shard_group_is_noted_ignored_on_ddp_rows_by_its_key(tmp_path,
     file's key (before session 49: '--shard-group 4 ignored on 1 of the 2 rows ...')."""
     path = _file(tmp_path, "sg.json", {"devices": [16], "layout": {"shard_group": 4}})
     _, err = _notes(capsys, [*SWEEP, "--scenario", path, "--strategy-values", "ddp,zero3"])
-    rest = ("4 ignored on 1 of the 2 rows (e.g. strategy ddp on 16 devices): shard group 4 needs "
-            "a ZeRO strategy (zero1, zero2, zero3): ddp replicates every state; they run without "
-            "it, as predict runs their scenario without the flag, and column shard_group says "
-            "what each row runs")
-    assert f"note: {path}: shard_group {rest}" in err, err
+    # the closing phrase names it too (was "... their scenario without the flag" before
+    # session 49 (follow-up), for the file's key as for the flag)
+    rest = ("{sg} 4 ignored on 1 of the 2 rows (e.g. strategy ddp on 16 devices): shard group 4 "
+            "needs a ZeRO strategy (zero1, zero2, zero3): ddp replicates every state; they run "
+            "without it, as predict runs their scenario without {sg}, and column shard_group "
+            "says what each row runs")
+    assert f"note: {path}: " + rest.format(sg="shard_group") in err, err
     _, err = _notes(capsys, [*SWEEP, "--devices", "16", "--shard-group", "4",
                              "--strategy-values", "ddp,zero3"])
-    assert f"note: --shard-group {rest}" in err, err
+    assert "note: " + rest.format(sg="--shard-group") in err, err

@@ -95,7 +95,9 @@ def test_the_cli_row_carries_the_setting_and_the_note_names_the_rows(capsys):
     notes = [line for line in err.splitlines() if "--tp-overlap ignored" in line]
     assert notes == [f"note: --tp-overlap ignored on 1 of the 2 rows (e.g. tp 1 x pp 1 on 8 "
                      f"devices): {knob_refusal(TP_OVERLAP_NEEDS_TP)}; they run without it, as predict runs "
-                     "their scenario without the flag, and column tp_overlap says what each "
+                     # was 'without the flag' before session 49 (follow-up): the phrase names
+                     # the setting as the line does (a --scenario file's by its key)
+                     "their scenario without --tp-overlap, and column tp_overlap says what each "
                      "row runs"], err
 
 

@@ -70,7 +70,10 @@ def test_the_cli_writes_the_ddp_row_empty_or_null_and_says_it_once(capsys):
     notes = [line for line in err.splitlines() if "--shard-group 4 ignored" in line]
     assert notes == [f"note: --shard-group 4 ignored on 1 of the 2 rows (e.g. strategy ddp on "
                      f"16 devices): {shard_group_needs_zero(4)}; they run without it, as "
-                     "predict runs their scenario without the flag, and column shard_group says "
+                     # was 'without the flag' before session 49 (follow-up): the phrase names
+                     # the setting as the line does (a --scenario file's by its key)
+                     "predict runs their scenario without --shard-group, and column shard_group "
+                     "says "
                      "what each row runs"], err
     code, out, err = run_cli(capsys, argv)
     assert code == 0, err

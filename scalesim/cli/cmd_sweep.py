@@ -368,7 +368,8 @@ def ignored_notes(plan, ignored: dict, written: int) -> list[str]:
     """One line per one-value layout flag some rows run without (``SweepResult.ignored``; a
     shard group: the ddp rows): the
     flag, how many of the ``written`` rows, the first, predict's rule and the column that says
-    what each row runs; such a row is predict's of its scenario without the flag."""
+    what each row runs; such a row is predict's of its scenario without the setting (named as
+    the setting is: its flag, or a --scenario file's key)."""
     from scalesim.layout import shard_group_needs_zero, unused_settings
     from scalesim.layout_predict import layout_of
     from scalesim.sweep import one_value_words
@@ -382,12 +383,13 @@ def ignored_notes(plan, ignored: dict, written: int) -> list[str]:
     for name, (rows, example) in ignored.items():
         which = "every row" if rows == written else f"{rows} of the {written} rows"
         # a template, the rule's kept (``errors.joined``): a file's setting said by its key
-        # (``run``, ``given_words``)
+        # (``run``, ``given_words``), in the closing phrase too (a file gave no flag)
         setting = knob_refusal(one_value_words(name, getattr(split, name), getattr(KNOB, name))
                                + as_literal(f" ignored on {which} (e.g. {example}): "), (name,))
-        out.append(joined("", (setting, rules[name][1], "; they run without it, as predict runs "
-                               f"their scenario without the flag, and column {name} says what "
-                               "each row runs")))
+        runs = knob_refusal("; they run without it, as predict runs their scenario without "
+                            + getattr(KNOB, name)
+                            + as_literal(f", and column {name} says what each row runs"), (name,))
+        out.append(joined("", (setting, rules[name][1], runs)))
     return out
 
 
