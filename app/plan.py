@@ -904,6 +904,14 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
                 b_unpriced_links=b_pick is not None and unpriced_links(b_pick))
 
 
+def as_sentence(note: str) -> str:
+    """A note of the page (``Plan.notes``) said as the page's other notes end (the decision
+    card's, goal's and the headline's captions, the boxes): its first letter upper case and a
+    full stop at its end (none added after one); the report's notes alike."""
+    text = str(note)
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?", "!")) else ".")
+
+
 def card_notes(plan: Plan) -> list[str]:
     """The decision card's notes as the page and the report show them: each knob a note names
     (its template: the measure-before-buying note's '--inter-busbw') said as the sidebar's

@@ -80,6 +80,7 @@ from .plan import (
     ab_cost_label,
     ab_misfit,
     against_now_text,
+    as_sentence,
     card_notes,
     count_unit,
     device_counts,
@@ -1205,8 +1206,8 @@ def render() -> None:
             st.markdown("\n".join(f"- {_md(c)}" for c in caveats))
     for refused in plan.refusals:
         st.error(_md(refused))  # may quote a typed device list
-    for note in plan.notes:
-        st.info(_md(note))
+    for note in plan.notes:  # sentences, as the page's other notes (was no full stop)
+        st.info(_md(as_sentence(note)))
     _share(plan, link)
     tabs = st.tabs(list(TABS.values()), key=_key("tab"), on_change="rerun")
     for (tab_id, _), container in zip(TABS.items(), tabs, strict=True):

@@ -35,6 +35,7 @@ from .charts import all_charts, chart_text, stall_caption
 from .control_labels import ZERO_FRAMEWORK_LABELS, in_words, label
 from .plan import (
     Plan,
+    as_sentence,
     card_notes,
     finish_title,
     headline,
@@ -338,7 +339,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         [[o.label, o.devices, *run_cells(o, o.samples_per_s, o.time_s, o.cost_usd)]
          for o in plan.options])))
     if plan.refusals or plan.notes:
-        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>"
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(as_sentence(n))}</li>"
                                                      for n in plan.refusals + plan.notes)
                      + "</ul>")
     parts.append("</div>")

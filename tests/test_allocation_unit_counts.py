@@ -137,7 +137,9 @@ def test_app_page_plots_128_and_256_gb200_gpus():
     at = open_app(encode_query(state, preset_profile(state)))
     assert at.sidebar.selectbox(key="k_focus").options == ["auto (the knee)", "64", "128", "256"]
     said = [str(m.value).replace("\\_", "_") for m in at.info]
-    assert f"left out 130: {PAGE_REFUSAL_130}" in said
+    # a sentence, as the page's other notes (was 'left out 130: ...' with no full stop before
+    # session 49)
+    assert f"Left out 130: {PAGE_REFUSAL_130}." in said
 
 
 def test_predict_with_gpus_per_node_takes_whole_trays_of_the_gpus_used():

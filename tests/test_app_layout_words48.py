@@ -67,7 +67,8 @@ def test_a_count_past_whole_allocation_units_names_no_hardware_field_on_the_page
     named the hardware file's devices_per_allocation on the page, which takes no hardware file;
     the CLI keeps it."""
     at = open_app(preset_query(hw="gb200-nvl72", wl="llama3-8b", grid="list", dlist="6,8"))
-    (note,) = [i.value for i in at.info if i.value.startswith("left out 6: ")]
+    # a sentence, as the page's other notes (was 'left out 6: ...' before session 49)
+    (note,) = [i.value for i in at.info if i.value.startswith("Left out 6: ")]
     assert "do not fill whole allocation units of 4 GPUs (the tray or node a scheduler hands " \
            "out, 72 to a server); give a multiple of 4, e.g. 4 or 8" in note, note
     assert "devices" + "\\_per" not in note and "_per_" not in note, note

@@ -254,8 +254,9 @@ def test_a_tp_only_toggle_at_tp_1_is_disabled_and_ignored_with_a_note(key):
     at = open_app({"v": "8", "wl": "llama3-8b", key: "1"})
     assert not any("needs tp > 1" in e.value for e in [*at.error, *at.sidebar.error])
     assert at.sidebar.toggle(key="k_tpo").disabled and at.sidebar.toggle(key="k_sp").disabled
-    assert f"{label} ignored: it applies with Tensor parallel above 1" in [i.value
-                                                                          for i in at.info]
+    # a sentence, as the page's other notes (no full stop before session 49)
+    assert f"{label} ignored: it applies with Tensor parallel above 1." in [i.value
+                                                                           for i in at.info]
     assert at.metric  # the headline is there
     state = at.session_state["app_state"]
     assert getattr(state, key) is True and layout_of_state(state) is None  # kept, not used

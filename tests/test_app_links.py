@@ -140,8 +140,9 @@ def test_a_focus_the_plan_left_out_says_which_count_is_shown():
     at = open_app({"v": "12", "hw": "dgx-h100", "wl": "llama3-8b", "tp": "2", "mb": "1",
                    "focus": "1"})
     assert not at.exception
-    assert any(i.value.startswith("focus 1 device is not among the counts predicted")
-               and i.value.endswith("showing 16 devices") for i in at.info)
+    # a sentence, as the page's other notes (was 'focus 1 ...', no full stop, before session 49)
+    assert any(i.value.startswith("Focus 1 device is not among the counts predicted")
+               and i.value.endswith("showing 16 devices.") for i in at.info)
 
 
 def test_an_old_link_with_a_later_scenario_b_is_said_and_ignored():

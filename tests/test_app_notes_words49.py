@@ -4,7 +4,7 @@ controls, not the CLI's notation: scenario B's refusal ('dp 3'), said through it
 
 from __future__ import annotations
 
-from app_harness import open_app
+from app_harness import open_app, preset_query
 
 # every-server grid up to 64 with ZeRO-3 and shard group 16 (``test_shard_group_counts``): the
 # focus runs at 48 devices; scenario B, the planner's split (tp 4 x pp 4 = 16 devices a
@@ -30,3 +30,31 @@ def test_scenario_bs_note_names_the_pages_controls():
     assert B_WORDS in shown, shown
     for notation in ("dp ", "shard group"):
         assert notation not in shown, shown
+
+
+def test_the_pages_notes_end_as_its_other_notes_do():
+    """Each of the plan's notes is shown as a sentence, as the decision card's and goal's
+    notes are (a capital, a full stop): the 'left out' note of Shard group (HSDP) 16 at 24 and
+    40 devices (``test_app_layout_words49``), 'left out 12: ...' of a list, and scenario B's.
+    Before session 49 (follow-up): 'left out 12: above 8 devices ... (a multiple of 8)' and
+    '... or give counts whose data-parallel ranks it divides', no full stop; the report's
+    notes (``report_html``) alike."""
+    from scalesim.app.plan import as_sentence, make_plan
+    from scalesim.app.report import report_html
+    from scalesim.app.state import decode_query
+
+    fields = {"hw": "dgx-h100", "wl": "llama3-8b", "strat": "zero3", "sg": 16, "grid": "list",
+              "dlist": "12,16,24,40"}
+    at = open_app(preset_query(**fields))
+    infos = [i.value.replace("\\", "") for i in at.info]
+    assert ("Left out 12: above 8 devices a count must fill whole servers (a multiple of 8)."
+            in infos), infos
+    assert any(i.startswith("Shard group (HSDP) 16 does not divide the 24 or 40 data-parallel "
+                            "ranks: ") and i.endswith(" it divides.") for i in infos), infos
+    assert all(i[0].isupper() and i.endswith(".") for i in infos), infos
+    state, profile, _ = decode_query(QUERY)
+    plan = make_plan(profile, state)
+    html = report_html(plan, "https://example.invalid/?v=9")
+    assert f"<li>Scenario B: {B_WORDS}.</li>" in html
+    assert as_sentence("a note ending in e.g.") == "A note ending in e.g."  # no second stop
+

@@ -417,7 +417,8 @@ def test_the_app_ignores_a_shard_group_under_ddp_with_a_note():
     at = open_app({**LLAMA_16, "v": "9", "strat": "ddp", "sg": "8"})
     assert not any("shard group" in e.value for e in at.error) and at.metric
     assert at.sidebar.number_input(key="k_sg").disabled
-    assert "Shard group (HSDP) ignored: it applies with a ZeRO strategy (zero1 to zero3)" in [
+    # a sentence, as the page's other notes (no full stop before session 49)
+    assert "Shard group (HSDP) ignored: it applies with a ZeRO strategy (zero1 to zero3)." in [
         i.value for i in at.info]
     assert layout_of_state(at.session_state["app_state"]) is None
 
