@@ -61,13 +61,14 @@ from scalesim.billing import billing_words
 from scalesim.bounds import bound
 from scalesim.cheapest import cheapest, plainest, same_money, same_speed
 from scalesim.device_nouns import CPU_HOUR, GPU_NOUNS, Nouns, is_cpu_device, named_count, nouns_for
-from scalesim.errors import KNOB, ScalesimError, as_literal
+from scalesim.errors import KNOB, ScalesimError, as_literal, within
 from scalesim.figures import amount, gib, link_GBps, rate, whole
 from scalesim.figures import signed_percent as pct_text
 from scalesim.layout import (
     ZERO_STRATEGIES,
     knob_refusal,
     memory_ways,
+    model_split_template,
     model_split_words,
     replica_devices,
 )
@@ -493,7 +494,7 @@ def _todays_grown(ctx: _Ctx, source: str, per_server: int,
         try:
             p = _one(ctx.profile, scenario, count)
         except ScalesimError as exc:  # a global batch that does not split over the count
-            why = why or str(exc)
+            why = why or within(exc, str(exc))  # its template kept: the app's words
             continue
         option = ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
                             assumption=_grown_assumption(ctx, p),
@@ -579,10 +580,21 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]
     if keep is not None and keep.option.devices > more and (
             best is keep or _wins(ctx, best.option)):  # today's layout does not run at one more
         degrees = "tp x pp x cp" if now.cp > 1 else "tp x pp"
-        because = (f"{nouns.count(more)} are not a multiple of today's {degrees} = {whole(split)}"
-                   if more % split else f"at {nouns.count(more)}, {why or _refusal(ctx, more)}")
-        notes.append(f"one more {nouns.server} does not take today's layout ({because}): it "
-                     f"takes {nouns.count(keep.option.servers - now.nodes, 'server')} more")
+        cp = now.cp if now.cp > 1 else None
+        reason = why or _refusal(ctx, more)
+        # templates (``knob_refusal``, ``errors.within``): the CLI's line in its notation, the
+        # app's naming its controls ('Tensor parallel 4 x Pipeline stages 2', 'the 24
+        # data-parallel ranks'; ``app.plan.card_notes``)
+        because = (knob_refusal(f"{nouns.count(more)} are not a multiple of today's "
+                                f"{model_split_template(now.tp, now.pp, cp)} = {whole(split)}",
+                                ("tp", "pp", *(("cp",) if cp else ())),
+                                cli=f"{nouns.count(more)} are not a multiple of today's "
+                                    f"{degrees} = {whole(split)}")
+                   if more % split else within(reason, f"at {nouns.count(more)}, {reason}"))
+        notes.append(within(because, f"one more {nouns.server} does not take today's layout "
+                                     f"({because}): it takes "
+                                     f"{nouns.count(keep.option.servers - now.nodes, 'server')} "
+                                     "more"))
     if _wins(ctx, best.option):
         notes += _grown_notes(ctx, best, [o for o in grown if o is not best])
     return best, notes
@@ -802,7 +814,7 @@ def _refusal(ctx: _Ctx, devices: int) -> str:
     try:
         _one(ctx.profile, ctx.scenario, devices)
     except ScalesimError as exc:
-        return str(exc)
+        return within(exc, str(exc))  # its template kept: the app says it in its controls
     return ""
 
 

@@ -4,6 +4,7 @@ controls, not the CLI's notation: scenario B's refusal ('dp 3'), said through it
 
 from __future__ import annotations
 
+import pytest
 from app_harness import open_app, preset_query
 
 # every-server grid up to 64 with ZeRO-3 and shard group 16 (``test_shard_group_counts``): the
@@ -58,3 +59,30 @@ def test_the_pages_notes_end_as_its_other_notes_do():
     assert f"<li>Scenario B: {B_WORDS}.</li>" in html
     assert as_sentence("a note ending in e.g.") == "A note ending in e.g."  # no second stop
 
+
+@pytest.mark.parametrize("fields, said, cli", [
+    # Shard group (HSDP) 16 on 16 devices: one more server is 24, dp 24, which 16 does not
+    # divide (``layout.shard_group_problem``); the next, 32, runs it: 2 servers more
+    ({"strat": "zero3", "sg": 16, "grid": "list", "dlist": "16"},
+     "(at 24 devices, Shard group (HSDP) 16 does not divide the 24 data-parallel ranks; give a "
+     "divisor of it (e.g. 24: full sharding) (at 24 devices)): it takes 2 servers more",
+     "(at 24 devices, shard group 16 does not divide dp 24; give a divisor of it (e.g. 24: "
+     "full sharding) (at 24 devices)): it takes 2 servers more"),
+    # tp 8 x pp 3 = 24 on 24 devices: one more server is 32, no multiple of 24; 48 is, 3 more
+    ({"tp": 8, "pp": 3, "grid": "list", "dlist": "24"},
+     "(32 devices are not a multiple of today's Tensor parallel 8 x Pipeline stages 3 = 24): it "
+     "takes 3 servers more",
+     "(32 devices are not a multiple of today's tp x pp = 24): it takes 3 servers more"),
+], ids=["shard group", "split"])
+def test_the_cards_one_more_server_note_names_the_pages_controls(fields, said, cli):
+    """The decision card's 'one more server does not take today's layout' note (the caption
+    under the card) names the page's controls. Before session 49 (follow-up) its reason was put
+    in an f-string and lost its template: '(at 24 devices, shard group 16 does not divide dp
+    24; ...)', '(... not a multiple of today's tp x pp = 24)'. decide's CLI keeps its line."""
+    from scalesim.app.plan import card_notes, make_plan
+    from scalesim.app.state import decode_query
+
+    state, profile, _ = decode_query(preset_query(hw="dgx-h100", wl="llama3-8b", **fields))
+    plan = make_plan(profile, state)
+    assert "one more server does not take today's layout " + said in card_notes(plan)
+    assert "one more server does not take today's layout " + cli in plan.decision.notes
