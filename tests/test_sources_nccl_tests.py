@@ -901,6 +901,25 @@ def test_a_file_named_after_all_reduce_holding_gather_rows_is_refused(tmp_path):
         nccl_tests.parse_file(log)
 
 
+@pytest.mark.parametrize("name", ["all_reduce_1gpu.txt", "all_gather_1gpu.txt"])
+def test_a_one_rank_log_is_refused_as_one_rank_not_as_another_collective(tmp_path, capsys, name):
+    """On one rank nccl-tests' busbw factors are 0 for every collective (2(n-1)/n and (n-1)/n at
+    n = 1), so its rows' busbw/algbw is 0: the named-collective check (session 49) read an
+    all_reduce_perf run on one GPU as 'the rows are reduce_scatter or all_gather'; it is refused
+    as before that check, as one GPU that measures no link. The gather file's 0 is refused the
+    same way (0 is no all-reduce's, but it is every collective's on one rank)."""
+    rows = "\n".join(f"  {s:>10}  {s // 4:>12}     float     sum      -1  {t:7.2f}  {s / t / 1e3:6.2f}"
+                     f"    0.00      0  {t:7.2f}  {s / t / 1e3:6.2f}    0.00      0"
+                     for s, t in ((1048576, 10.5), (1073741824, 1000.0)))
+    log = tmp_path / name
+    log.write_text("#  Rank  0 Group  0 Pid  12345 on      host device  0 [0x07] NVIDIA A100\n"
+                   + "\n".join(TABLE.read_text().splitlines()[:3]) + "\n" + rows + "\n")
+    code = main(["calibrate", "--from-nccl-tests", str(log), "--out", str(tmp_path / "p.json")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].endswith(f"{name}: 1 rank: a collective on one GPU measures no link"), err
+
+
 def test_inter_on_a_log_of_every_rank_on_one_host_is_refused(tmp_path, capsys):
     """Session 49: the one-server H100 log (8 ranks, all on 'host') given as inter= was split
     into 2 'servers' of 4 (``nodes`` is at least 2 under inter=): a new profile of 4 GPUs per
