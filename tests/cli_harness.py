@@ -15,6 +15,22 @@ def run_cli(capsys, argv: list[str]):
     return code, out, err
 
 
+def scenario_file(tmp_path, name: str, scenario: dict) -> str:
+    """The path of a --scenario file ``name`` under ``tmp_path`` holding ``scenario`` as JSON."""
+    import json
+
+    path = tmp_path / name
+    path.write_text(json.dumps(scenario))
+    return str(path)
+
+
+def refused_line(capsys, argv: list[str]) -> str:
+    """The one line a command refuses ``argv`` with (exit 2, nothing on stdout)."""
+    code, out, err = run_cli(capsys, argv)
+    assert code == 2 and out == "" and err.count("\n") == 1, (code, err)
+    return err.removesuffix("\n")
+
+
 def kept_diagnoses(monkeypatch) -> list:
     """The reports ``runs_diagnosis.diagnose_runs`` makes from now on (the CLI's, the app's),
     appended to the list returned: a test reads the report a command printed, or its --json

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from cli_harness import run_cli
+from cli_harness import refused_line, run_cli, scenario_file
 
 W = ["--workload", "llama3-8b"]
 SWEEP = ["sweep", *W, "--format", "json"]
@@ -16,30 +16,18 @@ NO_SYNC = ("{grad_sync} once-per-step is FSDP's no_sync; DeepSpeed stage 2/3 red
            "in every micro-step: use {zero_framework} fsdp or {grad_sync} every-micro-step")
 
 
-def _file(tmp_path, name, scenario):
-    path = tmp_path / name
-    path.write_text(json.dumps(scenario))
-    return str(path)
-
-
-def _line(capsys, argv):
-    code, out, err = run_cli(capsys, argv)
-    assert code == 2 and out == "" and err.count("\n") == 1, (code, err)
-    return err.removesuffix("\n")
-
-
 def test_every_row_pairs_names_the_files_framework_by_its_key(tmp_path, capsys):
     """The file's DeepSpeed with --grad-sync-values once-per-step: every row is refused
     (``sweep.plan_sweep``); the framework is the file's, said by its key, the grid by its flag
     (the grid's knob by --grad-sync in DeepSpeed's rule, as with flags alone)."""
-    path = _file(tmp_path, "ds.json", {"devices": [16], "zero_framework": "deepspeed"})
-    assert _line(capsys, [*SWEEP, "--scenario", path, "--grad-sync-values", "once-per-step"]) == (
+    path = scenario_file(tmp_path, "ds.json", {"devices": [16], "zero_framework": "deepspeed"})
+    assert refused_line(capsys, [*SWEEP, "--scenario", path, "--grad-sync-values", "once-per-step"]) == (
         f"scalesim sweep: error: {path}: every row pairs zero_framework deepspeed with "
         "--grad-sync-values once-per-step: "
         + NO_SYNC.format(grad_sync="--grad-sync", zero_framework="zero_framework"))
     # the file's once-per-step with the grid's DeepSpeed: the other way round
-    path = _file(tmp_path, "sync.json", {"devices": [16], "grad_sync": "once-per-step"})
-    assert _line(capsys, [*SWEEP, "--scenario", path, "--zero-framework-values",
+    path = scenario_file(tmp_path, "sync.json", {"devices": [16], "grad_sync": "once-per-step"})
+    assert refused_line(capsys, [*SWEEP, "--scenario", path, "--zero-framework-values",
                           "deepspeed"]) == (
         f"scalesim sweep: error: {path}: every row pairs --zero-framework-values deepspeed with "
         "grad_sync once-per-step: "
@@ -48,13 +36,13 @@ def test_every_row_pairs_names_the_files_framework_by_its_key(tmp_path, capsys):
 
 def test_every_row_pairs_names_flags_as_before(capsys):
     """The flags alone: each by its flag, the line as it always read."""
-    assert _line(capsys, [*SWEEP, "--devices", "16", "--zero-framework", "deepspeed",
+    assert refused_line(capsys, [*SWEEP, "--devices", "16", "--zero-framework", "deepspeed",
                           "--grad-sync-values", "once-per-step"]) == (
         "scalesim sweep: error: every row pairs --zero-framework deepspeed with "
         "--grad-sync-values once-per-step: "
         + NO_SYNC.format(grad_sync="--grad-sync", zero_framework="--zero-framework"))
     # the grid's framework with the flag's sync
-    assert _line(capsys, [*SWEEP, "--devices", "16", "--zero-framework-values", "deepspeed",
+    assert refused_line(capsys, [*SWEEP, "--devices", "16", "--zero-framework-values", "deepspeed",
                           "--grad-sync", "once-per-step"]) == (
         "scalesim sweep: error: every row pairs --zero-framework-values deepspeed with "
         "--grad-sync once-per-step: "
@@ -64,8 +52,8 @@ def test_every_row_pairs_names_flags_as_before(capsys):
 def test_every_row_pairs_names_a_flag_over_the_file_by_the_flag(tmp_path, capsys):
     """The file's framework said again by --zero-framework: the flag's value is the one that
     runs, so the line is the flags' one (no file key in it)."""
-    path = _file(tmp_path, "ds.json", {"devices": [16], "zero_framework": "deepspeed"})
-    assert _line(capsys, [*SWEEP, "--scenario", path, "--zero-framework", "deepspeed",
+    path = scenario_file(tmp_path, "ds.json", {"devices": [16], "zero_framework": "deepspeed"})
+    assert refused_line(capsys, [*SWEEP, "--scenario", path, "--zero-framework", "deepspeed",
                           "--grad-sync-values", "once-per-step"]) == (
         "scalesim sweep: error: every row pairs --zero-framework deepspeed with "
         "--grad-sync-values once-per-step: "
@@ -84,7 +72,7 @@ def test_the_dropped_rows_note_names_the_files_strategy_by_its_key(tmp_path, cap
     """The file's DeepSpeed ZeRO-2 with --pp-values 1,2: the pp 2 row is dropped with a note
     (one row of two kept); the strategy and framework are the file's keys, the file named
     first, pp by its flag (the grid's, as with flags alone)."""
-    path = _file(tmp_path, "ds.json", DS_ZERO2)
+    path = scenario_file(tmp_path, "ds.json", DS_ZERO2)
     code, out, err = run_cli(capsys, [*SWEEP, "--scenario", path, "--pp-values", "1,2"])
     assert code == 0, err
     assert [row["pp"] for row in json.loads(out)] == [1]
@@ -100,7 +88,7 @@ def test_the_dropped_rows_note_names_the_files_strategy_by_its_key(tmp_path, cap
         f"wrote 1 scenarios to {out_csv} ({path}: 1 combination dropped: 1 breaks a layout "
         f"rule (e.g. {words}))")
     # every row dropped: the sweep's refusal, in the same words
-    assert _line(capsys, [*SWEEP, "--scenario", path, "--pp-values", "2"]) == (
+    assert refused_line(capsys, [*SWEEP, "--scenario", path, "--pp-values", "2"]) == (
         f"scalesim sweep: error: {path}: no combination of the sweep is left: all 1 dropped "
         f"(1 breaks a layout rule (e.g. {words})); nothing written")
 
@@ -110,13 +98,13 @@ def test_the_dropped_rows_note_names_flags_as_before(tmp_path, capsys):
     runs): every knob by its flag, no file named."""
     words = PIPELINE.format(strategy="--strategy", pp="--pp", zero_framework="--zero-framework")
     flags = ["--devices", "16", "--strategy", "zero2", "--zero-framework", "deepspeed"]
-    path = _file(tmp_path, "ds.json", DS_ZERO2)
+    path = scenario_file(tmp_path, "ds.json", DS_ZERO2)
     for given in (flags, ["--scenario", path, *flags]):
         code, out, err = run_cli(capsys, [*SWEEP, *given, "--pp-values", "1,2"])
         assert code == 0, err
         assert err.splitlines()[0] == (
             f"note: 1 combination dropped: 1 breaks a layout rule (e.g. {words})")
-        assert _line(capsys, [*SWEEP, *given, "--pp-values", "2"]) == (
+        assert refused_line(capsys, [*SWEEP, *given, "--pp-values", "2"]) == (
             "scalesim sweep: error: no combination of the sweep is left: all 1 dropped "
             f"(1 breaks a layout rule (e.g. {words})); nothing written")
 
@@ -125,7 +113,7 @@ def test_the_dropped_rows_note_names_the_files_grad_sync_by_its_key(tmp_path, ca
     """The file's once-per-step with --zero-framework-values fsdp,deepspeed at ZeRO-2: the
     DeepSpeed row is dropped (``sweep._grad_sync_refused_rows``), its rule naming the file's
     grad_sync by its key."""
-    path = _file(tmp_path, "sync.json", {"devices": [16], "grad_sync": "once-per-step"})
+    path = scenario_file(tmp_path, "sync.json", {"devices": [16], "grad_sync": "once-per-step"})
     code, out, err = run_cli(capsys, [*SWEEP, "--scenario", path, "--strategy", "zero2",
                                       "--zero-framework-values", "fsdp,deepspeed"])
     assert code == 0, err
@@ -144,7 +132,7 @@ def test_goal_notes_the_files_devices_and_strategy_as_not_used(tmp_path, capsys,
     """goal searches the device count and the strategy itself (``cmd_goal.SEARCHED``): a file's
     (one scenario shared with predict, sweep and decide) is said not used, by its key, the file
     first, and the answer is the one without them, byte for byte but those notes."""
-    path = _file(tmp_path, "s.json", {"devices": [64], "strategy": "zero3"})
+    path = scenario_file(tmp_path, "s.json", {"devices": [64], "strategy": "zero3"})
     code, out, err = run_cli(capsys, [*GOAL, "--json", "--scenario", path])
     assert code == 0 and err == "", err
     noted = json.loads(out)
@@ -170,8 +158,8 @@ def test_goal_refuses_the_files_global_batch_in_its_words(tmp_path, capsys):
     batch than the file fixes), by the file's key, the file first (was seek's line, no file
     named: 'goal seeking varies the per-device batch: give a micro-batch, not a fixed global
     batch')."""
-    path = _file(tmp_path, "s.json", {"global_batch": 512})
-    assert _line(capsys, [*GOAL, "--scenario", path]) == (
+    path = scenario_file(tmp_path, "s.json", {"global_batch": 512})
+    assert refused_line(capsys, [*GOAL, "--scenario", path]) == (
         f"scalesim goal: error: {path}: global_batch is not used: goal varies the per-device "
         "batch (micro-batch and accumulation) itself; drop it, and give micro_batch N for the "
         "micro-batch it starts from")
@@ -190,18 +178,18 @@ def test_goal_refuses_the_flags_as_before(capsys):
             ("--global-batch", "64", "--global-batch is not used: goal varies the per-device "
              "batch (micro-batch and accumulation) itself; drop it, and give --batch N for the "
              "micro-batch it starts from")):
-        assert _line(capsys, [*GOAL, flag, value]) == f"scalesim goal: error: {line}"
+        assert refused_line(capsys, [*GOAL, flag, value]) == f"scalesim goal: error: {line}"
 
 
 def test_decide_focus_names_the_files_devices_by_its_key(tmp_path, capsys):
     """decide takes the file's devices as it takes --devices (it decides at one of them, the
     'As is' its scenario): a --focus outside them names the file's key, the file first."""
     decide = ["decide", *W, "--json"]
-    path = _file(tmp_path, "s.json", {"devices": [8]})
-    assert _line(capsys, [*decide, "--scenario", path, "--focus", "3"]) == (
+    path = scenario_file(tmp_path, "s.json", {"devices": [8]})
+    assert refused_line(capsys, [*decide, "--scenario", path, "--focus", "3"]) == (
         f"scalesim decide: error: {path}: --focus 3 is not one of devices (8)")
     # the flag's counts over the file's, and the flag alone: the flag
-    assert _line(capsys, [*decide, "--scenario", path, "--devices", "8,16", "--focus", "3"]) == (
+    assert refused_line(capsys, [*decide, "--scenario", path, "--devices", "8,16", "--focus", "3"]) == (
         "scalesim decide: error: --focus 3 is not one of --devices (8, 16)")
-    assert _line(capsys, [*decide, "--devices", "8", "--focus", "3"]) == (
+    assert refused_line(capsys, [*decide, "--devices", "8", "--focus", "3"]) == (
         "scalesim decide: error: --focus 3 is not one of --devices (8)")

@@ -4,9 +4,7 @@ setting by its flag, the line as before."""
 
 from __future__ import annotations
 
-import json
-
-from cli_harness import run_cli
+from cli_harness import run_cli, scenario_file
 
 PREDICT = ["predict", "--workload", "llama3-8b", "--hardware", "dgx-h100"]
 # shard group 16 (ZeRO-3) at 16 and 24 devices: dp 24 is not a multiple of 16, dp 16 is; the
@@ -20,12 +18,6 @@ BATCH = ("global batch 64 does not split evenly over dp x accumulation 24: the r
          "dp x accumulation divides it")
 
 
-def _file(tmp_path, name, scenario):
-    path = tmp_path / name
-    path.write_text(json.dumps(scenario))
-    return str(path)
-
-
 def _notes(capsys, argv, where="out"):
     code, out, err = run_cli(capsys, argv)
     assert code == 0, err
@@ -37,7 +29,7 @@ def test_the_files_shard_group_is_named_by_its_key(tmp_path, capsys):
     """Before session 49: 'note: shard group 16 does not divide dp 24: ...; --shard-group 8
     runs every count ...', a flag the user never gave; now the file's key, the file first, in
     the table's notes and beside --json (stderr)."""
-    path = _file(tmp_path, "sg.json", {"devices": [16, 24], "strategy": "zero3",
+    path = scenario_file(tmp_path, "sg.json", {"devices": [16, 24], "strategy": "zero3",
                                        "layout": {"shard_group": 16}})
     said = f"note: {path}: " + GROUP.format(shard_group="shard_group")
     assert _notes(capsys, [*PREDICT, "--scenario", path]) == [said]
@@ -49,14 +41,14 @@ def test_the_flags_shard_group_is_named_by_its_flag(tmp_path, capsys):
     said = "note: " + GROUP.format(shard_group="--shard-group")
     assert _notes(capsys, [*PREDICT, "--devices", "16,24", "--strategy", "zero3",
                            "--shard-group", "16"]) == [said]
-    path = _file(tmp_path, "sg.json", {"devices": [16, 24], "strategy": "zero3",
+    path = scenario_file(tmp_path, "sg.json", {"devices": [16, 24], "strategy": "zero3",
                                        "layout": {"shard_group": 16}})
     assert _notes(capsys, [*PREDICT, "--scenario", path, "--shard-group", "16"]) == [said]
 
 
 def test_the_files_global_batch_is_named_by_its_key(tmp_path, capsys):
     """Before session 49: '...; --global-batch 48 or 96 runs every count ...'."""
-    path = _file(tmp_path, "gb.json", {"devices": [8, 16, 24], "global_batch": 64})
+    path = scenario_file(tmp_path, "gb.json", {"devices": [8, 16, 24], "global_batch": 64})
     assert _notes(capsys, [*PREDICT, "--scenario", path]) == [
         f"note: {path}: " + BATCH.format(global_batch="global_batch")]
     assert _notes(capsys, [*PREDICT, "--devices", "8,16,24", "--global-batch", "64"]) == [

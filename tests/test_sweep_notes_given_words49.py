@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from cli_harness import run_cli
+from cli_harness import run_cli, scenario_file
 
 SWEEP = ["sweep", "--workload", "llama3-8b", "--format", "json"]
 # the row the sweep drops first: the DeepSpeed one, its shard group refused
@@ -15,12 +15,6 @@ DEEPSPEED_GROUP = ("shard group 4 on 16 devices: {shard_group} 4 with {zero_fram
                    "deepspeed: hybrid sharding is modelled for FSDP and Megatron-Core "
                    "(DeepSpeed's MiCS / ZeRO++ hpZ are not); use {zero_framework} fsdp or drop "
                    "{shard_group}")
-
-
-def _file(tmp_path, name, scenario):
-    path = tmp_path / name
-    path.write_text(json.dumps(scenario))
-    return str(path)
 
 
 def _notes(capsys, argv):
@@ -36,7 +30,7 @@ def test_a_row_dropped_for_the_files_shard_group_names_it_by_its_key(tmp_path, c
     rule was put in an f-string and lost its template: '--shard-group 4 with ... or drop
     --shard-group', no file named. Both paths: the data-parallel rows, and the layouts' (a
     swept tp, whose tp 2 rows drop too)."""
-    path = _file(tmp_path, "sg.json", {"devices": [16], "strategy": "zero3",
+    path = scenario_file(tmp_path, "sg.json", {"devices": [16], "strategy": "zero3",
                                        "layout": {"shard_group": 4}})
     words = DEEPSPEED_GROUP.format(shard_group="shard_group", zero_framework="--zero-framework")
     rows, err = _notes(capsys, [*SWEEP, "--scenario", path, "--zero-framework-values",
@@ -66,7 +60,7 @@ UNPRICED = ("{price} ignored: a sweep row has no time to train or cost column (p
 def test_the_files_price_is_noted_ignored_by_its_key(tmp_path, capsys):
     """A file's price: the note names the file's price_per_device_hour, the file first (before
     session 49: '--price ignored: ...', a flag the user never gave); the flag's: as before."""
-    path = _file(tmp_path, "price.json", {"devices": [16], "price_per_device_hour": 2.5})
+    path = scenario_file(tmp_path, "price.json", {"devices": [16], "price_per_device_hour": 2.5})
     _, err = _notes(capsys, [*SWEEP, "--scenario", path])
     assert f"note: {path}: " + UNPRICED.format(price="price_per_device_hour") in err, err
     assert not any("--price" in line for line in err), err
@@ -92,7 +86,7 @@ def test_the_files_schedule_is_noted_ignored_by_its_key(tmp_path, capsys):
     names the file's schedule by its key, the file first, pp by its flag (the grid's). Before
     session 49: '--schedule gpipe ignored on 2 of the 4 rows ...: --schedule gpipe needs --pp 2
     or more ...'. The flags alone: as before."""
-    path = _file(tmp_path, "gpipe.json", {"devices": [16, 32], "layout": {"schedule": "gpipe"}})
+    path = scenario_file(tmp_path, "gpipe.json", {"devices": [16, 32], "layout": {"schedule": "gpipe"}})
     rows, err = _notes(capsys, [*SWEEP, "--scenario", path, "--pp-values", "1,2"])
     assert len(rows) == 4
     assert f"note: {path}: " + GPIPE.format(schedule="schedule") in err, err
@@ -105,7 +99,7 @@ def test_the_files_shard_group_is_noted_ignored_on_ddp_rows_by_its_key(tmp_path,
     """A file's shard group with --strategy-values ddp,zero3: the ddp row runs without it
     (``layout.shard_group_needs_zero``, a rule naming no flag); the note's setting is the
     file's key (before session 49: '--shard-group 4 ignored on 1 of the 2 rows ...')."""
-    path = _file(tmp_path, "sg.json", {"devices": [16], "layout": {"shard_group": 4}})
+    path = scenario_file(tmp_path, "sg.json", {"devices": [16], "layout": {"shard_group": 4}})
     _, err = _notes(capsys, [*SWEEP, "--scenario", path, "--strategy-values", "ddp,zero3"])
     # the closing phrase names it too (was "... their scenario without the flag" before
     # session 49 (follow-up), for the file's key as for the flag)
