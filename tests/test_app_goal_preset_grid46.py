@@ -94,14 +94,15 @@ def test_a_grid_that_stops_short_of_the_largest_count_says_which_and_why():
     assert at.session_state["app_state"].dpn == 3
     assert _count_notes(at) == [
         "Largest device count 64: the largest count plotted is 48 (above one server the powers "
-        "of two are 3 devices doubled: 3, 6, 12, 24, 48; the next, 96, is past 64)"]
+        "of two are 3 devices doubled: 3, 6, 12, 24, 48; the next, 96, is past 64)."]  # a
+    # sentence, as the page's other notes, since session 49 (app.plan.as_sentence; was no stop)
     # the note's count is the grid's: the counts the page plots
     counts, _ = device_counts(at.session_state["app_state"], 3)
     assert max(counts) == 48
     at.sidebar.radio(key="k_grid").set_value("server")  # every server: 21 whole servers
     run_clean(at)
     assert _count_notes(at) == ["Largest device count 64: the largest count plotted is 63 "
-                                "(whole servers of 3, 21 of them)"]
+                                "(whole servers of 3, 21 of them)."]
 
 
 def test_no_note_where_the_grid_reaches_the_largest_count():

@@ -281,5 +281,7 @@ def test_app_strong_scaling_notes_say_processes(tmp_path):
     state = with_profile_defaults(default_state(), profile).model_copy(
         update={"tp": 2, "grid": "list", "dlist": "1,2,4"})
     _, notes = build_scenario(state, profile)
-    assert ("tp x pp = 2 does not divide the processes: the row on 1 process is left out; "
+    # the page's control labels since session 49 (was 'tp x pp = 2 does not divide ...')
+    assert ("Tensor parallel 2 x Pipeline stages 1 = 2 does not divide the processes: the row on 1 "
+            "process is left out; "
             "give counts that are multiples of 2") in notes

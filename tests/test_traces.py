@@ -179,8 +179,11 @@ def test_truncated_gzip_is_an_error(tmp_path):
 
 
 def test_duplicate_ranks_are_an_error(tmp_path):
+    """Two traces of rank 0. The second differs in a byte (its display unit), as two recordings
+    always do: the same bytes under two names are refused before as one file given twice
+    (``errors.check_distinct_files``, session 49)."""
     a = write(tmp_path, "a.json", gpu_trace(0))
-    b = write(tmp_path, "b.json", gpu_trace(0))
+    b = write(tmp_path, "b.json", {**gpu_trace(0), "displayTimeUnit": "ms"})
     with pytest.raises(ScalesimError, match="rank 0"):
         trace_ranks.load_traces([str(a), str(b)])
 
