@@ -12,10 +12,10 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.device_nouns import nouns_for
-from scalesim.errors import ScalesimError
+from scalesim.errors import KNOB, ScalesimError, as_literal
 from scalesim.figures import GIB_BYTES, link_GBps, sig3, throughput
 from scalesim.jsonio import to_json_text
-from scalesim.layout import SPLIT_HEADER, split_short
+from scalesim.layout import SPLIT_HEADER, knob_refusal, split_short
 
 NAME = "predict"
 HELP = "predict step time, breakdown, throughput and scaling efficiency"
@@ -231,10 +231,12 @@ def _fit_hints(profile, scenario, unfit) -> str:
         hints[0] if hints else f"more {nouns_for(profile.hardware.device_name).devices} per model replica")
 
 
-def render_table(profile, scenario, rows, left_out: list[str] | None = None) -> str:
+def render_table(profile, scenario, rows, left_out: list[str] | None = None,
+                 unused: list[str] | None = None) -> str:
     """predict's text: its header lines, the table of ``rows`` and its notes; ``left_out``:
     the notes of the device counts asked that a one-value split, global batch or shard group
-    cannot run (``layout_predict.runnable_counts``)."""
+    cannot run (``layout_predict.runnable_counts``); ``unused``: ``unused_setting_notes`` as
+    the caller says them (None: by their flags)."""
     from scalesim.billing import billing_words
     from scalesim.cli.options import condition_words
     from scalesim.figures import amount, count_columns, fixed, number, speedup
@@ -404,7 +406,10 @@ def render_table(profile, scenario, rows, left_out: list[str] | None = None) -> 
         lines.append(f"note: {note}")
     if note := slow_device_note(scenario.slow_device, [r.devices for r in rows], nouns=words):
         lines.append(f"note: {note}")
-    lines += [f"note: {note}" for note in unused_setting_notes(scenario)]
+    # the settings that change no number, as the caller says them (``run``: as given); None:
+    # by their flags
+    lines += [f"note: {note}" for note in (unused_setting_notes(scenario) if unused is None
+                                           else unused)]
     lines += [f"note: {note}" for note in unmeasured_link_notes(
         profile, inter=any(r.nodes > 1 for r in rows) and scenario.inter_busbw_GBps is None,
         intra=any(r.devices > r.nodes for r in rows) and scenario.intra_busbw_GBps is None)]
@@ -422,15 +427,20 @@ def unused_setting_notes(scenario, values_named: bool = True) -> list[str]:
     from scalesim.layout import TP_OVERLAP_UNDER_NO_OVERLAP
     from scalesim.model.sharding import grad_sync_unused
 
+    # each a template (``layout.knob_refusal``): a --scenario file's setting said by its key,
+    # the file first, where the caller says it as given (``run``, ``given_words``)
     out = []
     if scenario.layout is not None and scenario.layout.tp_overlap and not scenario.overlap:
-        out.append(f"--tp-overlap ignored: {TP_OVERLAP_UNDER_NO_OVERLAP}")
+        out.append(knob_refusal(f"{KNOB.tp_overlap} ignored: "
+                                + as_literal(TP_OVERLAP_UNDER_NO_OVERLAP), ("tp_overlap",)))
     if scenario.strategy == "ddp" and scenario.zero_framework != "fsdp":  # fsdp: the default
-        out.append(f"--zero-framework {scenario.zero_framework} ignored: strategy ddp shards "
-                   "nothing (give --strategy zero1, zero2 or zero3)")
+        out.append(knob_refusal(f"{KNOB.zero_framework} {scenario.zero_framework} ignored: "
+                                f"strategy ddp shards nothing (give {KNOB.strategy} zero1, "
+                                "zero2 or zero3)", ("zero_framework", "strategy")))
     if why := grad_sync_unused(scenario.strategy, scenario.accumulation, scenario.grad_sync,
                                values_named):
-        out.append(f"--grad-sync {scenario.grad_sync} ignored: {why}")
+        out.append(knob_refusal(f"{KNOB.grad_sync} {scenario.grad_sync} ignored: "
+                                + as_literal(why), ("grad_sync",)))
     return out
 
 
@@ -541,5 +551,8 @@ def run(args: argparse.Namespace) -> int:
         for note in left_out:  # stdout holds the rows only, as sweep's notes go to stderr
             print(f"note: {note}", file=sys.stderr)
     else:
-        print(render_table(profile, scenario, rows, left_out))
+        # a --scenario file's setting that changes no number said by its key, the file first
+        # (``given_words``), as the left-out notes
+        unused = [in_given_words(note, args) for note in unused_setting_notes(scenario)]
+        print(render_table(profile, scenario, rows, left_out, unused))
     return 0
