@@ -17,6 +17,7 @@ docs/model.md §12.
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -24,7 +25,16 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from scalesim.device_nouns import GPU_NOUNS, Nouns
-from scalesim.errors import KNOB, Refusal, ScalesimError, as_literal, template_fields
+from scalesim.errors import (
+    KNOB,
+    Refusal,
+    ScalesimError,
+    as_literal,
+    controls_named_of,
+    knobs_of,
+    template_fields,
+    template_of,
+)
 
 Schedule = Literal["none", "gpipe", "1f1b", "interleaved", "zb"]
 Recompute = Literal["none", "selective", "full"]
@@ -139,6 +149,28 @@ def knob_refusal(template: str, knobs=(), cli: str | None = None) -> Refusal:
     said = template if cli is None else cli
     return Refusal(said.format_map({f: flag_of(f) for f in template_fields(said)}),
                    knobs, template=template, cli_template=cli or "")
+
+
+def knobs_said(value, said: dict[str, str]) -> Refusal:
+    """``value`` (a ``Refusal``, a ``ScalesimError``) with each knob of ``said`` its template
+    names written in ``said``'s words (its caller's: the sweep's '--pp-values' for a swept pp,
+    ``bounds.values_flag``), those knobs added to its controls named; the other knobs kept as
+    slots, said by their flags (``knob_refusal``) or as a --scenario file gave them
+    (``cli.given_words``). ``value`` itself where it has no template."""
+    template = template_of(value)
+    if not template:
+        return value
+
+    def part(own: str) -> str:  # ``own`` with the knobs of ``said`` as literal words
+        return "".join(as_literal(text) + ("" if field is None else as_literal(said[field])
+                                           if field in said else "{" + field + "}")
+                       for text, field, _, _ in string.Formatter().parse(own))
+
+    cli = getattr(value, "cli_template", "")
+    refusal = knob_refusal(part(template), knobs_of(value), cli=part(cli) if cli else None)
+    named = [f for f in template_fields(cli or template) if f in said]
+    return Refusal(str(refusal), refusal.knobs, (*controls_named_of(value), *named),
+                   refusal.template, refusal.cli_template)
 
 
 def knob_value_refusal(field: str, value: str, why: str, said: str | None = None) -> Refusal:

@@ -74,16 +74,19 @@ def test_the_files_price_is_noted_ignored_by_its_key(tmp_path, capsys):
 # a one-value schedule some rows run without (``cmd_sweep.ignored_notes``): the pp 1 rows of
 # --pp-values 1,2 at 16 and 32 devices, 2 of the 4 (``layout.unused_settings``' rule); the
 # closing phrase names the setting as the rest of the line (was "... their scenario without the
-# flag" before session 49 (follow-up): a file gave no flag)
+# flag" before session 49 (follow-up): a file gave no flag); the rule names the swept pp by its
+# grid flag, as typed (was "needs --pp 2 or more ...; at --pp 1 leave" before session 49
+# (follow-up): predict's flag, which the sweep was not given; ``layout.knobs_said``)
 GPIPE = ("{schedule} gpipe ignored on 2 of the 4 rows (e.g. tp 1 x pp 1 on 16 devices): "
-         "{schedule} gpipe needs --pp 2 or more (a pipeline); at --pp 1 leave {schedule} at its "
+         "{schedule} gpipe needs --pp-values 2 or more (a pipeline); at --pp-values 1 leave "
+         "{schedule} at its "
          "default; they run without it, as predict runs their scenario without {schedule}, and "
          "column schedule says what each row runs")
 
 
 def test_the_files_schedule_is_noted_ignored_by_its_key(tmp_path, capsys):
     """A file's schedule gpipe with --pp-values 1,2: the pp 1 rows run without it; the note
-    names the file's schedule by its key, the file first, pp by its flag (the grid's). Before
+    names the file's schedule by its key, the file first, pp by the grid's flag. Before
     session 49: '--schedule gpipe ignored on 2 of the 4 rows ...: --schedule gpipe needs --pp 2
     or more ...'. The flags alone: as before."""
     path = scenario_file(tmp_path, "gpipe.json", {"devices": [16, 32], "layout": {"schedule": "gpipe"}})

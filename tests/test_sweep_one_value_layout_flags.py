@@ -93,8 +93,11 @@ def test_the_cli_row_carries_the_setting_and_the_note_names_the_rows(capsys):
     rows = json.loads(out)
     assert [(r["tp"], r["tp_overlap"]) for r in rows] == [(1, False), (8, True)]
     notes = [line for line in err.splitlines() if "--tp-overlap ignored" in line]
+    # the rule names the swept tp by its grid flag, as typed (was '--tp' before session 49
+    # (follow-up): the rule's words were predict's, a flag this sweep was not given)
+    rule = str(knob_refusal(TP_OVERLAP_NEEDS_TP)).replace("--tp 2", "--tp-values 2")
     assert notes == [f"note: --tp-overlap ignored on 1 of the 2 rows (e.g. tp 1 x pp 1 on 8 "
-                     f"devices): {knob_refusal(TP_OVERLAP_NEEDS_TP)}; they run without it, as predict runs "
+                     f"devices): {rule}; they run without it, as predict runs "
                      # was 'without the flag' before session 49 (follow-up): the phrase names
                      # the setting as the line does (a --scenario file's by its key)
                      "their scenario without --tp-overlap, and column tp_overlap says what each "

@@ -38,7 +38,7 @@ from scalesim.errors import (
     within,
 )
 from scalesim.figures import count
-from scalesim.layout import knob_refusal
+from scalesim.layout import knob_refusal, knobs_said
 from scalesim.precision import FP8, FP8_WORDS
 from scalesim.schemas import Scenario, ScenarioLayout
 
@@ -389,7 +389,10 @@ def ignored_notes(plan, ignored: dict, written: int) -> list[str]:
         runs = knob_refusal("; they run without it, as predict runs their scenario without "
                             + getattr(KNOB, name)
                             + as_literal(f", and column {name} says what each row runs"), (name,))
-        out.append(joined("", (setting, rules[name][1], runs)))
+        # the rule's swept knobs by their grid flags, as the user typed them ('{schedule} gpipe
+        # needs --pp-values 2 or more'; ``bounds.values_flag``), the others kept as slots
+        rule = knobs_said(rules[name][1], {f: values_flag(f) for f in plan.axes})
+        out.append(joined("", (setting, rule, runs)))
     return out
 
 
