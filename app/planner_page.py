@@ -452,8 +452,12 @@ def _layout_section(c: _Controls) -> None:
     timed = ("The model this profile timed: " if profile.workload.transformer is None else "")
     box.caption(f"{timed}{shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, "
                 f"sequence {shape.seq_len} (its own; the sequence length below changes it). "
-                f"{devices} = dp x tp x pp; ZeRO over dp is the strategy "
-                "above; the micro-batch is per model replica. The Layouts tab ranks every layout."
+                # in the page's labels (no control shows dp, tp, pp): the split below, the
+                # Strategy and Micro-batch controls above
+                f"The {devices} are the data-parallel ranks x {control_labels.NAMES['tp']} x "
+                "Pipeline stages x Context-parallel degree (below); the Strategy above shards "
+                "over the data-parallel ranks, and the Micro-batch is per model replica. The "
+                "Layouts tab ranks every layout."
                 + (" A split computes on the measured curve, with the measured optimizer step "
                    f"scaled to the parameters each {words.device} updates (docs/model.md §22)."
                    if timed else ""))
