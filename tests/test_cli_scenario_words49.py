@@ -193,3 +193,22 @@ def test_decide_focus_names_the_files_devices_by_its_key(tmp_path, capsys):
         "scalesim decide: error: --focus 3 is not one of --devices (8, 16)")
     assert refused_line(capsys, [*decide, "--devices", "8", "--focus", "3"]) == (
         "scalesim decide: error: --focus 3 is not one of --devices (8)")
+
+
+def test_decide_notes_a_files_ignored_setting_by_its_key(tmp_path, capsys):
+    """decide prints predict's notes of settings that change no number before its card
+    (``notes_before``, among its notes on stdout); they named a --scenario file's zero_framework as the flag
+    '--zero-framework deepspeed ignored ... give --strategy zero1' though no flag was given.
+    Now by the file's keys, the file first, as predict's notes since session 49; the flags'
+    line is unchanged."""
+    path = scenario_file(tmp_path, "s.json", {"devices": [8], "strategy": "ddp",
+                                              "zero_framework": "deepspeed"})
+    code, out, _ = run_cli(capsys, ["decide", "--scenario", path])
+    assert code == 0
+    assert (f"note: {path}: zero_framework deepspeed ignored: strategy ddp shards nothing "
+            "(give strategy zero1, zero2 or zero3)") in " ".join(out.split())
+    code, out, _ = run_cli(capsys, ["decide", "--devices", "8", "--strategy", "ddp",
+                                    "--zero-framework", "deepspeed"])
+    assert code == 0
+    assert ("note: --zero-framework deepspeed ignored: strategy ddp shards nothing (give "
+            "--strategy zero1, zero2 or zero3)") in " ".join(out.split())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from scalesim.cli.given_words import in_given_words
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
@@ -70,5 +71,7 @@ def run(args: argparse.Namespace) -> int:
                                          f"({', '.join(str(r.devices) for r in rows)})"))
     focus = focus_devices(rows, args.focus)
     card = decide(profile, scenario, focus)
-    said = notes_before(profile, scenario, [focus], "the decision ('As is')")
+    # each setting a note names by where it came from (a --scenario file's key), as predict's
+    said = [in_given_words(n, args)
+            for n in notes_before(profile, scenario, [focus], "the decision ('As is')")]
     return print_answer(card, said, args.json, render_card, "the decision card")

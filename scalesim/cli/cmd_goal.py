@@ -243,7 +243,8 @@ def run(args: argparse.Namespace) -> int:
     # apply to its ZeRO plans, though the base scenario's strategy is ddp
     of_each = [notes_before(profile, s, [args.max_devices], "any plan searched (--max-devices)")
                for s in searched_scenarios(scenario)]
-    said = not_used + [n for n in of_each[0] if all(n in notes for notes in of_each[1:])]
+    said = not_used + [in_given_words(n, args)  # by where each setting came from, as predict's
+                       for n in of_each[0] if all(n in notes for notes in of_each[1:])]
     if note := deadline_note(args.deadline, getattr(args, "deadline_bare", None)):
         said.insert(0, note)
     return print_answer(answer, said, args.json, render, "the goal's answer")
