@@ -81,8 +81,6 @@ NV18_WORDS = ("; NVLink4 on H100/H200 (450 GB/s per GPU: --intra-link nvswitch-h
               "on B200/GB200 (900 GB/s: nvl72-gb200 for an NVL72): topo -m does not name the GPU")
 
 
-
-
 def closeness(code: str) -> int:
     """Sort key, closest first: NV# (more links first), then PIX, PXB, PHB, NODE, SYS."""
     m = _NV.match(code)
