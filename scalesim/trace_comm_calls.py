@@ -76,10 +76,13 @@ SET_ASIDE_KINDS = (*REDUCTION_KINDS, "all-gather")
 
 # bytes of an element by its dtype's name as traces write it: PyTorch's ScalarType names
 # (``c10::toString``: "Float", "BFloat16", "Half", the ``dtype`` argument of record_param_comms
-# and of the NCCL kernels Kineto copies it onto), torch's ("torch.float32"), NCCL's suffixes
+# and of the NCCL kernels Kineto copies it onto), torch's ("torch.float32"), NCCL's suffixes;
+# and as nccl-tests' type column does (src/common.cu ``test_typenames``: int8 ... bfloat16,
+# f8e4m3, f8e5m2; built against NCCL 1: char, int, half, float, double, int64, uint64)
 DTYPE_BYTES = {"float": 4, "float32": 4, "f32": 4, "double": 8, "float64": 8, "half": 2,
                "float16": 2, "f16": 2, "bfloat16": 2, "bf16": 2, "int": 4, "int32": 4,
-               "long": 8, "int64": 8, "int8": 1, "uint8": 1, "byte": 1, "char": 1, "bool": 1}
+               "long": 8, "int64": 8, "int8": 1, "uint8": 1, "byte": 1, "char": 1, "bool": 1,
+               "uint32": 4, "uint64": 8, "f8e4m3": 1, "f8e5m2": 1}
 
 
 def dtype_bytes(name) -> int | None:

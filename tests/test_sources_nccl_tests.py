@@ -874,6 +874,100 @@ def test_sizes_in_decimal_units_are_refused_in_one_line(tmp_path, capsys):
     assert len(err) == 1 and "'1.3K' is not a whole number of bytes" in err[0]
 
 
+def _rows(text: str) -> list[list[str]]:
+    """The table rows of a log (size in bytes first), as cells."""
+    return [c for c in (x.split() for x in text.splitlines()) if c and c[0].isdigit()]
+
+
+@pytest.mark.parametrize("path, ranks, per_rank_count", [
+    (A100_2N, 16, False), (H100_1N, 8, False), (H100_2N, 16, False), (GATHER, 2, True)])
+def test_nccl_tests_prints_each_size_in_bytes_as_count_times_element_bytes(path, ranks,
+                                                                           per_rank_count):
+    """Session 50: nccl-tests prints the size column in bytes in every version ("%12li", size
+    then count: src/*.cu from 2017, src/common.cu, src/util.cu to a0b82b22), and the size is
+    count x bytes per element exactly, x the ranks for all-gather (its count is one rank's
+    share): 16777216 = 4194304 bf16 x 2 B x 2 ranks. The count check of sizes printed with a
+    unit rests on it."""
+    from scalesim.trace_comm_calls import dtype_bytes
+
+    rows = [c for c in _rows(path.read_text()) if int(c[0]) > 0]
+    assert rows and all(c[0].isdigit() and c[1].isdigit() for c in rows)
+    for c in rows:
+        assert int(c[0]) == int(c[1]) * dtype_bytes(c[2]) * (ranks if per_rank_count else 1)
+    assert _rows(GATHER.read_text())[0][:3] == ["16777216", "4194304", "bfloat16"]
+
+
+def test_a_dash_c_table_in_decimal_units_is_refused_by_its_count(tmp_path, capsys):
+    """A -C table's times are CPU-side, so its sizes were not checked at all (session 49 left
+    the algbw x time check off such tables): '268M' written for 268,435,456 bytes was read as
+    268 x 2^20 = 281,018,368 bytes and its time taken as that over algbw, 4.7 % long. Its
+    count, 67,108,864 floats x 4 B = 268,435,456 bytes, says the unit was not nccl-tests'."""
+    text = _cpu_timed(H100_1N.read_text()).replace("268435456  67108864", "268M  67108864")
+    assert "268M  67108864" in text
+    log = tmp_path / "h100_c_mb.txt"
+    log.write_text(text)
+    code = main(["calibrate", "--from-nccl-tests", str(log), "--out", str(tmp_path / "p.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert ("h100_c_mb.txt line 16: its size read with a binary unit (K = 1024 bytes, as "
+            "nccl-tests reads -b) is 281,018,368 bytes, but its count of float elements is "
+            "268,435,456 bytes" in err and "(K = 1000?)" in err)
+    # the same table in binary units reads as the bytes table, every size checked
+    units = nccl_tests.parse_text(_with_units(_cpu_timed(H100_1N.read_text())), "u.txt")
+    plain = nccl_tests.parse_text(_cpu_timed(H100_1N.read_text()), "b.txt")
+    assert [(p.size_bytes, p.time_s) for p in units.points] == \
+        [(p.size_bytes, p.time_s) for p in plain.points]
+    assert not any("not checked against K = 1000" in n for n in units.notes)
+
+
+def test_an_all_gather_size_in_decimal_units_is_refused_by_its_per_rank_count(tmp_path):
+    """All-gather prints one rank's count: 16M = 4194304 bf16 x 2 B x 2 ranks. The -C excerpt
+    in binary units reads; its first size rounded to decimal megabytes ('17M': 17,825,792 B
+    in binary units) is 2.125 x the count's 8,388,608 bytes, no whole number of ranks."""
+    cpu = _with_units(_cpu_timed(GATHER.read_text()))
+    assert "16M  4194304" in cpu
+    run = nccl_tests.parse_text(cpu, "all_gather_c.txt")
+    assert [p.size_bytes for p in run.points][:2] == [16777216, 33554432]
+    with pytest.raises(ScalesimError, match=r"is 17,825,792 bytes, but its count of bfloat16 "
+                                            r"elements is 8,388,608 bytes \(x the ranks"):
+        nccl_tests.parse_text(cpu.replace("16M  4194304", "17M  4194304"), "all_gather_c.txt")
+
+
+def _counts_with_units(text: str) -> str:
+    """The log with each row's count written in K (256 -> '0.25K'): no whole count to check."""
+    out = []
+    for line in text.splitlines():
+        cells = line.split()
+        if cells and (cells[0][0].isdigit()) and len(cells) > 2 and cells[1].isdigit():
+            cells[1] = f"{int(cells[1]) / 1024:g}K"
+            line = "  ".join(cells)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_sizes_with_a_unit_that_nothing_tells_from_k_1000_are_said_in_the_note():
+    """Without a whole count, a -C table's sizes with a unit are read as K = 1024 unchecked:
+    the note says how many and the most they would be off (8G: 2^33 / 8e9 = 1.074, 7.4 %). In
+    a GPU-timed table, algbw x time tells them apart where its digits allow: 1K's in-place
+    0.03 GB/s x 40.56 us allows 1,014-1,420 B (1,000 out), 2K's 0.05 x 41.29 allows 1,858-2,271
+    and its out-of-place 0.05 x 43.36 1,951-2,385 B (2,000 in both: 2,048 / 2,000 = 2.4 %), 1G's
+    116.87 x 9187.8 about 1.074e9 (1e9 out)."""
+    cpu = nccl_tests.parse_text(_counts_with_units(_with_units(_cpu_timed(A100_2N.read_text()))),
+                                "c.txt")
+    (note,) = [n for n in cpu.notes if "printed with a unit" in n]
+    assert note.startswith("c.txt: 24 size(s) printed with a unit, read in binary units")
+    assert ("24 of them not checked against K = 1000 (no whole count of a known type beside "
+            "them, and a -C table's times are CPU-side, so algbw x time cannot tell): up to "
+            "7.4% too large" in note)
+    keep = {"512", "1024", "2048", "1073741824"}
+    text = "\n".join(x for x in A100_2N.read_text().splitlines()
+                     if not x.split() or not x.split()[0].isdigit() or x.split()[0] in keep)
+    run = nccl_tests.parse_text(_counts_with_units(_with_units(text)), "g.txt")
+    (note,) = [n for n in run.notes if "printed with a unit" in n]
+    assert ("3 size(s) printed with a unit" in note and "; 1 of them not checked against K = "
+            "1000" in note and "printed to too few digits to tell): up to 2.4% too large" in note)
+
+
 def test_rows_of_another_collective_than_the_header_names_are_refused(tmp_path, capsys):
     """Session 49: the one-server H100 all-reduce log under an all_gather_perf header was fitted
     as all-gather, busbw (n-1)/n x algbw instead of 2(n-1)/n x: 239.8 GB/s written for the

@@ -35,7 +35,7 @@ import decimal
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,12 +120,15 @@ NETWORK_CEILING_MARGIN = 1.05
 ONE_DOMAIN_NOTE = "read as one server"  # in the note of an inferred NVLink domain (see below)
 CHECK_COLUMNS = ("#wrong", "error")
 # A size cell with a unit ('2K', '8M', '1G', '16MiB', or '4 KiB' in two cells): nccl-tests prints
-# bytes (src/util.cu, "%12li"), but tables retyped into a report or a chat carry units. Read as
-# nccl-tests reads its own -b / -e sizes (src/common.cu, parsesize: "We use the binary system",
-# K = 1024 bytes); a row whose algbw x time says otherwise is refused (``check_size_units``).
+# bytes in every version (``PRINT("%12li  %12li ...", size, count, ...)``, src/*.cu from 2017,
+# src/common.cu, then src/util.cu ``writeBenchmarkLinePreamble``: all 270 commits to a0b82b22),
+# but tables retyped into a report or a chat carry units. Read as nccl-tests reads its own
+# -b / -e sizes (src/common.cu, parsesize: "We use the binary system", K = 1024 bytes); a row
+# whose count (``check_unit_sizes_by_count``) or algbw x time (``check_size_units``) says
+# otherwise is refused.
 _SIZE_WITH_UNIT = re.compile(r"^(\d+(?:\.\d+)?)([KMGT])(?:i?B)?$", re.IGNORECASE)
 _UNIT_CELL = re.compile(r"^(?:([KMGT])i?)?B$", re.IGNORECASE)
-UNIT_BYTES = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+UNIT_POWERS = {"K": 1, "M": 2, "G": 3, "T": 4}  # a unit = 1024 (nccl-tests -b) or 1000 bytes to the power
 # Each row's algbw x time is its size to within what the printed digits allow: nccl-tests prints
 # algbw "%6.2f" and time "%7.2f" under 100 us, "%7.1f" under 10,000 us, "%7.0f" above, both of
 # one deltaSec (NVIDIA/nccl-tests src/common.cu, BenchTime), so each cell is within half a unit
@@ -133,25 +136,28 @@ UNIT_BYTES = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 SIZE_CHECK_FLOAT_MARGIN = 1e-9
 
 
-def size_in_bytes(tokens: list[str], source: str, number: int) -> tuple[list[str], bool] | None:
-    """(the row's cells with its size in bytes, whether it was printed with a unit), or None
-    where the first cell is no size (a line that is not a table row)."""
+def size_in_bytes(tokens: list[str], source: str, number: int
+                  ) -> tuple[list[str], float | None] | None:
+    """(the row's cells with its size in bytes, the size read in decimal units, K = 1000 bytes,
+    where it was printed with a unit, else None), or None where the first cell is no size (a
+    line that is not a table row)."""
     first = tokens[0]
     if first.isdigit():
         m = _UNIT_CELL.match(tokens[1]) if len(tokens) > 1 else None
         if m is None:
-            return tokens, False
+            return tokens, None
         value, unit, cell, rest = first, m.group(1), " ".join(tokens[:2]), tokens[2:]
     elif m := _SIZE_WITH_UNIT.match(first):
         value, unit, cell, rest = m.group(1), m.group(2), first, tokens[1:]
     else:
         return None
-    size = float(value) * (UNIT_BYTES[unit.upper()] if unit else 1)
+    power = UNIT_POWERS[unit.upper()] if unit else 0
+    size = float(value) * 1024**power
     if size != int(size):
         raise ScalesimError(f"{source} line {number}: size '{excerpt(cell)}' is "
                             "not a whole number of bytes (K = 1024, as nccl-tests' -b reads "
                             "it); give the sizes in bytes, as nccl-tests prints them")
-    return [str(int(size)), *rest], True
+    return [str(int(size)), *rest], float(value) * 1000**power
 
 
 def printed_half_unit(cell: str) -> float:
@@ -160,31 +166,44 @@ def printed_half_unit(cell: str) -> float:
     return 0.5 * 10.0 ** min(decimal.Decimal(cell).as_tuple().exponent, 300)
 
 
-def check_size_units(rows: list[list[str]], row_lines: list[int], with_unit: set[int],
+def _time_algbw_pairs(header: list[str]) -> list[tuple[int, int]]:
+    """(time, algbw) column indices of each half of the table (out-of-place, in-place)."""
+    return list(zip([i for i, c in enumerate(header) if c == "time"],
+                    [i for i, c in enumerate(header) if c == "algbw"], strict=False))
+
+
+def printed_size_span(tokens: list[str], t_i: int, a_i: int) -> tuple[float, float] | None:
+    """(lowest, highest) size in bytes a row's algbw x time allow as printed (each cell within
+    ``printed_half_unit`` of its value: [(a - da)(t - dt), (a + da)(t + dt)]), None where
+    either cell is no number."""
+    if not (_NUMBER.match(tokens[t_i]) and _NUMBER.match(tokens[a_i])):
+        return None
+    t_us, algbw = float(tokens[t_i]), float(tokens[a_i])
+    dt, da = printed_half_unit(tokens[t_i]), printed_half_unit(tokens[a_i])
+    low = max(algbw - da, 0.0) * max(t_us - dt, 0.0) * 1e3  # GB/s x us -> bytes
+    return low, (algbw + da) * (t_us + dt) * 1e3
+
+
+def within_span(size: float, span: tuple[float, float]) -> bool:
+    """Whether ``size`` (bytes) lies in ``printed_size_span``'s span, a float margin on top."""
+    return span[0] * (1 - SIZE_CHECK_FLOAT_MARGIN) <= size <= span[1] * (1 + SIZE_CHECK_FLOAT_MARGIN)
+
+
+def check_size_units(rows: list[list[str]], row_lines: list[int], with_unit: Mapping[int, float],
                      header: list[str], source: str) -> None:
     """ScalesimError where a row's algbw and time (each pair of them, out-of-place and
     in-place) multiply to other than its size (algbw = S / t, nccl-tests' PERFORMANCE.md) by
-    more than their printed digits allow (each cell within ``printed_half_unit`` of its value:
-    S within [(a - da)(t - dt), (a + da)(t + dt)]): a size printed with a unit (``with_unit``:
-    line numbers) not in binary units (K = 1000 bytes), or a size or time cell edited or garbled
-    (a 1 TiB row timed as 8 GiB fits a link 128x too fast), in a row of any size."""
-    pairs = list(zip([i for i, c in enumerate(header) if c == "time"],
-                     [i for i, c in enumerate(header) if c == "algbw"], strict=False))
+    more than their printed digits allow (``printed_size_span``): a size printed with a unit
+    (``with_unit``: line numbers) not in binary units (K = 1000 bytes), or a size or time cell
+    edited or garbled (a 1 TiB row timed as 8 GiB fits a link 128x too fast), in a row of any
+    size."""
     for tokens, number in zip(rows, row_lines, strict=True):
-        for t_i, a_i in pairs:
-            if not (_NUMBER.match(tokens[t_i]) and _NUMBER.match(tokens[a_i])):
-                continue
-            t_us, algbw = float(tokens[t_i]), float(tokens[a_i])
+        for t_i, a_i in _time_algbw_pairs(header):
+            span = printed_size_span(tokens, t_i, a_i)
             size = float(tokens[0])  # a 0-byte row is skipped by the fit
-            if size <= 0:
+            if span is None or size <= 0 or within_span(size, span):
                 continue
-            implied = algbw * t_us * 1e3  # GB/s x us -> bytes
-            dt, da = printed_half_unit(tokens[t_i]), printed_half_unit(tokens[a_i])
-            low = max(algbw - da, 0.0) * max(t_us - dt, 0.0) * 1e3
-            high = (algbw + da) * (t_us + dt) * 1e3
-            if (low * (1 - SIZE_CHECK_FLOAT_MARGIN) <= size
-                    <= high * (1 + SIZE_CHECK_FLOAT_MARGIN)):
-                continue
+            implied = float(tokens[a_i]) * float(tokens[t_i]) * 1e3
             if number in with_unit:
                 raise ScalesimError(
                     f"{source} line {number}: its size read with a binary unit (K = 1024 bytes, "
@@ -192,11 +211,88 @@ def check_size_units(rows: list[list[str]], row_lines: list[int], with_unit: set
                     f"({tokens[a_i]} GB/s x {tokens[t_i]} us) is {implied:,.0f}: the units are "
                     "not nccl-tests' (K = 1000?); give the sizes in bytes, as nccl-tests prints "
                     "them")
+            low, high = span
             raise ScalesimError(
                 f"{source} line {number}: its size is {size:,.0f} bytes, but algbw x time "
                 f"({tokens[a_i]} GB/s x {tokens[t_i]} us) is {implied:,.0f} ({low:,.0f} to "
                 f"{high:,.0f} as printed; nccl-tests prints algbw = size / time): the row was "
                 "edited or garbled; give the text nccl-tests printed")
+
+
+def element_bytes_of_count(tokens: list[str], header: list[str]) -> tuple[int, str] | None:
+    """(the row's count column x the bytes of one element of its type, the type's name), None
+    where the table has no count or type column, the count is no whole number (retyped with a
+    unit too) or the type is none nccl-tests names (``trace_comm_calls.dtype_bytes``)."""
+    from scalesim.trace_comm_calls import dtype_bytes
+
+    if "count" not in header or "type" not in header:
+        return None
+    count, kind = tokens[header.index("count")], tokens[header.index("type")]
+    width = dtype_bytes(kind)
+    if not count.isdigit() or width is None:
+        return None
+    return int(count) * width, kind
+
+
+def check_unit_sizes_by_count(rows: list[list[str]], row_lines: list[int],
+                              with_unit: Mapping[int, float], header: list[str], op: str,
+                              source: str) -> set[int]:
+    """The lines of ``with_unit`` rows whose count column checked their size; ScalesimError
+    where it does not: nccl-tests prints size = count x bytes per element exactly (x the ranks
+    for reduce-scatter and all-gather, whose count is one rank's share: src/common.cu
+    ``max(sendBytes, expectedBytes)`` beside ``nbytes / wordSize(type)``, every version), so a
+    size read in binary units that is not so was written in other units (K = 1000: 2.4 % more
+    than K = 1024, 4.9 % M, 7.4 % G), whatever the times (a -C table's are CPU-side, a small
+    row's algbw too coarse to tell)."""
+    checked: set[int] = set()
+    shares: set[float] = set()  # size / (count x bytes): 1, or the ranks of a gather/scatter
+    for tokens, number in zip(rows, row_lines, strict=True):
+        read = element_bytes_of_count(tokens, header) if number in with_unit else None
+        if read is None:
+            continue
+        elements_bytes, kind = read
+        size = float(tokens[0])
+        if size <= 0 or elements_bytes <= 0:  # a 0-byte row is skipped by the fit
+            continue
+        share = size / elements_bytes
+        shares.add(share)
+        per = "" if op == "all_reduce" else " (x the ranks: one rank's count, the same each row)"
+        if share != 1.0 if op == "all_reduce" else share != int(share) or len(shares) > 1:
+            raise ScalesimError(
+                f"{source} line {number}: its size read with a binary unit (K = 1024 bytes, as "
+                f"nccl-tests reads -b) is {size:,.0f} bytes, but its count of {kind} elements is "
+                f"{elements_bytes:,} bytes{per} and nccl-tests prints size = count x element "
+                "bytes: the units are not nccl-tests' (K = 1000?); give the sizes in bytes, as "
+                "nccl-tests prints them")
+        checked.add(number)
+    return checked
+
+
+def unit_sizes_note(rows: list[list[str]], row_lines: list[int], with_unit: Mapping[int, float],
+                    header: list[str], op: str, cpu_timed: bool, source: str) -> str:
+    """The note of a table whose sizes were printed with a unit: read in binary units; the rows
+    neither their count (``check_unit_sizes_by_count``) nor their algbw x time (a span that
+    excludes the K = 1000 reading; none under -C, CPU-side) tell from K = 1000 said, with the
+    most their sizes would be off."""
+    checked = check_unit_sizes_by_count(rows, row_lines, with_unit, header, op, source)
+    off = []  # binary over decimal reading of each row nothing told apart
+    for tokens, number in zip(rows, row_lines, strict=True):
+        if number not in with_unit or number in checked:
+            continue
+        spans = [] if cpu_timed else [printed_size_span(tokens, t_i, a_i)
+                                      for t_i, a_i in _time_algbw_pairs(header)]
+        decimal = with_unit[number]
+        if not any(s is not None and not within_span(decimal, s) for s in spans):
+            off.append(float(tokens[0]) / decimal - 1)
+    note = (f"{Path(source).name}: {len(with_unit)} size(s) printed with a unit, read in binary "
+            "units (K = 1024 bytes) as nccl-tests reads -b and -e")
+    if not off:
+        return note
+    times = ("a -C table's times are CPU-side, so algbw x time cannot tell" if cpu_timed else
+             "their algbw x time is printed to too few digits to tell")
+    return (f"{note}; {len(off)} of them not checked against K = 1000 (no whole count of a known "
+            f"type beside them, and {times}): up to {max(off):.1%} too large if written so; give "
+            "the sizes in bytes, as nccl-tests prints them")
 
 
 @dataclass
@@ -502,7 +598,8 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
     avg_seen = False
     tables = 0  # column header lines: one per run
     cpu_timed = False  # the table's times are the host's (-C)
-    with_unit: set[int] = set()  # line numbers of rows whose size had a unit (size_in_bytes)
+    with_unit: dict[int, float] = {}  # line number of a row whose size had a unit -> that size
+    # read in decimal units (size_in_bytes)
     for number, line in enumerate(lines, 1):
         if not line:
             continue
@@ -536,9 +633,9 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
         read = size_in_bytes(tokens, source, number)
         if read is None:
             continue
-        tokens, unit = read
-        if unit:
-            with_unit.add(number)
+        tokens, decimal_size = read
+        if decimal_size is not None:
+            with_unit[number] = decimal_size
         if len(tokens) < len(header):
             raise ScalesimError(f"{source} line {number}: a row with {len(tokens)} of "
                                 f"{len(header)} columns: the output is cut short (truncated?)")
@@ -569,9 +666,6 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
                             "FAILED' (wrong results); fix the cluster before calibrating from it")
 
     rows, row_lines, notes = one_kind_of_rows(header, rows, row_lines, source)
-    if with_unit:
-        notes.append(f"{Path(source).name}: {len(with_unit)} size(s) printed with a unit, read "
-                     "in binary units (K = 1024 bytes) as nccl-tests reads -b and -e")
     if cpu_timed:
         notes.append(f"{Path(source).name}: {CPU_TIME_NOTE}")
     index = {}
@@ -628,6 +722,8 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
         op = ratio_op
         notes.append(f"{Path(source).name}: taken as {op} from its busbw/algbw ratio (no test "
                      "name in the file)")
+    if with_unit:
+        notes.append(unit_sizes_note(rows, row_lines, with_unit, header, op, cpu_timed, source))
     hosts = list(dict.fromkeys(h for h, _, _, _ in ranks))
     devices = list(dict.fromkeys(ranks.values()))
     listed_up_to = max((int(r) for _, _, _, r in ranks), default=-1) + 1
