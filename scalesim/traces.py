@@ -334,11 +334,24 @@ def _whole(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-# dur -1 is how PyTorch's profiler writes a CPU event still open when it stopped (an outer span,
-# the step running at the stop: pytorch/pytorch#150131, "Set Duration to -1 for unfinished CPU
-# events"): not a fault, and left out as what it is. Any other negative dur is a fault (a zero end
-# timestamp gave Kineto's traces huge negative ones: pytorch/kineto#646): its time is missing.
-UNFINISHED_DUR = -1
+# torch.profiler writes no negative dur: Kineto's trace writer clamps one to 0 ("should never
+# happen": pytorch/kineto#646, c4597ab3, August 2022, after a zero end timestamp gave huge negative
+# ones), and an event still open at the profiler's stop (pytorch/pytorch#150131's end time -1)
+# is ended at the trace's end, args "finished": "false" (kineto 7cb6ac63, March 2025; user
+# annotations since 2f7ce6f5, September 2024). A negative dur is an edited, re-timed or foreign
+# trace's (or a pre-2022 Kineto fault's): the time those events took is missing, so the trace is
+# refused (``negative_duration_refusal``), not read with figures short of it.
+
+
+def negative_duration_refusal(source: str, negative: Counter) -> ScalesimError:
+    """The one line refusing a trace whose complete events include ``negative`` (kind -> count)
+    of a negative dur: which file, how many, why no figure is read from it, what to do."""
+    kinds = ", ".join(f"{n} {kind}" for kind, n in negative.items())
+    return ScalesimError(
+        f"{source}: {negative.total()} event(s) with a negative duration ({kinds}); "
+        "torch.profiler writes none (Kineto clamps one to 0 and ends an event still open at "
+        "its stop at the trace's end), so the trace was edited, re-timed or written by another "
+        "tool and the time those events took is missing: re-record it with torch.profiler")
 
 
 def _negative_kind(name) -> str:
@@ -489,8 +502,7 @@ def summarise(
     by_group = GroupComm()  # NCCL kernels by the process group their args name
     source = str(path)
     zero_steps = []
-    negative: Counter = Counter()  # complete events skipped for a negative dur, by kind
-    unfinished: Counter = Counter()  # of them, dur -1: open when the profiler stopped (UNFINISHED)
+    negative: Counter = Counter()  # complete events of a negative dur, by kind (refused below)
     unusable_steps = 0  # ProfilerStep events without a complete event's numeric ts and dur
     for number, ev in iter_trace(path, meta):
         name = ev.get("name")
@@ -501,7 +513,7 @@ def summarise(
         if times is None:
             dur = ev.get("dur")
             if type(dur) in PLAIN_NUMBERS and dur < 0 and ev.get("ph") == "X":
-                (unfinished if dur == UNFINISHED_DUR else negative)[_negative_kind(name)] += 1
+                negative[_negative_kind(name)] += 1
             elif isinstance(name, str) and _STEP.match(name):
                 unusable_steps += 1
             continue
@@ -600,7 +612,7 @@ def summarise(
                 f"{source}: every ProfilerStep has duration 0 or one outside "
                 f"{STEP_BOUND.text()} ({zero_steps[0]}{more}); no step to measure"
             )
-        unusable = unusable_steps + negative["ProfilerStep(s)"] + unfinished["ProfilerStep(s)"]
+        unusable = unusable_steps + negative["ProfilerStep(s)"]
         if unusable:
             raise ScalesimError(
                 f"{source}: {unusable} ProfilerStep#N events, none a complete event ('ph': 'X') "
@@ -627,18 +639,7 @@ def summarise(
                      "before them ends; steps are read as given, so time between them counts "
                      "twice: re-export the trace from torch.profiler")
     if negative:
-        notes.append(
-            f"{Path(source).name}: {negative.total()} event(s) with a negative duration ("
-            + ", ".join(f"{n} {kind}" for kind, n in negative.items())
-            + ") left out: no profiler times a finished event so (a corrupt or re-timed trace, "
-            "or a clock fault), so the time they took is missing and this trace's figures may be "
-            "wrong; re-export it from torch.profiler"
-        )
-    if unfinished:
-        notes.append(
-            f"{Path(source).name}: " + ", ".join(f"{n} {kind}" for kind, n in unfinished.items())
-            + " still open when the profiler stopped (dur -1) left out"
-        )
+        raise negative_duration_refusal(source, negative)
     if zero_steps:
         notes.append(
             f"{Path(source).name}: {', '.join(zero_steps[:3])}"

@@ -388,35 +388,43 @@ def test_event_times_fast_path_says_what_the_checked_path_says():
         tr._event_times({"ts": 1e308, "dur": 1e308}, "t.json", 1, "k")
 
 
-def test_events_with_a_negative_duration_are_left_out_with_a_note(tmp_path):
-    """A negated all-reduce (a corrupt or re-timed trace) was dropped in silence, moving the
-    diagnosis; now a note counts what was left out."""
+def test_a_trace_with_events_of_a_negative_duration_is_refused_in_one_line(tmp_path, capsys):
+    """Session 50: torch.profiler writes no negative dur (Kineto clamps one to 0 since
+    pytorch/kineto#646, 2022, and ends an event still open at the stop at the trace's end,
+    "finished": "false"); session 49 left such events out with a note and read the rest, so a
+    negated all-reduce read as no exchange at all. Now the trace is refused: which file, how
+    many events of which kind, re-record."""
+    from scalesim.cli.main import main
+
     data = gpu_trace()
     for ev in data["traceEvents"]:
         if ev["name"].startswith("ncclDevKernel"):
             ev["dur"] = -ev["dur"]
-    summary = traces.summarise(write(tmp_path, "r0.json", data))
-    (note,) = [n for n in summary.notes if "negative duration" in n]
-    # session 49: the note counts them all and says the figures may be wrong
-    assert "2 event(s) with a negative duration (2 collective(s)) left out" in note
-    assert "this trace's figures may be wrong" in note
+    path = write(tmp_path, "r0.json", data)
+    with pytest.raises(ScalesimError, match=r"r0.json: 2 event\(s\) with a negative duration "
+                                            r"\(2 collective\(s\)\); torch.profiler writes "
+                                            r"none .* re-record it with torch.profiler$"):
+        traces.summarise(path)
+    other = write(tmp_path, "r1.json", gpu_trace(1))
+    assert main(["diagnose", "--trace", str(path), str(other)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "r0.json: 2 event(s) with a negative duration" in err
 
 
-def test_events_still_open_when_the_profiler_stopped_are_no_fault(tmp_path):
-    """Session 49's audit: dur -1 is PyTorch's mark of a CPU event unfinished at the profiler's
-    stop (pytorch/pytorch#150131), not a corrupt trace: counted apart, with no warning that the
-    figures may be wrong. A -5 beside it is a fault and is warned of."""
+def test_a_dur_of_minus_one_is_refused_as_any_negative_one(tmp_path):
+    """Session 49 read dur -1 as PyTorch's mark of an event still open at the profiler's stop
+    (pytorch/pytorch#150131) and left it out quietly; that -1 is the end time PyTorch hands
+    Kineto, which ends the event at the trace's end (kineto 7cb6ac63) and clamps any negative
+    dur to 0 as it writes the trace, so no torch.profiler trace holds it: refused as -5 is."""
     data = gpu_trace()
     data["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": "train_loop",
                                 "pid": 1, "tid": 1, "ts": 0, "dur": -1})
-    summary = traces.summarise(write(tmp_path, "r0.json", data))
-    assert any("1 other event(s) still open when the profiler stopped (dur -1) left out" in n
-               for n in summary.notes)
-    assert not any("may be wrong" in n for n in summary.notes)
-    data["traceEvents"][-1]["dur"] = -5
-    summary = traces.summarise(write(tmp_path, "r1.json", data))
-    assert any("1 event(s) with a negative duration (1 other event(s)) left out" in n
-               and "may be wrong" in n for n in summary.notes)
+    with pytest.raises(ScalesimError, match=r"1 event\(s\) with a negative duration \(1 other "
+                                            r"event\(s\)\)"):
+        traces.summarise(write(tmp_path, "r0.json", data))
+    data["traceEvents"][-1]["dur"] = 0  # an event Kineto clamped: read
+    assert not any("negative" in n for n in traces.summarise(write(tmp_path, "r1.json",
+                                                                   data)).notes)
 
 
 @pytest.mark.parametrize("change", [{"dur": -1000.0}, {"dur": "1000"}, {"ts": None}, {"ph": "i"}])
