@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
@@ -651,11 +652,12 @@ def _more_devices(focus: Prediction, profile: Profile, scenario: Scenario) -> in
 
 def _added_servers(decision: DecisionCard | None, focus: Prediction, profile: Profile,
                    scenario: Scenario, rows: list[Prediction], goal: Goal, reference_batch: int,
-                   notes: list[str]) -> list[Option]:
+                   notes: list[str], named: Callable[[str], str]) -> list[Option]:
     """The "more devices" row: the decision card's add-server option (``DecisionCard.added``:
     its count and layout, today's or the planner's, titled as the card titles it), left out
     where it is today's layout at a count the curve has; where the card compared none, today's
-    layout at ``_more_devices``' count (a note says why it does not predict there)."""
+    layout at ``_more_devices``' count (a note says why it does not predict there, in the
+    page's controls: ``named``, ``control_namer``)."""
     if decision is not None and decision.added is not None:
         added = decision.added
         if not added.changed and added.option.devices in {r.devices for r in rows}:
@@ -668,7 +670,7 @@ def _added_servers(decision: DecisionCard | None, focus: Prediction, profile: Pr
         extra = predict(profile, scenario.model_copy(update={"devices": [more]}))[0]
     except ScalesimError as exc:
         notes.append(f"more {words.devices} ({whole(focus.devices)} -> {whole(more)}) not "
-                     f"compared: {exc}")
+                     f"compared: {in_words_of(exc, named)}")
         return []
     return [_option("more devices", f"Add {words.devices} ({whole(focus.devices)} -> "
                     f"{whole(more)})", extra, goal, reference_batch)]
@@ -873,7 +875,8 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     except ScalesimError as exc:  # in the page's controls, as the 'left out' notes say it
         notes.append(f"decision card: {in_words_of(exc, named)}")
         decision = None
-    options += _added_servers(decision, focus, profile, scenario, rows, goal, ref, notes)
+    options += _added_servers(decision, focus, profile, scenario, rows, goal, ref, notes,
+                              named)
     options += card_options(decision, options)
 
     quality, absolute = _quality_sweep(profile, scenario, focus.devices)

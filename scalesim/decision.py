@@ -66,6 +66,7 @@ from scalesim.figures import amount, gib, link_GBps, rate, whole
 from scalesim.figures import signed_percent as pct_text
 from scalesim.layout import (
     ZERO_STRATEGIES,
+    dp_ranks,
     knob_refusal,
     memory_ways,
     model_split_template,
@@ -572,7 +573,8 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]
                 grown.append(planned)
     if not grown:
         why = why or _splits_nowhere(ctx, g, split) or _refusal(ctx, more)
-        notes.append(f"one more {nouns.server} not compared: {why}" if why else
+        # ``within``: the refusal's template kept, so the app says it in its controls
+        notes.append(within(why, f"one more {nouns.server} not compared: {why}") if why else
                      f"one more {nouns.server} not compared: no layout fits at "
                      f"{nouns.count(more)}")
         return None, notes
@@ -792,7 +794,8 @@ def _splits_nowhere(ctx: _Ctx, per_server: int, split: int) -> str:
     """Why no added-server count takes today's fixed global batch, naming every count tried
     (``added_server_counts``, tp x ``split`` dividing them, servers of ``per_server``
     devices), so a note never reads as if only one more server were tried; '' where some
-    count splits it or the batch is not fixed."""
+    count splits it or the batch is not fixed. A template (``knob_refusal``): the CLI's line
+    in its notation, the app's naming its controls and dp in words (``dp_ranks``)."""
     s, now, nouns = ctx.scenario, ctx.now, ctx.words
     tried = added_server_counts(now.devices, per_server, split)
     if s.global_batch is None or not tried or added_server_counts(
@@ -801,11 +804,17 @@ def _splits_nowhere(ctx: _Ctx, per_server: int, split: int) -> str:
     counts = (nouns.count(tried[0]) if len(tried) == 1 else
               f"any of {figures.count_list(tried, None)} {nouns.devices}")
     over = nouns.devices if split == 1 else f"dp ({nouns.devices} / tp x pp {whole(split)})"
+    page, gb, k = counts, figures.whole(s.global_batch), s.accumulation
     if split > 1:
-        counts += f" (dp {figures.count_list([n // split for n in tried], None)})"
-    return (f"global batch {figures.whole(s.global_batch)} does not split evenly over {counts} "
-            f"x {s.accumulation} accumulation steps; pick a global batch divisible by "
-            f"{over} x accumulation")
+        dps = figures.count_list([n // split for n in tried], None)
+        counts += f" (dp {dps})"
+        page += f" ({dp_ranks(dps)})"
+    return knob_refusal(f"{KNOB.global_batch} {gb} does not split evenly over {page} x "
+                        f"{KNOB.accumulation} {k}; pick one divisible by their product",
+                        ("global_batch", "accumulation"),
+                        cli=f"global batch {gb} does not split evenly over {counts} x {k} "
+                            f"accumulation steps; pick a global batch divisible by {over} x "
+                            "accumulation")
 
 
 def _refusal(ctx: _Ctx, devices: int) -> str:
