@@ -878,22 +878,34 @@ def share_query(params: Mapping[str, str], date: str) -> dict[str, str]:
     return out
 
 
+MAX_CUT_CONTROLS = 4  # controls a cut link's key may be the start of, named; more: compare all
+
+
 def cut_before_fingerprint(flat: Mapping[str, str]) -> tuple[str, str] | None:
     """A dated share link (``share_query``) that carries neither its preset fingerprint (``ph``)
     nor its profile (``prof``), one of which ends it, was cut short where the copy stopped,
-    possibly inside its last value ('cbs=40' of 'cbs=4000&ph=...'): (that key, a sentence naming
-    it, so the receiver checks it); None where the link has no value after its date."""
+    possibly inside its last value ('cbs=40' of 'cbs=4000&ph=...') or, where that value is
+    empty, inside its last key ('pr' of 'price=2.5', 'ta' of 'tab=goal'): (that key, a
+    sentence naming it and each control it may be the start of, so the receiver checks
+    them); None where the link has no value after its date."""
     last = next(reversed(list(flat)), None)
     if last is None:
         return None
-    control = (f": check {in_words(FIELD_LABELS[last], GPU_NOUNS)} in the sidebar"
-               if last in FIELD_LABELS else "")
-    return last, (f"the link ends at '{_shown(last)[:20]}={_shown(flat[last])}' without the "
-                  f"preset fingerprint (ph) a share link ends with: {CUT_SHORT}, perhaps inside "
-                  f"that value{control}")
+    value = flat[last]
+    longer = [k for k in FIELDS if k != last and k.startswith(last)] if not value else []
+    labels = [in_words(FIELD_LABELS[k], GPU_NOUNS) for k in (last, *longer) if k in FIELD_LABELS]
+    control = (f": check {' or '.join(labels)} in the sidebar" if len(labels) <= MAX_CUT_CONTROLS
+               else ": compare the sidebar with the sender's")
+    at = f"{_shown(last)[:20]}" + ("" if longer else f"={_shown(value)}")
+    inside = ("inside that key or its value" if last in AppState.model_fields else
+              "inside that key") if longer else "inside that value"
+    return last, (f"the link ends at '{at}' without the preset fingerprint (ph) a share link "
+                  f"ends with: {CUT_SHORT}, perhaps {inside}{control if labels else ''}")
 
 
 BLANK_KEY = "a field with no name"  # a link's '&=x', in the unknown fields' list
+# every key a link the app writes holds (a cut key is the start of one: ``_cut_key``)
+_LINK_KEYS = SCENARIO_KEYS | {CHECK_KEY, SHARED_DATE_KEY, HEADLINE_KEY}
 
 
 def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str]]:
@@ -970,11 +982,14 @@ def read_link(params: Mapping[str, Any], today: datetime.date | None = None
         what = ", ".join(held[:-1]) + " and " + held[-1] if len(held) > 1 else held[0]
         messages.append(f"the link holds nothing but {what}: {CUT_SHORT}; showing the defaults")
         return default_state(), preset_profile(AppState()), messages, None
+    # before a later version's keys are dropped: the link's own last key ('pr' of 'price')
+    cut = (cut_before_fingerprint(flat) if (date is not None or check is not None)
+           and "ph" not in flat and "prof" not in flat else None)
+    if cut is not None and _cut_key(flat) == cut[0]:  # the start of a key: the cut says it
+        flat.pop(cut[0])
     messages.extend(_ignore_later_keys(flat, int(version)))
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
-    cut = (cut_before_fingerprint(flat) if (date is not None or check is not None)
-           and fingerprint is None and blob is None else None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)
     if unknown:
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""  # never a part as all
@@ -1090,10 +1105,9 @@ def _cut_key(flat: Mapping[str, str]) -> str | None:
     """The link's last key where a copy stopped inside it ('c' of 'v=2&ck=...', 'a' of
     'v=2&at=...'): no value, no key a link holds but the start of one; None otherwise."""
     last = next(reversed(list(flat)), None)
-    keys = SCENARIO_KEYS | {CHECK_KEY, SHARED_DATE_KEY, HEADLINE_KEY}
-    if last is None or flat[last] != "" or last in keys:
+    if last is None or flat[last] != "" or last in _LINK_KEYS:
         return None
-    return last if any(k.startswith(last) for k in keys) else None
+    return last if any(k.startswith(last) for k in _LINK_KEYS) else None
 
 
 def integrity_notes(check: str | None, altered: bool, made_by_app: bool,
