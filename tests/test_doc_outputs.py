@@ -291,6 +291,22 @@ def test_bounds_examples_are_what_the_cli_says(capsys):
         assert code == 2 and out == "" and err.strip() == said, (command, err)
 
 
+def test_bounds_threads_default_is_calibrates_rule(monkeypatch):
+    """Session 50: docs/bounds.md said --threads defaults to 'the cores divided by the processes
+    per node', the rule before the load average took its cores (default_threads): on a 2-core
+    host at load 1.2 one process times 1 thread, not 2. The page now says the help's words."""
+    from scalesim.calibration import options
+    from scalesim.calibration.options import build_parser, default_threads
+
+    rule = _figure(r"Calibration's `--threads` defaults to `OMP_NUM_THREADS` when it is set "
+                   r"\(by the user or torchrun\), else to (cores / processes per node, less the "
+                   r"cores the load average keeps busy)", (ROOT / "docs" / "bounds.md").read_text())
+    threads = next(a for a in build_parser()._actions if "--threads" in a.option_strings)
+    assert rule in _flat(threads.help)
+    monkeypatch.setattr(options, "_cores", lambda: 2)
+    assert default_threads(1, {}, load=1.2) == 1  # 2 cores, one kept busy: 1 thread
+    assert default_threads(1, {}, load=0.4) == 2  # idle: 2 cores / 1 process
+
 def test_readme_python_examples_run_as_written(capsys):
     """The README's Python API blocks, one after another in one namespace (the third uses the
     first's imports), run and print their lists: a renamed function or field breaks this."""
