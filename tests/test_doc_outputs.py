@@ -152,6 +152,28 @@ def test_readme_collected_data_parallel_accuracy_is_the_validation(collected_dp)
     assert _figure(r"mostly in mixed precision \(\+([\d.]+)%", text) == f"{mixed:.1f}"
 
 
+def test_readme_collected_parameter_server_accuracy_is_the_validation():
+    """Session 50: README's held-out parameter-server figures (13 cases, 39 points, median 5.8%,
+    mean 7.0%, largest 18%, 33 single-server points of the TensorFlow 2017 page) were checked
+    by no test: a model change could move them and leave the README behind."""
+    from scalesim.shipped import validation_path
+    from scalesim.validate import load_cases, validate_cases
+
+    cases = load_cases(validation_path("collected_ps_cases.json"))
+    report = validate_cases(cases)
+    source = {c.id: c.source for c in cases}
+    points = _points(report, "parameter-server")
+    median, mean, largest = _abs(p.error_pct for _, p in points)
+    paragraph = _figure(r"(collected_ps_cases\.json`: .*?single-server points of one page)", README)
+    assert int(_figure(r"`: (\d+) cases", paragraph)) == len(report.cases)
+    assert int(_figure(r"over (\d+) predicted points", paragraph)) == len(points)
+    assert _figure(r"the median absolute error is ([\d.]+)%", paragraph) == f"{median:.1f}"
+    assert _figure(r"the mean ([\d.]+)%", paragraph) == f"{mean:.1f}"
+    assert _figure(r"the largest (\d+)%", paragraph) == f"{largest:.0f}"
+    one_page = [p for c, p in points if p.nodes == 1
+                and source[c.id].startswith("TensorFlow Performance 'Benchmarks' page")]
+    assert int(_figure(r"(\d+) of the points are single-server", paragraph)) == len(one_page)
+
 @pytest.mark.parametrize(("name", "before", "worst_words"), [
     ("parallel_cases.json", r"over the \d+ predicted runs the median absolute error is",
      ("70b", "a100_40gb")),
