@@ -559,6 +559,13 @@ def _rows_words(swept: dict[str, list], given: list[tuple]) -> str:
                      for g in given)
 
 
+def _rows_note(swept: dict[str, list], given: list[tuple], note) -> Refusal:
+    """'rows at recompute none: <note>': ``note`` said of the rows ``given`` (``_rows_words``),
+    its template kept (``errors.within``), so that a --scenario file's setting it names is said
+    by the file's key (``cli.given_words``), not by a flag the user never gave."""
+    return within(note, f"rows at {_rows_words(swept, given)}: {note}")
+
+
 def sweep_notes(plan) -> list[str]:
     """The notes predict prints of the sweep's base scenario (``cmd_predict.scenario_notes``,
     the attention kernel's, precision's and recompute style's words among them; the slow
@@ -594,7 +601,7 @@ def sweep_notes(plan) -> list[str]:
             unused.setdefault(note, []).append(values)
     out = list(kept or [])
     everywhere = len(list(itertools.product(*swept.values())))
-    out += [note if len(given) == everywhere else f"rows at {_rows_words(swept, given)}: {note}"
+    out += [note if len(given) == everywhere else _rows_note(swept, given, note)
             for note, given in unused.items()  # a flag some rows ignore, as predict says of
             if note not in out]  # their scenario; every row: as predict says it
     devices = [int(d) for d in plan.axes["devices"]]
