@@ -43,6 +43,7 @@ from scalesim.layout import (
     P2P_OVERLAP_WORDS,
     SCHEDULES,
     knob_refusal,
+    knobs_said,
     shard_group_refusal,
     unused_settings,
 )
@@ -77,17 +78,10 @@ SWITCH_AXES = ("overlap", "tp_overlap", "p2p_overlap", "sequence_parallel")
 # (``_unused_settings_of_rows``)
 ONE_VALUE_SETTINGS = ("schedule", "virtual_stages", "sequence_parallel", "tp_overlap",
                       "p2p_overlap")
-# What makes each of them mean something on a row: the fix of the refusal of a value no row of
-# the sweep runs (``_ignorable``)
-# (``_ignorable``): templates (``layout.knob_refusal``), each knob by its slot
-_TO_APPLY = {"schedule": f"give {KNOB.pp} (in a sweep: or a --pp-values that reaches 2)",
-             "virtual_stages": f"give {KNOB.pp} (in a sweep: or a --pp-values that reaches 2)",
-             "sequence_parallel": f"give {KNOB.tp} (in a sweep: or a --tp-values that reaches 2 "
-                                  "within a server)",
-             "tp_overlap": f"give {KNOB.tp} (in a sweep: or a --tp-values that reaches 2 within "
-                           "a server)",
-             "p2p_overlap": f"give {KNOB.virtual_stages} 2 or more with {KNOB.pp} (in a sweep: "
-                            "or a --pp-values that reaches 2)"}
+# What makes each of them mean something on a row, the split knob that must reach 2: the fix
+# of the refusal of a value no row of the sweep runs (``_ignorable``, ``_to_apply``)
+_APPLIES_FROM = {"schedule": "pp", "virtual_stages": "pp", "sequence_parallel": "tp",
+                 "tp_overlap": "tp", "p2p_overlap": "pp"}
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
               "algorithm": ALGORITHMS,
               "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)},
@@ -339,7 +333,7 @@ def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tup
     combination of the grid's tp, pp and layout settings does not run
     (``layout.unused_settings``). A value, one-value or swept, that no combination runs (a tp
     that fits a server of ``g_max`` devices, the rest dropped) is refused in one line: predict's
-    rule, the flag and what to give for it to apply (``_TO_APPLY``), as predict refuses the
+    rule, the flag and what to give for it to apply (``_to_apply``), as predict refuses the
     scenario; the first setting in ``ONE_VALUE_SETTINGS`` order. The one check of a layout
     setting used on no row."""
     from scalesim.layout_predict import layout_of
@@ -369,11 +363,33 @@ def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tup
             what, drop = _setting_words(name, nowhere, arrays)
             # a template (the rule's, the flag's slot): a --scenario file's setting is named
             # as the file names it (cli.given_words)
-            raise ScalesimError(knob_refusal(
+            # the other swept knobs by their grid flags, as typed (the setting itself: predict's
+            # rule, then as given, ``_setting_words``)
+            raise ScalesimError(knobs_said(knob_refusal(
                 f"{template_of(rules[name, nowhere[0]])}: {what} "
                 f"{'mean' if len(nowhere) > 1 else 'means'} nothing on every row of the sweep; "
-                f"{_TO_APPLY[name]}, or drop {drop}", (name,)))
+                f"{_to_apply(name, arrays)}, or drop {drop}", (name,)),
+                {f: flag for f, flag in grid_flags(arrays).items() if f != name}))
     return tuple(name for name in ONE_VALUE_SETTINGS if name in some and name not in arrays)
+
+
+def grid_flags(axes) -> dict[str, str]:
+    """Each swept knob of ``axes`` -> its grid flag as typed ('pp' -> '--pp-values',
+    ``bounds.values_flag``): the words a sweep's line says a swept knob in
+    (``layout.knobs_said``), not predict's flag, which the sweep was not given."""
+    return {field: values_flag(field) for field in axes}
+
+
+def _to_apply(name: str, arrays: dict[str, np.ndarray]) -> str:
+    """What to give for layout setting ``name`` to apply, a template's part: its split knob
+    2 or more (``_APPLIES_FROM``), by the grid's flag where swept ('give a --pp-values that
+    reaches 2'), else by its slot, the grid flag as the other way ('give {pp} (in a sweep: or a
+    --pp-values that reaches 2)')."""
+    knob = _APPLIES_FROM[name]
+    grid = f"a {values_flag(knob)} that reaches 2" + (" within a server" if knob == "tp" else "")
+    split = grid if knob in arrays else f"{getattr(KNOB, knob)} (in a sweep: or {grid})"
+    return f"give {KNOB.virtual_stages} 2 or more with {split}" if name == "p2p_overlap" \
+        else f"give {split}"
 
 
 def _asked_words(name: str, axes: dict, base: Scenario) -> str:
@@ -412,9 +428,10 @@ def _one_value_shard_group(arrays: dict[str, np.ndarray], base: Scenario) -> tup
     pairs = [(str(s), str(f)) for s in arrays.get("strategy", [base.strategy])
              for f in arrays.get("zero_framework", [base.zero_framework])]
     refusals = [shard_group_refusal(asked, s, f) for s, f in pairs]
-    if all(refusals):  # a ZeRO row's words first: they say what to change
-        raise ScalesimError(next((why for (s, _), why in zip(pairs, refusals, strict=True)
-                                  if s != "ddp"), refusals[0]))
+    if all(refusals):  # a ZeRO row's words first: they say what to change; a swept
+        # strategy or framework by its grid flag, as typed
+        raise ScalesimError(knobs_said(next((why for (s, _), why in zip(pairs, refusals, strict=True)
+                                             if s != "ddp"), refusals[0]), grid_flags(arrays)))
     return ("shard_group",) if any(s == "ddp" for s, _ in pairs) else ()
 
 

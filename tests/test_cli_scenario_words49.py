@@ -71,12 +71,12 @@ DS_ZERO2 = {"devices": [16], "strategy": "zero2", "zero_framework": "deepspeed"}
 def test_the_dropped_rows_note_names_the_files_strategy_by_its_key(tmp_path, capsys):
     """The file's DeepSpeed ZeRO-2 with --pp-values 1,2: the pp 2 row is dropped with a note
     (one row of two kept); the strategy and framework are the file's keys, the file named
-    first, pp by its flag (the grid's, as with flags alone)."""
+    first, pp by the grid's flag, as typed (was '--pp' before session 50)."""
     path = scenario_file(tmp_path, "ds.json", DS_ZERO2)
     code, out, err = run_cli(capsys, [*SWEEP, "--scenario", path, "--pp-values", "1,2"])
     assert code == 0, err
     assert [row["pp"] for row in json.loads(out)] == [1]
-    words = PIPELINE.format(strategy="strategy", pp="--pp", zero_framework="zero_framework")
+    words = PIPELINE.format(strategy="strategy", pp="--pp-values", zero_framework="zero_framework")
     assert err.splitlines()[0] == (
         f"note: {path}: 1 combination dropped: 1 breaks a layout rule (e.g. {words})")
     # to a file: the same words in the 'wrote' line
@@ -95,8 +95,9 @@ def test_the_dropped_rows_note_names_the_files_strategy_by_its_key(tmp_path, cap
 
 def test_the_dropped_rows_note_names_flags_as_before(tmp_path, capsys):
     """The flags alone, or the file's strategy said again by --strategy (the flag's value
-    runs): every knob by its flag, no file named."""
-    words = PIPELINE.format(strategy="--strategy", pp="--pp", zero_framework="--zero-framework")
+    runs): every knob by its flag, no file named; the swept pp by the grid's (session 50)."""
+    words = PIPELINE.format(strategy="--strategy", pp="--pp-values",
+                            zero_framework="--zero-framework")
     flags = ["--devices", "16", "--strategy", "zero2", "--zero-framework", "deepspeed"]
     path = scenario_file(tmp_path, "ds.json", DS_ZERO2)
     for given in (flags, ["--scenario", path, *flags]):
@@ -112,7 +113,8 @@ def test_the_dropped_rows_note_names_flags_as_before(tmp_path, capsys):
 def test_the_dropped_rows_note_names_the_files_grad_sync_by_its_key(tmp_path, capsys):
     """The file's once-per-step with --zero-framework-values fsdp,deepspeed at ZeRO-2: the
     DeepSpeed row is dropped (``sweep._grad_sync_refused_rows``), its rule naming the file's
-    grad_sync by its key."""
+    grad_sync by its key, the swept framework by the grid's flag (was '--zero-framework' before
+    session 50)."""
     path = scenario_file(tmp_path, "sync.json", {"devices": [16], "grad_sync": "once-per-step"})
     code, out, err = run_cli(capsys, [*SWEEP, "--scenario", path, "--strategy", "zero2",
                                       "--zero-framework-values", "fsdp,deepspeed"])
@@ -120,8 +122,8 @@ def test_the_dropped_rows_note_names_the_files_grad_sync_by_its_key(tmp_path, ca
     assert [row["zero_framework"] for row in json.loads(out)] == ["fsdp"]
     assert err.splitlines()[0] == (
         f"note: {path}: 1 combination dropped: 1 breaks a layout rule (e.g. zero_framework "
-        "deepspeed: " + NO_SYNC.format(grad_sync="grad_sync", zero_framework="--zero-framework")
-        + ")")
+        "deepspeed: " + NO_SYNC.format(grad_sync="grad_sync",
+                                       zero_framework="--zero-framework-values") + ")")
 
 
 GOAL = ["goal", *W, "--deadline", "30d", "--budget", "100000", "--train-samples", "1e7",

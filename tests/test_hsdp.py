@@ -549,12 +549,14 @@ def test_a_sweep_of_the_framework_drops_deepspeed_with_a_shard_group(capsys):
     code, out, err = run_cli(capsys, base + ["--zero-framework-values", "fsdp,deepspeed"])
     assert code == 0, err
     assert [line.split(",")[1] for line in out.splitlines()[1:]] == ["fsdp"]
+    # the swept framework by its grid flag, as typed (was '--zero-framework' before session 50)
     assert ("note: 1 combination dropped: 1 breaks a layout rule (e.g. shard group 8 on 16 "
-            "devices: --shard-group 8 with --zero-framework deepspeed: hybrid sharding is modelled"
-            in err), err
+            "devices: --shard-group 8 with --zero-framework-values deepspeed: hybrid sharding is "
+            "modelled" in err), err
     code, out, err = run_cli(capsys, base + ["--zero-framework-values", "deepspeed"])
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-    assert "--shard-group 8 with --zero-framework deepspeed: hybrid sharding is modelled" in err
+    assert ("--shard-group 8 with --zero-framework-values deepspeed: hybrid sharding is "
+            "modelled" in err), err
     code, out, _ = run_cli(capsys, base + ["--zero-framework-values", "fsdp"])
     assert code == 0
     header, row = out.splitlines()[:2]

@@ -116,8 +116,11 @@ def test_a_cp_that_splits_some_sequences_drops_only_their_rows(capsys):
     rows, err = sweep_rows(capsys, [*LLAMA, "--devices", "8", "--global-batch", "16",
                                     "--seq-len-values", "4096,4098", "--cp-values", "1,2"])
     assert [(r["seq_len"], r["cp"]) for r in rows] == [(4096, 1), (4096, 2), (4098, 1)]
+    # the swept knobs by their grid flags, as typed (before session 50: '2 x --cp 2 ...; use
+    # --cp 1, or --seq-len 4096 or 4100', predict's flags)
     assert ("1 combination dropped: 1 breaks a layout rule (e.g. tp 1 x pp 1 x cp 2 on 8 "
-            "devices: sequence length 4098 is not divisible by 2 x --cp 2") in err
+            "devices: sequence length 4098 is not divisible by 2 x --cp-values 2 (load-balanced "
+            "context parallelism); use --cp-values 1, or --seq-len-values 4096 or 4100)") in err
 
 
 @pytest.mark.parametrize(("flags", "message"), [

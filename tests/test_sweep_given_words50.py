@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from cli_harness import run_cli, scenario_file
+from cli_harness import refused_line, run_cli, scenario_file
 
 BERT = ["sweep", "--workload", "bert-large", "--format", "json"]
 LLAMA = ["sweep", "--workload", "llama3-8b", "--format", "json"]
@@ -61,3 +61,64 @@ def test_a_flags_setting_some_rows_ignore_is_said_by_its_flag(capsys):
     _, err = _notes(capsys, [*LLAMA, "--devices", "16", "--tp", "2", "--tp-overlap",
                              "--overlap-values", "on,off"])
     assert _rows_at(err) == ["note: " + TP_OVERLAP.format(tp_overlap="--tp-overlap")], err
+
+
+# DeepSpeed's ZeRO-3 with pipeline stages (``layout.deepspeed_pipeline_error``): the pp 2 row of
+# --pp-values 1,2 is dropped, its rule naming the swept pp by the grid's flag
+DEEPSPEED_PP = ("1 combination dropped: 1 breaks a layout rule (e.g. tp 1 x pp 2 on 16 devices: "
+                "{strategy} zero3 with --pp-values 2: DeepSpeed refuses ZeRO-2/3 with pipeline "
+                "parallelism; use {strategy} zero1, --pp-values 1 or {framework} fsdp)")
+
+
+def test_the_dropped_rows_rule_names_the_swept_pp_by_its_grid_flag(tmp_path, capsys):
+    """Before session 50: '... with --pp 2: ...; use --strategy zero1, --pp 1 or ...', predict's
+    flag, which the sweep was not given (and refuses beside --pp-values). A file's strategy and
+    framework by its keys, the file first; the flags' by their flags."""
+    rows, err = _notes(capsys, [*LLAMA, "--devices", "16", "--strategy", "zero3",
+                                "--zero-framework", "deepspeed", "--pp-values", "1,2"])
+    assert [row["pp"] for row in rows] == [1]
+    assert err[0] == "note: " + DEEPSPEED_PP.format(strategy="--strategy",
+                                                    framework="--zero-framework"), err
+    path = scenario_file(tmp_path, "ds.json", {"devices": [16], "strategy": "zero3",
+                                               "zero_framework": "deepspeed"})
+    _, err = _notes(capsys, [*LLAMA, "--scenario", path, "--pp-values", "1,2"])
+    assert err[0] == f"note: {path}: " + DEEPSPEED_PP.format(strategy="strategy",
+                                                             framework="zero_framework"), err
+
+
+# a schedule no row runs: --pp-values 1 gives no pipeline (``sweep._ignorable``)
+GPIPE_NOWHERE = ("{schedule} gpipe needs --pp-values 2 or more (a pipeline); at --pp-values 1 "
+                 "leave {schedule} at its default: {schedule} gpipe means nothing on every row "
+                 "of the sweep; give a --pp-values that reaches 2, or drop it")
+
+
+def test_a_schedule_no_row_runs_is_refused_naming_the_swept_pp_by_its_grid_flag(tmp_path, capsys):
+    """Before session 50: '--schedule gpipe needs --pp 2 or more (a pipeline); at --pp 1 leave
+    ...; give --pp (in a sweep: or a --pp-values that reaches 2), or drop it': --pp, which the
+    sweep refuses beside --pp-values. A file's schedule by its key, the file first."""
+    line = refused_line(capsys, [*LLAMA, "--devices", "16", "--pp-values", "1", "--schedule",
+                                 "gpipe"])
+    assert line == "scalesim sweep: error: " + GPIPE_NOWHERE.format(schedule="--schedule")
+    path = scenario_file(tmp_path, "gp.json", {"devices": [16], "layout": {"schedule": "gpipe"}})
+    line = refused_line(capsys, [*LLAMA, "--scenario", path, "--pp-values", "1"])
+    assert line == f"scalesim sweep: error: {path}: " + GPIPE_NOWHERE.format(schedule="schedule")
+    # a one-value pp of 1 (the flag's default): --pp is the way, the grid the other
+    line = refused_line(capsys, [*LLAMA, "--devices", "16", "--tp-values", "1,2",
+                                 "--schedule", "gpipe"])
+    assert line.endswith("; give --pp (in a sweep: or a --pp-values that reaches 2), or drop "
+                         "it"), line
+
+
+def test_a_shard_group_no_row_runs_names_the_swept_framework_by_its_grid_flag(tmp_path, capsys):
+    """A file's shard group 4 with --zero-framework-values deepspeed: every ZeRO row is
+    DeepSpeed's, which has no hybrid sharding (``sweep._one_value_shard_group``). Before
+    session 50: '... with --zero-framework deepspeed: ...; use --zero-framework fsdp or drop
+    shard_group'."""
+    path = scenario_file(tmp_path, "sg.json", {"devices": [16], "strategy": "zero3",
+                                               "layout": {"shard_group": 4}})
+    line = refused_line(capsys, [*LLAMA, "--scenario", path, "--zero-framework-values",
+                                 "deepspeed"])
+    assert line == (f"scalesim sweep: error: {path}: shard_group 4 with --zero-framework-values "
+                    "deepspeed: hybrid sharding is modelled for FSDP and Megatron-Core "
+                    "(DeepSpeed's MiCS / ZeRO++ hpZ are not); use --zero-framework-values fsdp "
+                    "or drop shard_group")

@@ -14,18 +14,23 @@ import json
 import pytest
 from cli_harness import run_cli
 
-from scalesim.layout import SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP, knob_refusal
+from scalesim.layout import SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP, knob_refusal, knobs_said
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
 from scalesim.schemas import Scenario, ScenarioLayout
 
 CLI = ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8"]
-TO_TP = "give --tp (in a sweep: or a --tp-values that reaches 2 within a server)"
+# the swept tp by its grid flag, as typed, in the rule and the fix (before session 50:
+# predict's '--tp 2 or more' and 'give --tp (in a sweep: or a --tp-values that reaches 2 within
+# a server)', though --tp beside --tp-values is refused)
+TO_TP = "give a --tp-values that reaches 2 within a server"
+SWEPT_TP = {"tp": "--tp-values"}
 
 
 @pytest.mark.parametrize(("axis", "field", "rule"), [
-    ("--sequence-parallel-values", "sequence_parallel", str(knob_refusal(SEQUENCE_PARALLEL_NEEDS_TP))),
-    ("--tp-overlap-values", "tp_overlap", str(knob_refusal(TP_OVERLAP_NEEDS_TP))),
+    ("--sequence-parallel-values", "sequence_parallel",
+     str(knobs_said(knob_refusal(SEQUENCE_PARALLEL_NEEDS_TP), SWEPT_TP))),
+    ("--tp-overlap-values", "tp_overlap", str(knobs_said(knob_refusal(TP_OVERLAP_NEEDS_TP), SWEPT_TP))),
 ])
 def test_a_swept_value_no_row_a_server_holds_runs_is_refused(capsys, axis, field, rule):
     code, out, err = run_cli(capsys, [*CLI, "--tp-values", "1,16", axis, "on,off"])

@@ -237,8 +237,9 @@ def test_every_axis_has_its_one_value_flag():
     (["--pp-values", "2", "--schedule", "interleaved"],
      "e.g. tp 1 x pp 2 on 8 devices: --schedule interleaved needs --virtual-stages 2 or more"),
     (["--pp-values", "2", "--schedule", "interleaved", "--virtual-stages", "2"],
+     # the swept pp by its grid flag, as typed (was '--pp 2' before session 50)
      "e.g. tp 1 x pp 2 on 8 devices: --schedule interleaved: 1 micro-batch per step is not a "
-     "multiple of --pp 2"),
+     "multiple of --pp-values 2"),
     (["--tp-values", "3"], "e.g. tp 3 x pp 1 on 8 devices: tp x pp does not divide the devices"),
 ])
 def test_a_sweep_left_empty_by_layout_rules_names_the_rule(capsys, argv, rule):

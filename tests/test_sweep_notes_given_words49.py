@@ -32,7 +32,9 @@ def test_a_row_dropped_for_the_files_shard_group_names_it_by_its_key(tmp_path, c
     swept tp, whose tp 2 rows drop too)."""
     path = scenario_file(tmp_path, "sg.json", {"devices": [16], "strategy": "zero3",
                                        "layout": {"shard_group": 4}})
-    words = DEEPSPEED_GROUP.format(shard_group="shard_group", zero_framework="--zero-framework")
+    # the swept framework by its grid flag, as typed (was '--zero-framework' before session 50)
+    words = DEEPSPEED_GROUP.format(shard_group="shard_group",
+                                   zero_framework="--zero-framework-values")
     rows, err = _notes(capsys, [*SWEEP, "--scenario", path, "--zero-framework-values",
                                 "fsdp,deepspeed"])
     assert [row["zero_framework"] for row in rows] == ["fsdp"]
@@ -46,8 +48,10 @@ def test_a_row_dropped_for_the_files_shard_group_names_it_by_its_key(tmp_path, c
 
 
 def test_a_row_dropped_for_the_flags_shard_group_names_it_by_its_flag(capsys):
-    """The flags alone: the line as before session 49."""
-    words = DEEPSPEED_GROUP.format(shard_group="--shard-group", zero_framework="--zero-framework")
+    """The flags alone: the line as before session 49, the swept framework by its grid flag
+    (session 50)."""
+    words = DEEPSPEED_GROUP.format(shard_group="--shard-group",
+                                   zero_framework="--zero-framework-values")
     _, err = _notes(capsys, [*SWEEP, "--devices", "16", "--strategy", "zero3", "--shard-group",
                              "4", "--zero-framework-values", "fsdp,deepspeed"])
     assert err[0] == f"note: 1 combination dropped: 1 breaks a layout rule (e.g. {words})"

@@ -21,6 +21,7 @@ from scalesim.layout import (
     SEQUENCE_PARALLEL_NEEDS_TP,
     TP_OVERLAP_NEEDS_TP,
     knob_refusal,
+    knobs_said,
 )
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
@@ -118,12 +119,20 @@ def test_the_csv_has_the_column_and_no_note_where_every_row_uses_the_flag(capsys
     assert "note: --schedule gpipe ignored on 1 of the 2 rows" in err, err
 
 
+# the rule's swept tp by its grid flag, as typed, and the fix a --tp-values (before session
+# 50: predict's '--tp 2 or more' and 'give --tp (in a sweep: or a --tp-values ...)', though
+# --tp beside --tp-values is refused)
+TO_TP = "give a --tp-values that reaches 2 within a server, or drop it"
+
+
 @pytest.mark.parametrize(("argv", "words"), [
     # tp 16 does not fit the 8 GPUs of a server: every row kept is tp 1
     (["--tp-values", "1,16", "--tp-overlap"],
-     f"{knob_refusal(TP_OVERLAP_NEEDS_TP)}: --tp-overlap means nothing on every row of the sweep"),
+     f"{knobs_said(knob_refusal(TP_OVERLAP_NEEDS_TP), {'tp': '--tp-values'})}: --tp-overlap "
+     f"means nothing on every row of the sweep; {TO_TP}"),
     (["--tp-values", "1,16", "--sequence-parallel"],
-     f"{knob_refusal(SEQUENCE_PARALLEL_NEEDS_TP)}: --sequence-parallel means nothing on every row"),
+     f"{knobs_said(knob_refusal(SEQUENCE_PARALLEL_NEEDS_TP), {'tp': '--tp-values'})}: "
+     f"--sequence-parallel means nothing on every row of the sweep; {TO_TP}"),
 ])
 def test_a_flag_no_row_runs_is_refused_in_one_line(capsys, argv, words):
     """Before: exit 0, one tp 1 row, the flag in no column and no word of it."""

@@ -127,8 +127,11 @@ def test_a_device_count_the_group_does_not_divide_is_dropped():
     (["--strategy", "ddp"], "shard group 4 needs a ZeRO strategy"),
     (["--strategy-values", "ddp,zero1", "--zero-framework", "deepspeed"],
      "--shard-group 4 with --zero-framework deepspeed"),
+    # the swept strategy by its grid flag, as typed (was '--strategy zero3 ... use --strategy
+    # ddp' before session 50)
     (["--strategy-values", "ddp,zero3", "--shard-group", "1"],
-     "--shard-group 1 with --strategy zero3 is plain replication"),
+     "--shard-group 1 with --strategy-values zero3 is plain replication (no state sharded): use "
+     "--strategy-values ddp, or --shard-group 2 or more"),
 ])
 def test_a_group_no_row_can_run_is_refused_in_one_line(capsys, argv, words):
     base = ["sweep", "--workload", "bert-large", "--devices", "16"]

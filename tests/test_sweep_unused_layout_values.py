@@ -82,9 +82,12 @@ def test_the_cli_says_the_drop_in_its_note(capsys):
                                       "1,2"])
     assert code == 0, err
     assert out.count("\n") == 1 + 3  # the header and the three rows that mean something
+    # the swept knobs by their grid flags, as typed (before session 50: '--virtual-stages 2
+    # needs --pp 2 or more ...; give both, or --virtual-stages 1', predict's flags)
     assert ("note: 1 combination dropped: 1 breaks a layout rule (e.g. tp 1 x pp 1 on 8 "
-            "devices: --virtual-stages 2 needs --pp 2 or more and --schedule interleaved (model "
-            "chunks of a pipeline's stages); give both, or --virtual-stages 1)") in err.splitlines()
+            "devices: --virtual-stages-values 2 needs --pp-values 2 or more and --schedule "
+            "interleaved (model chunks of a pipeline's stages); give both, or "
+            "--virtual-stages-values 1)") in err.splitlines()
 
 
 def test_a_one_value_schedule_runs_no_pipeline_at_pp_1(profile):

@@ -332,7 +332,7 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
     ``bubbles``: records the rows whose pipeline bubble is large; ``baseline``: what predict's
     notes of the one-device baseline read of the rows."""
     from scalesim.predict import input_pipeline_modelled
-    from scalesim.sweep import iter_sweep, merge_ignored
+    from scalesim.sweep import grid_flags, iter_sweep, merge_ignored
 
     modelled = input_pipeline_modelled(plan.profile)
     written, dropped, dropped_layout, first, example = 0, 0, 0, True, ""
@@ -354,6 +354,9 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
         for piece in _pieces(chunk.columns, fmt, modelled):
             handle.write(piece if first or fmt == "csv" else ", " + piece)
             first = False
+    # the example's rule names a swept knob by its grid flag, as typed ('not a multiple of
+    # --pp-values 2'), the others kept as slots (a --scenario file's by its key: ``run``)
+    example = knobs_said(example, grid_flags(plan.axes)) if example else example
     if not written:
         reasons = _dropped_reasons(dropped, dropped_layout, example,
                                    nouns_for(plan.profile.hardware.device_name))
@@ -372,7 +375,7 @@ def ignored_notes(plan, ignored: dict, written: int) -> list[str]:
     the setting is: its flag, or a --scenario file's key)."""
     from scalesim.layout import shard_group_needs_zero, unused_settings
     from scalesim.layout_predict import layout_of
-    from scalesim.sweep import one_value_words
+    from scalesim.sweep import grid_flags, one_value_words
 
     split = layout_of(plan.base)
     rules = unused_settings(1, 1, split.schedule, split.virtual_stages, split.sequence_parallel,
@@ -391,7 +394,7 @@ def ignored_notes(plan, ignored: dict, written: int) -> list[str]:
                             + as_literal(f", and column {name} says what each row runs"), (name,))
         # the rule's swept knobs by their grid flags, as the user typed them ('{schedule} gpipe
         # needs --pp-values 2 or more'; ``bounds.values_flag``), the others kept as slots
-        rule = knobs_said(rules[name][1], {f: values_flag(f) for f in plan.axes})
+        rule = knobs_said(rules[name][1], grid_flags(plan.axes))
         out.append(joined("", (setting, rule, runs)))
     return out
 
