@@ -246,9 +246,10 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
         # --scenario file's is said by its key (``cli.given_words``)
         pair = " with ".join(_asked_words(name, axes, base)
                              for name in ("zero_framework", "grad_sync"))
-        raise ScalesimError(knob_refusal(
+        # DeepSpeed's rule names a swept knob by its grid flag, as typed (``grid_flags``)
+        raise ScalesimError(knobs_said(knob_refusal(
             f"every row pairs {pair}: {template_of(grad_sync_deepspeed_error())}",
-            ("zero_framework", "grad_sync")))
+            ("zero_framework", "grad_sync")), grid_flags(axes)))
     from scalesim.layout_predict import (
         check_attention_kernel,
         check_precision,

@@ -19,34 +19,36 @@ NO_SYNC = ("{grad_sync} once-per-step is FSDP's no_sync; DeepSpeed stage 2/3 red
 def test_every_row_pairs_names_the_files_framework_by_its_key(tmp_path, capsys):
     """The file's DeepSpeed with --grad-sync-values once-per-step: every row is refused
     (``sweep.plan_sweep``); the framework is the file's, said by its key, the grid by its flag
-    (the grid's knob by --grad-sync in DeepSpeed's rule, as with flags alone)."""
+    (the grid's knob by --grad-sync-values in DeepSpeed's rule too, as typed: was '--grad-sync'
+    there before session 50)."""
     path = scenario_file(tmp_path, "ds.json", {"devices": [16], "zero_framework": "deepspeed"})
     assert refused_line(capsys, [*SWEEP, "--scenario", path, "--grad-sync-values", "once-per-step"]) == (
         f"scalesim sweep: error: {path}: every row pairs zero_framework deepspeed with "
         "--grad-sync-values once-per-step: "
-        + NO_SYNC.format(grad_sync="--grad-sync", zero_framework="zero_framework"))
+        + NO_SYNC.format(grad_sync="--grad-sync-values", zero_framework="zero_framework"))
     # the file's once-per-step with the grid's DeepSpeed: the other way round
     path = scenario_file(tmp_path, "sync.json", {"devices": [16], "grad_sync": "once-per-step"})
     assert refused_line(capsys, [*SWEEP, "--scenario", path, "--zero-framework-values",
                           "deepspeed"]) == (
         f"scalesim sweep: error: {path}: every row pairs --zero-framework-values deepspeed with "
         "grad_sync once-per-step: "
-        + NO_SYNC.format(grad_sync="grad_sync", zero_framework="--zero-framework"))
+        + NO_SYNC.format(grad_sync="grad_sync", zero_framework="--zero-framework-values"))
 
 
 def test_every_row_pairs_names_flags_as_before(capsys):
-    """The flags alone: each by its flag, the line as it always read."""
+    """The flags alone: each by its flag, a swept one by its grid flag in DeepSpeed's rule too
+    (session 50; was predict's flag there)."""
     assert refused_line(capsys, [*SWEEP, "--devices", "16", "--zero-framework", "deepspeed",
                           "--grad-sync-values", "once-per-step"]) == (
         "scalesim sweep: error: every row pairs --zero-framework deepspeed with "
         "--grad-sync-values once-per-step: "
-        + NO_SYNC.format(grad_sync="--grad-sync", zero_framework="--zero-framework"))
+        + NO_SYNC.format(grad_sync="--grad-sync-values", zero_framework="--zero-framework"))
     # the grid's framework with the flag's sync
     assert refused_line(capsys, [*SWEEP, "--devices", "16", "--zero-framework-values", "deepspeed",
                           "--grad-sync", "once-per-step"]) == (
         "scalesim sweep: error: every row pairs --zero-framework-values deepspeed with "
         "--grad-sync once-per-step: "
-        + NO_SYNC.format(grad_sync="--grad-sync", zero_framework="--zero-framework"))
+        + NO_SYNC.format(grad_sync="--grad-sync", zero_framework="--zero-framework-values"))
 
 
 def test_every_row_pairs_names_a_flag_over_the_file_by_the_flag(tmp_path, capsys):
@@ -57,7 +59,7 @@ def test_every_row_pairs_names_a_flag_over_the_file_by_the_flag(tmp_path, capsys
                           "--grad-sync-values", "once-per-step"]) == (
         "scalesim sweep: error: every row pairs --zero-framework deepspeed with "
         "--grad-sync-values once-per-step: "
-        + NO_SYNC.format(grad_sync="--grad-sync", zero_framework="--zero-framework"))
+        + NO_SYNC.format(grad_sync="--grad-sync-values", zero_framework="--zero-framework"))
 
 
 # DeepSpeed's refusal of ZeRO-2/3 under a pipeline (``layout.deepspeed_pipeline_error``), the

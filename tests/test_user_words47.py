@@ -12,15 +12,19 @@ def test_sweeps_deepspeed_once_per_step_refusal_names_the_flags_typed(capsys):
     """Before: 'axes zero_framework, grad_sync: ...', the scenario's field names; now the pair
     in the flags the user gave, swept ('--zero-framework-values deepspeed') or one value
     ('--grad-sync once-per-step'), exit 2 in one line."""
-    for swept, fixed, words in (
+    # DeepSpeed's rule after it names a swept knob by its grid flag too (session 50; was
+    # '--grad-sync once-per-step is ...' beside --grad-sync-values)
+    for swept, fixed, words, sync in (
             (["--zero-framework-values", "deepspeed"], ["--grad-sync", "once-per-step"],
-             "every row pairs --zero-framework-values deepspeed with --grad-sync once-per-step"),
+             "every row pairs --zero-framework-values deepspeed with --grad-sync once-per-step",
+             "--grad-sync"),
             (["--zero-framework", "deepspeed"], ["--grad-sync-values", "once-per-step"],
-             "every row pairs --zero-framework deepspeed with --grad-sync-values once-per-step")):
+             "every row pairs --zero-framework deepspeed with --grad-sync-values once-per-step",
+             "--grad-sync-values")):
         code, out, err = run_cli(capsys, ["sweep", "--devices", "8,16", "--strategy", "zero2",
                                           *swept, *fixed])
         assert code == 2 and not out
-        assert err.startswith(f"scalesim sweep: error: {words}: --grad-sync once-per-step is "
+        assert err.startswith(f"scalesim sweep: error: {words}: {sync} once-per-step is "
                               "FSDP's no_sync"), err
         assert "zero_framework" not in err and "grad_sync" not in err
         assert len(err.strip().splitlines()) == 1
