@@ -137,6 +137,9 @@ class SweepResult:
     # a one-value layout setting or shard group (``SweepPlan.ignorable``) -> (rows that run
     # without it, the first such row in words): its column says what each row runs
     ignored: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # such a one-value layout setting -> (the combinations it applies to that were dropped,
+    # the first and the rule it breaks, in words): why every row kept may run without it
+    unapplied: dict[str, tuple[int, str]] = field(default_factory=dict)
     # not written: what predict's notes read of each row (``BASELINE_FIELDS``, the rows'
     # order), for ``cmd_sweep.BaselineRows``; {} where a result has no rows evaluated
     baseline: dict[str, np.ndarray] = field(default_factory=dict)
@@ -790,6 +793,7 @@ def _evaluate_groups(grid: dict[str, np.ndarray], names: list[str], row_key: str
                        layout_example=next((part.layout_example for part in parts
                                             if part.layout_example), ""),
                        ignored=merge_ignored(parts),
+                       unapplied=merge_ignored(parts, "unapplied"),
                        baseline={name: values[order] for name, values in
                                  merge_baseline(parts).items()})
 
@@ -802,12 +806,12 @@ def merge_baseline(results) -> dict[str, np.ndarray]:
             for name in names}
 
 
-def merge_ignored(results) -> dict[str, tuple[int, str]]:
-    """``SweepResult.ignored`` of several results (parts or chunks, in grid order): the rows
-    added up, the first example kept."""
+def merge_ignored(results, of: str = "ignored") -> dict[str, tuple[int, str]]:
+    """``SweepResult.ignored`` (or another such count, ``of``: ``unapplied``) of several
+    results (parts or chunks, in grid order): the rows added up, the first example kept."""
     merged: dict[str, tuple[int, str]] = {}
     for result in results:
-        for name, (rows, example) in result.ignored.items():
+        for name, (rows, example) in getattr(result, of).items():
             before = merged.get(name, (0, example))
             merged[name] = (before[0] + rows, before[1])
     return merged
@@ -863,6 +867,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     virtual = np.where(pp > 1, split.virtual_stages, 1)
     layout_ok &= lp.check_rows(profile, dp, tp, pp, micro, dp * micro * k, schedule, virtual,
                                g_max, cp, unit)
+    checked = layout_ok.copy()  # the layout rules alone: each dropped row's first rule
     example = _layout_example(profile, split, name, g_max, layout_ok, p, tp, pp, dp, micro, k,
                               cp, unit)
     unused = _unused_settings_of_rows(grid, split, tp, pp)
@@ -903,6 +908,11 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                and (rows & keep).any()}  # a one-value flag's rows that run without it
     runs = {name: _runs(split, name, unused[name][0][keep]) for name in plan.ignorable
             if name in unused}
+    # a one-value flag's rows that would run it, dropped: why every row kept may not
+    unapplied = {setting: _unapplied(profile, split, name, g_max, ~rows & ~keep, checked, p, tp,
+                                     pp, dp, micro, k, cp, unit)
+                 for setting, (rows, _) in unused.items()
+                 if setting in plan.ignorable and (~rows & ~keep).any()}
     if shard is not None:
         shard = shard[keep]
         if "shard_group" in plan.ignorable:  # a one-value group some ddp rows run without
@@ -956,7 +966,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                      np.where(shard > 0, np.minimum(shard, ranks), ranks))
     return SweepResult(columns=columns, dropped=int((~keep).sum()),
                        dropped_layout=int((~layout_ok).sum()), layout_example=example,
-                       ignored=ignored,
+                       ignored=ignored, unapplied=unapplied,
                        baseline=_baseline(rows.one_device_fits, rows.one_device_holds_model,
                                           base_micro, group))
 
@@ -1018,6 +1028,18 @@ def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp,
     why = lp.first_problem(profile, dp[i], tp[i], pp[i], 0, micro[i], dp[i] * micro[i] * k[i],
                            split, schedule if pp[i] > 1 else "none", g, cp[i], unit)
     return _row_rule(where, why) if why else ""
+
+
+def _unapplied(profile, split, schedule: str, g: int, dropped, checked, p, tp, pp, dp, micro, k,
+               cp, unit: int | None = None) -> tuple[int, str]:
+    """(how many, the first in words) of the ``dropped`` rows, those a one-value layout
+    setting applies to (``SweepResult.unapplied``): where the first broke a layout rule
+    (``checked`` False), '<where>: <the rule>' (``_layout_example``, ``schedule`` the pipelined
+    rows'), else the row alone (dropped for its batch, its framework)."""
+    first = _layout_example(profile, split, schedule, g, checked | ~dropped, p, tp, pp, dp,
+                            micro, k, cp, unit)
+    return int(dropped.sum()), first or _row_words(profile, p, tp, pp, cp,
+                                                   int(np.flatnonzero(dropped)[0]))
 
 
 def _row_rule(where: str, why: str) -> str:
@@ -1086,7 +1108,8 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
                        dropped_layout=sum(c.dropped_layout for c in chunks),
                        layout_example=next((c.layout_example for c in chunks
                                             if c.layout_example), ""),
-                       ignored=merge_ignored(chunks), baseline=merge_baseline(chunks))
+                       ignored=merge_ignored(chunks), unapplied=merge_ignored(chunks, "unapplied"),
+                       baseline=merge_baseline(chunks))
 
 
 def _codes(values: np.ndarray, table: dict[str, int], what: str,

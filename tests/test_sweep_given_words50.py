@@ -122,3 +122,57 @@ def test_a_shard_group_no_row_runs_names_the_swept_framework_by_its_grid_flag(tm
                     "deepspeed: hybrid sharding is modelled for FSDP and Megatron-Core "
                     "(DeepSpeed's MiCS / ZeRO++ hpZ are not); use --zero-framework-values fsdp "
                     "or drop shard_group")
+
+
+# interleaved 1F1B at accumulation 1: one micro-batch a step is not a multiple of pp 2
+# (Megatron's rule, ``layout_predict.check_rows``), so the pp 2 row is dropped
+INTERLEAVED = ["--pp-values", "1,2", "--schedule", "interleaved", "--virtual-stages", "2",
+               "--p2p-overlap", "off"]
+WHY_PP2 = ("tp 1 x pp 2 on 16 devices: {schedule} interleaved: 1 micro-batch per step is not a "
+           "multiple of --pp-values 2 (Megatron's rule); use {accumulation} 2 (a multiple of 2), "
+           "or another {schedule}")
+
+
+def _ignored_lines(err: list[str]) -> dict[str, str]:
+    return {line.split(" ignored on ")[0].removeprefix("note: "): line for line in err
+            if " ignored on " in line}
+
+
+def test_a_setting_ignored_on_every_row_kept_says_its_rows_were_dropped_and_why(capsys):
+    """Before session 50 each note said '--schedule interleaved ignored on every row (e.g. tp 1
+    x pp 1 on 16 devices): --schedule interleaved needs --pp-values 2 or more ...' and no more,
+    beside --pp-values 1,2: the pp 2 row it applies to was dropped, which the note did not say.
+    Now each ends with the rows it applies to, dropped, and the rule they break."""
+    rows, err = _notes(capsys, [*LLAMA, "--devices", "16", *INTERLEAVED])
+    assert [row["pp"] for row in rows] == [1]
+    lines = _ignored_lines(err)
+    assert list(lines) == ["--schedule interleaved", "--virtual-stages 2", "--p2p-overlap off"]
+    why = WHY_PP2.format(schedule="--schedule", accumulation="--accumulation")
+    for line in lines.values():
+        assert " ignored on every row (e.g. tp 1 x pp 1 on 16 devices): " in line, line
+        assert line.endswith(f"; the 1 combination it applies to was dropped ({why})"), line
+    # 2 counts x pp 2, 4: all 4 pipelined combinations dropped, the first named
+    _, err = _notes(capsys, [*LLAMA, "--devices", "16,32", *INTERLEAVED[:1], "1,2,4",
+                             *INTERLEAVED[2:]])
+    assert _ignored_lines(err)["--schedule interleaved"].endswith(
+        f"; all 4 combinations it applies to were dropped (e.g. {why})")
+
+
+def test_a_setting_a_kept_row_runs_says_no_drop(capsys):
+    """At --accumulation 2 the pp 2 row is kept (2 micro-batches, a multiple of 2): 'ignored on
+    1 of the 2 rows', as before, with no word of a drop."""
+    rows, err = _notes(capsys, [*LLAMA, "--devices", "16", "--accumulation", "2", *INTERLEAVED])
+    assert [(row["pp"], row["schedule"]) for row in rows] == [(1, "none"), (2, "interleaved")]
+    for line in _ignored_lines(err).values():
+        assert " ignored on 1 of the 2 rows " in line and "dropped" not in line, line
+
+
+def test_the_dropped_rows_rule_names_a_files_setting_by_its_key(tmp_path, capsys):
+    """The file's schedule and virtual stages: the rule of the dropped row names them by its
+    keys, the file first, pp by the grid's flag."""
+    path = scenario_file(tmp_path, "il.json", {"devices": [16], "layout": {
+        "schedule": "interleaved", "virtual_stages": 2}})
+    _, err = _notes(capsys, [*LLAMA, "--scenario", path, "--pp-values", "1,2"])
+    line = _ignored_lines(err)[f"{path}: schedule interleaved"]
+    why = WHY_PP2.format(schedule="schedule", accumulation="accumulation")
+    assert line.endswith(f"; the 1 combination it applies to was dropped ({why})"), line

@@ -322,11 +322,12 @@ class BaselineRows:
 
 
 def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
-           baseline: BaselineRows | None = None) -> tuple[int, int, int, str, dict]:
+           baseline: BaselineRows | None = None) -> tuple[int, int, int, str, dict, dict]:
     """Stream every row of ``plan`` to ``handle``; returns the rows written, the combinations
     dropped, of those the layouts that break a rule, the first such layout with its rule
-    (``SweepResult.layout_example``, '' for none) and the rows that run without a one-value
-    layout flag (``SweepResult.ignored``, ``ignored_notes``). A sweep that keeps no row writes
+    (``SweepResult.layout_example``, '' for none), the rows that run without a one-value
+    layout flag (``SweepResult.ignored``, ``ignored_notes``) and the rows dropped that would
+    run it (``SweepResult.unapplied``). A sweep that keeps no row writes
     nothing and raises, its drops counted by reason: the data-parallel sweep refuses that case
     before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs.
     ``bubbles``: records the rows whose pipeline bubble is large; ``baseline``: what predict's
@@ -337,11 +338,13 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
     modelled = input_pipeline_modelled(plan.profile)
     written, dropped, dropped_layout, first, example = 0, 0, 0, True, ""
     ignored: dict = {}
+    unapplied: dict = {}
     for chunk in iter_sweep(plan):
         dropped += chunk.dropped
         dropped_layout += chunk.dropped_layout
         example = example or chunk.layout_example
         ignored = merge_ignored([SimpleNamespace(ignored=ignored), chunk])
+        unapplied = merge_ignored([SimpleNamespace(unapplied=unapplied), chunk], "unapplied")
         if not chunk.size:
             continue
         if bubbles is not None:
@@ -364,15 +367,17 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
                                             f"{dropped} dropped ({reasons}); nothing written"))
     if fmt == "json":
         handle.write("]\n")
-    return written, dropped, dropped_layout, example, ignored
+    return written, dropped, dropped_layout, example, ignored, unapplied
 
 
-def ignored_notes(plan, ignored: dict, written: int) -> list[str]:
+def ignored_notes(plan, ignored: dict, written: int, unapplied: dict | None = None) -> list[str]:
     """One line per one-value layout flag some rows run without (``SweepResult.ignored``; a
     shard group: the ddp rows): the
     flag, how many of the ``written`` rows, the first, predict's rule and the column that says
     what each row runs; such a row is predict's of its scenario without the setting (named as
-    the setting is: its flag, or a --scenario file's key)."""
+    the setting is: its flag, or a --scenario file's key). Where every row written runs without
+    it, the rows it applies to were dropped (``unapplied``, ``SweepResult.unapplied``): how
+    many, the first and its rule (``_dropped_applied``)."""
     from scalesim.layout import shard_group_needs_zero, unused_settings
     from scalesim.layout_predict import layout_of
     from scalesim.sweep import grid_flags, one_value_words
@@ -395,8 +400,22 @@ def ignored_notes(plan, ignored: dict, written: int) -> list[str]:
         # the rule's swept knobs by their grid flags, as the user typed them ('{schedule} gpipe
         # needs --pp-values 2 or more'; ``bounds.values_flag``), the others kept as slots
         rule = knobs_said(rules[name][1], grid_flags(plan.axes))
-        out.append(joined("", (setting, rule, runs)))
+        lost = (unapplied or {}).get(name) if rows == written else None
+        out.append(joined("", (setting, rule, runs, _dropped_applied(plan, *lost) if lost else "")))
     return out
+
+
+def _dropped_applied(plan, dropped: int, example: str) -> Refusal:
+    """'; the 1 combination it applies to was dropped (<example>)': why a one-value layout
+    flag is ignored on every row written although the grid holds rows it applies to
+    (``SweepResult.unapplied``); the example's rule in the sweep's words (a swept knob by its
+    grid flag, ``sweep.grid_flags``; the others as slots: a --scenario file's by its key)."""
+    from scalesim.sweep import grid_flags
+
+    said = knobs_said(example, grid_flags(plan.axes))
+    one = dropped == 1
+    return within(said, f"; {'the' if one else 'all'} {count(dropped, 'combination')} it applies "
+                        f"to {'was' if one else 'were'} dropped ({'' if one else 'e.g. '}{said})")
 
 
 def _dropped_reasons(
@@ -680,9 +699,9 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.out)
         _check_disk(args.out, _estimated_bytes(plan, fmt), plan.rows)
         with open_output(args.out) as handle:
-            written, *dropped, ignored = _write(handle, plan, fmt, bubbles, baseline)
+            written, *dropped, ignored, unapplied = _write(handle, plan, fmt, bubbles, baseline)
     else:
-        written, *dropped, ignored = _write(sys.stdout, plan, fmt, bubbles, baseline)
+        written, *dropped, ignored, unapplied = _write(sys.stdout, plan, fmt, bubbles, baseline)
     # a --scenario file's setting in the example's rule by its key, the file first, as main's
     # error line says it (``given_words``)
     note = in_given_words(dropped_note(*dropped, words=nouns_for(profile.hardware.device_name)),
@@ -693,7 +712,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     # stderr: stdout holds only the rows; a --scenario file's setting a note names by its key,
     # the file first, as the dropped-row note (``given_words``)
-    for line in sweep_notes(plan) + ignored_notes(plan, ignored, written):
+    for line in sweep_notes(plan) + ignored_notes(plan, ignored, written, unapplied):
         print(f"note: {in_given_words(line, args)}", file=sys.stderr)
     if note := bubbles.note(plan, written):  # predict's note, once, naming the rows
         print(f"note: {note}", file=sys.stderr)
