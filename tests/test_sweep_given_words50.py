@@ -176,3 +176,20 @@ def test_the_dropped_rows_rule_names_a_files_setting_by_its_key(tmp_path, capsys
     line = _ignored_lines(err)[f"{path}: schedule interleaved"]
     why = WHY_PP2.format(schedule="schedule", accumulation="accumulation")
     assert line.endswith(f"; the 1 combination it applies to was dropped ({why})"), line
+
+
+ZERO_FRAMEWORK = ("{zero_framework} deepspeed ignored: strategy ddp shards nothing (give "
+                  "--strategy-values zero1, zero2 or zero3)")
+
+
+def test_a_note_names_the_swept_strategy_by_its_grid_flag(tmp_path, capsys):
+    """predict's note of a framework under ddp says 'give --strategy zero1, ...'; beside
+    --strategy-values the sweep says its grid flag, as typed (before session 50: --strategy,
+    which the sweep refuses beside --strategy-values); a file's framework by its key."""
+    _, err = _notes(capsys, [*BERT, "--devices", "16", "--zero-framework", "deepspeed",
+                             "--strategy-values", "ddp,zero1"])
+    assert _rows_at(err) == ["note: rows at strategy ddp: "
+                             + ZERO_FRAMEWORK.format(zero_framework="--zero-framework")], err
+    path = scenario_file(tmp_path, "zf.json", {"devices": [16], "zero_framework": "deepspeed"})
+    _, err = _notes(capsys, [*BERT, "--scenario", path, "--strategy-values", "ddp"])
+    assert f"note: {path}: " + ZERO_FRAMEWORK.format(zero_framework="zero_framework") in err, err

@@ -56,9 +56,11 @@ def test_a_note_that_a_swept_axis_contradicts_is_dropped(capsys):
     # (said of them since session 42, as predict says it of their scenario)
     _, err = _run(capsys, "sweep", "--devices", "8", "--zero-framework", "deepspeed",
                   "--strategy-values", "ddp,zero3")
+    # the swept strategy by its grid flag, as typed (was 'give --strategy zero1, ...' before
+    # session 50, a flag the sweep refuses beside --strategy-values)
     assert [n for n in _notes(err) if "--zero-framework" in n] == [
         "note: rows at strategy ddp: --zero-framework deepspeed ignored: strategy ddp shards "
-        "nothing (give --strategy zero1, zero2 or zero3)"]
+        "nothing (give --strategy-values zero1, zero2 or zero3)"]
     _, err = _run(capsys, "sweep", "--devices", "8", "--zero-framework", "deepspeed",
                   "--strategy-values", "ddp")
     assert any("--zero-framework deepspeed ignored" in n for n in _notes(err))

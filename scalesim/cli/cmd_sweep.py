@@ -607,7 +607,7 @@ def sweep_notes(plan) -> list[str]:
         layout,
         slow_device_note,
     )
-    from scalesim.sweep import left_out_notes
+    from scalesim.sweep import grid_flags, left_out_notes
 
     profile, base = plan.profile, plan.base
     swept = {
@@ -626,6 +626,9 @@ def sweep_notes(plan) -> list[str]:
     out += [note if len(given) == everywhere else _rows_note(swept, given, note)
             for note, given in unused.items()  # a flag some rows ignore, as predict says of
             if note not in out]  # their scenario; every row: as predict says it
+    # a swept knob by its grid flag, as typed ('give --strategy-values zero1, ...'), the
+    # others kept as slots (a --scenario file's by its key: ``run``)
+    out = [knobs_said(note, grid_flags(plan.axes)) for note in out]
     devices = [int(d) for d in plan.axes["devices"]]
     nouns = nouns_for(profile.hardware.device_name)
     if note := slow_device_note(base.slow_device, devices, nouns=nouns):
