@@ -89,6 +89,7 @@ from scalesim.schemas import Profile, Scenario, ScenarioLayout, grad_sync_refuse
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
 from .control_labels import in_words, label
+from .layout_titles import page_title, with_page_titles
 from .named_controls import control_namer
 from .sent_figure import figure_text
 from .state import FIELD_LABELS, MAX_DEVICES, AppState
@@ -857,13 +858,13 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         notes.append(f"focus {words.count(state.focus)} is not among the counts predicted "
                      f"(see the note above on what was left out); showing "
                      f"{words.count(focus.devices)}")
-    named = control_namer(state, nouns_for(profile.hardware.device_name))
+    words = nouns_for(profile.hardware.device_name)
+    named = control_namer(state, words)
     _, ranked = rank_remedies(profile, scenario, focus.devices)
-    remedies = in_control_reasons(ranked, named)
+    remedies = with_page_titles(in_control_reasons(ranked, named), words)  # the page's labels
     best = next((r for r in remedies if r.helps), None)
 
     goal, ref = resolve_goal(profile, scenario), focus.global_batch
-    words = nouns_for(profile.hardware.device_name)
     options = [_option("devices", words.count(r.devices), r, goal, ref) for r in rows]
     for r in remedies:
         if r.helps and r.prediction is not None:
@@ -871,7 +872,8 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
                                    f"{'; ' + UNPRICED_LINKS if unpriced_links(r) else ''})",
                                    r.prediction, goal, ref, priced=not unpriced_links(r)))
     try:
-        decision = decide(profile, scenario, focus.devices)
+        decision = decide(profile, scenario, focus.devices,
+                          lambda title: page_title(title, words))
     except ScalesimError as exc:  # in the page's controls, as the 'left out' notes say it
         notes.append(f"decision card: {in_words_of(exc, named)}")
         decision = None

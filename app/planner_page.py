@@ -45,7 +45,6 @@ from scalesim.layout import (
     TP_OVERLAP_HELP,
     split_short,
 )
-from scalesim.layout_predict import row_title as layout_title
 from scalesim.layout_predict import splittable_shape
 from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS
 from scalesim.precision import PRECISION_HELP, PRECISION_LABELS
@@ -64,6 +63,7 @@ from .control_labels import (
     choice_labels,
     in_words,
 )
+from .layout_titles import page_row_title
 from .link_date import banner_date, today_utc
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
@@ -988,7 +988,7 @@ def _tab_layouts(plan: Plan) -> None:
     best = rows[0]
     st.markdown(f"**Best of every dp x tp x pp, ZeRO, micro-batch, schedule, recompute and "
                 f"sequence-parallel layout on {plan.words.count(f.devices)} at global batch "
-                f"{f.global_batch:,}:** {_md(layout_title(best))}: "
+                f"{f.global_batch:,}:** {_md(page_row_title(best, plan.words))}: "
                 + (f"{rate(best.samples_per_s, plan.unit)} "
                    f"({against_now_text(best.samples_per_s, f, plan.words)})." if f.fits else
                    f"{against_now_text(best.samples_per_s, f, plan.words, plan.unit)}."))

@@ -73,7 +73,7 @@ from scalesim.layout import (
     model_split_words,
     replica_devices,
 )
-from scalesim.layout_change import layout_changes, layout_settings
+from scalesim.layout_change import CHANGE_HEAD, change_title, layout_changes, layout_settings
 from scalesim.layout_predict import uses_layouts
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import NetworkUpgrade, network_scenarios
@@ -249,8 +249,10 @@ def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
 class _Ctx:
     """What every option is measured against."""
 
-    def __init__(self, profile: Profile, scenario: Scenario, now: Prediction):
+    def __init__(self, profile: Profile, scenario: Scenario, now: Prediction, said=None):
         self.profile, self.scenario, self.now = profile, scenario, now
+        # how an option's title is said (``decide``'s ``said``); the CLI's: as written
+        self.said = said or (lambda title: title)
         self.words = nouns_for(profile.hardware.device_name)
         self.unit = profile.workload.sample_unit  # throughput's unit words (figures.rate)
         self.assumptions = {**ASSUMPTIONS, **CPU_ASSUMPTIONS} if self.words.cpu else ASSUMPTIONS
@@ -289,7 +291,8 @@ class _Ctx:
         now_total = (None if (self.now_time is None or self.now_hourly is None)
                      else self.now_time / 3600.0 * self.now_hourly)
         return DecisionOption(
-            key=key, title=title + self._batch_words(p, batch_change), devices=p.devices,
+            key=key, title=self.said(title) + self._batch_words(p, batch_change),
+            devices=p.devices,
             servers=p.nodes, runnable=p.fits,
             samples_per_s=p.samples_per_s,
             throughput_gain=p.samples_per_s / self.now.samples_per_s - 1.0 if against else None,
@@ -371,8 +374,16 @@ def _price_source(profile: Profile, scenario: Scenario) -> str:
 def _layout_words(ctx: _Ctx, run: Scenario, p: Prediction) -> list[str]:
     """What ``run`` (predicted ``p``) changes against today's layout, 'old -> new' each
     (``layout_change.layout_changes``)."""
-    return layout_changes(layout_settings(ctx.profile, ctx.scenario, ctx.now),
-                          layout_settings(ctx.profile, run, p))
+    return layout_changes(*_settings(ctx, run, p))
+
+
+def _settings(ctx: _Ctx, run: Scenario, p: Prediction,
+              today: Prediction | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """(today's, ``run``'s) layout settings (``layout_change.layout_settings``): today's run,
+    or today's layout predicted as ``today`` (at another count), against ``run`` predicted
+    ``p``."""
+    return (layout_settings(ctx.profile, ctx.scenario, ctx.now if today is None else today),
+            layout_settings(ctx.profile, run, p))
 
 
 def _layout_option(ctx: _Ctx, split, source: str) -> DecisionOption:
@@ -401,7 +412,8 @@ def _planned_here(ctx: _Ctx, source: str) -> DecisionOption | None:
     changed = _layout_words(ctx, run, p)
     if not changed or (ctx.now.fits and p.samples_per_s < ctx.now.samples_per_s * (1 + ctx.error)):
         return None
-    return ctx.option("split_model", f"Change the layout: {', '.join(changed)}", p, 0.0, source,
+    return ctx.option("split_model", change_title(CHANGE_HEAD, *_settings(ctx, run, p)), p, 0.0,
+                      source,
                       assumption=f"{PLANNED_LAYOUT}, same global batch",
                       changes=ctx.changes(run, p))
 
@@ -515,15 +527,13 @@ def _planned_grown(ctx: _Ctx, source: str, devices: int,
     if found is None:
         return None
     p, _, run = found
-    if todays is not None and todays.option.devices == devices:
-        changed = layout_changes(layout_settings(ctx.profile, ctx.scenario, todays.p),
-                                 layout_settings(ctx.profile, run, p))
-    else:
-        changed = _layout_words(ctx, run, p)
+    settings = _settings(ctx, run, p, todays.p if todays is not None
+                         and todays.option.devices == devices else None)
+    changed = layout_changes(*settings)
     if not changed:
         return None
-    option = ctx.option(_server_key(ctx, p), f"{_added_title(ctx, p)}, the planner's layout: "
-                        f"{', '.join(changed)}", p, 0.0, source,
+    title = change_title(f"{_added_title(ctx, p)}, the planner's layout", *settings)
+    option = ctx.option(_server_key(ctx, p), title, p, 0.0, source,
                         assumption=_planned_assumption(ctx, p), changes=ctx.changes(run, p))
     return AddedServers(option, p, changed)
 
@@ -1389,12 +1399,15 @@ def _shown(ctx: _Ctx, winners: list[DecisionOption]) -> list[DecisionOption]:
     return shown
 
 
-def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
-    """The decision card at ``devices`` (see the module docstring)."""
+def decide(profile: Profile, scenario: Scenario, devices: int, said=None) -> DecisionCard:
+    """The decision card at ``devices`` (see the module docstring). ``said``: how the card says
+    an option's title (``layout_change.LayoutTitle`` in the app's control labels,
+    ``app.layout_titles.page_title``), in its table, recommendation and notes alike; None: as
+    the CLI writes it."""
     if devices < 1:
         raise ScalesimError("devices must be 1 or more", knobs=("devices",))
     now = _one(profile, scenario, devices)
-    ctx = _Ctx(profile, scenario, now)
+    ctx = _Ctx(profile, scenario, now, said)
     # a split model's micro-batch is per replica of tp x pp devices: the layout says so
     split = model_split_words(now.dp, now.tp, now.pp, now.cp)
     words = ctx.words

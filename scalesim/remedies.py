@@ -35,7 +35,7 @@ from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for, replica_of
 from scalesim.errors import ScalesimError
 from scalesim.figures import busbw_words, multiple, percents_apart
 from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
-from scalesim.layout_change import layout_title
+from scalesim.layout_change import layout_title, split_title
 from scalesim.model.memory import STRATEGIES, reduce_bytes_per_param_of, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.zero_exchange import (
@@ -676,16 +676,16 @@ def dp_exchange_s(p: Prediction) -> float:
 
 
 def best_split(profile: Profile, scenario: Scenario, now: Prediction):
-    """(scenario, title) of the fastest fitting layout that splits the model (tp x pp > 1) at
-    ``now``'s device count and global batch (``layout_predict.plan_at`` with ``split_only``):
-    ranked with the scenario's slow device, overlap, jitter, recompute style and measured sends,
-    as ``predict`` then predicts it.
+    """(scenario, ``layout_change.split_title``) of the fastest fitting layout that splits the
+    model (tp x pp > 1) at ``now``'s device count and global batch (``layout_predict.plan_at``
+    with ``split_only``): ranked with the scenario's slow device, overlap, jitter, recompute
+    style and measured sends, as ``predict`` then predicts it.
     ScalesimError when no split layout is valid or fits."""
     from scalesim import layout_predict as lp
 
     row = lp.plan_at(profile, scenario, now.devices, now.global_batch, top=1,
                      split_only=True)[0]
-    return lp.scenario_of_row(scenario, row), f"Split the model: {lp.row_title(row)}"
+    return lp.scenario_of_row(scenario, row), split_title(row)
 
 
 def split_change(scenario: Scenario, title: str) -> dict:

@@ -230,11 +230,18 @@ def test_the_apps_card_and_report_show_the_same_options(tmp_path, capsys):
                  "--scenario", str(scenario), "--focus", "64", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     titles = [data["now"]["title"], *(o["title"] for o in data["options"])]
-    assert [r["option"] for r in card_rows(plan.decision)] == titles
+    cli = decide(plan.profile, plan.scenario, 64)  # the CLI's card, in its notation
+    assert [r["option"] for r in card_rows(cli)] == titles
     assert any(t.startswith("Change the layout: tp 8 -> 4") for t in titles)
+    # the app's: the same options, a layout's title in the page's labels (session 50; was
+    # the CLI's titles, 'Change the layout: tp 8 -> 4, pp 2 -> 4, ...')
+    shown = [r["option"] for r in card_rows(plan.decision)]
+    assert len(shown) == len(titles) and shown[0] == titles[0]
+    assert any(t.startswith("Change the layout: Tensor parallel 8 → 4, Pipeline stages 2 → 4")
+               for t in shown) and not any(" tp 8 -> 4" in t for t in shown)
     at = open_app(encode_query(plan.state, plan.profile))
     card = next(c for c in at.get("table"))
-    assert list(card.value.index) == titles
+    assert list(card.value.index) == shown
     assert list(card.value.loc[titles[0]])[1:] == [DOES_NOT_FIT] * 3
     page = report_html(plan, "http://x/")
     # the card's "as is" row: its three cells (the per-count table below says it too, charts2_20)

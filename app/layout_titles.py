@@ -1,0 +1,88 @@
+"""A layout option's title in the planner's control labels, where the CLI writes its notation.
+
+The CLI titles the planner's layout 'Split the model: dp 12 x tp 2 x pp 1, zero1, micro-batch 1
+per replica x 8 accumulation, recompute none' (``layout_predict.row_title``) and a change of
+today's split 'Change the layout: tp 2 -> 4, ddp -> zero1'. Such a title is a
+``layout_change.LayoutTitle``, which carries the layout it says; the page says it from that, in
+the sidebar's labels: 'Split the model: 12 data-parallel ranks x Tensor parallel 2 x Pipeline
+stages 1, ZeRO-1, Micro-batch 1 per model replica x Gradient accumulation 8, Activation
+recompute none'. The text is never read: any other title is said as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from scalesim.device_nouns import Nouns
+from scalesim.errors import template_fields
+from scalesim.layout import ZERO_STRATEGIES, schedule_words, split_template
+from scalesim.layout_change import SETTING_KNOBS, ZERO, LayoutTitle
+from scalesim.layout_predict import recompute_words
+from scalesim.remedies import RemedyResult
+
+from .control_labels import STRATEGY_LABELS, in_words
+from .named_controls import CONTROL_OF_KNOB
+from .state import FIELD_LABELS
+
+# a split's micro-batch is per model replica (the sidebar's 'Micro-batch (sequences per model
+# replica)'), not the data-parallel control's per-device one
+MICRO_BATCH, PER_REPLICA = "Micro-batch", "per model replica"
+# where one model replica holds every device: nothing to exchange or shard (the CLI's words)
+NO_DATA_PARALLELISM = "no data parallelism"
+
+
+def control_label(knob: str, words: Nouns) -> str:
+    """The sidebar label of ``knob``'s control (a ``bounds`` knob field), in ``words``."""
+    return f"{MICRO_BATCH} {PER_REPLICA}" if knob == "micro_batch" else in_words(
+        FIELD_LABELS[CONTROL_OF_KNOB[knob]], words)
+
+
+def page_title(title: str, words: Nouns) -> str:
+    """``title`` as the page says it: a ``LayoutTitle`` from its layout in the sidebar's labels
+    (``page_row_title``, ``page_changes``), any other title as it is."""
+    if not isinstance(title, LayoutTitle):
+        return title
+    if title.row is not None:
+        return f"{title.head}: {page_row_title(title.row, words)}"
+    return f"{title.head}: {page_changes(title.changes, words)}"
+
+
+def with_page_titles(remedies: list[RemedyResult], words: Nouns) -> list[RemedyResult]:
+    """``remedies`` with each title as the page says it (``page_title``): the plan's one
+    rewording, so that its tables, options, headline and report say the same."""
+    return [replace(r, title=page_title(r.title, words)) if isinstance(r.title, LayoutTitle)
+            else r for r in remedies]
+
+
+def page_row_title(row, words: Nouns) -> str:
+    """The planner's ``row`` (a ``plan.PlanRow``) as ``layout_predict.row_title`` says it, in
+    the sidebar's labels: '12 data-parallel ranks x Tensor parallel 2 x Pipeline stages 2
+    (1F1B), ZeRO-1, Micro-batch 1 per model replica x Gradient accumulation 8, Activation
+    recompute none' (', Sequence parallelism', ', Tensor-parallel overlap' where it runs them;
+    'ZeRO-3 / FSDP with Shard group (HSDP) 8' where it shards over fewer ranks)."""
+    split = split_template(row.dp, row.tp, row.pp, row.cp if row.cp > 1 else None)
+    split = split.format_map({f: control_label(f, words) for f in template_fields(split)})
+    schedule = (f" ({schedule_words(row.schedule, row.virtual_stages)})" if row.pp > 1
+                else "")
+    zero = (STRATEGY_LABELS[ZERO_STRATEGIES[row.zero]] if row.dp * row.cp > 1
+            else NO_DATA_PARALLELISM)
+    zero += (f" with {control_label('shard_group', words)} {row.shard_group}" if row.hybrid
+             else "")
+    recompute = recompute_words(row.recompute, row.recompute_style).removeprefix("recompute ")
+    return (f"{split}{schedule}, {zero}, {MICRO_BATCH} {row.micro_batch} {PER_REPLICA} x "
+            f"{control_label('accumulation', words)} {row.accumulation}, "
+            f"{control_label('recompute', words)} {recompute}"
+            + (f", {control_label('sequence_parallel', words)}" if row.sequence_parallel else "")
+            + (f", {control_label('tp_overlap', words)}" if row.tp_overlap and row.tp > 1
+               else ""))
+
+
+def page_changes(changes, words: Nouns) -> str:
+    """'Tensor parallel 2 → 4, Strategy DDP → ZeRO-1': each (setting, old, new) of
+    ``layout_change.setting_changes`` by its control's label, a ZeRO stage by the Strategy
+    control's choices, as the page says a control's change (``state.reset_words``)."""
+    def value(name: str, text: str) -> str:
+        return STRATEGY_LABELS.get(text, text) if name == ZERO else text
+
+    return ", ".join(f"{control_label(SETTING_KNOBS[name], words)} {value(name, old)} → "
+                     f"{value(name, new)}" for name, old, new in changes)
