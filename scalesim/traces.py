@@ -34,6 +34,8 @@ communication when the name contains ``nccl``, memory for memcpy/memset, computa
   next (``with_backward``: an evaluation forward under ``torch.no_grad`` is none; all where the
   trace records no backward op); the count most steps show (``TraceSummary.micro_steps``; None
   where neither is traced, or most steps show none);
+- events still open when the profiler stopped (``still_open``: args "finished": false, their
+  dur run to the trace's end) are left out of all of the above, with a note;
 - attention: compute kernels whose names ``attention_kernel.attention_family`` knows
   (FlashAttention-2, cuDNN, FlashAttention-3, memory-efficient); the device from the trace's
   ``deviceProperties`` (the name of the device most kernels ran on).
@@ -337,10 +339,36 @@ def _whole(value) -> bool:
 # torch.profiler writes no negative dur: Kineto's trace writer clamps one to 0 ("should never
 # happen": pytorch/kineto#646, c4597ab3, August 2022, after a zero end timestamp gave huge negative
 # ones), and an event still open at the profiler's stop (pytorch/pytorch#150131's end time -1)
-# is ended at the trace's end, args "finished": "false" (kineto 7cb6ac63, March 2025; user
-# annotations since 2f7ce6f5, September 2024). A negative dur is an edited, re-timed or foreign
-# trace's (or a pre-2022 Kineto fault's): the time those events took is missing, so the trace is
-# refused (``negative_duration_refusal``), not read with figures short of it.
+# is ended at the trace's end and marked (``still_open``). A negative dur is an edited, re-timed
+# or foreign trace's (or a pre-2022 Kineto fault's): the time those events took is missing, so
+# the trace is refused (``negative_duration_refusal``), not read with figures short of it.
+
+# Kineto's mark of a host event still open at the profiler's stop: args "finished": false, a JSON
+# boolean (``addMetadata`` writes the value unquoted), its dur run to the trace's end. Written
+# on user annotations since kineto daa56485 (January 2025; 2f7ce6f5, September 2024, had ended
+# them there unmarked, and daa56485 wrote "finished": true on every other host event), on any
+# host event (cpu_op, user_annotation: ProfilerStep#N, record_function ranges, gloo's and the
+# c10d ops) since 18d5a85e (March 2025; 7cb6ac63 left a dur-0 one unmarked). GPU events are
+# CUPTI's records of finished work and never carry it. The string "false" is read alike.
+
+
+def still_open(ev: dict) -> bool:
+    """Whether a complete event was still open when the profiler stopped (Kineto's args
+    "finished": false): its dur runs to the trace's end, so its real duration is unknown."""
+    args = ev.get("args")
+    if not isinstance(args, dict):
+        return False
+    finished = args.get("finished")
+    return finished is False or finished == "false"
+
+
+def still_open_note(source: str, kinds: Counter) -> str:
+    """The note of the events ``summarise`` left out as still open at the profiler's stop
+    (``kinds``: kind -> count): which file, how many of which kind, why."""
+    said = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+    return (f"{Path(source).name}: {kinds.total()} event(s) still open when the profiler "
+            f"stopped ({said}; args 'finished': false) left out: Kineto ends them at the "
+            "trace's end, so how long they ran is unknown")
 
 
 def negative_duration_refusal(source: str, negative: Counter) -> ScalesimError:
@@ -354,8 +382,18 @@ def negative_duration_refusal(source: str, negative: Counter) -> ScalesimError:
         "tool and the time those events took is missing: re-record it with torch.profiler")
 
 
-def _negative_kind(name) -> str:
-    """What a skipped event was, for the note: steps, collectives or other events."""
+def no_complete_step(source: str, still_open_steps: int, other_steps: int) -> ScalesimError:
+    """The refusal of a trace none of whose ProfilerSteps is complete, ``still_open_steps`` of
+    them still open at the profiler's stop (``other_steps`` malformed or of duration 0)."""
+    rest = f" and {other_steps} malformed or of duration 0" if other_steps else ""
+    return ScalesimError(
+        f"{source}: no complete ProfilerStep: {still_open_steps} still open when the profiler "
+        f"stopped ('finished': false){rest}, so no step is whole to measure: trace one whole "
+        "step or more")
+
+
+def _skipped_kind(name) -> str:
+    """What a refused or left-out event was, for its line: steps, collectives or other events."""
     if isinstance(name, str) and _STEP.match(name):
         return "ProfilerStep(s)"
     if isinstance(name, str) and ("nccl" in name.lower() or name.startswith(CPU_COMM_PREFIXES)):
@@ -469,9 +507,11 @@ def summarise(
     path: str | os.PathLike[str], index: int = 0, observe=None, launches: KernelLaunches | None = None
 ) -> TraceSummary:
     """Read one rank's trace and break every profiler step down (see the module docstring).
+    Events still open at the profiler's stop (``still_open``) are left out, with a note.
 
-    ``observe(event)``, when given, sees every event of the same single pass (for readers that
-    need more than the step breakdown, e.g. ``scalesim.sources.trace_compute``); ``launches``,
+    ``observe(event)``, when given, sees every event of the same single pass but those still
+    open (for readers that need more than the step breakdown, e.g.
+    ``scalesim.sources.trace_compute``); ``launches``,
     when given, is filled with the trace's launches and device events (else a private one)."""
     meta: dict = {}
     launches = KernelLaunches() if launches is None else launches
@@ -504,8 +544,15 @@ def summarise(
     zero_steps = []
     negative: Counter = Counter()  # complete events of a negative dur, by kind (refused below)
     unusable_steps = 0  # ProfilerStep events without a complete event's numeric ts and dur
+    open_at_stop: Counter = Counter()  # events still open at the profiler's stop, by kind
+    open_steps: set[int] = set()  # ... the steps among them (their device copies left out too)
     for number, ev in iter_trace(path, meta):
         name = ev.get("name")
+        if ev.get("ph") == "X" and still_open(ev):  # its dur runs to the trace's end: left out
+            open_at_stop[_skipped_kind(name)] += 1
+            if isinstance(name, str) and (m := _STEP.match(name)):
+                open_steps.add(int(m.group(1)))
+            continue
         # checked before ``observe`` sees the event: a non-finite ts or dur is one error here
         times = _event_times(ev, source, number, name) if ev.get("ph") == "X" else None
         if observe is not None:
@@ -513,7 +560,7 @@ def summarise(
         if times is None:
             dur = ev.get("dur")
             if type(dur) in PLAIN_NUMBERS and dur < 0 and ev.get("ph") == "X":
-                negative[_negative_kind(name)] += 1
+                negative[_skipped_kind(name)] += 1
             elif isinstance(name, str) and _STEP.match(name):
                 unusable_steps += 1
             continue
@@ -605,7 +652,12 @@ def summarise(
         elif cat == "cpu_op":
             compute_cpu.add(t0, d)
             shapes.see(name, t0, ev.get("args"))
+    # a step still open: its device copy, which ends at the last kernel it ran, is no step either
+    gpu_steps = [w for w in gpu_steps if w[0] not in open_steps]
     if not cpu_steps and not gpu_steps:
+        if open_steps:
+            raise no_complete_step(source, open_at_stop["ProfilerStep(s)"],
+                                   len(zero_steps) + unusable_steps + negative["ProfilerStep(s)"])
         if zero_steps:
             more = f" and {len(zero_steps) - 1} more" if len(zero_steps) > 1 else ""
             raise ScalesimError(
@@ -640,6 +692,8 @@ def summarise(
                      "twice: re-export the trace from torch.profiler")
     if negative:
         raise negative_duration_refusal(source, negative)
+    if open_at_stop:
+        notes.append(still_open_note(source, open_at_stop))
     if zero_steps:
         notes.append(
             f"{Path(source).name}: {', '.join(zero_steps[:3])}"

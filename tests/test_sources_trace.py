@@ -69,6 +69,33 @@ def test_gpu_trace_phases_from_launch_correlation(tmp_path):
     assert ar.bytes == 4000 and ar.element_bytes == 4
 
 
+def test_a_step_and_a_collective_still_open_at_the_stop_are_left_out(tmp_path, capsys):
+    """Session 50: calibrate's own pass (``observe``) read Kineto's events still open at the
+    profiler's stop ("finished": false, their dur run to the trace's end) as whole ones. A third
+    step stopped 4 ms in, after its 2 ms forward kernel, gave a third micro-step time of 2 ms
+    (no optimizer in it); a gloo all-reduce open from 9.9 ms to the stop (14.1 ms by its dur)
+    was a third all-reduce: (0.5 + 0.5 + 14.1) / 3 windows = 5.03 ms a step. Now 9 ms twice,
+    one all-reduce of 0.5 ms a step, and the note."""
+    from test_traces import still_open
+
+    data = gpu_step_trace()
+    data["traceEvents"] += [
+        still_open(event("ProfilerStep#3", 20_000.0, 4000.0, cat="user_annotation")),
+        event("cudaLaunchKernel", 20_010.0, 5, cat="cuda_runtime", correlation=99),
+        event("void gemm_kernel", 20_100.0, 2000, cat="kernel", tid=7, correlation=99),
+        still_open(event("gloo:all_reduce", 9_900.0, 14_100.0, cat="user_annotation", tid=3)),
+    ]
+    path = tmp_path / "r0.json"
+    path.write_text(json.dumps(data))
+    rank = tc.read_rank(path)
+    assert rank.fwd_bwd_s == pytest.approx([9e-3, 9e-3])  # was [9e-3, 9e-3, 2e-3]
+    ar = rank.comm["all_reduce"]
+    assert ar.count == 1 and ar.time_s == pytest.approx(5e-4)  # time was 5.03 ms
+    assert main(["calibrate", "--from-trace", f"8={path}", "--out", str(tmp_path / "p.json")]) == 0
+    assert ("  note: r0.json: 2 event(s) still open when the profiler stopped (1 ProfilerStep(s), "
+            "1 collective(s); args 'finished': false) left out") in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("name, op", [
     ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
      "all_reduce"),

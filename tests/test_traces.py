@@ -427,6 +427,99 @@ def test_a_dur_of_minus_one_is_refused_as_any_negative_one(tmp_path):
                                                                    data)).notes)
 
 
+def still_open(ev, finished=False):
+    """``ev`` as Kineto writes an event still open when the profiler stopped: its dur run to the
+    trace's end, args "finished": false (a JSON boolean: kineto 18d5a85e, March 2025)."""
+    ev["args"]["finished"] = finished
+    return ev
+
+
+def test_a_step_still_open_at_the_profilers_stop_is_left_out_with_a_note(tmp_path, capsys):
+    """Session 50: Kineto ends a host event still open at the profiler's stop at the trace's end
+    and marks it "finished": false; its dur is not the event's. A ProfilerStep#3 stopped 400 us
+    in, its device copy 2100..2350 us (the one kernel it had run), was read as a third step of
+    250 us; it is no complete step: left out, with its device copy, and said in one note."""
+    from scalesim.cli.main import main
+
+    data = gpu_trace()
+    data["traceEvents"] += [
+        still_open(event("ProfilerStep#3", 2000.0, 400.0, cat="user_annotation")),
+        event("ProfilerStep#3", 2100.0, 250.0, cat="gpu_user_annotation", tid=7),
+        event("sm80_xmma_gemm_f16f16", 2100.0, 250.0, cat="kernel", tid=7),
+    ]
+    path = write(tmp_path, "r0.json", data)
+    s = traces.summarise(path)
+    assert [st.step for st in s.steps] == [1, 2]  # was [1, 2, 3], step 3 0.25 ms
+    assert s.notes == ["r0.json: 1 event(s) still open when the profiler stopped (1 "
+                       "ProfilerStep(s); args 'finished': false) left out: Kineto ends them at "
+                       "the trace's end, so how long they ran is unknown"]
+    assert main(["diagnose", "--trace", str(path), str(write(tmp_path, "r1.json",
+                                                                 gpu_trace(1)))]) == 0
+    out = capsys.readouterr().out
+    assert "\n   0     2      1.00 " in out  # rank 0's two complete steps (was 3)
+    assert "note: r0.json: 1 event(s) still open when the profiler stopped" in out
+
+
+@pytest.mark.parametrize("finished", [False, "false"])
+def test_a_collective_still_open_at_the_stop_is_left_out_of_the_sums(tmp_path, finished):
+    """A gloo all-reduce still running at the stop (900 us, ended at the trace's end, 1000 us)
+    took an unknown time: the step's communication is the finished one's, 300..500 us, 100 us
+    of it under the addmm (0..400): comm 200 us, exposed 100 us, idle 1000 - 400 - 100 = 500 us
+    (were 300, 200 and 400 with the open one's 100 us in). Kineto writes a JSON false; a
+    string "false" (a re-serialised trace) is read alike."""
+    data = {"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": [
+        event("ProfilerStep#5", 0.0, 1000.0, cat="user_annotation"),
+        event("aten::addmm", 0.0, 400.0),
+        event("gloo:all_reduce", 300.0, 200.0, cat="user_annotation", tid=2),
+        still_open(event("gloo:all_reduce", 900.0, 100.0, cat="user_annotation", tid=2),
+                   finished),
+    ]}
+    s = traces.summarise(write(tmp_path, "cpu.json", data))
+    st = s.steps[0]
+    assert st.comm_s == pytest.approx(200e-6) and st.exposed_comm_s == pytest.approx(100e-6)
+    assert st.idle_s == pytest.approx(500e-6)
+    assert s.collectives["gloo:all_reduce"]["count"] == 1
+    assert s.notes[0].startswith("cpu.json: 1 event(s) still open when the profiler stopped (1 "
+                                 "collective(s); ")
+
+
+@pytest.mark.parametrize("finished", [True, "true", 0, None])
+def test_an_event_not_marked_open_is_read(tmp_path, finished):
+    """"finished": true (kineto daa56485 wrote it on every host event, January to March 2025),
+    0 or null mark no open event: the all-reduce's 100 us is read, comm 300 us."""
+    data = {"traceEvents": [
+        event("ProfilerStep#5", 0.0, 1000.0, cat="user_annotation"),
+        still_open(event("gloo:all_reduce", 900.0, 100.0, cat="user_annotation"), finished),
+        event("gloo:all_reduce", 300.0, 200.0, cat="user_annotation"),
+    ]}
+    s = traces.summarise(write(tmp_path, "cpu.json", data))
+    assert s.steps[0].comm_s == pytest.approx(300e-6)
+    assert not any("still open" in n for n in s.notes)
+
+
+def test_a_trace_whose_steps_are_all_still_open_is_refused_as_no_complete_step(tmp_path,
+                                                                               capsys):
+    """One step, stopped mid-way: no step to measure, said as such (was read as a whole step
+    of the time up to the stop; "call prof.step()" would be wrong: it was called)."""
+    from scalesim.cli.main import main
+
+    data = {"traceEvents": [
+        still_open(event("ProfilerStep#1", 0.0, 700.0, cat="user_annotation")),
+        event("aten::addmm", 0.0, 400.0),
+    ]}
+    path = write(tmp_path, "r0.json", data)
+    with pytest.raises(ScalesimError, match=r"r0.json: no complete ProfilerStep: 1 still open "
+                                            r"when the profiler stopped \('finished': false\), "
+                                            r"so no step is whole to measure: trace one whole "
+                                            r"step or more$"):
+        traces.summarise(path)
+    data["traceEvents"].append(event("ProfilerStep#0", 0.0, 0.0, cat="user_annotation"))
+    with pytest.raises(ScalesimError, match=r"1 still open .* and 1 malformed or of duration 0"):
+        traces.summarise(write(tmp_path, "r1.json", data))
+    assert main(["diagnose", "--trace", str(path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 @pytest.mark.parametrize("change", [{"dur": -1000.0}, {"dur": "1000"}, {"ts": None}, {"ph": "i"}])
 def test_unusable_profiler_steps_are_named_as_such(tmp_path, change):
     """Every ProfilerStep malformed: not 'call prof.step()', which they did."""

@@ -1,8 +1,9 @@
 """Profiler traces of the user's own job -> compute calibration (``calibrate --from-trace``).
 
 Each trace is read once, by the same streaming reader as ``scalesim diagnose --trace``
-(``scalesim.traces.summarise``, with an ``observe`` hook for the events it does not keep), so a
-1 GB trace costs a few numbers per event of interest, never the whole file.
+(``scalesim.traces.summarise``, with an ``observe`` hook for the events it does not keep, those
+still open at the profiler's stop left out as there), so a 1 GB trace costs a few numbers per
+event of interest, never the whole file.
 
 Per profiler step ``W`` of one rank (``traces`` gives compute C, exposed communication E, data wait
 D and the step length), this module adds:
