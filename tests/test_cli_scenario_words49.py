@@ -161,11 +161,12 @@ def test_goal_refuses_the_files_global_batch_in_its_words(tmp_path, capsys):
     """A file's global batch: refused, as the flag (the answer would train at another global
     batch than the file fixes), by the file's key, the file first (was seek's line, no file
     named: 'goal seeking varies the per-device batch: give a micro-batch, not a fixed global
-    batch')."""
+    batch'). The micro-batch to give is one the file does not hold: its flag, --batch (session
+    50; was 'give micro_batch N', a key the file lacks)."""
     path = scenario_file(tmp_path, "s.json", {"global_batch": 512})
     assert refused_line(capsys, [*GOAL, "--scenario", path]) == (
         f"scalesim goal: error: {path}: global_batch is not used: goal varies the per-device "
-        "batch (micro-batch and accumulation) itself; drop it, and give micro_batch N for the "
+        "batch (micro-batch and accumulation) itself; drop it, and give --batch N for the "
         "micro-batch it starts from")
     # --batch over it: the flag's per-device batch replaces the file's global batch
     # (``scenario_from_args``), and goal runs

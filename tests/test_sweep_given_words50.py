@@ -169,12 +169,13 @@ def test_a_setting_a_kept_row_runs_says_no_drop(capsys):
 
 def test_the_dropped_rows_rule_names_a_files_setting_by_its_key(tmp_path, capsys):
     """The file's schedule and virtual stages: the rule of the dropped row names them by its
-    keys, the file first, pp by the grid's flag."""
+    keys, the file first, pp by the grid's flag, the accumulation the file does not hold by its
+    flag (was 'use accumulation 2', a key the file lacks)."""
     path = scenario_file(tmp_path, "il.json", {"devices": [16], "layout": {
         "schedule": "interleaved", "virtual_stages": 2}})
     _, err = _notes(capsys, [*LLAMA, "--scenario", path, "--pp-values", "1,2"])
     line = _ignored_lines(err)[f"{path}: schedule interleaved"]
-    why = WHY_PP2.format(schedule="schedule", accumulation="accumulation")
+    why = WHY_PP2.format(schedule="schedule", accumulation="--accumulation")
     assert line.endswith(f"; the 1 combination it applies to was dropped ({why})"), line
 
 

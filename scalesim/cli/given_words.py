@@ -51,11 +51,13 @@ def flags_given(args: argparse.Namespace) -> set[str]:
 def in_given_words(error: BaseException, args: argparse.Namespace) -> str:
     """``error``'s line with each knob its template names said as the user gave it where some
     came from the ``--scenario`` file (``args._scenario_settings``, ``file_settings``) and no
-    flag: a flag's knob by the flag, any other a scenario key by the file's key (a switch's with
-    the file's value: 'sequence_parallel true'), the file's path first (in place of the merged
-    scenario's name, ``MERGED``); every knob by the file's key where the line is the file's own
-    refusal (it starts with the path: the file's fields, each its type and bounds, are read
-    alone, before the flags; its rules across fields are the merged scenario's). Its own line
+    flag: a knob the file holds by the file's key (a switch's with the file's value:
+    'sequence_parallel true'), any other by its flag (a flag's, or one given nowhere: the user
+    may add either, and a key the file lacks reads as 'edit the file'), the file's path first
+    (in place of the merged scenario's name, ``MERGED``); every knob the file holds by its key
+    where the line is the file's own refusal (it starts with the path: the file's fields, each
+    its type and bounds, are read alone, before the flags; its rules across fields are the
+    merged scenario's). Its own line
     where no knob it names came from the file, where it names none, or where its caller said
     them in its own words already (``ScalesimError.controls_named``: the sweep's
     '--tp-values')."""
@@ -68,8 +70,8 @@ def in_given_words(error: BaseException, args: argparse.Namespace) -> str:
             or set(fields) & set(controls_named_of(error))):
         return line
 
-    def named(field: str) -> str:
-        if field in flags or field not in SCENARIO_KEYS:
+    def named(field: str) -> str:  # a field the file does not hold was not given: its flag
+        if field in flags or field not in settings:
             return flag_of(field)
         if field in _SWITCHES and isinstance(settings.get(field), bool):
             return f"{field} {json.dumps(settings[field])}"
