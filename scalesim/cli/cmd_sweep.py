@@ -321,8 +321,29 @@ class BaselineRows:
         return [n for n in notes if n]
 
 
+class PipelinesWritten:
+    """The pipelines of the rows a sweep writes, each (pp, virtual stages; 1 at pp 1), for
+    ``stage_notes``: a note of a pipeline whose rows were all dropped (by another layout rule)
+    names rows that are not in the output."""
+
+    def __init__(self, plan) -> None:
+        from scalesim.layout_predict import layout_of
+
+        self.virtual_stages = layout_of(plan.base).virtual_stages  # where no column says it
+        self.pairs: set[tuple[int, int]] = set()
+
+    def add(self, columns: dict) -> None:
+        """Record the pipelines of one chunk's rows (none without a pp column: no layout)."""
+        if "pp" not in columns:
+            return
+        vs = columns.get("virtual_stages", [self.virtual_stages] * len(columns["pp"]))
+        self.pairs.update((int(pp), int(v) if pp > 1 else 1)
+                          for pp, v in zip(columns["pp"], vs, strict=True))
+
+
 def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
-           baseline: BaselineRows | None = None) -> tuple[int, int, int, str, dict, dict]:
+           baseline: BaselineRows | None = None,
+           pipelines: PipelinesWritten | None = None) -> tuple[int, int, int, str, dict, dict]:
     """Stream every row of ``plan`` to ``handle``; returns the rows written, the combinations
     dropped, of those the layouts that break a rule, the first such layout with its rule
     (``SweepResult.layout_example``, '' for none), the rows that run without a one-value
@@ -331,7 +352,7 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
     nothing and raises, its drops counted by reason: the data-parallel sweep refuses that case
     before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs.
     ``bubbles``: records the rows whose pipeline bubble is large; ``baseline``: what predict's
-    notes of the one-device baseline read of the rows."""
+    notes of the one-device baseline read of the rows; ``pipelines``: the rows' pipelines."""
     from scalesim.predict import input_pipeline_modelled
     from scalesim.sweep import grid_flags, iter_sweep, merge_ignored
 
@@ -351,6 +372,8 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
             bubbles.add(chunk.columns, written)
         if baseline is not None:
             baseline.add(chunk.columns, chunk.baseline)
+        if pipelines is not None:
+            pipelines.add(chunk.columns)
         written += chunk.size
         if first:
             handle.write("[" if fmt == "json" else ",".join(chunk.columns) + "\n")
@@ -516,10 +539,12 @@ SHARD_GROUP_WORDS = (
 )
 
 
-def stage_notes(plan) -> list[str]:
+def stage_notes(plan, written: PipelinesWritten | None = None) -> list[str]:
     """``pipeline_stages.uneven_notes`` of the pipelines the sweep runs: once per pp swept (or
     the base scenario's pp) x its virtual stages whose stages a framework runs uneven; none
-    without a transformer shape, and none for a pp past the layers (those rows are dropped)."""
+    without a transformer shape, and none for a pp past the layers (those rows are dropped).
+    ``written``: the pipelines of the rows written; one no row written runs (its rows dropped
+    by another rule) is not noted. None: every pipeline of the grid."""
     from scalesim.layout_predict import layout_of, split_profile, splittable_shape
     from scalesim.pipeline_stages import uneven_notes
 
@@ -530,7 +555,8 @@ def stage_notes(plan) -> list[str]:
     vs = [int(v) for v in plan.axes.get("virtual_stages", [split.virtual_stages])]
     pps = [int(pp) for pp in plan.axes["pp"]] if "pp" in plan.axes else [split.pp]
     pipes = dict.fromkeys((pp, v if pp > 1 else 1) for pp in pps for v in vs)
-    return uneven_notes(shape.layers, [(pp, v) for pp, v in pipes if pp * v <= shape.layers])
+    return uneven_notes(shape.layers, [(pp, v) for pp, v in pipes if pp * v <= shape.layers
+                                       and (written is None or (pp, v) in written.pairs)])
 
 
 def _note_scenario(base: Scenario, values: dict) -> Scenario:
@@ -588,7 +614,7 @@ def _rows_note(swept: dict[str, list], given: list[tuple], note) -> Refusal:
     return within(note, f"rows at {_rows_words(swept, given)}: {note}")
 
 
-def sweep_notes(plan) -> list[str]:
+def sweep_notes(plan, written: PipelinesWritten | None = None) -> list[str]:
     """The notes predict prints of the sweep's base scenario (``cmd_predict.scenario_notes``,
     the attention kernel's, precision's and recompute style's words among them; the slow
     device, the unmeasured links the rows use, the profile's notes), for stderr. A note that
@@ -598,7 +624,7 @@ def sweep_notes(plan) -> list[str]:
     --overlap-values on,off), said once with the rows it is true of ('rows at recompute none:
     ...'); a link swept by --intra/--inter-busbw-values is not unmeasured. Flags that only price
     or time the run are said to be ignored: a sweep row has no such column. Uneven pipeline
-    stages: ``stage_notes``."""
+    stages: ``stage_notes`` (of the pipelines ``written``, where given)."""
     from scalesim.cli.cmd_predict import scenario_notes, unmeasured_link_notes
     from scalesim.predict import (
         STALL_NOT_MODELLED,
@@ -652,7 +678,7 @@ def sweep_notes(plan) -> list[str]:
     if FP8 in plan.axes.get("precision", ()) and len(plan.axes["precision"]) > 1:
         # not every row's words, so the notes above drop them
         out.append("rows at precision fp8: " + FP8_WORDS.removeprefix("precision: "))
-    out += stage_notes(plan)
+    out += stage_notes(plan, written)
     if given := [field for field in _UNPRICED if getattr(base, field) is not None]:
         out.append(knob_refusal(  # a template: a file's setting said by its key (``run``)
             f"{', '.join(getattr(KNOB, field) for field in given)} ignored: a sweep row has no "
@@ -697,14 +723,15 @@ def run(args: argparse.Namespace) -> int:
         argparse.Namespace(**{**vars(args), "seq_len": seq})),  # as predict --seq-len reads it
         refuse_counts=True)  # a list none runs: predict's line, every count named
     check_size(plan)
-    bubbles, baseline = BubbleRows(), BaselineRows()
+    bubbles, baseline, pipelines = BubbleRows(), BaselineRows(), PipelinesWritten(plan)
+    collectors = (bubbles, baseline, pipelines)  # what the notes read of the rows written
     if args.out is not None:  # '' too: refused by name, not taken for stdout
         check_writable(args.out)
         _check_disk(args.out, _estimated_bytes(plan, fmt), plan.rows)
         with open_output(args.out) as handle:
-            written, *dropped, ignored, unapplied = _write(handle, plan, fmt, bubbles, baseline)
+            written, *dropped, ignored, unapplied = _write(handle, plan, fmt, *collectors)
     else:
-        written, *dropped, ignored, unapplied = _write(sys.stdout, plan, fmt, bubbles, baseline)
+        written, *dropped, ignored, unapplied = _write(sys.stdout, plan, fmt, *collectors)
     # a --scenario file's setting in the example's rule by its key, the file first, as main's
     # error line says it (``given_words``)
     note = in_given_words(dropped_note(*dropped, words=nouns_for(profile.hardware.device_name)),
@@ -715,7 +742,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     # stderr: stdout holds only the rows; a --scenario file's setting a note names by its key,
     # the file first, as the dropped-row note (``given_words``)
-    for line in sweep_notes(plan) + ignored_notes(plan, ignored, written, unapplied):
+    for line in sweep_notes(plan, pipelines) + ignored_notes(plan, ignored, written, unapplied):
         print(f"note: {in_given_words(line, args)}", file=sys.stderr)
     if note := bubbles.note(plan, written):  # predict's note, once, naming the rows
         print(f"note: {note}", file=sys.stderr)
