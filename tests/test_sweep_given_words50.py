@@ -142,15 +142,17 @@ def test_a_setting_ignored_on_every_row_kept_says_its_rows_were_dropped_and_why(
     """Before session 50 each note said '--schedule interleaved ignored on every row (e.g. tp 1
     x pp 1 on 16 devices): --schedule interleaved needs --pp-values 2 or more ...' and no more,
     beside --pp-values 1,2: the pp 2 row it applies to was dropped, which the note did not say.
-    Now each ends with the rows it applies to, dropped, and the rule they break."""
+    Now each ends with the rows it applies to, dropped, and the rule they break: the rule on
+    the first, the others the same drop '(as above)' (``test_sweep_drop_said_once50``)."""
     rows, err = _notes(capsys, [*LLAMA, "--devices", "16", *INTERLEAVED])
     assert [row["pp"] for row in rows] == [1]
     lines = _ignored_lines(err)
     assert list(lines) == ["--schedule interleaved", "--virtual-stages 2", "--p2p-overlap off"]
     why = WHY_PP2.format(schedule="--schedule", accumulation="--accumulation")
-    for line in lines.values():
+    for i, line in enumerate(lines.values()):
         assert " ignored on every row (e.g. tp 1 x pp 1 on 16 devices): " in line, line
-        assert line.endswith(f"; the 1 combination it applies to was dropped ({why})"), line
+        assert line.endswith("; the 1 combination it applies to was dropped "
+                             + ("(as above)" if i else f"({why})")), line
     # 2 counts x pp 2, 4: all 4 pipelined combinations dropped, the first named
     _, err = _notes(capsys, [*LLAMA, "--devices", "16,32", *INTERLEAVED[:1], "1,2,4",
                              *INTERLEAVED[2:]])

@@ -400,7 +400,8 @@ def ignored_notes(plan, ignored: dict, written: int, unapplied: dict | None = No
     what each row runs; such a row is predict's of its scenario without the setting (named as
     the setting is: its flag, or a --scenario file's key). Where every row written runs without
     it, the rows it applies to were dropped (``unapplied``, ``SweepResult.unapplied``): how
-    many, the first and its rule (``_dropped_applied``)."""
+    many, the first and its rule (``_dropped_applied``), the rule once: a later note whose
+    drop is the same says how many and 'as above'."""
     from scalesim.layout import shard_group_needs_zero, unused_settings
     from scalesim.layout_predict import layout_of
     from scalesim.sweep import grid_flags, one_value_words
@@ -410,7 +411,7 @@ def ignored_notes(plan, ignored: dict, written: int, unapplied: dict | None = No
                             split.tp_overlap, split.p2p_overlap)
     if split.shard_group is not None:  # its ddp rows run without it
         rules["shard_group"] = (None, shard_group_needs_zero(split.shard_group))
-    out = []
+    out, drops_said = [], []
     for name, (rows, example) in ignored.items():
         which = "every row" if rows == written else f"{rows} of the {written} rows"
         # a template, the rule's kept (``errors.joined``): a file's setting said by its key
@@ -424,21 +425,27 @@ def ignored_notes(plan, ignored: dict, written: int, unapplied: dict | None = No
         # needs --pp-values 2 or more'; ``bounds.values_flag``), the others kept as slots
         rule = knobs_said(rules[name][1], grid_flags(plan.axes))
         lost = (unapplied or {}).get(name) if rows == written else None
-        out.append(joined("", (setting, rule, runs, _dropped_applied(plan, *lost) if lost else "")))
+        drop = _dropped_applied(plan, *lost, again=lost in drops_said) if lost else ""
+        drops_said.append(lost)
+        out.append(joined("", (setting, rule, runs, drop)))
     return out
 
 
-def _dropped_applied(plan, dropped: int, example: str) -> Refusal:
+def _dropped_applied(plan, dropped: int, example: str, again: bool = False) -> Refusal:
     """'; the 1 combination it applies to was dropped (<example>)': why a one-value layout
     flag is ignored on every row written although the grid holds rows it applies to
     (``SweepResult.unapplied``); the example's rule in the sweep's words (a swept knob by its
-    grid flag, ``sweep.grid_flags``; the others as slots: a --scenario file's by its key)."""
+    grid flag, ``sweep.grid_flags``; the others as slots: a --scenario file's by its key).
+    ``again``: a note above said this drop in full: '(as above)' in place of the rule."""
     from scalesim.sweep import grid_flags
 
-    said = knobs_said(example, grid_flags(plan.axes))
     one = dropped == 1
-    return within(said, f"; {'the' if one else 'all'} {count(dropped, 'combination')} it applies "
-                        f"to {'was' if one else 'were'} dropped ({'' if one else 'e.g. '}{said})")
+    head = (f"; {'the' if one else 'all'} {count(dropped, 'combination')} it applies to "
+            f"{'was' if one else 'were'} dropped")
+    if again:
+        return Refusal(f"{head} (as above)")
+    said = knobs_said(example, grid_flags(plan.axes))
+    return within(said, f"{head} ({'' if one else 'e.g. '}{said})")
 
 
 def _dropped_reasons(
