@@ -9,7 +9,8 @@
 - tp_comm: the tensor-parallel collectives of that stage (``tensor_parallel``), exposed;
 - cp_comm: ring-attention sends of context parallelism not hidden behind attention
   (``context_parallel``), on the links ``point_to_point_links`` finds, as the pipeline's;
-- bubble: the schedule's fill and drain (``pipeline_schedule``) of an average stage;
+- bubble: the schedule's fill and drain (``pipeline_schedule``) of an average stage but the
+  slowest (1F1B's span is m t_max + sum_i t_i - t_max);
 - p2p: pipeline sends between stages on the critical path;
 - dp_exposed: the data-parallel / ZeRO exchange of the local shard (``zero_exchange``, the
   data-parallel step's function) not hidden behind the last micro-batch's backward (ZeRO-2/3:
@@ -61,6 +62,7 @@ from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.piped_reduce import piped_reduce_exposed_s
 from scalesim.model.pipeline_schedule import (
     bubble_microbatches,
+    fill_stage_s,
     microbatches_in_flight,
     p2p_s,
     slow_stage_delay_s,
@@ -688,7 +690,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     cp_comm = m * slowest_cp
     # ZB-H1 fills the bubble with the deferred weight-gradient passes (W) of an average stage
     w_share = (L * weight_grad + logits_weight_grad) / _f(pp) / average_mb
-    bubble = bubble_microbatches(x.schedule, pp, v, w_share) * average_mb
+    fill_mb = fill_stage_s(pp, average_mb, slowest_compute + slowest_tp + slowest_cp)
+    bubble = bubble_microbatches(x.schedule, pp, v, w_share) * fill_mb
 
     # --- pipeline point-to-point (stride tp*cp*dp between stages), boundary by boundary
     stages = point_to_point_links(x, pp, strides(tp, cp, dp)[3])

@@ -12,6 +12,9 @@ and one micro-batch taking t_f + t_b on a stage:
   input-gradient B and weight-gradient W, which fills the bubble: (p - 1)(t_F + t_B - t_W),
   a third of 1F1B's (p - 1)(t_F + t_B + t_W) only when t_F = t_B = t_W.
 
+A micro-batch time of the bubble is one of the stages but the slowest (``fill_stage_s``): with
+uneven stages 1F1B spans m t_max + sum_i t_i - t_max.
+
 Activations held at once, in micro-batches of one stage's layers, on the first stage: GPipe m;
 1F1B and ZB-H1 min(p, m); interleaved p (1 + (p - 1)/(p v)) (Korthikanti et al. 2022 §4.2.3);
 no pipeline 1; on the last stage 1, GPipe's m, interleaved ((v - 1) p + 1) / v
@@ -39,6 +42,20 @@ def bubble_microbatches(schedule, pp, virtual_stages, weight_grad_share=ZB_WEIGH
     zb = (1.0 - 2.0 * np.asarray(weight_grad_share, dtype=float)) * fill
     return np.select([sch == NO_PIPELINE, sch == INTERLEAVED, sch == ZERO_BUBBLE],
                      [0.0, fill / v, zb], fill)
+
+
+def fill_stage_s(pp, average_stage_s, slowest_stage_s):
+    """Seconds of the micro-batch time that one bubble micro-batch (``bubble_microbatches``)
+    is charged: the average of the p - 1 stages other than the slowest, ``(p t_avg - t_max) /
+    (p - 1)`` (``average_stage_s`` t_avg and ``slowest_stage_s`` t_max per micro-batch), so
+    1F1B and GPipe idle ``sum_i t_i - t_max``: their span is ``m t_max + sum_i t_i - t_max``,
+    the first micro-batch's way through the stages before the slowest, the m micro-batches on
+    it, the last one's way back (a flow shop paced by its slowest stage; exact where the last
+    stage is the slowest, ``pipeline_trace.replay_1f1b_s``). Equal stages: t_avg; no pipeline:
+    0."""
+    p = np.asarray(pp, dtype=float)
+    rest = p * np.asarray(average_stage_s, dtype=float) - np.asarray(slowest_stage_s, dtype=float)
+    return np.where(p > 1, np.maximum(rest, 0.0) / np.maximum(p - 1.0, 1.0), 0.0)
 
 
 def microbatches_in_flight(schedule, pp, microbatches, virtual_stages=1, stage=0):
