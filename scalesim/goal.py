@@ -403,6 +403,13 @@ def network_answer(networks: list[GoalNetwork], deadline_s: float, budget_usd: f
 
 
 
+def unpriced_network_note(name: str, nouns: Nouns) -> str:
+    """Goal's note on a faster network with no public price (``name``), in words that need no
+    place on the page: the CLI prints it under its tables, the app above its front's table."""
+    return (f"{name}: no public price, so the answer and the time-against-money front leave it "
+            f"out, and the money said for its plans is the {nouns.devices}' alone")
+
+
 def _split_of(split) -> str:
     """A scenario's split (``ScenarioLayout``) in words: 'tp 2 x pp 1', ' x cp 2' after where
     context parallelism splits it."""
@@ -657,8 +664,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                      f"{nouns.link('inter_node')} joins")
     for net in nets[1:]:
         if not net.priced:
-            notes.append(f"{net.upgrade.name}: no public price, so it is left out of the plans "
-                         "above and its money below is the devices' alone")
+            notes.append(unpriced_network_note(net.upgrade.name,
+                                               nouns_for(profile.hardware.device_name)))
     axes = {
         "devices": grid,
         "micro_batch": searched_micro_batches(b0),
