@@ -14,7 +14,6 @@ is measured for a first visit right after the server is up and for later visits.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -152,7 +151,9 @@ def browser_first_render(visits: int = 3, bare: bool = False) -> list[tuple[floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from scalesim.cli.main import OneLineParser  # here: the module imports no scalesim
+
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--browser", action="store_true", help="also time a real first render")
     args = parser.parse_args()

@@ -9,7 +9,6 @@ command (process start-up included) and of each phase, read from the state folde
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
@@ -41,7 +40,9 @@ def one_run(nproc: int, flags: list[str], folder: Path) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from scalesim.cli.main import OneLineParser  # here: the module imports no scalesim
+
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--flags", action="append",
                         help="a flag set, quoted (repeatable); default: '' and '--quick'")

@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -65,6 +64,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 import scalesim.model.layout_step as ls
+from scalesim.cli.main import OneLineParser
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
 from scalesim.shipped import validation_path
@@ -236,8 +236,13 @@ def anchor_sensitivity(path):
               f"{len(rows)} anchors; the file's anchor ranks {rank} of {len(rows)}")
 
 
-def main(argv: list[str]) -> int:
-    path = argv[0] if argv else str(validation_path("collected_parallel_cases.json"))
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog="python benchmarks/collected_parallel_sensitivity.py",
+                           description=__doc__.split("\n\n")[0])
+    parser.add_argument("cases", nargs="?", default=str(validation_path("collected_parallel_cases.json")),
+                        help="the held-out parallel cases (default: the shipped "
+                        "collected_parallel_cases.json)")
+    path = parser.parse_args(argv).cases
     cases = load_parallel_cases(path)
     base = score(cases)
     print(f"{path}: {figures([v[2] for v in base.values() if not v[1]])}")
@@ -330,4 +335,6 @@ def nemo_launcher_2407(cases, base):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from script_cli import run_script  # this folder: first on sys.path when run as a script
+
+    run_script(main)

@@ -18,6 +18,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 import scalesim.validate as V
+from scalesim.cli.main import OneLineParser
 from scalesim.shipped import validation_path
 
 COLLECTED = {c.id: c for c in V.load_cases(validation_path("collected_dp_cases.json"))}
@@ -84,7 +85,9 @@ def every_micro_step(case, points, inp):
                        optimizer_step_s=inp.optimizer_step_s * np.where(multi, 1.0 / k, 1.0))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    OneLineParser(prog="python benchmarks/collected_whatifs.py",
+                  description=__doc__.split("\n\n")[0]).parse_args(argv)  # no flags
     for name, cases in (("collected", COLLECTED), ("public", PUBLIC)):
         r = rows(cases)
         print(f"{name}:")

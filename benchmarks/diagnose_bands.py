@@ -12,7 +12,6 @@ docs/performance.md.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -24,6 +23,7 @@ import diagnose_cases as cases  # noqa: E402
 from stage_split import best_of  # noqa: E402  (this folder: the same timing)
 
 from scalesim import layout_predict, runs_diagnosis  # noqa: E402
+from scalesim.cli.main import OneLineParser  # noqa: E402
 from scalesim.presets import get_transformer  # noqa: E402
 from scalesim.profiles import default_profile  # noqa: E402
 from scalesim.runs import parse_runs_text, runs_from_records  # noqa: E402
@@ -49,7 +49,7 @@ def _timed(diagnose, repeats: int) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python benchmarks/diagnose_bands.py")
+    p = OneLineParser(prog="python benchmarks/diagnose_bands.py")
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args(argv)
     print("| case | with bands s | without s | bands s |")

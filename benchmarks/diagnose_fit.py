@@ -10,7 +10,6 @@ evaluations the fit made, as a markdown table for docs/performance.md.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -20,11 +19,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from diagnose_cases import CASES, scales_well  # noqa: E402
 
 from scalesim import fit_runs as fr  # noqa: E402
+from scalesim.cli.main import OneLineParser  # noqa: E402
 from scalesim.runs import runs_from_records  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python benchmarks/diagnose_fit.py")
+    p = OneLineParser(prog="python benchmarks/diagnose_fit.py")
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args(argv)
     cases = {**CASES, "scales_well": scales_well}

@@ -28,6 +28,9 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # this folder: script_cli
+from script_cli import int_list  # noqa: E402
+
 CHILD = """
 import json, resource, sys, time
 from scalesim.cli.main import main
@@ -72,12 +75,14 @@ def measure(path: str) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", default="2000,20000,200000")
+    from scalesim.cli.main import OneLineParser  # here: the benchmark times scalesim's imports
+
+    parser = OneLineParser(description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int_list, default=[2000, 20000, 200000])
     parser.add_argument("--keep", help="folder to keep the generated files in")
     args = parser.parse_args()
-    sizes = [int(x) for x in args.rows.split(",")]
+    sizes = args.rows
     folder = args.keep or tempfile.mkdtemp(prefix="diagnose-scale-")
     os.makedirs(folder, exist_ok=True)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "

@@ -14,13 +14,18 @@ residuals stay above ``fit_runs.RESTART_RMS``): misses, restarts, the fit time i
 
 from __future__ import annotations
 
-import argparse
+import os
+import sys
 import time
 
 import numpy as np
 
 from scalesim import fit_runs as fr
+from scalesim.cli.main import OneLineParser
 from scalesim.runs import runs_from_records
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # this folder: script_cli
+from script_cli import int_list  # noqa: E402
 
 FAMILIES = {
     "weak": dict(devices=[1, 2, 4, 8, 16, 32], per_node=8, batch=lambda p: [32.0] * len(p), acc=1),
@@ -63,13 +68,13 @@ def draw_cases(seed: int, n: int):
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python benchmarks/fit_restart.py")
-    p.add_argument("--seeds", default="0,1,2,3,4")
+    p = OneLineParser(prog="python benchmarks/fit_restart.py")
+    p.add_argument("--seeds", type=int_list, default=[0, 1, 2, 3, 4], help="comma list")
     p.add_argument("--per-seed", type=int, default=45)
     args = p.parse_args(argv)
     counts = {"two starts": [0, 0, 0.0], "with restart": [0, 0, 0.0]}  # misses, restarts, seconds
     total = 0
-    for seed in (int(s) for s in args.seeds.split(",")):
+    for seed in args.seeds:
         for name, family, truth, wait, comm in draw_cases(seed, args.per_seed):
             problem = fr.fit_problem(make_runs(family, truth, wait, comm))
             x_true = np.array([fr._to_x(k, truth[k]) for k in problem.free])

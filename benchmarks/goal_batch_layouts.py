@@ -9,10 +9,11 @@ section 21 records them).
 
 Run: python benchmarks/goal_batch_layouts.py {8a,8h,18a,70h} [max devices, default 256]
 (the figures recorded: 128; minutes of CPU each)."""
-import sys
 import time
 
 import scalesim.goal as goal_mod
+from scalesim.bounds import KNOB_BY_FIELD, flag_type
+from scalesim.cli.main import OneLineParser
 from scalesim.errors import ScalesimError
 from scalesim.goal_layouts import LayoutGroup, reference_batch_at
 from scalesim.goal_layouts import searched_groups as orig
@@ -97,19 +98,32 @@ def run(hw, wl, samples, price, cases, max_devices, critical=None):
         out.append(same)
     return out
 
-if __name__ == "__main__":
+# each case's runs: (hardware, workload, samples, USD per device-hour, [(deadline days, budget
+# USD)], critical batch or None)
+CASES = {
+    "8a": [("dgx-a100", "llama3-8b", 2e7, 3.0, [(3, 2e5), (10, 1e5), (30, 1e6), (1, 1e6)], None),
+           ("dgx-a100", "llama3-8b", 2e7, 3.0, [(3, 2e5), (10, 1e5), (1, 1e6)], 2048)],
+    "8h": [("dgx-h100", "llama3-8b", 2e7, 4.0, [(3, 2e5), (10, 1e5), (1, 1e6)], None)],
+    "18a": [("dgx-a100", "gpt-18.4b", 2e6, 3.0, [(0.6, 1e4), (0.3, 1e5), (3, 5e3), (10, 1e6)], None),
+            ("dgx-a100", "gpt-18.4b", 2e6, 3.0, [(0.6, 1e4), (0.3, 1e5)], 1024)],
+    "70h": [("dgx-h100", "llama3-70b", 2e6, 4.0, [(3, 1e5), (1, 1e6), (10, 5e4)], None),
+            ("dgx-h100", "llama3-70b", 2e6, 4.0, [(3, 1e5), (1, 1e6)], 1024)],
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    knob = KNOB_BY_FIELD["max_devices"]
+    parser = OneLineParser(prog="python benchmarks/goal_batch_layouts.py",
+                           description=__doc__.split("\n\n")[0])
+    parser.add_argument("case", choices=list(CASES), help="the what-if to run")
+    parser.add_argument("max_devices", nargs="?", type=flag_type(knob.quantity), default=256,
+                        help="largest device count goal searches (default 256)")
+    args = parser.parse_args(argv)
     t0 = time.time()
-    which = sys.argv[1]
-    md = int(sys.argv[2]) if len(sys.argv) > 2 else 256
-    if which == "8a":
-        run("dgx-a100", "llama3-8b", 2e7, 3.0, [(3, 2e5), (10, 1e5), (30, 1e6), (1, 1e6)], md)
-        run("dgx-a100", "llama3-8b", 2e7, 3.0, [(3, 2e5), (10, 1e5), (1, 1e6)], md, critical=2048)
-    elif which == "8h":
-        run("dgx-h100", "llama3-8b", 2e7, 4.0, [(3, 2e5), (10, 1e5), (1, 1e6)], md)
-    elif which == "18a":
-        run("dgx-a100", "gpt-18.4b", 2e6, 3.0, [(0.6, 1e4), (0.3, 1e5), (3, 5e3), (10, 1e6)], md)
-        run("dgx-a100", "gpt-18.4b", 2e6, 3.0, [(0.6, 1e4), (0.3, 1e5)], md, critical=1024)
-    elif which == "70h":
-        run("dgx-h100", "llama3-70b", 2e6, 4.0, [(3, 1e5), (1, 1e6), (10, 5e4)], md)
-        run("dgx-h100", "llama3-70b", 2e6, 4.0, [(3, 1e5), (1, 1e6)], md, critical=1024)
+    for hw, wl, samples, price, cases, critical in CASES[args.case]:
+        run(hw, wl, samples, price, cases, args.max_devices, critical=critical)
     print(f"took {time.time()-t0:.0f} s; planner calls {len(CACHE)}")
+
+
+if __name__ == "__main__":
+    main()

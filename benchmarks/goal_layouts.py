@@ -14,7 +14,6 @@ each.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
@@ -22,6 +21,7 @@ import time
 
 import scalesim.goal as goal_module
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES
+from scalesim.cli.main import OneLineParser
 from scalesim.goal import device_grid, seek
 from scalesim.goal_layouts import searched_groups
 from scalesim.profiles import resolve_profile
@@ -48,7 +48,7 @@ def _best(call, repeats: int) -> tuple[float, float, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = OneLineParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     # another what-if (session 44: dgx-h100, 2e7 samples, $4, 3 days, $200,000 refines 4 counts)
     parser.add_argument("--hardware", default=None, help="default: the workload's")
@@ -94,4 +94,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from script_cli import run_script  # this folder: first on sys.path when run as a script
+
+    run_script(main)

@@ -7,6 +7,12 @@
 # Compare here, without a GPU: python benchmarks/gpu_compare.py $OUT/gpu-profile.json $OUT/steps.json
 # Usage: OUT=dir bash benchmarks/gpu_check.sh        (SCALESIM="python -m ..." to override)
 set -u
+case "${1:-}" in
+    -h|--help) sed -n 's/^# \{0,1\}//; 2,8p' "$0"; exit 0 ;;
+    "") ;;
+    *) echo "gpu_check.sh: error: it takes no arguments, got '$1'; set OUT to a folder (see --help)" >&2
+       exit 2 ;;
+esac
 OUT=${OUT:?set OUT to a folder for the results}
 mkdir -p "$OUT"
 SCALESIM=${SCALESIM:-scalesim}

@@ -23,6 +23,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from gpu_step import workload_json  # noqa: E402
 
+from scalesim.cli.main import OneLineParser  # noqa: E402
+from scalesim.errors import ScalesimError  # noqa: E402
+from scalesim.jsonio import read_json  # noqa: E402
 from scalesim.predict import predict  # noqa: E402
 from scalesim.profiles import resolve_profile  # noqa: E402
 from scalesim.schemas import Scenario, ScenarioLayout  # noqa: E402
@@ -50,12 +53,40 @@ def predicted_step_s(profile_path: str, row: dict, folder: str, datasheet: bool 
     return predict(profile, scenario)[0].step_time_s
 
 
-def main(argv: list[str]) -> None:
-    if len(argv) < 2:
-        raise SystemExit(__doc__)
-    steps_path, profiles = argv[1], [argv[0], *argv[2:]]
-    with open(steps_path) as f:
-        measured = json.load(f)
+# what gpu_compare reads of gpu_step.py's --out file: the run's, and each step's
+RUN_KEYS = ("device", "torch", "date_utc", "steps")
+STEP_KEYS = ("name", "params", "micro_batch", "layers", "hidden", "heads", "seq_len", "vocab",
+             "flash_attention", "step_s_median")
+
+
+def measured_steps(path: str) -> dict:
+    """gpu_step.py's --out file at ``path``; a missing or garbled one refused in one line
+    (``ScalesimError``)."""
+    measured = read_json(path)
+    steps = measured.get("steps") if isinstance(measured, dict) else None
+    if not steps or not isinstance(steps, list) or not all(isinstance(r, dict) for r in steps):
+        missing = ["steps"]
+    else:
+        missing = ([k for k in RUN_KEYS if k not in measured]
+                   + sorted({k for row in steps for k in STEP_KEYS if k not in row}))
+    if missing:
+        raise ScalesimError(f"{path}: not the steps benchmarks/gpu_step.py writes (no "
+                            f"{', '.join(repr(k) for k in missing)}); give its --out file")
+    return measured
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = OneLineParser(prog="python benchmarks/gpu_compare.py",
+                           description=__doc__.split("\n\n")[0])
+    parser.add_argument("profile", help="the profile scalesim calibrate wrote on the device")
+    parser.add_argument("steps", help="the steps benchmarks/gpu_step.py measured (its --out)")
+    parser.add_argument("more_profiles", nargs="*", default=[], metavar="profile2",
+                        help="more profiles of the same device to compare")
+    args = parser.parse_args(argv)
+    steps_path, profiles = args.steps, [args.profile, *args.more_profiles]
+    measured = measured_steps(steps_path)
+    for path in profiles:  # each refused in one line (ScalesimError) before any row is printed
+        resolve_profile(path, None, None)
     print(f"device {measured['device']}, torch {measured['torch']}, {measured['date_utc']}")
     with tempfile.TemporaryDirectory() as folder:
         for label, path, datasheet in ([("datasheet, default efficiency", profiles[0], True)]
@@ -72,4 +103,6 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    from script_cli import run_script  # this folder: first on sys.path when run as a script
+
+    run_script(main)

@@ -18,7 +18,6 @@ reported, with the peak memory.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -111,12 +110,17 @@ def workload_json(row: dict) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from scalesim.cli.main import OneLineParser  # here: the module imports no scalesim
+
+    p = OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="JSON file for the measured steps")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--rounds", type=int, default=5)
     args = p.parse_args()
+    from scalesim.outfiles import check_writable, write_text
+
+    check_writable(args.out)  # before minutes of measuring, not after
 
     import torch
 
@@ -136,9 +140,10 @@ def main() -> None:
     meta = {"device": torch.cuda.get_device_name(0) if cuda else "cpu",
             "torch": torch.__version__, "cuda": torch.version.cuda, "dtype": str(dtype),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": rows}
-    with open(args.out, "w") as f:
-        json.dump(meta, f, indent=1)
+    write_text(args.out, json.dumps(meta, indent=1))
 
 
 if __name__ == "__main__":
-    main()
+    from script_cli import run_script  # this folder: first on sys.path when run as a script
+
+    run_script(main)

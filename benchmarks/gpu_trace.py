@@ -13,7 +13,6 @@ Without CUDA it runs the same loop on the CPU (gloo, a smaller GPT): a dry run o
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -73,7 +72,9 @@ def run(batch: int, out_dir: str, shape) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from scalesim.cli.main import OneLineParser  # here: the module imports no scalesim
+
+    p = OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out-dir", required=True)
     args = p.parse_args()
     import torch
@@ -102,4 +103,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from script_cli import run_script  # this folder: first on sys.path when run as a script
+
+    run_script(main)

@@ -7,7 +7,6 @@ speed-up over evaluating the same model one scenario at a time in a Python loop.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
@@ -16,6 +15,7 @@ import tracemalloc
 
 import numpy as np
 
+from scalesim.cli.main import OneLineParser
 from scalesim.model.step import evaluate_scaling
 from scalesim.profiles import default_profile
 from scalesim.schemas import Scenario
@@ -35,7 +35,7 @@ AXES = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = OneLineParser(description=__doc__)
     parser.add_argument("--bandwidths", type=int, default=600, help="inter busbw values (grid)")
     parser.add_argument("--scalar-samples", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)

@@ -10,12 +10,12 @@ the 40 GiB case (stops at 32 devices) is timed alike for comparison.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
 import time
 
+from scalesim.cli.main import OneLineParser
 from scalesim.decision import decide
 from scalesim.figures import GIB_BYTES
 from scalesim.profiles import default_profile, load_workload
@@ -37,7 +37,7 @@ def _time(profile, repeats: int) -> tuple[float, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = OneLineParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     pin_to_one_core()

@@ -736,10 +736,11 @@ def write_report(report: dict, profile, out_dir: Path) -> tuple[Path, Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
     import tempfile
 
-    p = argparse.ArgumentParser(
+    from scalesim.cli.main import OneLineParser
+
+    p = OneLineParser(
         prog="python benchmarks/netns_cluster.py",
         description="Calibrate, predict and measure DDP steps on an emulated two-server cluster "
         "(two network namespaces, tc-shaped veth). Needs root and iproute2.")

@@ -15,11 +15,10 @@ pass/fail: the targets are printed, not asserted.
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from pathlib import Path
 
+from scalesim.cli.main import OneLineParser
 from scalesim.outfiles import write_between_markers
 from scalesim.shipped import validation_path
 from scalesim.validate_parallel import (
@@ -88,7 +87,7 @@ def render(report: ParallelReport, cases_name: str, seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="?", default=str(DEFAULT_CASES))
     ap.add_argument("--doc", default=str(DEFAULT_DOC))
     ap.add_argument("--marker", default=MARKER, help="the doc's markers: <!-- MARKER:begin -->")
@@ -108,4 +107,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from script_cli import run_script  # this folder: first on sys.path when run as a script
+
+    run_script(main)

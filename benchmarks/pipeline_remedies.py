@@ -16,7 +16,6 @@ scheduler's too (the test, tests/test_pipeline_trace.py, asserts only what holds
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -24,9 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from trace_job import launch  # noqa: E402
-
 from scalesim import trace_ranks  # noqa: E402
+from scalesim.cli.main import OneLineParser  # noqa: E402
 from scalesim.trace_diagnosis import diagnose_traces  # noqa: E402
 
 JOBS = {  # layers per stage, micro-batches a step, samples a step / the uneven job's
@@ -38,11 +36,12 @@ JOBS = {  # layers per stage, micro-batches a step, samples a step / the uneven 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python benchmarks/pipeline_remedies.py")
+    p = OneLineParser(prog="python benchmarks/pipeline_remedies.py")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--dim", type=int, default=512)
     p.add_argument("--batch", type=int, default=256)
     args = p.parse_args(argv)
+    from trace_job import launch  # here: it imports torch, which --help and a bad flag need not wait for
     steps = {name: [] for name in JOBS}
     stage_ms = {name: [] for name in JOBS}  # each run's stages' compute
     predicted = {"pipeline_even": [], "pipeline_bubble": [], "accumulation": []}

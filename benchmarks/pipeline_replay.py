@@ -10,12 +10,12 @@ as a markdown table for docs/performance.md.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
 import numpy as np
 
+from scalesim.cli.main import OneLineParser
 from scalesim.pipeline_trace import MOST_MICRO_BATCHES, fit_micro_batches, replay_1f1b_s
 
 
@@ -29,7 +29,7 @@ def best_ms(fn, repeats: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python benchmarks/pipeline_replay.py")
+    p = OneLineParser(prog="python benchmarks/pipeline_replay.py")
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args(argv)
     print(f"| stages | replay at {MOST_MICRO_BATCHES} micro-batches, ms | fit of m, ms (m found) |")

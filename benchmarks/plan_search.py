@@ -13,7 +13,6 @@ and why; best of ``--full-repeats``).
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
@@ -21,8 +20,9 @@ import time
 
 import numpy as np
 
+from scalesim.cli.main import OneLineParser
 from scalesim.plan import RECOMPUTE_CHOICES, Setting, candidate_grid, evaluate_layout, plan
-from scalesim.presets import HARDWARE, get_transformer
+from scalesim.presets import HARDWARE, TRANSFORMERS, get_transformer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # this folder: one_core
 
@@ -32,9 +32,9 @@ DEVICES = [2**k for k in range(13)]  # 1 .. 4096
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--model", default="gpt-145.6b")
-    parser.add_argument("--hardware", default="dgx-a100")
+    parser = OneLineParser(description=__doc__)
+    parser.add_argument("--model", default="gpt-145.6b", choices=list(TRANSFORMERS))
+    parser.add_argument("--hardware", default="dgx-a100", choices=list(HARDWARE))
     parser.add_argument("--global-batch", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scalar-samples", type=int, default=2000)

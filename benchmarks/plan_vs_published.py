@@ -19,13 +19,13 @@ docs/validation.md, "Planner against the published layouts", has the table and t
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from types import SimpleNamespace
 
 import numpy as np
 
+from scalesim.cli.main import OneLineParser
 from scalesim.layout import SCHEDULES, ParallelLayout, schedule_words
 from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
 from scalesim.model.transformer import RECOMPUTE
@@ -154,7 +154,7 @@ def compare(path, memory_margin: float = 0.0, grad_bytes: float | None = None) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = OneLineParser(description=__doc__)
     parser.add_argument("--cases", nargs="*", default=None,
                         help="parallel cases files (default: the two shipped ones)")
     parser.add_argument("--over", type=float, default=15.0,
@@ -197,4 +197,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from script_cli import run_script  # this folder: first on sys.path when run as a script
+
+    run_script(main)

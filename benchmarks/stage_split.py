@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 
+from scalesim.cli.main import OneLineParser
 from scalesim.cli.main import main as cli
 from scalesim.pipeline_stages import _split_stages, stage_split
 from scalesim.schemas import TransformerShape
@@ -62,14 +63,26 @@ def on_h100(workload: str, devices: int) -> list[str]:
     return ["--workload", workload, "--hardware", "dgx-h100", "--devices", str(devices)]
 
 
+def layer_cases(text: str) -> list[tuple[int, int]]:
+    """'4096x3,10000x2' -> [(4096, 3), (10000, 2)]: (layers, pp) each (argparse's ``type``)."""
+    try:
+        cases = [tuple(int(x) for x in case.split("x")) for case in text.split(",")]
+    except ValueError:
+        cases = []
+    if not cases or any(len(case) != 2 for case in cases):
+        raise argparse.ArgumentTypeError(f"{text!r} is not LAYERSxPP,... like 4096x3,10000x2")
+    return cases
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = OneLineParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
-        "--cases", default=",".join(f"{n}x{p}" for n, p in CASES), help="LAYERSxPP,... (default %(default)s)"
+        "--cases", type=layer_cases, default=CASES,
+        help="LAYERSxPP,... (default " + ",".join(f"{n}x{p}" for n, p in CASES) + ")"
     )
     args = parser.parse_args()
-    cases = [tuple(int(x) for x in c.split("x")) for c in args.cases.split(",")]
+    cases = args.cases
     pin_to_one_core()
     print(f"python {platform.python_version()}, {platform.machine()}, one core\n")
     print("| layers | pp | stage_split s | predict s | plan s | split |")

@@ -11,11 +11,10 @@ The targets are tracked here, not asserted in tests: accuracy is a report, not a
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from pathlib import Path
 
+from scalesim.cli.main import OneLineParser
 from scalesim.model import collectives as coll
 from scalesim.model.param_server import server_phase_s
 from scalesim.outfiles import write_between_markers
@@ -113,7 +112,7 @@ def render(report, cases_path: Path, seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="?", type=Path, default=DEFAULT_CASES)
     parser.add_argument("--doc", type=Path, default=DEFAULT_DOC)
     parser.add_argument("--no-write", action="store_true", help="print only")
@@ -131,4 +130,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from script_cli import run_script  # this folder: first on sys.path when run as a script
+
+    run_script(main)

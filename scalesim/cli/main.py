@@ -20,7 +20,7 @@ from scalesim.jsonio import validation_message
 ORDER = ["predict", "sweep", "plan", "presets", "schema", "calibrate", "topo", "validate", "diagnose", "app"]
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     """argparse that says 'how to fix it' and exits 2 with one line (its default is 2 as well).
 
     A value that starts with '-' and a digit (``--deadline -3d``, ``--inter-busbw -1e3``) is a
@@ -55,14 +55,14 @@ def _command_modules():
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="scalesim",
         description="Analytical scaling simulator and what-if planner for distributed training: data "
         "parallelism, ZeRO/FSDP sharding, tensor, sequence, context and pipeline parallelism.",
         epilog="example: scalesim predict --devices 1,2,4,8,16",
     )
     parser.add_argument("--version", action="version", version=f"scalesim {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for module in _command_modules():
         p = sub.add_parser(
             module.NAME,
