@@ -1007,7 +1007,8 @@ def _tab_layouts(plan: Plan) -> None:
         LAID["schedule"]: SCHEDULE_SHORT[r.schedule],
         LAID["virtual_stages"]: r.virtual_stages, LAID["recompute"]: r.recompute,
         LAID["sequence_parallel"]: r.sequence_parallel, "step ms": r.step_time_s * 1e3,
-        f"{plan.unit}/s": r.samples_per_s, "MFU %": r.mfu * 100,
+        f"{plan.unit}/s": r.samples_per_s,
+        "MFU %": None if r.mfu is None else r.mfu * 100,  # None: no datasheet peak (a CPU)
         "memory GiB": r.memory_bytes / GIB_BYTES, "why it ranks here": r.why,
     } for r in rows]), hide_index=True, key="layouts_table", column_config={
         c: st.column_config.NumberColumn(format=RATE_FORMAT if c.endswith("/s") else "%.1f")

@@ -373,11 +373,13 @@ def scenario_hardware(hw: Hardware, scenario: Scenario) -> Hardware:
 
 def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
                      peak_flops: float, bandwidth_GBps: float, jitter_cv: float = 0.0, p2p=None,
-                     global_batch: int = 1, attention_kernel: str | None = None) -> Setting:
+                     global_batch: int = 1, attention_kernel: str | None = None,
+                     peak_known: bool = True) -> Setting:
     """The run's constants (``plan.Setting``) of a scenario: the workload's shape, parameters and
     bytes per parameter; the hardware with the scenario's links (an intra busbw override scales
     NVLS alike, ``predict.nvls_busbw_ratio``), server size, contention and device spread;
-    ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``
+    ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown: ``peak_known`` False, the
+    rows' MFU then None) and ``bandwidth_GBps``
     (efficiency 1: the compute pin, ``pinned_compute``, sets it per micro-batch later); the
     scenario's overlap, slow device, recompute style, tensor-parallel overlap (applied where
     tp > 1), pipeline-send overlap (applied where the schedule is interleaved) and precision
@@ -412,7 +414,7 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
         algorithm=ALGORITHMS[scenario.algorithm],
         bucket_bytes=scenario.bucket_mib * MIB_BYTES,
         first_bucket_bytes=scenario.first_bucket_mib * MIB_BYTES,
-        memory_margin=scenario.memory_margin)
+        memory_margin=scenario.memory_margin, peak_known=peak_known)
 
 
 def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak_flops: float,
@@ -1028,10 +1030,11 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
         raise ScalesimError(f"workload '{wl.name}' has no transformer shape: there are no "
                             "layouts to plan")
     counts = checked_devices(np.atleast_1d(devices))  # before the loader's supply reads them
-    peak, _, bandwidth = _peak_and_bandwidth(profile)
+    peak, peak_known, bandwidth = _peak_and_bandwidth(profile)
     setting = scenario_setting(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
                                measured_p2p(profile), global_batch,
-                               attention_kernel=kernel_for(profile, scenario.attention_kernel))
+                               attention_kernel=kernel_for(profile, scenario.attention_kernel),
+                               peak_known=peak_known)
     base = setting_inputs(setting)
     supply = replica_loader_supply(profile, scenario, counts, setting.hardware.devices_per_node)
 

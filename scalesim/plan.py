@@ -161,8 +161,8 @@ class PlanRow(BaseModel):
     step_time_s: float
     samples_per_s: float
     tokens_per_s: float
-    mfu: float
-    hfu: float
+    mfu: float | None  # None: no datasheet peak for the device (``Setting.peak_known``)
+    hfu: float | None
     memory_bytes: float
     headroom_bytes: float
     fits: bool
@@ -361,6 +361,9 @@ class Setting:
     # ``layout_predict.plan_at``, ``plan``); 0: none seen
     memory_margin: float = 0.0  # share of device memory kept free: a layout fits where it
     # needs at most (1 - margin) x the device's (``memory.usable_memory_bytes``, §16)
+    peak_known: bool = True  # False: the device has no datasheet peak (a CPU;
+    # ``profiles.device_peak_tflops``), its ``peak_tflops`` a stand-in: the rows' MFU and HFU
+    # are None
 
     def replace(self, **changes) -> Setting:
         """A copy with ``changes`` (``dataclasses.replace``)."""
@@ -882,6 +885,7 @@ def plan(
     wire_bytes_per_param: float = Setting.wire_bytes_per_param,
     oom_micro_batch: int = 0,
     memory_margin: float = 0.0,
+    peak_known: bool = True,
 ) -> RankedRows:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
@@ -921,6 +925,8 @@ def plan(
     whole replica (tp = pp = cp = 1) do not fit from it (``memory.under_measured_ceiling``).
     ``memory_margin``: the share of each device's memory kept free (0 to 0.5): a layout fits
     where it needs at most (1 - margin) x the device's (``memory.usable_memory_bytes``).
+    ``peak_known`` False: ``hardware.peak_tflops`` stands in for a datasheet peak the device
+    has none of (``Setting.peak_known``): the rows' MFU and HFU are None.
     ``rank_layouts`` does the same for a ``Setting`` (a scenario's: ``layout_predict.plan_at``).
     """
     check_number("matmul_efficiency", efficiency, "efficiency")
@@ -983,6 +989,7 @@ def plan(
         wire_bytes_per_param=wire_bytes_per_param,
         oom_micro_batch=oom_micro_batch,
         memory_margin=memory_margin,
+        peak_known=peak_known,
     )
     return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
 
@@ -1083,8 +1090,8 @@ def rank_layouts(
             "step_time_s": float(r.step_time_s[i]),
             "samples_per_s": float(r.samples_per_s[i]),
             "tokens_per_s": float(r.tokens_per_s[i]),
-            "mfu": float(r.mfu[i]),
-            "hfu": float(r.hfu[i]),
+            "mfu": float(r.mfu[i]) if setting.peak_known else None,
+            "hfu": float(r.hfu[i]) if setting.peak_known else None,
             "memory_bytes": float(r.memory_bytes[i]),
             "headroom_bytes": float(r.headroom_bytes[i]),
             "fits": bool(r.fits[i]),

@@ -205,6 +205,15 @@ def _header(words: Nouns, last: str, width: int = 3) -> str:
             f"{'step s':>8} {'tokens/s':>11} {'MFU':>6} {'GiB':>6} {'fits':<4}  {last}")
 
 
+# the plan's note where the device has no datasheet peak (``plan.Setting.peak_known``)
+NO_MFU = "no datasheet peak for this device: no MFU (-)"
+
+
+def _mfu_cell(mfu: float | None) -> str:
+    """The MFU column's cell: '22.0%', or '-' where the device has no datasheet peak (None)."""
+    return "-" if mfu is None else f"{100 * mfu:.1f}%"
+
+
 def _line(r, last: str, width: int = 3) -> str:
     """A row of the plan's table under ``_header``: the layout ``r`` (a ``PlanRow``), ``last``
     in the last column."""
@@ -213,7 +222,7 @@ def _line(r, last: str, width: int = 3) -> str:
     return (f"{r.rank:>{width}} {r.devices:>5} {r.dp:>4} {r.tp:>3} {r.pp:>3} {r.cp:>3} {r.zero:>4} "
             f"{shard:>5} {r.micro_batch:>3} {r.accumulation:>4} {sched:<14} {r.recompute:<9} "
             f"{'on' if r.sequence_parallel else 'off':<3} {r.step_time_s:>8.3f} "
-            f"{throughput(r.tokens_per_s):>11} {100 * r.mfu:>5.1f}% {r.memory_bytes / GIB_BYTES:>6.1f} "
+            f"{throughput(r.tokens_per_s):>11} {_mfu_cell(r.mfu):>6} {r.memory_bytes / GIB_BYTES:>6.1f} "
             f"{'yes' if r.fits else 'no':<4}  {last}")
 
 
@@ -430,7 +439,7 @@ def _ranked(args, profile, planned, own, published, note, shape, hardware, effic
     memory note re-runs it with a margin (``_memory_note``)."""
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.plan import plan
-    from scalesim.profiles import measured_ceiling
+    from scalesim.profiles import device_peak_tflops, measured_ceiling
 
     measured = (_on_the_measured_curve(args, profile, planned, own) if published is None
                 else (_pinned_rows(args, published), note))
@@ -458,6 +467,8 @@ def _ranked(args, profile, planned, own, published, note, shape, hardware, effic
                     wire_bytes_per_param=planned.wire_bytes_per_param,
                     oom_micro_batch=0 if profile is None else measured_ceiling(profile, planned),
                     memory_margin=args.memory_margin or 0.0,
+                    peak_known=profile is None or device_peak_tflops(
+                        profile.hardware.device_name, profile.hardware) is not None,
                     **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}))
     return rows, note
 
@@ -553,7 +564,7 @@ def _on_the_measured_curve(args, base, workload, own=None):
                f"{nouns_for(profile.hardware.device_name).device} updates"
                if optimizer_measured(profile.compute) else "") + "; links from the profile")
     if device_peak_tflops(profile.hardware.device_name, profile.hardware) is None:
-        note += "; no datasheet peak for this device: MFU is against a nominal peak, ignore it"
+        note += f"; {NO_MFU}"
     return rows, note
 
 
