@@ -223,7 +223,7 @@ QUANTITIES: dict[str, Bound] = {
         1, 1024, "servers", "the servers whose NICs one server of a profile of model replicas "
         "spans: its data-parallel ranks' stages sit in up to pp servers", integer=True
     ),
-    "rank": Bound(0, DEVICES_MAX - 1, "", "a rank of the largest job", integer=True),
+    "rank": Bound(0, DEVICES_MAX - 1, "", "an index: a rank of the largest job", integer=True),
     "micro_batch": Bound(
         1,
         2**24,
@@ -255,7 +255,8 @@ QUANTITIES: dict[str, Bound] = {
     ),
     "collective_ranks": Bound(2, DEVICES_MAX, "ranks", "a collective needs two ranks", integer=True),
     "count": Bound(1, 2**53, "", "a count with no quantity of its own: exact as a float", integer=True),
-    "repeats": Bound(1, 1_000_000, "", "timed repeats or samples of a measurement", integer=True),
+    "repeats": Bound(1, 1_000_000, "", "a count of timed repeats or samples of a measurement",
+                     integer=True),
     "steps": Bound(1, 1_000_000, "steps", "calibration steps or samples of one phase", integer=True),
     "model_size": Bound(
         1,
@@ -312,7 +313,8 @@ QUANTITIES: dict[str, Bound] = {
         integer=True,
     ),
     "model_width": Bound(
-        1, 2**24, "", "a hidden, MLP or attention-head dimension (GPT-3 hidden: 12,288)", integer=True
+        1, 2**24, "", "a count: a hidden, MLP or attention-head dimension (GPT-3 hidden: 12,288)",
+        integer=True
     ),
     "seq_len": Bound(1, 2**30, "tokens", "tokens per sequence (1M-token contexts exist)", integer=True),
     "vocab": Bound(1, 2**30, "tokens", "vocabulary size (Llama 3: 128,256)", integer=True),
@@ -357,10 +359,11 @@ QUANTITIES: dict[str, Bound] = {
     "timeout_s": Bound(0.001, 604_800, "s", "a calibration timeout: a millisecond to a week"),
     "timed_s": Bound(0.001, 3600, "s", "timed seconds per calibration message size"),
     # ratios
-    "cv": Bound(0, 10, "", "std / mean of a time or speed"),
+    "cv": Bound(0, 10, "", "a ratio: std / mean of a time or speed"),
     "fraction": Bound(0, 1, "", "a share between 0 and 1"),
     "matmul_efficiency": Bound(
-        1e-4, 1, "", "sustained matmul rate / the device's peak: 0.01% to 100% (published large runs: 30-60%)"
+        1e-4, 1, "", "a ratio: sustained matmul rate / the device's peak, 0.01% to 100% (published large "
+        "runs: 30-60%)"
     ),
     "backward_fraction": Bound(
         0, 1, "", "backward's share of forward+backward", low_open=True, high_open=True
@@ -369,9 +372,9 @@ QUANTITIES: dict[str, Bound] = {
         0, 0.5, "", "share of a device's memory kept free for the caching allocator's "
         "fragmentation: 0 (none) to a half (more is no margin but a smaller device)"
     ),
-    "slowdown": Bound(0, 10, "", "extra time while colocated devices compute (0.08 = 8%)"),
-    "slow_factor": Bound(1, 100, "", "how many times slower one device or rank is"),
-    "rel_error": Bound(0, 1000, "", "a fit's relative error"),
+    "slowdown": Bound(0, 10, "", "a fraction: extra time while colocated devices compute (0.08 = 8%)"),
+    "slow_factor": Bound(1, 100, "", "a ratio: how many times slower one device or rank is"),
+    "rel_error": Bound(0, 1000, "", "a ratio: a fit's relative error (0.05 = 5%)"),
     # training length and cost
     "critical_batch": Bound(1, 1e12, "samples", "critical batch size B_noise"),
     "noise_scale": Bound(

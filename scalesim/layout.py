@@ -429,18 +429,23 @@ def op_sac_of(style: str) -> bool:
     return style == "op-sac"
 
 
+ZERO_STAGE_HELP = ("ZeRO stage, an index of what dp shards: 0 none, 1 optimizer state, "
+                   "2 + gradients, 3 + parameters (FSDP full shard)")
+
+
 class ParallelLayout(BaseModel):
     """How one training job is split over ``dp * tp * pp * cp`` devices."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: Literal["scalesim-layout/1"] = LAYOUT_VERSION
-    dp: int = Field(default=1, ge=1, description="data-parallel degree (model replicas)")
-    tp: int = Field(default=1, ge=1, description="tensor-parallel degree (Megatron)")
+    dp: int = Field(default=1, ge=1, description="data-parallel degree: a count of model replicas")
+    tp: int = Field(default=1, ge=1, description="tensor-parallel degree (Megatron): devices "
+                    "of one group")
     pp: int = Field(default=1, ge=1, description="pipeline-parallel stages")
-    cp: int = Field(default=1, ge=1, description="context-parallel degree (sequence split)")
-    zero: int = Field(default=0, ge=0, le=3, description="sharding over dp: 0 none, 1 optimizer "
-                      "state, 2 + gradients, 3 + parameters (FSDP full shard)")
+    cp: int = Field(default=1, ge=1, description="context-parallel degree (sequence split): "
+                    "devices of one group")
+    zero: int = Field(default=0, ge=0, le=3, description=ZERO_STAGE_HELP)
     micro_batch: int = Field(default=1, ge=1, description="sequences per micro-batch per replica")
     global_batch: int = Field(ge=1, description="sequences per optimizer step, whole job")
     schedule: Schedule = Field(default="none", description="pipeline schedule; 'none' when pp=1")

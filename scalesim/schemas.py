@@ -292,7 +292,7 @@ class Topology(_Strict):
     cpu_affinity: list[str] = Field(default_factory=list, description="per GPU, e.g. 0-47,96-143")
     numa_affinity: list[items_bounded("rank") | None] = Field(  # type: ignore[valid-type]
         default_factory=list,
-        description="per GPU, the NUMA node of its CPUs (None where not "
+        description="per GPU, the NUMA node of its CPUs, an index (None where not "
         "shown or where the list names several CPU nodes)",
     )
     intra_kind: str = Field(default="", description="the intra-server link in words")

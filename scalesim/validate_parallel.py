@@ -34,6 +34,7 @@ from scalesim.figures import GIB_BYTES
 from scalesim.jsonio import read_json
 from scalesim.layout import (
     SCHEDULES,
+    ZERO_STAGE_HELP,
     ParallelLayout,
     interleaves,
     layout_problems,
@@ -297,7 +298,7 @@ class PCLayout(_Strict):
     pp: int = bounded("pp_degree")
     cp: int = bounded("devices", 1)
     ep: int = bounded("devices", 1)
-    zero: int = Field(ge=0, le=3)
+    zero: int = Field(ge=0, le=3, description=ZERO_STAGE_HELP)
     micro_batch: int | None = bounded("micro_batch", None)
     global_batch: int = bounded("global_batch")
     schedule: Literal["none", "gpipe", "1f1b", "interleaved", "zb"] | None = None
