@@ -15,8 +15,14 @@ from dataclasses import replace
 
 from scalesim.device_nouns import Nouns
 from scalesim.errors import template_fields
-from scalesim.layout import ZERO_STRATEGIES, schedule_words, split_template
-from scalesim.layout_change import SETTING_KNOBS, ZERO, LayoutTitle
+from scalesim.layout import (
+    ZERO_STRATEGIES,
+    dp_ranks,
+    model_split_template,
+    replica_devices,
+    schedule_words,
+)
+from scalesim.layout_change import SETTING_KNOBS, ZERO, LayoutTitle, Split
 from scalesim.layout_predict import recompute_words
 from scalesim.remedies import RemedyResult
 
@@ -38,13 +44,40 @@ def control_label(knob: str, words: Nouns) -> str:
 
 
 def page_title(title: str, words: Nouns) -> str:
-    """``title`` as the page says it: a ``LayoutTitle`` from its layout in the sidebar's labels
-    (``page_row_title``, ``page_changes``), any other title as it is."""
+    """``title`` as the page says it: a ``LayoutTitle``'s layout in the sidebar's labels
+    (``page_row_title``, ``page_changes``, ``page_split``) between its own words, any other
+    title as it is."""
     if not isinstance(title, LayoutTitle):
         return title
+    return f"{title.before}{page_layout(title, words)}{title.after}"
+
+
+def page_layout(title: LayoutTitle, words: Nouns) -> str:
+    """The layout ``title`` carries, in the sidebar's labels."""
     if title.row is not None:
-        return f"{title.head}: {page_row_title(title.row, words)}"
-    return f"{title.head}: {page_changes(title.changes, words)}"
+        return page_row_title(title.row, words)
+    if title.degrees is not None:
+        return page_split(title.degrees, words)
+    return page_changes(title.changes, words)
+
+
+def page_split(split: Split, words: Nouns) -> str:
+    """A ``layout_change.Split`` in the sidebar's labels: '4 data-parallel ranks x Tensor
+    parallel 8 x Pipeline stages 2'; 'Tensor parallel 2 x Pipeline stages 1, ZeRO-3 / FSDP'
+    (its strategy by the Strategy control's choice)."""
+    degrees = page_degrees(split.dp, split.tp, split.pp, split.cp, words) if replica_devices(
+        split.tp, split.pp, split.cp) > 1 else ""
+    strategy = STRATEGY_LABELS[split.strategy] if split.strategy else ""
+    return ", ".join(w for w in (degrees, strategy) if w)
+
+
+def page_degrees(dp: int | None, tp: int, pp: int, cp: int, words: Nouns) -> str:
+    """'32 data-parallel ranks x Tensor parallel 2 x Pipeline stages 1' (``layout.split_words``
+    in the sidebar's labels, dp as ``layout.dp_ranks``: no control sets it; ``dp`` None: the
+    model's split alone; cp only past 1, as the CLI)."""
+    split = model_split_template(tp, pp, cp if cp > 1 else None)
+    split = split.format_map({f: control_label(f, words) for f in template_fields(split)})
+    return split if dp is None else f"{dp_ranks(dp)} x {split}"
 
 
 def with_page_titles(remedies: list[RemedyResult], words: Nouns) -> list[RemedyResult]:
@@ -60,8 +93,7 @@ def page_row_title(row, words: Nouns) -> str:
     (1F1B), ZeRO-1, Micro-batch 1 per model replica x Gradient accumulation 8, Activation
     recompute none' (', Sequence parallelism', ', Tensor-parallel overlap' where it runs them;
     'ZeRO-3 / FSDP with Shard group (HSDP) 8' where it shards over fewer ranks)."""
-    split = split_template(row.dp, row.tp, row.pp, row.cp if row.cp > 1 else None)
-    split = split.format_map({f: control_label(f, words) for f in template_fields(split)})
+    split = page_degrees(row.dp, row.tp, row.pp, row.cp, words)
     schedule = (f" ({schedule_words(row.schedule, row.virtual_stages)})" if row.pp > 1
                 else "")
     zero = (STRATEGY_LABELS[ZERO_STRATEGIES[row.zero]] if row.dp * row.cp > 1

@@ -73,7 +73,19 @@ from scalesim.layout import (
     model_split_words,
     replica_devices,
 )
-from scalesim.layout_change import CHANGE_HEAD, change_title, layout_changes, layout_settings
+from scalesim.layout_change import (
+    CHANGE_HEAD,
+    Split,
+    change_title,
+    changes_said,
+    changes_words,
+    layout_settings,
+    lower_first,
+    retitled,
+    row_layout,
+    setting_changes,
+    split_said,
+)
 from scalesim.layout_predict import uses_layouts
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import NetworkUpgrade, network_scenarios
@@ -210,12 +222,17 @@ class DecisionOption:
 @dataclass(frozen=True)
 class AddedServers:
     """One way to grow by whole servers the add-server option compares (``_add_servers``):
-    its option, its prediction and what its layout changes against today's (``layout_change``
-    words; [] for today's layout)."""
+    its option, its prediction and what its layout changes against today's
+    (``layout_change.setting_changes``' triples; () for today's layout)."""
 
     option: DecisionOption
     p: Prediction
-    changed: list[str]
+    changes: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def changed(self) -> list[str]:
+        """``changes`` in the CLI's words ('ddp -> zero2', ``layout_change.changes_words``)."""
+        return changes_words(self.changes)
 
 
 @dataclass(frozen=True)
@@ -371,10 +388,10 @@ def _price_source(profile: Profile, scenario: Scenario) -> str:
     return "no price known: enter a price per device-hour (--price on the command line)"
 
 
-def _layout_words(ctx: _Ctx, run: Scenario, p: Prediction) -> list[str]:
-    """What ``run`` (predicted ``p``) changes against today's layout, 'old -> new' each
-    (``layout_change.layout_changes``)."""
-    return layout_changes(*_settings(ctx, run, p))
+def _layout_changes(ctx: _Ctx, run: Scenario, p: Prediction) -> list[tuple[str, str, str]]:
+    """What ``run`` (predicted ``p``) changes against today's layout, (setting, old, new) each
+    (``layout_change.setting_changes``)."""
+    return setting_changes(*_settings(ctx, run, p))
 
 
 def _settings(ctx: _Ctx, run: Scenario, p: Prediction,
@@ -409,11 +426,10 @@ def _planned_here(ctx: _Ctx, source: str) -> DecisionOption | None:
     if found is None:
         return None
     p, _, run = found
-    changed = _layout_words(ctx, run, p)
+    changed = _layout_changes(ctx, run, p)
     if not changed or (ctx.now.fits and p.samples_per_s < ctx.now.samples_per_s * (1 + ctx.error)):
         return None
-    return ctx.option("split_model", change_title(CHANGE_HEAD, *_settings(ctx, run, p)), p, 0.0,
-                      source,
+    return ctx.option("split_model", changes_said(changed, f"{CHANGE_HEAD}: "), p, 0.0, source,
                       assumption=f"{PLANNED_LAYOUT}, same global batch",
                       changes=ctx.changes(run, p))
 
@@ -512,7 +528,7 @@ def _todays_grown(ctx: _Ctx, source: str, per_server: int,
         option = ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
                             assumption=_grown_assumption(ctx, p),
                             changes=ctx.changes(scenario, p))
-        return AddedServers(option, p, []), why
+        return AddedServers(option, p), why
     return None, why
 
 
@@ -529,13 +545,13 @@ def _planned_grown(ctx: _Ctx, source: str, devices: int,
     p, _, run = found
     settings = _settings(ctx, run, p, todays.p if todays is not None
                          and todays.option.devices == devices else None)
-    changed = layout_changes(*settings)
-    if not changed:
+    changes = setting_changes(*settings)
+    if not changes:
         return None
     title = change_title(f"{_added_title(ctx, p)}, the planner's layout", *settings)
     option = ctx.option(_server_key(ctx, p), title, p, 0.0, source,
                         assumption=_planned_assumption(ctx, p), changes=ctx.changes(run, p))
-    return AddedServers(option, p, changed)
+    return AddedServers(option, p, tuple(changes))
 
 
 def _pick_grown(ctx: _Ctx, grown: list[AddedServers]) -> AddedServers:
@@ -657,12 +673,13 @@ def _todays_fewer(ctx: _Ctx, source: str, count: int) -> AddedServers | None:
         p = _one(ctx.profile, run, count)
     except ScalesimError:  # past the bounds table's accumulation, a split it refuses
         return None
-    changed = _layout_words(ctx, run, p)  # the accumulation a fixed global batch needs
-    title = _added_title(ctx, p) + (f", {', '.join(changed)}" if changed else "")
+    changed = _layout_changes(ctx, run, p)  # the accumulation a fixed global batch needs
+    title = (changes_said(changed, f"{_added_title(ctx, p)}, ") if changed
+             else _added_title(ctx, p))
     option = ctx.option("fewer_servers", title, p, 0.0, source,
                         assumption=fewer_assumption(ctx, p),
                         changes=ctx.changes(run, p))
-    return AddedServers(option, p, [])
+    return AddedServers(option, p)
 
 
 def _fewer_servers(ctx: _Ctx, source: str) -> AddedServers | None:
@@ -741,7 +758,7 @@ def _grown_notes(ctx: _Ctx, best: AddedServers, others: list[AddedServers]) -> l
         ties, cheap, _ = _contest(ctx, runs, gains=False)
     tied = {id(o) for o in ties}
     for other in others:
-        rival = _rival_words(ctx, other.p, best.p, other.changed)
+        rival = _rival_words(ctx, other.p, best.p, other.changes)
         if not other.option.runnable:  # its count said even where it is the shown one's:
             # today's run does not fit either, and the note is about the grown count
             at = (f" at {nouns.count(other.option.devices)}"
@@ -783,21 +800,24 @@ def _grown_notes(ctx: _Ctx, best: AddedServers, others: list[AddedServers]) -> l
     return notes
 
 
-def _rival_words(ctx: _Ctx, rival: Prediction, shown: Prediction, changed: list[str]) -> str:
+def _rival_words(ctx: _Ctx, rival: Prediction, shown: Prediction, changes) -> str:
     """The add-server option left out, by what differs from the ``shown`` one: "the planner's
-    layout (zero1 -> zero2)" where the ``rival`` run changes today's layout (``changed``,
-    ``layout_change`` words), else "today's layout"; its device count and global batch only
-    where they differ from ``shown``'s, the batch against today's as every title says it
-    ("global batch 1.25x today's", "today's global batch": ``remedies.global_batch_change``),
-    not against the option shown, which a reader cannot see."""
-    words = list(changed)
+    layout (zero1 -> zero2)" where the ``rival`` run changes today's layout (``changes``,
+    ``layout_change.setting_changes``' triples, said as the card says a title: ``_Ctx.said``),
+    else "today's layout"; its device count and global batch only where they differ from
+    ``shown``'s, the batch against today's as every title says it ("global batch 1.25x
+    today's", "today's global batch": ``remedies.global_batch_change``), not against the
+    option shown, which a reader cannot see."""
+    words = []
     if rival.devices != shown.devices:
         words.append(f"at {ctx.words.count(rival.devices)}")
     if rival.global_batch != shown.global_batch:
         batch = global_batch_change(rival.global_batch, ctx.now.global_batch)
         words.append(f"{batch} today's" if batch else "today's global batch")
-    name = "the planner's layout" if changed else "today's layout"
-    return f"{name} ({', '.join(words)})" if words else name
+    if changes:
+        rest = "".join(f", {w}" for w in words)
+        return ctx.said(changes_said(changes, "the planner's layout (", f"{rest})"))
+    return f"today's layout ({', '.join(words)})" if words else "today's layout"
 
 
 def _splits_nowhere(ctx: _Ctx, per_server: int, split: int) -> str:
@@ -901,7 +921,7 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
     settings = [r for key, r in helping.items() if key in SETTINGS_KEYS]
     if settings:
         r = settings[0]
-        out.append(ctx.option("settings", f"Settings: {r.title[0].lower()}{r.title[1:]}",
+        out.append(ctx.option("settings", retitled(lower_first(r.title), "Settings: "),
                               r.prediction, 0.0, base_source, batch_change=r.batch_change))
     split = helping.get("split_model")
     if split is not None:  # where it helps: the model does not fit, or the exchange dominates
@@ -1196,7 +1216,7 @@ def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str, Scenario] 
                 p = _one(profile, run, devices)
             except ScalesimError:
                 return None, True
-            return ((p, lp.row_title(row), run) if p.fits else None), True  # all it needs
+            return ((p, row_layout(row), run) if p.fits else None), True  # all it needs
     best, modelled = None, False
     for strategy in ZERO_STRATEGIES:
         run = scenario.model_copy(update={"strategy": strategy})
@@ -1206,8 +1226,7 @@ def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str, Scenario] 
             continue
         modelled = True
         if p.fits and (best is None or p.samples_per_s > best[0].samples_per_s):
-            split = model_split_words(p.dp, p.tp, p.pp, p.cp)
-            best = (p, f"{split}, {strategy}" if split else strategy, run)
+            best = (p, split_said(Split(p.dp, p.tp, p.pp, p.cp, strategy)), run)
     return best, modelled
 
 
@@ -1251,10 +1270,10 @@ def _more_devices_option(ctx: _Ctx, price_source: str) -> tuple[_MoreDevices | N
         return None, searched
     p, layout, run = found
     words = ctx.words
-    split = model_split_words(None, p.tp, p.pp, p.cp)
     # the sentence: the layout
-    title = (f"Add {words.devices} ({figures.whole(ctx.now.devices)} -> "
-             f"{words.count(p.devices)}, {split + ', ' if split else ''}{run.strategy})")
+    title = split_said(Split(None, p.tp, p.pp, p.cp, run.strategy),
+                       f"Add {words.devices} ({figures.whole(ctx.now.devices)} -> "
+                       f"{words.count(p.devices)}, ", ")")
     option = ctx.option("more_devices", title, p, 0.0, price_source,
                         changes=ctx.changes(run, p))
     return _MoreDevices(option, p.memory_bytes, layout), searched
@@ -1285,8 +1304,10 @@ def _nothing_fits(ctx: _Ctx, more: _MoreDevices | None, searched: int) -> str:
     went (``searched``)."""
     now, scn = ctx.now, ctx.scenario
     done = []
-    if split := model_split_words(None, now.tp, now.pp, now.cp):
-        done.append(f"the model is split already, {split}, and no other split fits")
+    if model_split_words(None, now.tp, now.pp, now.cp):
+        done.append(ctx.said(split_said(Split(None, now.tp, now.pp, now.cp),
+                                        "the model is split already, ",
+                                        ", and no other split fits")))
     if data_parallel_ranks(now) == 1:
         done.append("ZeRO shards nothing over one data-parallel replica (dp 1)")
     elif scn.strategy == "zero3":
@@ -1315,7 +1336,7 @@ def _nothing_fits(ctx: _Ctx, more: _MoreDevices | None, searched: int) -> str:
                   else f"use {words.holders} with more memory")
         return f"{head}, {tried}: {memory}, {advice}."
     o = more.option
-    return (f"{head}: add {words.devices}: at {words.count(o.devices)} ({more.layout}) "
+    return (f"{head}: add {words.devices}: at {words.count(o.devices)} ({ctx.said(more.layout)}) "
             f"it needs {gib(more.memory_bytes)} per {words.device}, which fits"
             f"{_cost_words(ctx, o)}.")
 
@@ -1409,9 +1430,10 @@ def decide(profile: Profile, scenario: Scenario, devices: int, said=None) -> Dec
     now = _one(profile, scenario, devices)
     ctx = _Ctx(profile, scenario, now, said)
     # a split model's micro-batch is per replica of tp x pp devices: the layout says so
-    split = model_split_words(now.dp, now.tp, now.pp, now.cp)
     words = ctx.words
-    as_is = f"As is: {words.count(devices)}" + (f" ({split})" if split else "")
+    as_is = f"As is: {words.count(devices)}"
+    if model_split_words(now.dp, now.tp, now.pp, now.cp):
+        as_is = split_said(Split(now.dp, now.tp, now.pp, now.cp), f"{as_is} (", ")")
     base = ctx.option("now", as_is, now, 0.0, _price_source(profile, scenario))
     candidates, notes, added = _candidates(ctx)
     winners = [o for o in candidates if _wins(ctx, o)]

@@ -14,7 +14,9 @@ the app says in its control labels (``app.layout_titles``) without reading the t
 
 from __future__ import annotations
 
-from scalesim.layout import SCHEDULE_WORDS
+from dataclasses import dataclass
+
+from scalesim.layout import SCHEDULE_WORDS, model_split_words
 from scalesim.layout_predict import layout_of, recompute_words, row_title
 from scalesim.predict import Prediction
 from scalesim.schemas import Profile, Scenario
@@ -48,35 +50,101 @@ SPLIT_HEAD = "Split the model"  # a title naming the planner's layout in full (`
 CHANGE_HEAD = "Change the layout"  # one naming the settings that change (``layout_title``)
 
 
-class LayoutTitle(str):
-    """A layout option's title as the CLI writes it, '<head>: <layout>', a plain str to every
-    reader (printed, joined, compared, --json), with the layout it says: ``row`` (a
-    ``plan.PlanRow``, 'Split the model: <layout_predict.row_title>'), or ``changes``
-    (``setting_changes``' triples, 'Change the layout: tp 2 -> 4, ...'). A page says it in its
-    own labels from these, never from the text (``app.layout_titles.page_title``); what the
-    str's methods return is a plain str."""
+@dataclass(frozen=True)
+class Split:
+    """A split a title names by its degrees ('dp 4 x tp 8 x pp 2'; ``dp`` None: the model's
+    split alone, 'tp 2 x pp 1'), with its ZeRO ``strategy`` after it where given ('tp 2 x pp 1,
+    zero3'; 'zero3' alone where the model is not split)."""
 
-    head = ""
+    dp: int | None
+    tp: int
+    pp: int
+    cp: int = 1
+    strategy: str | None = None
+
+    def words(self) -> str:
+        """The CLI's words (``layout.model_split_words``, then the strategy)."""
+        split = model_split_words(self.dp, self.tp, self.pp, self.cp)
+        return ", ".join(w for w in (split, self.strategy) if w)
+
+
+class LayoutTitle(str):
+    """A title as the CLI writes it, '<before><layout><after>', a plain str to every reader
+    (printed, joined, compared, --json), with the layout it says: ``row`` (a ``plan.PlanRow``,
+    ``layout_predict.row_title``), ``changes`` (``setting_changes``' triples, 'tp 2 -> 4, ddp
+    -> zero1') or ``degrees`` (a ``Split``, 'dp 4 x tp 8 x pp 2'). A page says the layout in its
+    own labels from these and keeps ``before`` and ``after``, never reading the text
+    (``app.layout_titles.page_title``); what the str's methods return is a plain str. Build one
+    with ``titled``."""
+
+    before = after = layout = ""
     row = None
     changes: tuple[tuple[str, str, str], ...] = ()
+    degrees: Split | None = None
 
-    def __new__(cls, text: str, head: str = "", row=None, changes=()):
+    def __new__(cls, text: str, **layout):  # text first: a pickled title (st.cache_data) loads
         self = super().__new__(cls, text)
-        self.head, self.row, self.changes = head, row, tuple(changes)
+        self.__dict__.update(layout)
         return self
+
+
+def titled(before: str, layout: str, after: str = "", *, row=None, changes=(),
+           degrees: Split | None = None) -> LayoutTitle:
+    """'<before><layout><after>', ``layout`` the CLI's words of ``row``, ``changes`` or
+    ``degrees``, carrying it."""
+    return LayoutTitle(f"{before}{layout}{after}", before=before, layout=layout, after=after,
+                       row=row, changes=tuple(changes), degrees=degrees)
+
+
+def retitled(title: str, before: str = "", after: str = "") -> str:
+    """``title`` with ``before`` and ``after`` around it, a ``LayoutTitle`` still where it is
+    one (its layout kept), so a page says it in its labels too: 'Settings: ' before a remedy's
+    title, 'the planner's layout (' ... ')' around its changes."""
+    if not isinstance(title, LayoutTitle):
+        return f"{before}{title}{after}"
+    return _rewritten(title, before + title.before, title.after + after)
+
+
+def lower_first(title: str) -> str:
+    """``title`` with its first letter in lower case ('Shard ...' -> 'shard ...'), a
+    ``LayoutTitle`` still where its ``before`` starts it."""
+    if isinstance(title, LayoutTitle) and title.before:
+        return _rewritten(title, title.before[:1].lower() + title.before[1:], title.after)
+    return title[:1].lower() + title[1:]
+
+
+def _rewritten(title: LayoutTitle, before: str, after: str) -> LayoutTitle:
+    """``title``'s layout between another ``before`` and ``after``."""
+    return titled(before, title.layout, after, row=title.row, changes=title.changes,
+                  degrees=title.degrees)
 
 
 def split_title(row) -> LayoutTitle:
     """'Split the model: dp 2 x tp 4 x pp 1, zero1, ...' of the planner's ``row``
     (``layout_predict.row_title``), carrying the row."""
-    return LayoutTitle(f"{SPLIT_HEAD}: {row_title(row)}", SPLIT_HEAD, row=row)
+    return titled(f"{SPLIT_HEAD}: ", row_title(row), row=row)
+
+
+def row_layout(row) -> LayoutTitle:
+    """The planner's ``row`` as ``layout_predict.row_title`` says it, carrying the row."""
+    return titled("", row_title(row), row=row)
+
+
+def split_said(split: Split, before: str = "", after: str = "") -> LayoutTitle:
+    """'<before>dp 4 x tp 8 x pp 2<after>' (``Split.words``), carrying ``split``."""
+    return titled(before, split.words(), after, degrees=split)
 
 
 def change_title(head: str, before: dict[str, str], after: dict[str, str]) -> LayoutTitle:
     """'<head>: tp 2 -> 4, ddp -> zero1' of the settings (``layout_settings``) that differ
     between ``before`` and ``after`` (``layout_changes``), carrying them."""
-    return LayoutTitle(f"{head}: {', '.join(layout_changes(before, after))}", head,
-                       changes=setting_changes(before, after))
+    return changes_said(setting_changes(before, after), f"{head}: ")
+
+
+def changes_said(changes, before: str = "", after: str = "") -> LayoutTitle:
+    """'<before>tp 2 -> 4, ddp -> zero1<after>' of ``changes`` (``setting_changes``' triples),
+    carrying them."""
+    return titled(before, ", ".join(changes_words(changes)), after, changes=changes)
 
 
 def setting_changes(before: dict[str, str],
@@ -93,9 +161,14 @@ SETTING_KNOBS = {"tp": "tp", "pp": "pp", "cp": "cp", "pipeline schedule": "sched
                  "sequence parallel": "sequence_parallel", "TP overlap": "tp_overlap"}
 
 
+def changes_words(changes) -> list[str]:
+    """'name old -> new' of each (name, old, new) triple (``setting_changes``)."""
+    return [f"{name} {old} -> {new}".strip() for name, old, new in changes]
+
+
 def layout_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
     """'name old -> new' for each setting (``layout_settings``) that differs, in order."""
-    return [f"{name} {old} -> {new}".strip() for name, old, new in setting_changes(before, after)]
+    return changes_words(setting_changes(before, after))
 
 
 def layout_title(profile: Profile, scenario: Scenario, now: Prediction, run: Scenario,

@@ -27,6 +27,7 @@ from scalesim.decision import (
     decide,
 )
 from scalesim.device_nouns import nouns_for
+from scalesim.layout_change import ZERO
 from scalesim.predict import predict
 from scalesim.profiles import default_profile, resolve_profile
 from scalesim.schemas import Scenario
@@ -37,10 +38,12 @@ NOW_SAMPLES = 90.0  # ... at 90 samples/s
 PRICE = 2.0  # USD per device-hour: today's run costs 64 x 2 x 120 = $15,360
 # decide's context as the choice reads it: today's run fits, its global batch, the error
 CTX = SimpleNamespace(error=ERROR, words=nouns_for("H100"), profile=default_profile(),
-                      now=SimpleNamespace(fits=True, global_batch=64))
+                      now=SimpleNamespace(fits=True, global_batch=64), said=lambda title: title)
+# what a way's layout changes (``layout_change.setting_changes``' triples): 'pp 2 -> 9'
+PP_2_TO_9, ZERO1_TO_2 = ("pp", "2", "9"), (ZERO, "zero1", "zero2")
 
 
-def _grown(devices: int, hours: float | None, changed: list[str] | None = None,
+def _grown(devices: int, hours: float | None, changed: list[tuple] | None = None,
            runnable: bool = True, samples_per_s: float = 100.0,
            priced: bool = False) -> AddedServers:
     """An add-server candidate at ``devices`` (servers of 8, global batch = devices) that
@@ -58,7 +61,7 @@ def _grown(devices: int, hours: float | None, changed: list[str] | None = None,
         total_change_usd=None if total is None else total - 64 * PRICE * NOW_H,
         price_source="", assumption=ASSUMPTIONS["add_server"])
     p = SimpleNamespace(devices=devices, global_batch=devices, memory_bytes=90 * 2**30)
-    return AddedServers(option, p, changed or [])
+    return AddedServers(option, p, tuple(changed or ()))
 
 
 def _pick(*grown: AddedServers) -> AddedServers:
@@ -68,24 +71,24 @@ def _pick(*grown: AddedServers) -> AddedServers:
 def test_the_fastest_layout_at_any_count_offered_is_the_option():
     """Planner's at 72 in 100 h, today's at 80 in 98 h, planner's at 80 in 90 h: today's at 80
     is 98 / 90 - 1 = 8.9 % slower, past the 2.8 % error; the planner's at 80 is the option."""
-    at72, today80, at80 = _grown(72, 100.0, ["pp 2 -> 9"]), _grown(80, 98.0), _grown(
-        80, 90.0, ["ddp -> zero1"])
+    at72, today80, at80 = _grown(72, 100.0, [PP_2_TO_9]), _grown(80, 98.0), _grown(
+        80, 90.0, [(ZERO, "ddp", "zero1")])
     assert _pick(today80, at72, at80) is at80
 
 
 def test_a_tie_goes_to_fewer_servers_then_to_todays_layout():
     """100 h at 72 against 99 h at 80: 1.0 % apart, under the error, so the server not bought
     wins; at one count, 99.9 h in the planner's layout against 100 h in today's: today's."""
-    at72, today80 = _grown(72, 100.0, ["pp 2 -> 9"]), _grown(80, 99.0)
+    at72, today80 = _grown(72, 100.0, [PP_2_TO_9]), _grown(80, 99.0)
     assert _pick(today80, at72) is at72
-    today24, planner24 = _grown(24, 100.0), _grown(24, 99.9, ["zero1 -> zero2"])
+    today24, planner24 = _grown(24, 100.0), _grown(24, 99.9, [ZERO1_TO_2])
     assert _pick(today24, planner24) is today24
     # 3 % apart is past the error: the faster one at more servers
-    assert _pick(today80, _grown(72, 99.0 * 1.03, ["pp 2 -> 9"])) is today80
+    assert _pick(today80, _grown(72, 99.0 * 1.03, [PP_2_TO_9])) is today80
 
 
 def test_without_a_goal_speed_decides_and_where_none_fits_todays_layout_is_named():
-    slow, fast = _grown(24, None, samples_per_s=100.0), _grown(32, None, ["ddp -> zero1"],
+    slow, fast = _grown(24, None, samples_per_s=100.0), _grown(32, None, [(ZERO, "ddp", "zero1")],
                                                               samples_per_s=110.0)
     assert _pick(slow, fast) is fast  # 10 % more samples/s
     today, other = _grown(80, None, runnable=False), _grown(96, None, runnable=False)
@@ -98,7 +101,7 @@ def test_money_leads_where_it_is_known_a_faster_but_dearer_way_is_passed_over():
     = $15,200: 100 / 95 - 1 = 5.3 % faster, past the 2.8 % error, so the time-only rule took it;
     but it costs 15,200 / 14,400 - 1 = 5.6 % more, past the error too, and decide takes the
     cheapest, as its recommendation does (``_choose``, one rule for both)."""
-    at72 = _grown(72, 100.0, ["pp 2 -> 9"], priced=True)
+    at72 = _grown(72, 100.0, [PP_2_TO_9], priced=True)
     today80 = _grown(80, 95.0, priced=True)
     assert (at72.option.total_usd, today80.option.total_usd) == (14_400.0, 15_200.0)
     assert _pick(today80, at72) is at72
@@ -109,13 +112,13 @@ def test_money_leads_where_it_is_known_a_faster_but_dearer_way_is_passed_over():
         "the model's median error over today's run, decide takes the cheapest (within 2.8% of "
         "its money, the soonest)"]
     # unpriced, the same two are told apart by time alone: the faster
-    assert _pick(_grown(80, 95.0), _grown(72, 100.0, ["pp 2 -> 9"])).option.devices == 80
+    assert _pick(_grown(80, 95.0), _grown(72, 100.0, [PP_2_TO_9])).option.devices == 80
 
 
 def test_a_way_both_faster_and_cheaper_is_the_option():
     """Today's layout at 80 devices in 80 h: 80 x $2 x 80 h = $12,800, against the planner's
     at 72 in 100 h for $14,400: 100 / 80 - 1 = 25.0 % slower and $1,600 more expensive."""
-    at72 = _grown(72, 100.0, ["pp 2 -> 9"], priced=True)
+    at72 = _grown(72, 100.0, [PP_2_TO_9], priced=True)
     today80 = _grown(80, 80.0, priced=True)
     assert _pick(at72, today80) is today80
     assert _grown_notes(CTX, today80, [at72]) == [
@@ -129,7 +132,7 @@ def test_money_the_model_cannot_tell_apart_goes_to_the_sooner_then_to_the_plaine
     the same money, and 100 / 91 - 1 = 9.9 % sooner, so it is the option. A tie in both: at 72
     devices the planner's layout in 99.5 h ($14,328) against today's in 100 h ($14,400), 0.5 %
     apart in time and money: today's layout, nothing to change."""
-    at72 = _grown(72, 100.0, ["pp 2 -> 9"], priced=True)
+    at72 = _grown(72, 100.0, [PP_2_TO_9], priced=True)
     today80 = _grown(80, 91.0, priced=True)
     assert _pick(at72, today80) is today80
     assert _grown_notes(CTX, today80, [at72]) == [
@@ -137,7 +140,7 @@ def test_money_the_model_cannot_tell_apart_goes_to_the_sooner_then_to_the_plaine
         "today's), 9.9% slower and $160 cheaper than today's layout at 80 devices: money within "
         "the model's median error of 2.8% is the same money, and decide takes the soonest"]
     today72 = _grown(72, 100.0, priced=True)
-    planner72 = _grown(72, 99.5, ["zero1 -> zero2"], priced=True)
+    planner72 = _grown(72, 99.5, [ZERO1_TO_2], priced=True)
     assert planner72.option.total_usd == pytest.approx(14_328.0)
     assert _pick(planner72, today72) is today72
     assert _grown_notes(CTX, today72, [planner72]) == [
@@ -151,8 +154,8 @@ def test_a_cheaper_way_that_gains_under_the_error_is_passed_over_with_its_gain()
     change, so the way that gains 20 % (80 devices in 100 h: 80 x $2 x 100 h = $16,000) is the
     option, and the note says why the cheaper one is not: 117 / 100 - 1 = 17.0 % slower."""
     gains = _grown(80, 100.0, priced=True)
-    small = replace(_grown(72, 117.0, ["zero1 -> zero2"], priced=True).option, total_usd=12_000.0)
-    under = AddedServers(small, SimpleNamespace(devices=72, global_batch=72), ["zero1 -> zero2"])
+    small = replace(_grown(72, 117.0, [ZERO1_TO_2], priced=True).option, total_usd=12_000.0)
+    under = AddedServers(small, SimpleNamespace(devices=72, global_batch=72), (ZERO1_TO_2,))
     assert _pick(under, gains) is gains
     assert _grown_notes(CTX, gains, [under]) == [
         "passed over: the planner's layout (zero1 -> zero2, at 72 devices, global batch 1.125x "
@@ -163,7 +166,7 @@ def test_a_cheaper_way_that_gains_under_the_error_is_passed_over_with_its_gain()
 def test_each_layout_not_chosen_is_named_with_why():
     """The tie above: the planner's layout at 72 is chosen; today's at 80 is 1.0 % faster, within
     the error, and needs one more server; a run that does not fit says its memory."""
-    at72, today80 = _grown(72, 100.0, ["pp 2 -> 9"]), _grown(80, 99.0)
+    at72, today80 = _grown(72, 100.0, [PP_2_TO_9]), _grown(80, 99.0)
     # the global batch against today's 64, as every title says it (session 21: was "global
     # batch ~1.11x", against the option shown, which the reader cannot see)
     assert _grown_notes(CTX, at72, [today80]) == [
@@ -236,8 +239,13 @@ def test_the_cli_the_apps_card_and_its_hours_and_cost_tab_show_the_same_option(c
                  str(scenario), "--focus", "64", "--json"]) == 0
     cli = json.loads(capsys.readouterr().out)
     (added,) = [o for o in cli["options"] if o["key"] == "add_server"]
-    assert added["title"] == plan.decision.added.option.title and added["devices"] == 80
-    assert added["title"].startswith("Add 2 servers (64 -> 80 devices), the planner's layout: ")
+    assert added["devices"] == plan.decision.added.option.devices == 80
+    assert added["title"].startswith("Add 2 servers (64 -> 80 devices), the planner's layout: "
+                                     "tp 8 -> 4, ")
+    # the page's card says the layout in its labels (session 50)
+    page = plan.decision.added.option.title
+    assert page.startswith("Add 2 servers (64 -> 80 devices), the planner's layout: Tensor "
+                           "parallel 8 → 4, "), page
     assert "added" not in cli  # the card's JSON: its options and notes, as before
     why = [n for n in cli["notes"] if n.startswith(("not shown: ", "passed over: "))]
     assert any(n.startswith("not shown: today's layout at ") and " does not fit in device memory (" in n
@@ -250,11 +258,11 @@ def test_the_cli_the_apps_card_and_its_hours_and_cost_tab_show_the_same_option(c
         "decide takes the soonest that fits"), at72
     at = open_app(encode_query(plan.state, plan.profile))
     card = next(t for t in at.table)
-    assert added["title"] in list(card.value.index)
+    assert page in list(card.value.index)
     captions = " ".join(c.value.replace("\\", "") for c in at.caption)
     assert "One more server does not take today's layout" in captions  # the card's notes
     cost = at.dataframe[-1].value  # the Hours & cost tab's table
-    (row,) = cost[cost["option"] == added["title"]].to_dict("records")
+    (row,) = cost[cost["option"] == page].to_dict("records")
     assert row["devices"] == 80 and row["runnable"] == "yes"
     assert row["cost USD"] == pytest.approx(added["total_usd"])
 
@@ -281,8 +289,11 @@ def test_a_sooner_way_at_the_same_money_is_the_option_on_the_cli_the_card_and_th
                  str(scenario), "--focus", "24", "--inter-busbw", "80", "--json"]) == 0
     cli = json.loads(capsys.readouterr().out)
     (added,) = [o for o in cli["options"] if o["key"] == "add_server"]
-    assert added["devices"] == 48 and added["title"] == plan.decision.added.option.title
+    assert added["devices"] == plan.decision.added.option.devices == 48
     assert added["title"].startswith("Add 3 servers (24 -> 48 devices), the planner's layout: ")
+    page = plan.decision.added.option.title  # in the page's labels (session 50)
+    assert page.startswith("Add 3 servers (24 -> 48 devices), the planner's layout: Tensor "
+                           "parallel 1 → 4, "), page
     (at32,) = [n for n in cli["notes"] if ", at 32 devices, " in n]
     # session 42: the slowest pipeline stage is one stage (docs/model.md §15), so the 48-device
     # layout (pp 3, uneven end stages) finishes 0.6 % sooner ($52,691 -> $52,390) and the
@@ -300,9 +311,9 @@ def test_a_sooner_way_at_the_same_money_is_the_option_on_the_cli_the_card_and_th
     dollars = float(cheaper.removeprefix("$").removesuffix(" cheaper").replace(",", ""))
     assert 0 < dollars < cli["model_error"] * added["total_usd"]
     (row,) = [o for o in plan.options if o.kind == "more devices"]  # the Hours & cost tab
-    assert row.label == added["title"] and row.devices == 48
+    assert row.label == page and row.devices == 48
     assert row.cost_usd == pytest.approx(added["total_usd"])
-    assert plan.b_label == added["title"] and plan.b_focus.devices == 48  # A vs B
+    assert plan.b_label == page and plan.b_focus.devices == 48  # A vs B
 
 
 def test_the_recommendation_takes_the_same_rule_as_the_add_server_option():

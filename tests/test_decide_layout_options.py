@@ -236,16 +236,19 @@ def test_the_apps_card_and_report_show_the_same_options(tmp_path, capsys):
     # the app's: the same options, a layout's title in the page's labels (session 50; was
     # the CLI's titles, 'Change the layout: tp 8 -> 4, pp 2 -> 4, ...')
     shown = [r["option"] for r in card_rows(plan.decision)]
-    assert len(shown) == len(titles) and shown[0] == titles[0]
+    assert len(shown) == len(titles) and titles[0] == "As is: 64 devices (dp 4 x tp 8 x pp 2)"
+    # the As-is row's split too (session 50, continued)
+    assert shown[0] == ("As is: 64 devices (4 data-parallel ranks x Tensor parallel 8 x "
+                        "Pipeline stages 2)")
     assert any(t.startswith("Change the layout: Tensor parallel 8 → 4, Pipeline stages 2 → 4")
                for t in shown) and not any(" tp 8 -> 4" in t for t in shown)
     at = open_app(encode_query(plan.state, plan.profile))
     card = next(c for c in at.get("table"))
     assert list(card.value.index) == shown
-    assert list(card.value.loc[titles[0]])[1:] == [DOES_NOT_FIT] * 3
+    assert list(card.value.loc[shown[0]])[1:] == [DOES_NOT_FIT] * 3
     page = report_html(plan, "http://x/")
     # the card's "as is" row: its three cells (the per-count table below says it too, charts2_20)
-    row = next(r for r in page.split("<tr") if html.escape(titles[0]) in r)
+    row = next(r for r in page.split("<tr") if html.escape(shown[0]) in r)
     assert row.count(f'<td class="">{DOES_NOT_FIT}</td>') == 3, row
     for o in plan.decision.options:  # each runs a scenario of its own: the planner opens it
         assert option_state(plan.state, plan.profile, o.changes) is not None

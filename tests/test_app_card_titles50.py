@@ -1,0 +1,66 @@
+"""Session 50, continued: the decision card on the planner page says every layout in the
+sidebar's labels, where ``scalesim decide`` keeps its notation. Before, the page wrote the
+CLI's 'As is: 64 devices (dp 4 x tp 8 x pp 2)', 'Add devices (8 -> 16 devices, tp 2 x pp 1,
+zero3)', the nothing-fits sentence's '(the model is split already, tp 8 x pp 1, ...)' and
+'at 16 devices (dp 8 x tp 2 x pp 1, zero3, ...)', and the notes' 'the planner's layout (tp 8
+-> 4, pp 2 -> 9, ...)'. Each is a ``layout_change.LayoutTitle`` said by
+``app.layout_titles.page_title`` through decide's ``said``; the text is never read."""
+
+from __future__ import annotations
+
+from app_harness import open_app
+from scalesim.app.plan import card_notes, make_plan
+from scalesim.app.state import default_state, encode_query, preset_profile
+
+from scalesim.decision import card_rows, decide
+
+
+def _plan(**fields):
+    state = default_state().model_copy(update=fields)
+    return make_plan(preset_profile(state), state)
+
+
+def _page_card(plan):
+    """(the card's rows, its caption) as the planner page shows them."""
+    at = open_app(encode_query(plan.state, plan.profile))
+    card = next(c for c in at.get("table"))
+    caption = next(c.value for c in at.caption if c.value.startswith("Main assumption"))
+    return list(card.value.index), caption
+
+
+def test_as_is_and_the_notes_name_the_split_by_the_pages_controls():
+    """llama3-70b on 64 H100s as dp 4 x tp 8 x pp 2 (4 x 8 x 2 = 64): the As-is row names the
+    4 data-parallel ranks and the two controls; the note on the planner's layout at 72
+    devices (pp 2 -> 9: 72 / (4 x 9) = 2 ranks) names each change by its control."""
+    plan = _plan(wl="llama3-70b", hw="dgx-h100", dmax=64, focus=64, tp=8, pp=2, train=1e6,
+                 price=None)
+    cli = decide(plan.profile, plan.scenario, 64)
+    assert card_rows(cli)[0]["option"] == "As is: 64 devices (dp 4 x tp 8 x pp 2)"
+    assert cli.now.title.split(" (") == ["As is: 64 devices", "dp 4 x tp 8 x pp 2)"]  # a str
+    assert any("the planner's layout (tp 8 -> 4, pp 2 -> 9, " in n for n in cli.notes)
+    rows, caption = _page_card(plan)
+    assert rows[0] == ("As is: 64 devices (4 data-parallel ranks x Tensor parallel 8 x "
+                       "Pipeline stages 2)")
+    assert ("Passed over: the planner's layout (Tensor parallel 8 → 4, Pipeline stages 2 → 9, "
+            in caption), caption
+    assert not any(n in caption for n in ("tp 8 ->", "pp 2 ->", "ddp ->")), caption
+    assert any("the planner's layout (Tensor parallel 8 → 4" in n for n in card_notes(plan))
+
+
+def test_more_devices_and_the_nothing_fits_sentence_in_the_pages_words():
+    """llama3-70b on 8 A100s at Tensor parallel 8 does not fit, nor does any layout at 8: the
+    card's option is 16 devices at tp 2 under ZeRO-3, and its sentence names the split
+    already run and the planner's row at 16 (8 x 2 x 1 = 16) by the controls."""
+    plan = _plan(wl="llama3-70b", hw="dgx-a100", dmax=8, focus=8, tp=8)
+    cli = decide(plan.profile, plan.scenario, 8)
+    assert cli.options[0].title.startswith("Add devices (8 -> 16 devices, tp 2 x pp 1, zero3)")
+    assert "(the model is split already, tp 8 x pp 1, " in cli.recommendation
+    assert "at 16 devices (dp 8 x tp 2 x pp 1, zero3, " in cli.recommendation
+    rows, _ = _page_card(plan)
+    assert rows[1].startswith("Add devices (8 -> 16 devices, Tensor parallel 2 x Pipeline "
+                              "stages 1, ZeRO-3 / FSDP)"), rows
+    said = plan.decision.recommendation
+    assert "(the model is split already, Tensor parallel 8 x Pipeline stages 1, " in said
+    assert ("at 16 devices (8 data-parallel ranks x Tensor parallel 2 x Pipeline stages 1, "
+            "ZeRO-3 / FSDP, Micro-batch 1 per model replica" in said), said
+    assert not any(n in said for n in (" tp 8", "dp 8 x", "zero3,")), said
