@@ -35,7 +35,7 @@ from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for, replica_of
 from scalesim.errors import ScalesimError
 from scalesim.figures import busbw_words, multiple, percents_apart
 from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
-from scalesim.layout_change import layout_title, split_title
+from scalesim.layout_change import ZERO, changes_said, layout_title, split_title
 from scalesim.model.memory import STRATEGIES, reduce_bytes_per_param_of, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.zero_exchange import (
@@ -584,7 +584,8 @@ def sharding_title(strategy: str, target: str, framework: str, accumulation: int
     what = ("Shard " + _listed(new) + (" too" if now else "") if new
             else "Hold " + _listed(lost) + " whole" if lost else "Shard nothing more")
     how = framework_label(target, framework, grad_sync, hybrid)
-    return f"{what} ({strategy} -> {target}, {how})"
+    # the change carried (``layout_change.LayoutTitle``): a page says it by its Strategy control
+    return changes_said([(ZERO, strategy, target)], f"{what} (", f", {how})")
 
 
 # How each sharded strategy exchanges, per framework and grad_sync (zero_exchange's table).

@@ -64,3 +64,31 @@ def test_more_devices_and_the_nothing_fits_sentence_in_the_pages_words():
     assert ("at 16 devices (8 data-parallel ranks x Tensor parallel 2 x Pipeline stages 1, "
             "ZeRO-3 / FSDP, Micro-batch 1 per model replica" in said), said
     assert not any(n in said for n in (" tp 8", "dp 8 x", "zero3,")), said
+
+
+SHARD_ALL = "Shard optimizer state, gradients and parameters"
+
+
+def test_the_sharding_remedy_names_the_strategy_by_its_control():
+    """llama3-8b on 16 H100s at Tensor parallel 2, DDP: sharding every state is ZeRO-3 under
+    FSDP's FULL_SHARD; the CLI writes 'ddp -> zero3', the page the Strategy control and its
+    choices, in the Remedies table and on the card's settings row (decide's run of
+    ``scalesim decide --tp 2``, where the card shows it, said as the page says it)."""
+    from scalesim.app.layout_titles import page_title
+
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario
+
+    page = f"{SHARD_ALL} (Strategy DDP → ZeRO-3 / FSDP, FSDP FULL_SHARD)"
+    plan = _plan(wl="llama3-8b", hw="dgx-h100", dmax=16, focus=16, tp=2)
+    assert page in [r.title for r in plan.remedies]
+    at = open_app({**encode_query(plan.state, plan.profile), "tab": "remedies"})
+    remedies = next(d.value for d in at.dataframe if "remedy" in d.value.columns)
+    assert page in list(remedies["remedy"])
+    assert not any("ddp -> " in t for t in remedies["remedy"])
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    scenario = Scenario.model_validate({"devices": [16], "layout": {"tp": 2}})
+    cli = [r["option"] for r in card_rows(decide(profile, scenario, 16))]
+    assert f"Settings: {SHARD_ALL.lower()} (ddp -> zero3, FSDP FULL_SHARD)" in cli
+    card = decide(profile, scenario, 16, lambda title: page_title(title, plan.words))
+    assert f"Settings: {page[0].lower()}{page[1:]}" in [r["option"] for r in card_rows(card)]
