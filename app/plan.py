@@ -55,6 +55,7 @@ from scalesim.layout import (
     runs_on_count,
     split_words,
 )
+from scalesim.layout_change import lower_first
 from scalesim.layout_predict import (
     asked_split,
     attention_kernel_note,
@@ -975,8 +976,8 @@ def story(plan: Plan) -> str:
     """What the first view shows and what to do, in two short sentences."""
     f, rows, words = plan.focus, plan.rows, plan.words
     todo = plan.decision.recommendation if plan.decision else (
-        f"try {plan.best.title.lower()}" if plan.best else "nothing we model helps here")
-    todo = todo[0].lower() + todo[1:] if todo else todo
+        f"try {lower_first(plan.best.title)}" if plan.best else "nothing we model helps here")
+    todo = lower_first(todo)  # after 'What to do:': its first letter only, a name's kept
     first = next((r for r in rows if r.fits), None)
     # the curve starts where the layout fits: fewer devices cannot run it (the knee too,
     # knee.knee_of_predictions)

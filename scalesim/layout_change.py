@@ -106,8 +106,12 @@ def retitled(title: str, before: str = "", after: str = "") -> str:
 
 
 def lower_first(title: str) -> str:
-    """``title`` with its first letter in lower case ('Shard ...' -> 'shard ...'), a
-    ``LayoutTitle`` still where its ``before`` starts it."""
+    """``title`` with its first letter in lower case, to follow other words ('Shard ...' ->
+    'shard ...'), a ``LayoutTitle`` still where its ``before`` starts it; as it is where its
+    first word is a name with a capital past its first letter ('ZeRO-3', 'FSDP', 'DeepSpeed'),
+    and nothing after the first letter is lowered ('Use a Hopper ... (cuDNN ...)')."""
+    if any(c.isupper() for c in title.split(" ", 1)[0][1:]):
+        return title
     if isinstance(title, LayoutTitle) and title.before:
         return _rewritten(title, title.before[:1].lower() + title.before[1:], title.after)
     return title[:1].lower() + title[1:]
