@@ -4,9 +4,9 @@ The CLI titles the planner's layout 'Split the model: dp 12 x tp 2 x pp 1, zero1
 per replica x 8 accumulation, recompute none' (``layout_predict.row_title``) and a change of
 today's split 'Change the layout: tp 2 -> 4, ddp -> zero1'. Such a title is a
 ``layout_change.LayoutTitle``, which carries the layout it says; the page says it from that, in
-the sidebar's labels: 'Split the model: 12 data-parallel ranks x Tensor parallel 2 x Pipeline
-stages 1, ZeRO-1, Micro-batch 1 per model replica x Gradient accumulation 8, Activation
-recompute none'. The text is never read: any other title is said as it is.
+the sidebar's labels: 'Split the model: 12 data-parallel ranks x Tensor parallel 2, ZeRO-1,
+Micro-batch 1 per model replica x Gradient accumulation 8, Activation recompute none' (a
+degree of 1 left out: ``page_degrees``). The text is never read: any other title is said as it is.
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scalesim.device_nouns import Nouns
-from scalesim.errors import template_fields
 from scalesim.layout import (
     ZERO_STRATEGIES,
     dp_ranks,
-    model_split_template,
     replica_devices,
     schedule_words,
 )
@@ -63,7 +61,7 @@ def page_layout(title: LayoutTitle, words: Nouns) -> str:
 
 def page_split(split: Split, words: Nouns) -> str:
     """A ``layout_change.Split`` in the sidebar's labels: '4 data-parallel ranks x Tensor
-    parallel 8 x Pipeline stages 2'; 'Tensor parallel 2 x Pipeline stages 1, ZeRO-3 / FSDP'
+    parallel 8 x Pipeline stages 2'; 'Tensor parallel 2, ZeRO-3 / FSDP'
     (its strategy by the Strategy control's choice)."""
     degrees = page_degrees(split.dp, split.tp, split.pp, split.cp, words) if replica_devices(
         split.tp, split.pp, split.cp) > 1 else ""
@@ -72,12 +70,13 @@ def page_split(split: Split, words: Nouns) -> str:
 
 
 def page_degrees(dp: int | None, tp: int, pp: int, cp: int, words: Nouns) -> str:
-    """'32 data-parallel ranks x Tensor parallel 2 x Pipeline stages 1' (``layout.split_words``
-    in the sidebar's labels, dp as ``layout.dp_ranks``: no control sets it; ``dp`` None: the
-    model's split alone; cp only past 1, as the CLI)."""
-    split = model_split_template(tp, pp, cp if cp > 1 else None)
-    split = split.format_map({f: control_label(f, words) for f in template_fields(split)})
-    return split if dp is None else f"{dp_ranks(dp)} x {split}"
+    """'32 data-parallel ranks x Tensor parallel 2' (``layout.split_words`` in the sidebar's
+    labels, dp as ``layout.dp_ranks``: no control sets it; ``dp`` None: the model's split
+    alone): a degree of 1 splits nothing and is left out, where the CLI writes 'pp 1' (the
+    data-parallel ranks always said)."""
+    split = [f"{control_label(knob, words)} {degree}"
+             for knob, degree in (("tp", tp), ("pp", pp), ("cp", cp)) if degree > 1]
+    return " x ".join(([dp_ranks(dp)] if dp is not None else []) + split)
 
 
 def with_page_titles(remedies: list[RemedyResult], words: Nouns) -> list[RemedyResult]:

@@ -57,12 +57,14 @@ def test_more_devices_and_the_nothing_fits_sentence_in_the_pages_words():
     assert "(the model is split already, tp 8 x pp 1, " in cli.recommendation
     assert "at 16 devices (dp 8 x tp 2 x pp 1, zero3, " in cli.recommendation
     rows, _ = _page_card(plan)
-    assert rows[1].startswith("Add devices (8 -> 16 devices, Tensor parallel 2 x Pipeline "
-                              "stages 1, ZeRO-3 / FSDP)"), rows
+    # a degree of 1 left out (pp 1: one stage splits nothing), the data-parallel ranks said
+    assert rows[1].startswith("Add devices (8 -> 16 devices, Tensor parallel 2, ZeRO-3 / "
+                              "FSDP)"), rows
     said = plan.decision.recommendation
-    assert "(the model is split already, Tensor parallel 8 x Pipeline stages 1, " in said
-    assert ("at 16 devices (8 data-parallel ranks x Tensor parallel 2 x Pipeline stages 1, "
-            "ZeRO-3 / FSDP, Micro-batch 1 per model replica" in said), said
+    assert "(the model is split already, Tensor parallel 8, and no other split fits; " in said
+    assert ("at 16 devices (8 data-parallel ranks x Tensor parallel 2, ZeRO-3 / FSDP, "
+            "Micro-batch 1 per model replica" in said), said
+    assert "Pipeline stages 1" not in said
     assert not any(n in said for n in (" tp 8", "dp 8 x", "zero3,")), said
 
 

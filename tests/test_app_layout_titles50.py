@@ -16,7 +16,8 @@ from scalesim.app.state import AppState, preset_profile, with_profile_defaults
 GPT = {"v": "2", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64"}
 CLI_SPLIT = ("Split the model: dp 32 x tp 2 x pp 1, zero2, micro-batch 2 per replica x 1 "
              "accumulation, recompute none, sequence parallel")
-PAGE_SPLIT = ("Split the model: 32 data-parallel ranks x Tensor parallel 2 x Pipeline stages 1, "
+# Pipeline stages 1 left out (session 50, continued: a degree of 1 splits nothing)
+PAGE_SPLIT = ("Split the model: 32 data-parallel ranks x Tensor parallel 2, "
               "ZeRO-2, Micro-batch 2 per model replica x Gradient accumulation 1, Activation "
               "recompute none, Sequence parallelism")
 NOTATION = "dp 32 x"
