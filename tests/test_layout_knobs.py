@@ -72,16 +72,19 @@ def _layer_and_logits_s():
 def test_a_slow_device_in_a_pipeline_by_hand():
     """tp 2 x pp 2 (stages of 12 layers; the last one also computes the logits), 1F1B, m = 4:
 
+    The span is m t_max + sum_i t_i - t_max (§15), so a slowed stage adds (m - 1) steady +
+    (f - 1) t_s, steady = max(f t_s + c_s - t_max, 0):
+
     - slow rank 2 sits on the last, slowest stage (stage = rank // 2): the steady state runs at
-      its pace, and fill and drain (p - 1 = 1 micro-batch time over 2 stages) pass through it:
-      delay = 4 x 0.3 x t_last + 1 x 0.3 x t_last / 2;
+      its pace, m times, and fill and drain pass the first stage only: delay = 4 x 0.3 x t_last
+      (session 50: + 0.3 x t_last / 2 more, the fill's average stage, was charged);
     - slow rank 0 sits on the first stage (12 layers, no logits): 1.05x slower it stays below
-      the last stage's pace, so only the fill and drain grow, 1 x 0.05 x t_first / 2; 1.5x
+      the last stage's pace, so only the fill and drain grow, by its whole 0.05 x t_first; 1.5x
       slower it sets the pace, each stage's micro-batch its compute and tensor-parallel time (the
       12 layers' the same on both; the embedding's collective t_emb on the first, the output
-      layer's and the loss's t_out on the last, §14): 4 x (1.5 t_first + t_emb - t_last -
-      t_out) + 1 x 0.5 x t_first / 2 (session 42: t_out - t_emb, the loss's all-reduces, was
-      left out, the stages' compute compared alone)."""
+      layer's and the loss's t_out on the last, §14): 3 x (1.5 t_first + t_emb - t_last -
+      t_out) + 0.5 x t_first (session 42: t_out - t_emb, the loss's all-reduces, was left
+      out, the stages' compute compared alone)."""
     layer, logits = _layer_and_logits_s()
     t_first, t_last = 12 * layer, 12 * layer + logits
     assert 1.05 * t_first < t_last < 1.5 * t_first  # the three regimes below are distinct
@@ -91,35 +94,36 @@ def test_a_slow_device_in_a_pipeline_by_hand():
     def delay(rank, f):
         return float(evaluate_layouts(x.replace(slow_rank=rank, slow_factor=f)).straggler_s)
 
-    assert delay(2, 1.3) == pytest.approx(4 * 0.3 * t_last + 0.3 * t_last / 2, rel=1e-9)
+    assert delay(2, 1.3) == pytest.approx(4 * 0.3 * t_last, rel=1e-9)
     assert delay(3, 1.3) == pytest.approx(delay(2, 1.3), rel=1e-12)  # same stage
-    assert delay(0, 1.05) == pytest.approx(0.05 * t_first / 2, rel=1e-9)
+    assert delay(0, 1.05) == pytest.approx(0.05 * t_first, rel=1e-9)
     t_emb, t_out = (float(t) for t in tp_comm_end_stages_s(4, 2048, 2304, 2, 1, False,
                                                            ALPHA, HW["intra_busbw_GBps"]))
     assert t_out > t_emb
     assert delay(0, 1.5) == pytest.approx(
-        4 * (1.5 * t_first + t_emb - t_last - t_out) + 0.5 * t_first / 2, rel=1e-9)
+        3 * (1.5 * t_first + t_emb - t_last - t_out) + 0.5 * t_first, rel=1e-9)
     # interleaved (v = 2) fills in half the time: (p - 1) / v micro-batch times
     inter = _inputs(pp=2, schedule=INTERLEAVED, virtual_stages=2)
     quiet = float(evaluate_layouts(inter).straggler_s)
     assert quiet == 0.0
     assert float(evaluate_layouts(inter.replace(slow_rank=0, slow_factor=1.05)).straggler_s) == \
-        pytest.approx(0.5 * 0.05 * t_first / 2, rel=1e-9)
+        pytest.approx(0.5 * 0.05 * t_first, rel=1e-9)
 
 
 def test_slow_stage_delay_formula():
     # no pipeline: (f - 1) m t, §6's (slow_factor - 1) k t_micro
     assert slow_stage_delay_s(NO_PIPELINE, 1, 1, 8, 0.1, 0.1, 1.2) == pytest.approx(0.16)
-    # GPipe, 4 stages, the slow one below the pace: (p - 1) x (f - 1) x t / p
-    assert slow_stage_delay_s(GPIPE, 4, 1, 8, 0.1, 0.12, 1.1) == pytest.approx(3 * 0.01 / 4)
-    # zero bubble: a third of the fill; above the pace: m (f t - t_max) too
-    assert slow_stage_delay_s(ZERO_BUBBLE, 4, 1, 8, 0.1, 0.1, 1.5) == pytest.approx(
-        8 * 0.05 + 3 / 3 * 0.05 / 4)
+    # GPipe, 4 stages, the slow one below the pace: the fill's stages grow by (f - 1) t
+    assert slow_stage_delay_s(GPIPE, 4, 1, 8, 0.1, 0.12, 1.1) == pytest.approx(0.01)
+    # zero bubble, a third of the fill; the slowed stage sets the pace, m (f t - t_max), and
+    # the fill's stages (all but the slowest) keep their time
+    assert slow_stage_delay_s(ZERO_BUBBLE, 4, 1, 8, 0.1, 0.1, 1.5) == pytest.approx(8 * 0.05)
     assert slow_stage_delay_s(ONE_F_ONE_B, 4, 1, 8, 0.1, 0.1, 1.0) == 0.0
     # its exposed communication (not slowed) counts against the slowest stage's whole
-    # micro-batch, compute and communication: 8 x (1.2 x 0.1 + 0.02 - 0.13) + 3 x 0.2 x 0.1 / 4
+    # micro-batch, compute and communication: 8 x (1.2 x 0.1 + 0.02 - 0.13) and the fill's
+    # stages 3 x (0.2 x 0.1 - 0.01) / 3
     assert slow_stage_delay_s(ONE_F_ONE_B, 4, 1, 8, 0.1, 0.13, 1.2, stage_comm_s=0.02) == \
-        pytest.approx(8 * 0.01 + 3 * 0.2 * 0.1 / 4)
+        pytest.approx(8 * 0.01 + 0.01)
     # no slow device (f = 1): no delay, even where the stage is the slowest one itself
     assert slow_stage_delay_s(ONE_F_ONE_B, 4, 1, 8, 0.1, 0.12, 1.0, stage_comm_s=0.02) == 0.0
 

@@ -256,13 +256,13 @@ def test_the_last_stage_computes_the_layers_it_runs():
 def test_a_slow_device_computes_its_own_stage_s_layers():
     """19 layers over pp 8 run 3, 3, 3, 5 x 2. A device 1.4x slower on rank 8 (stage 4 at
     tp 2: 2 layers, 2.8 t) stays below the pace (the last stage's 2 t + logits > 3 t), so it
-    costs only its share of fill and drain, d = (p - 1) (f - 1) 2 t / p = 7 x 0.4 x 2 t / 8 =
-    0.7 t (§16), with t a layer's micro-batch (24 layers over pp 8 less 16: 3 t + logits less
-    2 t + logits). Before, every stage but the last was charged 3 layers: 4.2 t, above the
-    pace."""
+    costs only what it adds to fill and drain, the first micro-batch's one pass, d = (f - 1)
+    2 t = 0.8 t (§16; before session 50 the average stage's share, 7 x 0.4 x 2 t / 8 = 0.7 t),
+    with t a layer's micro-batch (24 layers over pp 8 less 16: 3 t + logits less 2 t + logits).
+    Before, every stage but the last was charged 3 layers: 4.2 t, above the pace."""
     t = _per_micro_batch(24, 8)[0] - _per_micro_batch(16, 8)[0]
     slow = _per_micro_batch(19, 8, slow_rank=8, slow_factor=1.4)[1]
-    assert float(slow.straggler_s) == pytest.approx(7 * 0.4 * 2 * t / 8, rel=1e-9)
+    assert float(slow.straggler_s) == pytest.approx(0.4 * 2 * t, rel=1e-9)
     first = _per_micro_batch(19, 8, slow_rank=0, slow_factor=1.4)[1]  # 3 layers: 4.2 t
     assert float(first.straggler_s) > 5 * float(slow.straggler_s)
 

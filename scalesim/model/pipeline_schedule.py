@@ -149,20 +149,23 @@ def slow_stage_delay_s(schedule, pp, virtual_stages, microbatches, stage_s, slow
     ``stage_s``: that stage's compute per micro-batch at normal speed; ``stage_comm_s``: its
     exposed communication per micro-batch (tensor-parallel, ring attention: not slowed);
     ``slowest_stage_s``: the pipeline's slowest stage per micro-batch, compute and exposed
-    communication (which sets the steady state). A synchronous pipeline runs its m
-    micro-batches at the pace of its slowest stage, and fills and drains through every stage
-    once (the bubble, ``bubble_microbatches`` times the average stage):
+    communication (which sets the steady state). The step's two pipeline terms change: the m
+    micro-batches at the slowest stage's pace grow by ``steady = max(f t_s + c_s - t_max, 0)``
+    each, and the bubble's stage (``fill_stage_s``, the average of the stages but the slowest,
+    ``(sum_i t_i - t_max) / (p - 1)``) by ``((f - 1) t_s - steady) / (p - 1)``:
 
-        delay = m * max(f * t_s + c_s - t_max, 0) + idle * (f - 1) * t_s / p
+        delay = m * steady + idle * ((f - 1) * t_s - steady) / (p - 1)
 
-    (none at f = 1: no slow device).
-
-    Without a pipeline (p = 1, no idle) that is ``m * (f - 1) * t_s``, docs/model.md §6's
-    ``(slow_factor - 1) * k * t_micro``. docs/model.md §16."""
+    (none at f = 1: no slow device). 1F1B and GPipe (idle p - 1): ``(m - 1) steady + (f - 1)
+    t_s``, the change of the span ``m t_max + sum_i t_i - t_max``
+    (``pipeline_trace.replay_1f1b_s``'s, exact where the last stage is the slowest, slowed or
+    not). Without a pipeline (p = 1, no idle) that is ``m * (f - 1) * t_s``, docs/model.md
+    §6's ``(slow_factor - 1) * k * t_micro``. docs/model.md §16."""
     f = np.maximum(np.asarray(slow_factor, dtype=float), 1.0)
     t_s = np.asarray(stage_s, dtype=float)
     steady = np.where(f > 1.0, np.maximum(f * t_s + np.asarray(stage_comm_s, dtype=float)
                                           - np.asarray(slowest_stage_s, dtype=float), 0.0), 0.0)
-    fill = (bubble_microbatches(schedule, pp, virtual_stages, weight_grad_share) * (f - 1.0)
-            * t_s / np.asarray(pp, dtype=float))
+    fill_excess = np.maximum((f - 1.0) * t_s - steady, 0.0)  # the bubble's stages' growth
+    fill = (bubble_microbatches(schedule, pp, virtual_stages, weight_grad_share) * fill_excess
+            / np.maximum(np.asarray(pp, dtype=float) - 1.0, 1.0))
     return np.asarray(microbatches, dtype=float) * steady + fill
