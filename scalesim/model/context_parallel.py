@@ -5,8 +5,10 @@ Context parallelism splits each sequence over c devices (Megatron-Core / Transfo
 2310.01889): every device keeps its s/c queries and passes the keys and values of its chunk
 around the ring, c - 1 hops in forward; backward passes them again and the key/value gradients
 back, 2 (c - 1) hops. One hop moves K and V of one chunk, ``2 b (s/c) (kv h / a) / t`` elements
-per tensor-parallel rank. The hops overlap with the attention of the chunk in hand, so only what
-the attention core cannot cover is exposed, plus the contention share of the hidden part.
+per tensor-parallel rank. Each hop overlaps one step of the attention, the chunk in hand
+(Transformer Engine's ``AttnFuncWithCPAndKVP2P``: c steps, each launching the next step's send
+before its own attention and waiting for it at the end), so a hop is exposed by what outlasts
+its step, plus the contention share of the hidden part (``cp_exposed_per_layer_s``).
 docs/model.md §14.
 """
 
@@ -24,11 +26,45 @@ def kv_chunk_bytes(micro_batch, seq_len, hidden, heads, kv_heads, tp, cp, activa
             / f(tp, dtype=float) * activation_bytes)
 
 
+def cp_hop_s(chunk_bytes, latency_s, bandwidth_GBps):
+    """Seconds of one ring hop: ``latency_s + chunk_bytes / (bandwidth_GBps * 1e9)``
+    (``latency_s`` s per hop, ``bandwidth_GBps`` GB/s of one direction of the hop's link)."""
+    return latency_s + np.asarray(chunk_bytes, dtype=float) / (
+        np.asarray(bandwidth_GBps, dtype=float) * 1e9)
+
+
 def cp_comm_per_layer_s(chunk_bytes, cp, latency_s, bandwidth_GBps):
     """Seconds of ring-attention sends of one layer and micro-batch: 3 (c - 1) hops (c - 1
-    forward, 2 (c - 1) backward), each ``latency_s + chunk_bytes / (bandwidth_GBps * 1e9)``
-    (``latency_s`` s per hop, ``bandwidth_GBps`` GB/s of one direction of the hop's link); 0
-    without cp."""
+    forward, 2 (c - 1) backward) of ``cp_hop_s`` each; 0 without cp."""
     hops = 3.0 * np.maximum(np.asarray(cp, dtype=float) - 1.0, 0.0)
-    return hops * (latency_s + np.asarray(chunk_bytes, dtype=float)
-                   / (np.asarray(bandwidth_GBps, dtype=float) * 1e9))
+    return hops * cp_hop_s(chunk_bytes, latency_s, bandwidth_GBps)
+
+
+def _behind_steps_s(steps, send_s, step_s, contention):
+    """Seconds ``steps`` sends of ``send_s`` each cost, each behind one attention step of
+    ``step_s``: what outlasts the step, and the ``contention`` share of what it hides."""
+    hidden = np.minimum(send_s, step_s)
+    return steps * (send_s - hidden + contention * hidden)
+
+
+def cp_exposed_per_layer_s(hop_s, cp, attention_forward_s, attention_backward_s, contention):
+    """(forward, backward) seconds of one layer's ring-attention sends per micro-batch that its
+    attention core does not hide, ``contention`` share of the hidden part included.
+
+    Transformer Engine's ``AttnFuncWithCPAndKVP2P`` splits the attention into c equal steps
+    (forward ``attention_forward_s / c``, backward ``attention_backward_s / c``); step i sends
+    while it computes and the next step waits for the send. Forward: steps 0 to c - 2 each send
+    the next K and V, one hop (the last step has nothing to send). Backward: step 0 sends K and
+    V, steps 1 to c - 2 K and V with the dK and dV so far (one buffer of two hops), step c - 1
+    dK and dV alone, so 2 (c - 1) hops over c steps. Each send is exposed by ``max(0, send -
+    step)``. ``hop_s`` one hop's seconds (``cp_hop_s``); 0 without cp."""
+    c = np.asarray(cp, dtype=float)
+    hop = np.asarray(hop_s, dtype=float)
+    steps = np.maximum(c, 1.0)
+    forward = _behind_steps_s(np.maximum(c - 1.0, 0.0), hop,
+                              np.asarray(attention_forward_s, dtype=float) / steps, contention)
+    backward_step = np.asarray(attention_backward_s, dtype=float) / steps
+    backward = (_behind_steps_s(np.where(c > 1.0, 2.0, 0.0), hop, backward_step, contention)
+                + _behind_steps_s(np.maximum(c - 2.0, 0.0), 2.0 * hop, backward_step,
+                                  contention))
+    return forward, backward

@@ -42,7 +42,7 @@ from scalesim.layout import GPIPE, INTERLEAVED, layers_per_stage, strides
 from scalesim.model import collectives as coll
 from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_step_of_s
-from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
+from scalesim.model.context_parallel import cp_exposed_per_layer_s, cp_hop_s, kv_chunk_bytes
 from scalesim.model.matmul import fp8_cast_s, gemm_s, memory_bound_s
 from scalesim.model.memory import (
     ZERO3_GATHERED_UNITS,
@@ -279,7 +279,8 @@ def attention_efficiency(x: LayoutInputs) -> np.ndarray:
 def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flops_per_s):
     """(forward, backward, recompute, matmul, attention, weight_grad) seconds of one layer for
     one micro-batch on one device; ``matmul`` is the weight matmuls' share of the three (what can
-    hide tp traffic), ``attention`` the attention core's (what hides ring-attention sends),
+    hide tp traffic), ``attention`` the attention core's (forward, backward) pair (what hides
+    ring-attention sends),
     ``weight_grad`` the weight-gradient matmuls of backward (ZB-H1's W pass, one of each weight
     matmul's two backward passes)."""
     h, a, kv, f, t = _f(x.hidden), _f(x.heads), _f(x.kv_heads), _f(x.ffn_hidden), _f(x.tp)
@@ -351,7 +352,7 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flo
     matmul = 3.0 * gemms + np.select(
         [r == tf.RECOMPUTE_FULL, (r == tf.RECOMPUTE_SELECTIVE) & op_sac],
         [gemms - np.where(early_stop, down, 0.0), per_op_gemms], 0.0)
-    return forward, backward, recompute, matmul, core + core_backward, gemms
+    return forward, backward, recompute, matmul, (core, core_backward), gemms
 
 
 def _logits_s(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s):
@@ -622,13 +623,13 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     overlap = np.asarray(x.overlap, dtype=bool)
     tp_layer = np.where(np.asarray(x.tp_overlap, dtype=bool) & overlap,
                         tp_layer - hidden_tp + _f(x.comm_contention) * hidden_tp, tp_layer)
-    # context parallelism: ring-attention sends behind the attention core (stride tp); every
-    # member sends at once, so a hop runs at the slowest link the ring crosses
+    # context parallelism: ring-attention sends, each behind one step of the attention core
+    # (stride tp); every member sends at once, so a hop runs at the slowest link the ring crosses
     cp_lat, cp_bw = point_to_point_links(x, cp, tp).slowest()
-    cp_layer = cp_comm_per_layer_s(kv_chunk_bytes(b, x.seq_len, x.hidden, x.heads, x.kv_heads,
-                                                  tp, cp, ACTIVATION_BYTES), cp, cp_lat, cp_bw)
-    hidden_cp = np.minimum(cp_layer, attention)
-    cp_layer = cp_layer - hidden_cp + _f(x.comm_contention) * hidden_cp
+    cp_hop = cp_hop_s(kv_chunk_bytes(b, x.seq_len, x.hidden, x.heads, x.kv_heads, tp, cp,
+                                     ACTIVATION_BYTES), cp_lat, cp_bw)
+    cp_fwd, cp_bwd = cp_exposed_per_layer_s(cp_hop, cp, *attention, _f(x.comm_contention))
+    cp_layer = cp_fwd + cp_bwd
     # the split that runs (pipeline_stages.stage_split): the first rank, the fullest between
     # (0 at pp <= 2), the last; the fullest, stage_layers, is the first or a middle one
     first_stage_layers, middle_stage_layers, last_stage_layers = stage_ends(L, pp, v)
@@ -718,11 +719,11 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     output = np.where(pp > 1, 0.0, logits)
     # the exchange runs on its own stream for as long as the passes last, the layers' exposed
     # tensor-parallel and ring-attention waits included (forward: 2 of the layer's n tp
-    # collectives, c - 1 of its 3 (c - 1) ring hops; backward and recompute the rest)
+    # collectives and the forward's exposed ring hops; backward and recompute the rest)
     tp_fwd_share = 2.0 / collectives_per_layer(x.recompute, x.recompute_early_stop,
                                                x.sequence_parallel, x.recompute_op_sac)
-    fwd_wait = tp_layer * tp_fwd_share + cp_layer / 3.0
-    bwd_wait = tp_layer * (1.0 - tp_fwd_share) + cp_layer * 2.0 / 3.0
+    fwd_wait = tp_layer * tp_fwd_share + cp_fwd
+    bwd_wait = tp_layer * (1.0 - tp_fwd_share) + cp_bwd
     # --- stragglers: a slow device's stage (pp outermost, so stage = rank // (t c d)) computes
     # f times slower
     slow = np.where((np.asarray(x.slow_rank) >= 0) & (np.asarray(x.slow_rank) < devices),
