@@ -20,10 +20,17 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import urlencode
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from scalesim import presets
 from scalesim.attention_kernel import VENDOR_KERNEL, AttentionKernel
@@ -37,10 +44,11 @@ from scalesim.bounds import (
     bounded,
     edge_number,
     nonzero_floor,
+    read_number,
     url_field,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError, cut_at_word
+from scalesim.errors import NOT_NUMBER, NOT_WHOLE, ScalesimError, cut_at_word
 from scalesim.figures import count_list, exact, number
 from scalesim.jsonio import error_text, parse_json_text
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
@@ -225,6 +233,19 @@ class AppState(BaseModel):
 
     _price_floor = field_validator("price")(nonzero_floor("price_per_device_hour"))
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _number_as_the_cli_reads_it(cls, value: Any, info: ValidationInfo) -> Any:
+        """A link's text for a number control read as a flag's (``bounds.read_number``):
+        '3_2' is no number, where pydantic would read 32."""
+        integer = whole_field(info.field_name)
+        if not isinstance(value, str) or integer is None:
+            return value
+        try:
+            return read_number(value, integer)
+        except ValueError:
+            raise ValueError(NOT_WHOLE if integer else NOT_NUMBER) from None
+
     @field_validator("hw")
     @classmethod
     def _known_hw(cls, v: str) -> str:
@@ -241,6 +262,14 @@ class AppState(BaseModel):
 
 
 FIELDS = tuple(AppState.model_fields)
+
+
+def whole_field(name: str | None) -> bool | None:
+    """Whether ``AppState``'s field ``name`` holds a whole number (True) or a float (False);
+    None for a field of text, a choice or on/off."""
+    field = AppState.model_fields.get(name or "")
+    kinds = set(get_args(field.annotation) or [field.annotation]) - {type(None)} if field else ()
+    return {frozenset({int}): True, frozenset({float}): False}.get(frozenset(kinds))
 SCENARIO_KEYS = frozenset({"v", *FIELDS, "ph", "prof"})  # what a link opens on
 # what a link's checksum covers: its what-if, since session 47 the sender's headline figure
 # (``HEADLINE_KEY``; session 46 wrote it outside) and since session 48 the share link's date

@@ -671,7 +671,7 @@ def parse_number(
         b = b.scaled(factor, unit if unit is not None else b.unit)
     raw = text.strip()
     try:
-        value: int | float = int(raw) if b.integer else float(raw)
+        value: int | float = read_number(raw, b.integer)
     except ValueError:
         digits = raw.lstrip("+-")
         if digits.isdigit():  # longer than Python converts (4300 digits): far outside any bound
@@ -689,6 +689,18 @@ def parse_number(
     return b.check(value + 0.0 if isinstance(value, float) else value, name, quoted)
 
 
+def read_number(text: str, integer: bool) -> int | float:
+    """``text`` as a whole number (``integer``) or a float, as Python reads one (a sign, a point,
+    an exponent, spaces around) but for an underscore: Python reads '3_2' as 32, a typo or
+    another notation taken in silence, so it raises ValueError as other text that is no number
+    does. The one reader of a number typed as text: the CLI's flags (``parse_number``) and the
+    app's share links (``app.state.AppState``)."""
+    raw = text.strip()
+    if "_" in raw:
+        raise ValueError(f"{raw!r} holds an underscore")
+    return int(raw) if integer else float(raw)
+
+
 def _overflow(quoted: str, b: Bound) -> str:
     """Why a number typed past a float's range ('1e400') is refused: it overflows and so is
     outside ``b`` (the same words for whole-number and float flags)."""
@@ -700,7 +712,7 @@ def _whole_outside(raw: str, b: Bound) -> str | None:
     ('1e400': ``_overflow``), is outside ``b``; None where it is no such number or inside (then
     'write it in digits' says how to type it)."""
     try:
-        value = float(raw)
+        value = read_number(raw, integer=False)
     except ValueError:
         return None
     if math.isinf(value) and "inf" not in raw.lower():
@@ -746,9 +758,10 @@ def number_hint(text: str, b: Bound) -> str:
     unit ('100GB/s', '100GBps' -> 100; a line rate in gigabits for a bus bandwidth, '100Gbps',
     its bytes and the presets' bus bandwidths of one such NIC: ``_gigabits_hint``), a
     multiplier as an exponent ('7B' -> 7e9), a percentage as a fraction ('50%' -> 0.5), a whole
-    number in digits ('1e3' -> 1000), a time in seconds ('5us' -> 5e-6), a hexadecimal or a
-    product in decimal digits ('0x10' -> 16, '2x8' -> 16; one outside the bounds said so), and
-    for nothing typed, to give a number or leave the flag out."""
+    number in digits ('1e3' -> 1000), a number with digit groups in digits ('1_024' -> 1024),
+    a time in seconds ('5us' -> 5e-6), a hexadecimal or a product in decimal digits ('0x10' ->
+    16, '2x8' -> 16; one outside the bounds said so), and for nothing typed, to give a number
+    or leave the flag out."""
     typed = text.strip()
     if not typed:
         return "; give a number or leave the flag out"
@@ -796,6 +809,8 @@ def number_hint(text: str, b: Bound) -> str:
         return f"; give the number alone{unit}"
     if m["money"] or suffix or "," in m["num"]:
         return f"; give the number alone{unit}: {shown}"
+    if "_" in m["num"]:  # Python's digit groups ('1_000_000'): ``read_number`` reads none
+        return f"; write it in digits: {shown}"
     return f"; write it in digits: {shown}" if b.integer and shown != text.strip() else ""
 
 
