@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import math
 import re
 import zlib
 from collections.abc import Mapping
@@ -40,11 +41,14 @@ from scalesim.bounds import (
     LAYOUT_KNOBS,
     MODEL_SPLIT,
     MODEL_SPLIT_SINCE,
+    Bound,
     bound,
     bounded,
     edge_number,
     nonzero_floor,
+    number_hint,
     read_number,
+    url_bound,
     url_field,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
@@ -243,8 +247,9 @@ class AppState(BaseModel):
             return value
         try:
             return read_number(value, integer)
-        except ValueError:
-            raise ValueError(NOT_WHOLE if integer else NOT_NUMBER) from None
+        except ValueError:  # how to write it, as the flag's refusal says ('1e3': in digits)
+            hint = number_hint(value, typed_bound(info.field_name)) if value.strip() else ""
+            raise ValueError(f"{NOT_WHOLE if integer else NOT_NUMBER}{hint}") from None
 
     @field_validator("hw")
     @classmethod
@@ -295,6 +300,17 @@ FIELD_LABELS = {
     "zfw": "ZeRO framework", "strat": "Strategy",
     **NAMES,
 }
+
+
+def typed_bound(name: str) -> Bound:
+    """The bounds of ``AppState``'s number field ``name`` in the link's unit: a scenario knob's
+    from the bounds table (``bounds.url_bound``), another's from its field, with no unit."""
+    if name in KNOB_BY_URL_KEY:
+        return url_bound(name)
+    lo, hi = field_bounds(name)
+    why = (AppState.model_fields[name].description or "").split(";")[0]
+    return Bound(-math.inf if lo is None else lo, math.inf if hi is None else hi, "", why,
+                 bool(whole_field(name)))
 
 
 def field_bounds(name: str) -> tuple[float | None, float | None]:

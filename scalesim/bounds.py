@@ -599,6 +599,21 @@ def bound(quantity: str) -> Bound:
         raise ScalesimError(f"no bounds for quantity '{quantity}'") from None
 
 
+def scaled_bound(quantity: str, factor: float = 1.0, unit: str | None = None) -> Bound:
+    """``quantity``'s bounds, in another unit where ``factor`` (new units per table unit) or
+    ``unit`` is given."""
+    b = bound(quantity)
+    if factor != 1.0 or unit is not None:
+        b = b.scaled(factor, unit if unit is not None else b.unit)
+    return b
+
+
+def url_bound(url_key: str) -> Bound:
+    """A share-link key's bounds, in the link's unit (latency in microseconds)."""
+    knob = KNOB_BY_URL_KEY[url_key]
+    return scaled_bound(knob.quantity, knob.url_factor, knob.url_unit)
+
+
 def bounded(
     quantity: str,
     default: Any = ...,
@@ -612,9 +627,7 @@ def bounded(
     The bounds show in the JSON Schema as minimum/maximum and, with their reason, in the
     field's description.
     """
-    b = bound(quantity)
-    if factor != 1.0 or unit is not None:
-        b = b.scaled(factor, unit if unit is not None else b.unit)
+    b = scaled_bound(quantity, factor, unit)
     note = f"allowed: {b.text()} ({b.why})"
     text = f"{description}; {note}" if description else note
     return Field(default, description=text, **b.field_kwargs(), **kwargs)
@@ -666,9 +679,7 @@ def parse_number(
     """``text`` as a bounded number of ``quantity`` (in another unit: ``factor`` new units per
     table unit, named ``unit``); ScalesimError naming ``name`` and quoting ``typed`` (the text
     ``text`` was read from: '$-5' for -5, ``money.parse_usd``) where the value is refused."""
-    b = bound(quantity)
-    if factor != 1.0 or unit is not None:
-        b = b.scaled(factor, unit if unit is not None else b.unit)
+    b = scaled_bound(quantity, factor, unit)
     raw = text.strip()
     try:
         value: int | float = read_number(raw, b.integer)
@@ -809,6 +820,8 @@ def number_hint(text: str, b: Bound) -> str:
         return f"; give the number alone{unit}"
     if m["money"] or suffix or "," in m["num"]:
         return f"; give the number alone{unit}: {shown}"
+    if b.integer and (why := b.problem(int(value), typed)) is not None:  # '1e40' of a link
+        return f"; as a number {why}"
     if "_" in m["num"]:  # Python's digit groups ('1_000_000'): ``read_number`` reads none
         return f"; write it in digits: {shown}"
     return f"; write it in digits: {shown}" if b.integer and shown != text.strip() else ""

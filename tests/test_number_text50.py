@@ -34,9 +34,22 @@ def test_a_float_flag_with_an_underscore_is_refused_as_no_number(capsys):
 
 
 def test_a_link_value_with_an_underscore_is_refused_and_the_default_kept():
-    assert _link_reads("dmax", "3_2") == (16, ["'dmax=3_2' is not valid (not a whole number); "
-                                                "using the default"])
-    assert _link_reads("bkt", "1_0.5") == (25.0, ["'bkt=1_0.5' is not valid (not a number); "
-                                                  "using the default"])
+    assert _link_reads("dmax", "3_2") == (16, ["'dmax=3_2' is not valid (not a whole number; "
+                                                "write it in digits: 32); using the default"])
+    assert _link_reads("bkt", "1_0.5") == (25.0, ["'bkt=1_0.5' is not valid (not a number; write "
+                                                  "it in digits: 10.5); using the default"])
     assert _link_reads("dmax", " 32") == (32, [])  # a number with spaces around: read
     assert _link_reads("cv", "1e-2") == (0.01, [])  # a float in e-notation: read
+
+
+def test_a_link_whole_number_in_e_notation_says_to_write_it_in_digits_as_the_flag_does(capsys):
+    line = refused_line(capsys, ["decide", *PRESETS, "--devices", "1e3"])
+    assert "'1e3' is not a whole number; write it in digits: 1000 (see" in line
+    assert _link_reads("dmax", "1e3") == (16, ["'dmax=1e3' is not valid (not a whole number; "
+                                                "write it in digits: 1000); using the default"])
+    # past the largest count plotted (16,384): its bounds, not 1e40's 41 digits to write
+    assert _link_reads("dmax", "1e40") == (16, [
+        "'dmax=1e40' is not valid (not a whole number; as a number 1e40 is outside 1 <= x <= "
+        "16,384 (largest device count)); using the default"])
+    assert _link_reads("acc", "") == (1, ["'acc=' is not valid (not a whole number); using the "
+                                          "default"])  # no 'leave the flag out': a link's
