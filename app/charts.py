@@ -35,6 +35,7 @@ from .plan import (
     NOT_RUNNABLE_SUFFIX,
     Plan,
     ab_misfit,
+    as_sentence,
     makes_it_run_text,
     misfit_band_text,
     misfit_counts_text,
@@ -147,17 +148,26 @@ def _band_record(span: list[tuple], field: str, plan: Plan) -> dict:
     return {field: first, "end": last, "label": label, "lines": label.replace(", ", "\n", 1)}
 
 
+def _none_there(misfits: str, what: str) -> str:
+    """'the layout does not fit in device memory at 16 devices, so the chart has no point
+    there': why a chart leaves out the counts or batches of ``misfits`` (``misfit_counts_text``,
+    ``quality_misfits_text``), ``what`` ('point', 'bar') it draws for the others; the charts'
+    subtitles and, as a sentence, their words."""
+    return f"the layout {misfits}, so the chart has no {what} there"
+
+
 def _misfit_note(plan: Plan, what: str) -> str:
-    """' No point where the layout does not fit in device memory at 16 devices.' (``what``:
-    'point', 'bar') where a count of the curve does not fit, else '' (the charts' words)."""
+    """' The layout does not fit in device memory at 16 devices, so the chart has no point
+    there.' (``what``: 'point', 'bar') where a count of the curve does not fit, else '' (the
+    charts' words)."""
     misfits = misfit_counts_text(plan)
-    return f" No {what} where the layout {misfits}." if misfits else ""
+    return f" {as_sentence(_none_there(misfits, what))}" if misfits else ""
 
 
 def _misfit_subtitle_lines(plan: Plan, subtitle: str) -> str | list[str]:
     """A line chart's subtitle, with the counts that do not fit on a line of their own first."""
     misfits = misfit_counts_text(plan)
-    return [f"no point where the layout {misfits}", subtitle] if misfits else subtitle
+    return [_none_there(misfits, "point"), subtitle] if misfits else subtitle
 
 
 CHART_CONFIG = alt.Config(
@@ -393,7 +403,7 @@ def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Cha
     df = _breakdown_records([(str(r.devices), i, r) for i, r in enumerate(plan.rows) if r.fits])
     bars = _stacked_bars(df, plan.words.devices, [str(r.devices) for r in plan.rows])
     mark = _misfit_slots([str(n) for n in misfit_devices(plan)], height)
-    subtitle = [f"no bar where the layout {misfits}",  # a line of its own: never clipped
+    subtitle = [_none_there(misfits, "bar"),  # a line of its own: never clipped
                 _subtitle("only the communication not hidden behind backward counts",
                           runs or plan.rows)]
     return _sized(alt.layer(bars, mark).properties(
@@ -521,7 +531,7 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
                 "paying off")
     if misfits:  # no point, the line broken, a rule: a batch that does not fit has no time
         points = base.mark_point(filled=True, size=50, color=PALETTE["predicted"])
-        subtitle = [f"no point where the layout {quality_misfits_text(plan)}", subtitle]
+        subtitle = [_none_there(quality_misfits_text(plan), "point"), subtitle]
     marks = pd.DataFrame([
         {"global_batch": b_crit, "label": "critical batch " + (
             f"{b_crit:,.0f}" if b_crit >= 1 else f"{b_crit:.2g}"), "colour": "crit"},
@@ -773,7 +783,7 @@ def chart_text(plan: Plan, name: str) -> str:
             "No change applies.")
     if name == "time_to_quality" and plan.quality:  # batches that fit; the others named after
         runs = [q for q in plan.quality if q.fits]
-        misfits = (f" No point where the layout {quality_misfits_text(plan)}."
+        misfits = (f" {as_sentence(_none_there(quality_misfits_text(plan), 'point'))}"
                    if len(runs) < len(plan.quality) else "")
         if not runs:
             return f"No global batch runs.{misfits}"

@@ -50,7 +50,7 @@ def test_a_link_the_model_cannot_predict_keeps_the_page_working():
     assert "with Tensor parallel at its default" in errors[0]
     assert at.subheader and len(at.metric) == 4 and len(at.tabs) == 8
     assert any(c.value.startswith("Chart in words: No device count runs.")  # none fits unsplit
-               and " and 64 (7 in all) devices." in c.value
+               and " and 64 (7 in all) devices, so the chart has no point there." in c.value
                for c in at.caption)  # the link's 64 devices kept
     assert at.query_params["tp"] in ("3", ["3"])  # the link still says what was asked
 

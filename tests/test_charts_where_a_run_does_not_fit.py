@@ -53,11 +53,13 @@ def test_the_breakdown_has_no_bar_at_a_count_that_does_not_fit(partial):
     assert {r["bar"] for r in bars} == {"32", "64"}  # had a bar at 16 too
     assert spec["layer"][0]["encoding"]["x"]["scale"]["domain"] == ["16", "32", "64"]
     assert _data(spec, "label") == [[{"bar": "16", "label": "does not fit"}]]
-    assert spec["title"]["subtitle"][0] == ("no bar where the layout does not fit in device "
-                                            "memory at 16 devices")
+    # session 50: was "no bar where the layout does not fit ...", read as "it fits everywhere"
+    assert spec["title"]["subtitle"][0] == ("the layout does not fit in device memory at 16 "
+                                            "devices, so the chart has no bar there")
     text = charts.chart_text(plan, "step_breakdown")
     assert text.startswith("At 64 devices a step takes ")
-    assert text.endswith(" No bar where the layout does not fit in device memory at 16 devices.")
+    assert text.endswith(" The layout does not fit in device memory at 16 devices, so the "
+                         "chart has no bar there.")
     shown, at = _page_specs(state, "breakdown")
     assert shown[0]["title"] == spec["title"] and len(shown[0]["layer"]) == 2  # the page's
     assert any(text.removesuffix(".") in c.value for c in at.caption)
@@ -117,7 +119,8 @@ def test_the_efficiency_words_give_no_efficiency_where_a_count_does_not_fit(part
     _, plan = partial
     text = charts.chart_text(plan, "efficiency")  # charts2_20: the counts that run, then those
     assert text.startswith("Scaling efficiency: 32 devices ")  # that do not, named after
-    assert text.endswith(" No point where the layout does not fit in device memory at 16 devices.")
+    assert text.endswith(" The layout does not fit in device memory at 16 devices, so the "
+                         "chart has no point there.")
 
 
 @pytest.mark.parametrize("update", FITTING)

@@ -28,7 +28,7 @@ LLAMA = {"hw": "dgx-h100", "wl": "llama3-70b", "dmax": 64, "focus": 64, "mb": 1,
          "train": 1e6, "price": 3.0}
 NONE_FITS = {**LLAMA, "tp": 4, "pp": 4, "sched": "zb"}  # no count fits; remedies and +servers do
 QUALITY = {"cbs": 4096.0, "train": 1e9, "price": 4.0}  # bert: global batch 8192 on runs out
-NOTE = " No point where the layout does not fit in device memory at 16 devices."
+NOTE = " The layout does not fit in device memory at 16 devices, so the chart has no point there."
 
 
 def _plan(update: dict):
@@ -61,7 +61,7 @@ def test_the_throughput_line_has_no_point_where_a_count_does_not_fit(partial):
     assert _rules(spec, "devices") == [{"devices": 16, "label": "does not fit"}]
     assert "cross" not in json.dumps(spec)  # was a cross over a point on the line
     assert spec["title"]["subtitle"] == [
-        "no point where the layout does not fit in device memory at 16 devices",
+        "the layout does not fit in device memory at 16 devices, so the chart has no point there",
         "the gap between the lines is throughput lost to scaling"]
     text = charts.chart_text(plan, "throughput")
     assert text.startswith("Predicted throughput rises from ") and " at 32 devices to " in text
@@ -75,7 +75,7 @@ def test_the_efficiency_line_has_no_point_where_a_count_does_not_fit(partial):
     assert [r["efficiency"] is None for r in rows] == [True, False, False]
     assert _rules(spec, "devices") == [{"devices": 16, "label": "does not fit"}]
     assert spec["title"]["subtitle"][0] == (
-        "no point where the layout does not fit in device memory at 16 devices")
+        "the layout does not fit in device memory at 16 devices, so the chart has no point there")
     text = charts.chart_text(plan, "efficiency")
     assert text.startswith("Scaling efficiency: 32 devices ") and text.endswith("%." + NOTE)
     assert "16 devices does not fit" not in text  # was first, among the counts that run
@@ -102,8 +102,8 @@ def test_no_count_runs_the_line_charts_say_so():
         assert band["label"].startswith("does not fit: 16–64 devices, needs ")
         vlc.vegalite_to_svg(spec)  # draws with no point at all
         assert charts.chart_text(plan, name) == (
-            "No device count runs. No point where the layout does not fit in device memory at "
-            "16, 32 and 64 devices.")
+            "No device count runs. The layout does not fit in device memory at 16, 32 and 64 "
+            "devices, so the chart has no point there.")
 
 
 def test_the_time_to_quality_line_has_no_point_where_a_batch_does_not_fit():
@@ -117,13 +117,14 @@ def test_the_time_to_quality_line_has_no_point_where_a_batch_does_not_fit():
     assert [(b["global_batch"], b["end"]) for b in _bands(spec)] == [(8192, 65536)]
     colours = [layer["encoding"].get("color", {}).get("field") for layer in spec["layer"]]
     assert "fits" not in colours  # was a legend of 'not runnable' points on the line
-    assert spec["title"]["subtitle"][0] == ("no point where the layout does not fit in device "
-                                            "memory at global batch 8,192 and above")
+    assert spec["title"]["subtitle"][0] == ("the layout does not fit in device memory at global "
+                                            "batch 8,192 and above, so the chart has no point "
+                                            "there")
     best = min((q for q in plan.quality if q.fits), key=lambda q: q.time_to_quality)
     assert charts.chart_text(plan, "time_to_quality") == (
         f"Time to quality is lowest at global batch {best.global_batch:,} (per-device "
-        f"{best.micro_batch}); larger batches take longer. No point where the layout does not "
-        "fit in device memory at global batch 8,192 and above.")
+        f"{best.micro_batch}); larger batches take longer. The layout does not fit in device "
+        "memory at global batch 8,192 and above, so the chart has no point there.")
 
 
 def test_the_quality_words_take_the_best_batch_among_those_that_fit():
@@ -157,7 +158,8 @@ def test_the_tables_say_does_not_fit_in_place_of_time_pace_and_efficiency(partia
     if tab == "curve":  # the page draws the broken lines, the rule and their words
         for c in at.get("vega_lite_chart"):
             assert json.loads(c.proto.spec)["title"]["subtitle"][0] == (
-                "no point where the layout does not fit in device memory at 16 devices")
+                "the layout does not fit in device memory at 16 devices, so the chart has no "
+                "point there")
         assert sum(NOTE.strip() in c.value for c in at.caption) == 2
     if tab == "breakdown":
         assert at.warning[-1].value == ("Not runnable: does not fit in device memory at 16 "
