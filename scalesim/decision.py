@@ -61,7 +61,7 @@ from scalesim.billing import billing_words
 from scalesim.bounds import bound
 from scalesim.cheapest import cheapest, plainest, same_money, same_speed
 from scalesim.device_nouns import CPU_HOUR, GPU_NOUNS, Nouns, is_cpu_device, named_count, nouns_for
-from scalesim.errors import KNOB, ScalesimError, as_literal, within
+from scalesim.errors import KNOB, ScalesimError, as_literal, said_at, within
 from scalesim.figures import amount, gib, link_GBps, rate, whole
 from scalesim.figures import signed_percent as pct_text
 from scalesim.layout import (
@@ -618,7 +618,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]
                                 ("tp", "pp", *(("cp",) if cp else ())),
                                 cli=f"{nouns.count(more)} are not a multiple of today's "
                                     f"{degrees} = {whole(split)}")
-                   if more % split else within(reason, f"at {nouns.count(more)}, {reason}"))
+                   if more % split else said_at(nouns.count(more), reason))
         notes.append(within(because, f"one more {nouns.server} does not take today's layout "
                                      f"({because}): it takes "
                                      f"{nouns.count(keep.option.servers - now.nodes, 'server')} "

@@ -91,6 +91,16 @@ def within(value, message: str) -> Refusal:
                    quoted(getattr(value, "cli_template", "")) if at >= 0 else "")
 
 
+def said_at(where: str, value) -> Refusal:
+    """``value`` (a refusal) said of ``where`` ('16 devices') as one sentence: 'at 16 devices,
+    shard group 3 does not divide dp 16; ...', not a parenthesis after its own ('(e.g. 16:
+    full sharding) (at 16 devices)'); one that starts so already is kept as it is (a caller
+    that says the count a refusal came from does not say it twice). ``within``: its template
+    kept."""
+    line, at = str(value), f"at {where}, "
+    return within(value, line if line.startswith(at) else at + line)
+
+
 def joined(sep: str, parts) -> Refusal:
     """``parts`` (lines, ``Refusal`` s among them) joined by ``sep`` as one line, with each
     part's template kept (its literal text where it has none): a caveat made of two refusals

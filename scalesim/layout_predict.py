@@ -51,7 +51,7 @@ from scalesim.errors import (
     in_words_of,
     joined,
     knobs_of,
-    within,
+    said_at,
 )
 from scalesim.figures import MIB_BYTES, count_list, either, whole
 from scalesim.layout import (
@@ -868,10 +868,11 @@ def runnable_counts(profile: Profile, scenario: Scenario) -> tuple[Scenario, lis
 def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
                       nouns: Nouns = GPU_NOUNS, cp=1) -> None:
     """ScalesimError in one line where the shard group cannot run at some row (arrays
-    broadcast; ``shard_group_problems``; '(at 4 processes)' for a CPU profile's ``nouns``): the
-    first row's reason, or where the group divides the dp x cp of several counts asked, every
-    one of them ('shard group 16 does not divide dp 24 or 40; give a divisor of each (e.g. 8),
-    or drop it: full sharding (at 24 and 40 devices)')."""
+    broadcast; ``shard_group_problems``; 'at 4 processes, ...' for a CPU profile's ``nouns``):
+    the first row's reason at its count (``errors.said_at``), or where the group does not
+    divide the dp x cp of several counts asked, every one of them ('shard group 16 does not
+    divide dp 24 or 40; give a divisor of each (e.g. 8), or drop it: full sharding (at 24 and 40
+    devices)')."""
     if shard_group is None:
         return
     why = shard_group_problems(shard_group, dp, zero, framework, cp)
@@ -884,7 +885,7 @@ def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
     sizes = {int(p[i]): (int(d[i]), int(c[i])) for i in bad
              if shard_group_problem(shard_group, int(d[i]), int(c[i]))}
     if len(sizes) < 2 or not shard_group_problem(shard_group, int(d[bad[0]]), int(c[bad[0]])):
-        raise ScalesimError(within(first, f"{first} (at {nouns.count(int(p[bad[0]]))})"))
+        raise ScalesimError(said_at(nouns.count(int(p[bad[0]])), first))
     with_cp = any(k > 1 for _, k in sizes.values())
     group = "dp x cp" if with_cp else "dp"
     ranks = list(dict.fromkeys(a * b for a, b in sizes.values()))

@@ -21,8 +21,8 @@ H100 = {"hw": "dgx-h100", "wl": "llama3-8b"}
      "Context parallelism 3 = 3; give device counts that are multiples of it (3, 6 or 24). "
      "Control to change: Largest device count."),
     ({**H100, "strat": "zero3", "sg": 3, "grid": "list", "dlist": "16"},
-     "Shard group (HSDP) 3 does not divide the 16 data-parallel ranks; give a divisor of it "
-     "(e.g. 16: full sharding) (at 16 devices). Below:"),
+     "at 16 devices, Shard group (HSDP) 3 does not divide the 16 data-parallel ranks; give a "
+     "divisor of it (e.g. 16: full sharding). Below:"),
     ({**H100, "mode": "strong", "gb": 100, "grid": "list", "dlist": "8"},
      "Global batch 100 is not divisible by 8 data-parallel ranks x Gradient accumulation 1 (8 "
      "devices); pick one divisible by their product: 96 or 104. Below:"),

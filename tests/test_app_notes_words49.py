@@ -13,8 +13,8 @@ from app_harness import open_app, preset_query
 # (``layout.shard_group_problem``: its fix, dp 3 itself, full sharding)
 QUERY = {"v": "9", "wl": "llama3-8b", "strat": "zero3", "sg": "16", "dmax": "64",
          "grid": "server"}
-B_WORDS = ("Shard group (HSDP) 2 does not divide the 3 data-parallel ranks; give a divisor of it "
-           "(e.g. 3: full sharding) (at 48 devices)")
+B_WORDS = ("at 48 devices, Shard group (HSDP) 2 does not divide the 3 data-parallel ranks; give "
+           "a divisor of it (e.g. 3: full sharding)")
 
 
 def test_scenario_bs_note_names_the_pages_controls():
@@ -65,9 +65,9 @@ def test_the_pages_notes_end_as_its_other_notes_do():
     # divide (``layout.shard_group_problem``); the next, 32, runs it: 2 servers more
     ({"strat": "zero3", "sg": 16, "grid": "list", "dlist": "16"},
      "(at 24 devices, Shard group (HSDP) 16 does not divide the 24 data-parallel ranks; give a "
-     "divisor of it (e.g. 24: full sharding) (at 24 devices)): it takes 2 servers more",
+     "divisor of it (e.g. 24: full sharding)): it takes 2 servers more",  # its count once
      "(at 24 devices, shard group 16 does not divide dp 24; give a divisor of it (e.g. 24: "
-     "full sharding) (at 24 devices)): it takes 2 servers more"),
+     "full sharding)): it takes 2 servers more"),
     # tp 8 x pp 3 = 24 on 24 devices: one more server is 32, no multiple of 24; 48 is, 3 more
     ({"tp": 8, "pp": 3, "grid": "list", "dlist": "24"},
      "(32 devices are not a multiple of today's Tensor parallel 8 x Pipeline stages 3 = 24): it "

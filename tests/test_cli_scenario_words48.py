@@ -55,11 +55,11 @@ CASES = [
      "or more)", ["--devices", "8", "--p2p-overlap", "off"],
      "--p2p-overlap off needs the interleaved schedule (--pp 2 or more with --virtual-stages 2"),
     ({"devices": [16], "strategy": "zero1", "layout": {"shard_group": 1}}, ["predict"],
-     "shard_group 1 with strategy zero1 is plain replication (no state sharded): use strategy "
-     "ddp, or shard_group 2 or more (at 16 devices)",
+     "at 16 devices, shard_group 1 with strategy zero1 is plain replication (no state "
+     "sharded): use strategy ddp, or shard_group 2 or more",
      ["--devices", "16", "--strategy", "zero1", "--shard-group", "1"],
-     "--shard-group 1 with --strategy zero1 is plain replication (no state sharded): use "
-     "--strategy ddp, or --shard-group 2 or more (at 16 devices)"),
+     "at 16 devices, --shard-group 1 with --strategy zero1 is plain replication (no state "
+     "sharded): use --strategy ddp, or --shard-group 2 or more"),
     ({"devices": [8], "strategy": "zero2", "zero_framework": "deepspeed",
       "grad_sync": "once-per-step"}, ["predict"],
      "grad_sync once-per-step is FSDP's no_sync; DeepSpeed stage 2/3 reduce gradients in every "

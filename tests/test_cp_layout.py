@@ -105,8 +105,8 @@ def test_predict_cli_takes_cp_and_says_it(tmp_path, capsys):
      "layout at 40 devices: sequence length 32768 is not divisible by 2 x --cp 5 (load-balanced context "
      "parallelism); use --cp 4, or --seq-len 32760 or 32770"),
     (["--devices", "16", "--cp", "2", "--strategy", "zero1", "--shard-group", "3"],
-     "shard group 3 does not divide dp x cp 16; give a divisor of it (e.g. 16: full sharding) "
-     "(at 16 devices)"),
+     "at 16 devices, shard group 3 does not divide dp x cp 16; give a divisor of it (e.g. 16: "
+     "full sharding)"),
 ])
 def test_a_cp_that_cannot_run_is_refused_in_one_line(tmp_path, capsys, flags, message):
     code, out, err = run_cli(capsys, ["predict", "--workload", _llama_at(tmp_path, 32768),

@@ -187,7 +187,7 @@ def test_the_fit_hint_and_the_batch_refusals_say_processes(capsys, tmp_path):
             "on 4 processes is left out; --global-batch 4 or 8 runs every count, or give counts "
             "whose processes x accumulation divides it") in out.splitlines()
     assert _refusal(capsys, ["predict", "--profile", cpu, "--devices", "4", "--strategy", "zero1",
-                             "--shard-group", "3"]).endswith("(at 4 processes)")
+                             "--shard-group", "3"]).startswith("scalesim predict: error: at 4 processes, ")
     # 2 is within the group (full sharding) and runs; 4 is left out, said in processes
     # (session 43: the whole list was refused)
     code, out, err = run_cli(capsys, ["predict", "--profile", cpu, "--devices", "2,4",

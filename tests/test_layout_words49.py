@@ -48,8 +48,8 @@ H100 = {"hw": "dgx-h100", "wl": "llama3-8b"}
      "Context parallelism 3 = 3; give device counts that are multiples of it (3, 6 or 24). "
      "Control to change: Largest device count."),
     ({**H100, "strat": "zero3", "sg": 3, "grid": "list", "dlist": "16"},
-     "Shard group (HSDP) 3 does not divide the 16 data-parallel ranks; give a divisor of it "
-     "(e.g. 16: full sharding) (at 16 devices)."),
+     "at 16 devices, Shard group (HSDP) 3 does not divide the 16 data-parallel ranks; give a "
+     "divisor of it (e.g. 16: full sharding)."),
     ({**H100, "strat": "zero3", "sg": 16, "grid": "list", "dlist": "24,40"},
      "Shard group (HSDP) 16 does not divide the 24 or 40 data-parallel ranks; give a divisor "
      "of each (e.g. 8), or drop it: full sharding (at 24 and 40 devices)."),
@@ -105,8 +105,8 @@ def test_the_layout_rules_notation_is_said_in_the_pages_controls():
      "devices 16 are not divisible by tp x pp x cp = 3; give device counts that are multiples "
      "of it (6 or 24), or a tp x pp x cp that divides 16"),
     (["--devices", "16", "--strategy", "zero3", "--shard-group", "3"],
-     "shard group 3 does not divide dp 16; give a divisor of it (e.g. 16: full sharding) (at "
-     "16 devices)"),
+     "at 16 devices, shard group 3 does not divide dp 16; give a divisor of it (e.g. 16: full "
+     "sharding)"),
     (["--devices", "24,40", "--strategy", "zero3", "--shard-group", "16"],
      "shard group 16 does not divide dp 24 or 40; give a divisor of each (e.g. 8), or drop it: "
      "full sharding (at 24 and 40 devices)"),

@@ -93,8 +93,9 @@ def test_a_list_the_group_runs_nowhere_is_refused_in_one_line(capsys):
     # one count: the old words; dp 9 and 10 share no divisor of 2 or more (gcd 1): none offered
     code, out, err = run_cli(capsys, ["predict", "--devices", "24", "--strategy", "zero3",
                                       "--shard-group", "16"])
-    assert err.endswith("shard group 16 does not divide dp 24; give a divisor of it (e.g. 24: "
-                        "full sharding) (at 24 devices)\n")
+    # session 50: one sentence; was '... (e.g. 24: full sharding) (at 24 devices)'
+    assert err.endswith("error: at 24 devices, shard group 16 does not divide dp 24; give a "
+                        "divisor of it (e.g. 24: full sharding)\n")
     code, out, err = run_cli(capsys, ["predict", "--devices", "9,10", "--gpus-per-node", "10",
                                       "--strategy", "zero3", "--shard-group", "4"])
     assert err.endswith("shard group 4 does not divide dp 9 or 10; drop it: full sharding (at 9 "
