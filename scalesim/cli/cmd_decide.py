@@ -60,18 +60,23 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.cli.cmd_predict import notes_before, print_answer
     from scalesim.decision import decide
     from scalesim.knee import focus_devices
+    from scalesim.layout_predict import runnable_counts
     from scalesim.predict import predict
 
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
+    # the counts the layout, global batch or shard group cannot run left out with a note, as
+    # predict and the app leave them (none runs: one line)
+    scenario, left_out = runnable_counts(profile, scenario)
     rows = predict(profile, scenario)
     if args.focus is not None and args.focus not in [r.devices for r in rows]:
         # the counts by where they came from (a --scenario file's key: ``given_words``)
-        raise ScalesimError(knob_refusal(f"--focus {args.focus} is not one of {KNOB.devices} "
-                                         f"({', '.join(str(r.devices) for r in rows)})"))
+        run = " that run" if left_out else ""  # one it asked may be left out
+        raise ScalesimError(knob_refusal(f"--focus {args.focus} is not one of {KNOB.devices}"
+                                         f"{run} ({', '.join(str(r.devices) for r in rows)})"))
     focus = focus_devices(rows, args.focus)
     card = decide(profile, scenario, focus)
     # each setting a note names by where it came from (a --scenario file's key), as predict's
-    said = [in_given_words(n, args)
-            for n in notes_before(profile, scenario, [focus], "the decision ('As is')")]
+    said = [in_given_words(n, args) for n in [
+        *left_out, *notes_before(profile, scenario, [focus], "the decision ('As is')")]]
     return print_answer(card, said, args.json, render_card, "the decision card")
