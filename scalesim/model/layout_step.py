@@ -624,11 +624,14 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     tp_layer = np.where(np.asarray(x.tp_overlap, dtype=bool) & overlap,
                         tp_layer - hidden_tp + _f(x.comm_contention) * hidden_tp, tp_layer)
     # context parallelism: ring-attention sends, each behind one step of the attention core
-    # (stride tp); every member sends at once, so a hop runs at the slowest link the ring crosses
+    # (stride tp); every member sends at once, so a hop runs at the slowest link the ring crosses;
+    # a recompute that reruns the core reruns its forward ring in backward
     cp_lat, cp_bw = point_to_point_links(x, cp, tp).slowest()
     cp_hop = cp_hop_s(kv_chunk_bytes(b, x.seq_len, x.hidden, x.heads, x.kv_heads, tp, cp,
                                      ACTIVATION_BYTES), cp_lat, cp_bw)
-    cp_fwd, cp_bwd = cp_exposed_per_layer_s(cp_hop, cp, *attention, _f(x.comm_contention))
+    cp_fwd, cp_bwd = cp_exposed_per_layer_s(
+        cp_hop, cp, *attention, _f(x.comm_contention),
+        tf.recomputes_attention_core(x.recompute, x.recompute_op_sac, x.flash_attention))
     cp_layer = cp_fwd + cp_bwd
     # the split that runs (pipeline_stages.stage_split): the first rank, the fullest between
     # (0 at pp <= 2), the last; the fullest, stage_layers, is the first or a middle one

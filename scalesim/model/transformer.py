@@ -126,6 +126,16 @@ def recompute_flops_per_token(recompute, layers, hidden, heads, kv_heads, ffn_hi
     return np.select([r == RECOMPUTE_FULL, r == RECOMPUTE_SELECTIVE], [full, selective], 0.0)
 
 
+def recomputes_attention_core(recompute, op_sac=False, flash_attention=False):
+    """True where activation recomputation reruns the attention core in backward: full
+    recompute (the whole layer; with early stop too, the core comes before the last weight
+    matmul) and selective recompute (Korthikanti's, Megatron-Core's ``core_attn``), but not
+    torchtitan's per-op policy (``op_sac``) over fused attention, whose output it saves."""
+    r = np.asarray(recompute)
+    saved = np.asarray(op_sac, dtype=bool) & np.asarray(flash_attention, dtype=bool)
+    return (r == RECOMPUTE_FULL) | ((r == RECOMPUTE_SELECTIVE) & ~saved)
+
+
 def narayanan_flops_per_iteration(batch, seq_len, layers, hidden, vocab):
     """Narayanan 2021 Eq. 3: F = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)), with full recompute."""
     b, s, n, h, v = _f(batch), _f(seq_len), _f(layers), _f(hidden), _f(vocab)
