@@ -63,14 +63,17 @@ def test_tp_comm_by_hand():
 
 
 def test_context_parallel_ring_by_hand():
-    from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
+    from scalesim.model.context_parallel import cp_exposed_per_layer_s, cp_hop_s, kv_chunk_bytes
 
     # b=1, s=8192 over c=4, GQA 8 of 64 heads, h=8192, t=2: K and V of 2048 tokens x 1024 / 2
     size = kv_chunk_bytes(1, 8192, 8192, 64, 8, 2, 4)
     assert size == 2 * 2048 * 1024 / 2 * 2
-    t = cp_comm_per_layer_s(size, 4, 2e-6, 100.0)
-    assert t == pytest.approx(3 * 3 * (2e-6 + size / 100e9))
-    assert cp_comm_per_layer_s(size, 1, 2e-6, 100.0) == 0
+    hop = cp_hop_s(size, 2e-6, 100.0)
+    assert hop == pytest.approx(2e-6 + size / 100e9)
+    # nothing to hide behind: c - 1 hops forward and 2 (c - 1) backward, all exposed
+    forward, backward = cp_exposed_per_layer_s(hop, 4, 0.0, 0.0, 0.0)
+    assert (forward, backward) == (pytest.approx(3 * hop), pytest.approx(6 * hop))
+    assert cp_exposed_per_layer_s(hop, 1, 0.0, 0.0, 0.0) == (0, 0)
 
 
 def test_context_parallel_term_in_the_step():

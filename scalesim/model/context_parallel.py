@@ -35,13 +35,6 @@ def cp_hop_s(chunk_bytes, latency_s, bandwidth_GBps):
         np.asarray(bandwidth_GBps, dtype=float) * 1e9)
 
 
-def cp_comm_per_layer_s(chunk_bytes, cp, latency_s, bandwidth_GBps):
-    """Seconds of ring-attention sends of one layer and micro-batch: 3 (c - 1) hops (c - 1
-    forward, 2 (c - 1) backward) of ``cp_hop_s`` each; 0 without cp."""
-    hops = 3.0 * np.maximum(np.asarray(cp, dtype=float) - 1.0, 0.0)
-    return hops * cp_hop_s(chunk_bytes, latency_s, bandwidth_GBps)
-
-
 def _behind_steps_s(steps, send_s, step_s, contention):
     """Seconds ``steps`` sends of ``send_s`` each cost, each behind one attention step of
     ``step_s``: what outlasts the step, and the ``contention`` share of what it hides."""
