@@ -1,9 +1,10 @@
 """Which device counts of a list run, and the refusal where none runs: one function
 (``layout_predict.counts_that_run``, rules in ``COUNT_RULES`` order) for predict, sweep and the
-app (session 44). Before, predict's refusal came from its own checks, sweep's from a copy of
-their order (``refuse_counts``), and the app wrote its own ('no device count is a multiple of
-...', 'strong scaling: global batch ... does not split evenly ...'), which named another rule
-than predict where two failed at once.
+app (session 44), and decide (session 50: it stopped at a count the others leave out; goal takes
+no --devices and searches only the counts its layout runs). Before, predict's refusal came from
+its own checks, sweep's from a copy of their order (``refuse_counts``), and the app wrote its
+own ('no device count is a multiple of ...', 'strong scaling: global batch ... does not split
+evenly ...'), which named another rule than predict where two failed at once.
 
 By hand: global batch 64 over 24, 32, 48 devices: 64/24 and 64/48 are not whole, 64/32 = 2 is;
 shard group 12 is below dp 32 and does not divide it. So the batch leaves out 24 and 48 and the
@@ -62,10 +63,10 @@ def _in_flags(text: str, state, profile) -> str:
 
 
 @pytest.mark.parametrize("case", list(NONE_RUN))
-def test_a_list_none_runs_is_refused_in_one_line_by_predict_sweep_and_the_app(capsys, case):
+def test_a_list_none_runs_is_refused_in_one_line_by_every_command_and_the_app(capsys, case):
     args, controls = NONE_RUN[case]
     lines = []
-    for command in ("predict", "sweep"):
+    for command in ("predict", "sweep", "decide"):
         code, out, err = run_cli(capsys, [command, *args])
         assert code == 2 and out == "" and err.count("\n") == 1, err
         lines.append(err.removeprefix(f"scalesim {command}: error: ").rstrip("\n"))
@@ -74,7 +75,7 @@ def test_a_list_none_runs_is_refused_in_one_line_by_predict_sweep_and_the_app(ca
     with pytest.raises(ScalesimError) as refused:
         build_scenario(state, profile)
     lines.append(_in_flags(str(refused.value), state, profile))
-    assert lines[0] == lines[1] == lines[2]
+    assert len(set(lines)) == 1, lines
     assert "\n" not in lines[0] and "--" not in str(refused.value)
 
 
@@ -130,6 +131,31 @@ def test_a_partial_list_runs_the_same_counts_with_the_same_notes_everywhere(caps
     assert code == 0, err
     assert [int(line.split(",")[0]) for line in out.splitlines()[1:]] == scenario.devices
     assert [n.removeprefix("note: ") for n in err.splitlines() if "left out;" in n] == cli_notes
+    # decide answers over the same counts with the same notes (before session 50 it stopped:
+    # 'global batch 96 is not divisible by dp 20 x accumulation 1 (40 devices); ...')
+    code, out, err = run_cli(capsys, ["decide", "--json", *args])
+    assert code == 0, err
+    card = json.loads(out)
+    assert card["notes"][:2] == cli_notes
+    assert card["now"]["devices"] in scenario.devices
+
+
+def test_goal_searches_only_the_counts_its_layout_runs_and_takes_no_device_list(capsys):
+    """Up to 4 devices goal searches 1, 2 and 4 (powers of two in a server); tp 2 cannot run
+    on 1: goal answers over 2 and 4, 2/3 of tp 1's combinations (the same micro-batches,
+    accumulations and strategies at each count), as decide answers over --devices 1-64; a
+    device list it refuses, pointing at its own bound (--max-devices)."""
+    args = ["--hardware", "dgx-a100", "--workload", "gpt-1.7b", "--train-samples", "1e8",
+            "--deadline", "30d", "--budget", "100000", "--max-devices", "4"]
+    evaluated = {}
+    for tp in (1, 2):
+        code, out, err = run_cli(capsys, ["goal", *args, "--tp", str(tp), "--json"])
+        assert code == 0, err
+        evaluated[tp] = json.loads(out)["evaluated"]
+    assert evaluated[2] * 3 == evaluated[1] * 2
+    code, out, err = run_cli(capsys, ["goal", *args, "--tp", "2", "--devices", "1-4"])
+    assert (code, out) == (2, "")
+    assert "--devices is not used: goal searches every device count up to --max-devices" in err
 
 
 def test_a_tp_past_a_server_is_predicts_line_in_sweep_too(capsys):
