@@ -52,7 +52,7 @@ from scalesim.bounds import (
     url_field,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import NOT_NUMBER, NOT_WHOLE, ScalesimError, cut_at_word
+from scalesim.errors import NOT_NUMBER, NOT_WHOLE, ScalesimError, cut_at_word, printable
 from scalesim.figures import count_list, exact, number
 from scalesim.jsonio import error_text, parse_json_text
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
@@ -861,15 +861,18 @@ def repeated_keys(params: Mapping[str, Any]) -> list[str]:
     out = []
     for key, value in params.items():
         if isinstance(value, list | tuple) and len({str(v) for v in value}) > 1:
-            shown = ", ".join(f"'{_shown(v)[:20]}'" for v in value[:4])
-            out.append(f"the link gives '{_shown(key)[:20]}' {len(value)} values ({shown}); "
-                       f"using the last, '{_shown(_first(value))[:20]}'")
+            shown = ", ".join(f"'{_shown(v, 20)}'" for v in value[:4])
+            out.append(f"the link gives '{_shown(key, 20)}' {len(value)} values ({shown}); "
+                       f"using the last, '{_shown(_first(value), 20)}'")
     return out
 
 
-def _shown(value: Any) -> str:
-    """A value from a link made safe to echo: short, no markup characters."""
-    return re.sub(r"[^\w.,:+-]", "?", str(value))[:40]
+def _shown(value: Any, chars: int = 40) -> str:
+    """A value from a link (or a profile) to quote in a message, as given: its first ``chars``
+    characters, control characters escaped (``errors.printable``: a line break does not split
+    the box's line). The page escapes Markdown where it shows the message
+    (``markdown_text.escape_markdown``), so a '/' or '*' is shown, not replaced by '?'."""
+    return printable(str(value)[:chars])
 
 
 def _validated_fields(raw: dict[str, Any], messages: list[str]) -> dict[str, Any]:
@@ -941,7 +944,7 @@ def cut_before_fingerprint(flat: Mapping[str, str]) -> tuple[str, str] | None:
     labels = [in_words(FIELD_LABELS[k], GPU_NOUNS) for k in (last, *longer) if k in FIELD_LABELS]
     control = (f": check {' or '.join(labels)} in the sidebar" if len(labels) <= MAX_CUT_CONTROLS
                else ": compare the sidebar with the sender's")
-    at = f"{_shown(last)[:20]}" + ("" if longer else f"={_shown(value)}")
+    at = f"{_shown(last, 20)}" + ("" if longer else f"={_shown(value)}")
     inside = ("inside that key or its value" if last in AppState.model_fields else
               "inside that key") if longer else "inside that value"
     return last, (f"the link ends at '{at}' without the preset fingerprint (ph) a share link "
@@ -987,7 +990,7 @@ def read_link(params: Mapping[str, Any], today: datetime.date | None = None
         # the fact only: the app's box says what to do once (planner_page.link_problems)
         what = ("has no version" if version is None
                 else f"has an empty version ('v='): {CUT_SHORT}" if version == ""
-                else f"is in format v{_shown(version)[:10]}")
+                else f"is in format v{_shown(version, 10)}")
         newer = version is not None and version.isdecimal() and int(version) > LINK_VERSION
         messages.append(f"this link {what}" + (", made by a newer scalesim" if newer else "")
                         + f"; this scalesim reads v1 to v{LINK_VERSION} links, so it shows the "
@@ -998,7 +1001,7 @@ def read_link(params: Mapping[str, Any], today: datetime.date | None = None
     date = flat.pop(SHARED_DATE_KEY, None)  # read by shared_date()
     why = None if date is None else date_problem(date, today or today_utc())
     if why is not None:  # not the format: perhaps cut short; not a day or later: said why
-        shown = f"the link's date '{SHARED_DATE_KEY}={_shown(date)[:12]}' {why}"
+        shown = f"the link's date '{SHARED_DATE_KEY}={_shown(date, 12)}' {why}"
         messages.append(f"{shown}: {CUT_SHORT}" if why == NOT_A_DATE else shown)
     integrity = link_integrity({**flat, "v": version} if date is None
                                else {**flat, "v": version, SHARED_DATE_KEY: date})
@@ -1007,7 +1010,7 @@ def read_link(params: Mapping[str, Any], today: datetime.date | None = None
     figure = flat.pop(HEADLINE_KEY, None)
     sent = None if figure is None else parse_figure(figure, MAX_DEVICES)
     if isinstance(sent, str):
-        messages.append(f"the link's headline figure '{HEADLINE_KEY}={_shown(figure)[:20]}' is "
+        messages.append(f"the link's headline figure '{HEADLINE_KEY}={_shown(figure, 20)}' is "
                         f"{sent}: ignored, so whether the model changed since the link was sent "
                         "cannot be told")
     if check is not None and (why := _hex_problem("checksum", CHECK_KEY, check)):
@@ -1016,14 +1019,14 @@ def read_link(params: Mapping[str, Any], today: datetime.date | None = None
     if partial is not None:  # 'v=2&c' of 'v=2&ck=...': cut inside a key, not an unknown field
         flat.pop(partial)
         if flat:
-            messages.append(f"the link ends inside a key ('{_shown(partial)[:20]}', with no "
+            messages.append(f"the link ends inside a key ('{_shown(partial, 20)}', with no "
                             f"value): {CUT_SHORT}")
     if not flat:  # every link the app makes holds a fingerprint or profile after these
         held = [n for n, k in (("its version", "v"), ("date", SHARED_DATE_KEY),
                                ("checksum", CHECK_KEY), ("headline figure", HEADLINE_KEY))
                 if k in params]
         if partial is not None:
-            held.append(f"the start of a key ('{_shown(partial)[:20]}')")
+            held.append(f"the start of a key ('{_shown(partial, 20)}')")
         what = ", ".join(held[:-1]) + " and " + held[-1] if len(held) > 1 else held[0]
         messages.append(f"the link holds nothing but {what}: {CUT_SHORT}; showing the defaults")
         return default_state(), preset_profile(AppState()), messages, None
@@ -1039,7 +1042,7 @@ def read_link(params: Mapping[str, Any], today: datetime.date | None = None
     if unknown:
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""  # never a part as all
         messages.append("ignored unknown link fields: "  # a blank key ('&=x') said as one
-                        f"{', '.join(_shown(k)[:20] or BLANK_KEY for k in unknown[:5])}{more}")
+                        f"{', '.join(_shown(k, 20) or BLANK_KEY for k in unknown[:5])}{more}")
     raw: dict[str, Any] = {}
     for name in FIELDS:
         if name not in flat:
@@ -1140,7 +1143,7 @@ def _hex_problem(what: str, key: str, value: str) -> str | None:
     not 8 hex digits, cut short (``CUT_SHORT``); None where it is."""
     if re.fullmatch(r"[0-9a-f]{8}", value):
         return None
-    shown = f"the link's {what} '{key}={_shown(value)[:12]}'"
+    shown = f"the link's {what} '{key}={_shown(value, 12)}'"
     if re.fullmatch(r"[0-9a-fA-F]{8}", value):
         return f"{shown} has capital letters, which the app never writes: {CASE_CHANGED}"
     return f"{shown} is not 8 hex digits: {CUT_SHORT}"
@@ -1167,7 +1170,7 @@ def integrity_notes(check: str | None, altered: bool, made_by_app: bool,
         return [] if any(CUT_SHORT in m for m in said) else [NO_CHECKSUM_SINCE]
     if altered and not any(CUT_SHORT in m or CASE_CHANGED in m or m.startswith(PROFILE_IN_LINK)
                            for m in said):
-        return [f"the link's values do not match its checksum '{CHECK_KEY}={_shown(check)[:12]}': "
+        return [f"the link's values do not match its checksum '{CHECK_KEY}={_shown(check, 12)}': "
                 "a value was changed or dropped after the link was made; the values it holds are "
                 "used and a control it lost shows its default: compare the sidebar with the "
                 "sender's"]
