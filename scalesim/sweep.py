@@ -1020,8 +1020,10 @@ def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp,
     if not bad.size:
         return ""
     i = int(bad[0])
-    devices = nouns_for(profile.hardware.device_name).devices  # 'processes' on a CPU profile
-    where = f"{_split_words(tp[i], pp[i], cp[i])} on {int(p[i])} {devices}"
+    nouns = nouns_for(profile.hardware.device_name)  # 'processes' on a CPU profile
+    n = int(p[i])
+    where = f"{_split_words(tp[i], pp[i], cp[i])} on {n} {nouns.noun(n)}"  # '1 device'
+    devices = nouns.devices
     if p[i] % (tp[i] * pp[i] * cp[i]):
         what = "tp x pp x cp" if cp[i] > 1 else "tp x pp"
         return f"{where}: {what} does not divide the {devices}"
