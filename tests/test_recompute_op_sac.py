@@ -33,9 +33,12 @@ def test_recomputed_matmul_weights_by_hand():
     # 10,240 rerun; qkv 12,288 + fc1 10,240 saved
     rerun, saved = tf.op_sac_matmul_weights(H, A, A, F, False)
     assert (float(rerun), float(saved)) == (14_336, 12_288 + 10_240)
-    # 2 layers, s 32: 2 x 2 x 16,384 per token; no attention core (Korthikanti's: 2 x 4sh)
+    # 2 layers, s 32: 2 x 2 x 16,384 per token; over fused attention no attention core
+    # (Korthikanti's: 2 x 4sh); unfused, its core is rerun too: + 2 x 4 x 32 x 64
     assert tf.recompute_flops_per_token(tf.RECOMPUTE_SELECTIVE, 2, H, A, KV, F, True, 32,
-                                        op_sac=True) == 65_536
+                                        op_sac=True, flash_attention=True) == 65_536
+    assert tf.recompute_flops_per_token(tf.RECOMPUTE_SELECTIVE, 2, H, A, KV, F, True, 32,
+                                        op_sac=True) == 65_536 + 16_384
     assert tf.recompute_flops_per_token(tf.RECOMPUTE_SELECTIVE, 2, H, A, KV, F, True, 32) == (
         2 * 4 * 32 * 64)
     for r in (tf.RECOMPUTE_NONE, tf.RECOMPUTE_FULL):  # only selective changes
@@ -199,7 +202,7 @@ def test_pytorch_selective_checkpoint_reruns_every_second_matmul():
     rerun = per_op["aten.mm"] - plain["aten.mm"]
     assert rerun == 2 * tokens * 16_384  # wk, wo, w3
     model = tf.recompute_flops_per_token(tf.RECOMPUTE_SELECTIVE, 1, H, A, KV, F, True, 32,
-                                         op_sac=True)
+                                         op_sac=True, flash_attention=True)  # SDPA: fused
     assert rerun == tokens * model
     # the attention core is not rerun: no other op's FLOPs grow
     assert {k: v for k, v in per_op.items() if k != "aten.mm"} == {

@@ -334,7 +334,8 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flo
     # w3; not gated: the attention projection and the down projection) and the forward's
     # elementwise kernels up to the last saved input (its non-reentrant checkpoint stops early:
     # not the residual add after the last matmul); fused attention's output is saved, so no
-    # attention core (without fused attention its batched matmuls are rerun too)
+    # attention core (without fused attention its batched matmuls are rerun too): the one rule,
+    # tf.recomputes_attention_core, that the recompute FLOPs (HFU) and the ring's rerun read
     gated = np.asarray(x.gated, dtype=bool)
     per_op_gemms = np.where(
         gated, weight_gemm_s(kv * h / a / t, h) + weight_gemm_s(h, h / t) + weight_gemm_s(f / t, h),
@@ -343,9 +344,9 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flo
         gated, fp8_cast_s(tokens, kv * h / a / t, h, mem_bytes_per_s, 1.0 / shard)[0]
         + casts[1][0] + fp8_cast_s(tokens, f / t, h, mem_bytes_per_s, 1.0 / shard)[0],
         casts[1][0] + casts[3][0]), 0.0)
-    per_op = (per_op_gemms + per_op_casts + elementwise - last_add
-              + np.where(np.asarray(x.flash_attention, dtype=bool), 0.0, core))
     op_sac = np.asarray(x.recompute_op_sac, dtype=bool)
+    per_op = (per_op_gemms + per_op_casts + elementwise - last_add
+              + np.where(tf.recomputes_attention_core(r, op_sac, x.flash_attention), core, 0.0))
     selective = np.where(op_sac, per_op, core + score_s)
     recompute = np.select([r == tf.RECOMPUTE_FULL, r == tf.RECOMPUTE_SELECTIVE],
                           [full, selective], 0.0)
@@ -827,7 +828,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     shape = (x.layers, x.hidden, x.heads, model.kv_heads, x.ffn_hidden, x.gated)
     model_flops = tf.model_flops_per_token(*shape, x.seq_len, x.vocab)
     hw_flops = model_flops + tf.recompute_flops_per_token(x.recompute, *shape, x.seq_len,
-                                                        x.recompute_early_stop, x.recompute_op_sac)
+                                                        x.recompute_early_stop, x.recompute_op_sac,
+                                                        x.flash_attention)
     peak_total = devices * _f(x.peak_flops_per_s)
     mfu = model_flops * tokens_per_s / peak_total
     hfu = hw_flops * tokens_per_s / peak_total

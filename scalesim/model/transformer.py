@@ -108,22 +108,26 @@ def op_sac_matmul_weights(hidden, heads, kv_heads, ffn_hidden, gated):
 
 
 def recompute_flops_per_token(recompute, layers, hidden, heads, kv_heads, ffn_hidden, gated,
-                              seq_len, early_stop=False, op_sac=False):
-    """Extra forward FLOPs per token that activation recomputation spends: full = every layer's
-    forward again (with ``early_stop``, PyTorch's non-reentrant checkpoint of torch >= 2.1,
-    less the MLP's down projection, 2·f·h, which that checkpoint does not rerun); selective =
-    the attention core (scores and scores·V, 4sh per layer; Korthikanti 2022 §5), or with
-    ``op_sac`` (torchtitan's per-op policy) 2 per weight of every second matmul
-    (``op_sac_matmul_weights``) and no attention core (its output is saved); none = 0.
+                              seq_len, early_stop=False, op_sac=False, flash_attention=False):
+    """Extra forward FLOPs per token that activation recomputation spends: the weight matmuls
+    it reruns, 2 per weight (full: every one, with ``early_stop``, PyTorch's non-reentrant
+    checkpoint of torch >= 2.1, all but the MLP's down projection, 2·f·h; selective with
+    ``op_sac``, torchtitan's per-op policy: every second, ``op_sac_matmul_weights``; Korthikanti's
+    selective, 2022 §5: none), plus the attention core (scores and scores·V, 4sh per layer)
+    wherever the recompute reruns it (``recomputes_attention_core``: all but op_sac over fused
+    attention, ``flash_attention``, whose output is saved); none = 0.
     Model FLOPs + these = hardware FLOPs (HFU)."""
     r = np.asarray(recompute)
+    all_weights = 2.0 * layer_matmul_weights(hidden, heads, kv_heads, ffn_hidden, gated)
     down = np.where(np.asarray(early_stop, dtype=bool), 2.0 * _f(ffn_hidden) * _f(hidden), 0.0)
-    full = _f(layers) * (layer_forward_flops_per_token(hidden, heads, kv_heads, ffn_hidden, gated,
-                                                       seq_len) - down)
-    per_op = 2.0 * op_sac_matmul_weights(hidden, heads, kv_heads, ffn_hidden, gated)[0]
-    selective = _f(layers) * np.where(np.asarray(op_sac, dtype=bool), per_op,
-                                      4.0 * _f(seq_len) * _f(hidden))
-    return np.select([r == RECOMPUTE_FULL, r == RECOMPUTE_SELECTIVE], [full, selective], 0.0)
+    per_op = np.where(np.asarray(op_sac, dtype=bool),
+                      2.0 * op_sac_matmul_weights(hidden, heads, kv_heads, ffn_hidden, gated)[0],
+                      0.0)
+    weights = np.select([r == RECOMPUTE_FULL, r == RECOMPUTE_SELECTIVE],
+                        [all_weights - down, per_op], 0.0)
+    core = np.where(recomputes_attention_core(recompute, op_sac, flash_attention),
+                    4.0 * _f(seq_len) * _f(hidden), 0.0)
+    return _f(layers) * (weights + core)
 
 
 def recomputes_attention_core(recompute, op_sac=False, flash_attention=False):
