@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from scalesim.device_nouns import Nouns
+from scalesim.device_nouns import GPU_NOUNS, Nouns
 from scalesim.layout import (
     ZERO_STRATEGIES,
     dp_ranks,
@@ -33,12 +33,30 @@ from .state import FIELD_LABELS
 MICRO_BATCH, PER_REPLICA = "Micro-batch", "per model replica"
 # where one model replica holds every device: nothing to exchange or shard (the CLI's words)
 NO_DATA_PARALLELISM = "no data parallelism"
+# the data-parallel degree in a header: no control sets it (the devices over the split,
+# ``layout.dp_ranks``)
+DP_RANKS = "data-parallel ranks"
 
 
 def control_label(knob: str, words: Nouns) -> str:
     """The sidebar label of ``knob``'s control (a ``bounds`` knob field), in ``words``."""
     return f"{MICRO_BATCH} {PER_REPLICA}" if knob == "micro_batch" else in_words(
         FIELD_LABELS[CONTROL_OF_KNOB[knob]], words)
+
+
+def _split_header() -> str:
+    """``layout.SPLIT_HEADER`` ('dp x tp x pp') in the sidebar's labels (tp's and pp's hold no
+    nouns of the profile)."""
+    return " x ".join([DP_RANKS, *(control_label(knob, GPU_NOUNS) for knob in ("tp", "pp"))])
+
+
+# the header of a column of ``layout.split_short`` cells ('8 x 2 x 1'): the page's and the HTML
+# report's, where the CLI's is 'dp x tp x pp'
+PAGE_SPLIT_HEADER = _split_header()
+# what the planner searches (``plan.plan``), where the CLI's 'plan --help' says 'every dp x tp x
+# pp / ZeRO / micro-batch / schedule / recompute layout'
+SEARCHED_LAYOUTS = (f"every layout ({PAGE_SPLIT_HEADER}, {FIELD_LABELS['strat']}, {MICRO_BATCH}, "
+                    f"{FIELD_LABELS['sched']}, {FIELD_LABELS['rec']} and {FIELD_LABELS['sp']})")
 
 
 def page_title(title: str, words: Nouns) -> str:

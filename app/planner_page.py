@@ -41,7 +41,6 @@ from scalesim.layout import (
     SCHEDULE_SHORT,
     SCHEDULE_WORDS,
     SHARD_GROUP_HELP,
-    SPLIT_HEADER,
     TP_OVERLAP_HELP,
     split_short,
 )
@@ -63,7 +62,7 @@ from .control_labels import (
     choice_labels,
     in_words,
 )
-from .layout_titles import page_row_title
+from .layout_titles import PAGE_SPLIT_HEADER, SEARCHED_LAYOUTS, page_row_title
 from .link_date import banner_date, today_utc
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
@@ -709,7 +708,7 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
     words = plan.words  # the count columns: processes and hosts on a CPU calibration
     df = pd.DataFrame([{
         words.header("devices"): r.devices, words.header("servers"): r.nodes,
-        **({SPLIT_HEADER: split_short(r.dp, r.tp, r.pp)} if split else {}),
+        **({PAGE_SPLIT_HEADER: split_short(r.dp, r.tp, r.pp)} if split else {}),
         "micro-batch": r.micro_batch,
         "global batch": r.global_batch, "step ms": r.step_time_s * 1e3,
         "compute ms": r.compute_s * 1e3, "exposed comm ms": r.exposed_comm_s * 1e3,
@@ -986,8 +985,7 @@ def _tab_layouts(plan: Plan) -> None:
                 + _md(controls_to_change(exc, plan.state, plan.words)))
         return
     best = rows[0]
-    st.markdown(f"**Best of every dp x tp x pp, ZeRO, micro-batch, schedule, recompute and "
-                f"sequence-parallel layout on {plan.words.count(f.devices)} at global batch "
+    st.markdown(f"**Best of {SEARCHED_LAYOUTS} on {plan.words.count(f.devices)} at global batch "
                 f"{f.global_batch:,}:** {_md(page_row_title(best, plan.words))}: "
                 + (f"{rate(best.samples_per_s, plan.unit)} "
                    f"({against_now_text(best.samples_per_s, f, plan.words)})." if f.fits else

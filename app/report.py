@@ -25,7 +25,7 @@ from scalesim.diagnosis_text import (
     no_first_remedy,
 )
 from scalesim.figures import GIB_BYTES, amount, count_list, throughput
-from scalesim.layout import SPLIT_HEADER, split_short
+from scalesim.layout import split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 from scalesim.precision import PRECISION_LABELS
 from scalesim.remedies import measure_words
@@ -33,6 +33,7 @@ from scalesim.training_time import resolve_goal
 
 from .charts import all_charts, chart_text, stall_caption
 from .control_labels import ZERO_FRAMEWORK_LABELS, in_words, label
+from .layout_titles import PAGE_SPLIT_HEADER
 from .plan import (
     Plan,
     as_sentence,
@@ -312,7 +313,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     stall = not stall_note
     parts.append(_scroll(_table(
         [plan.words.header("devices"), plan.words.header("servers"),
-         *([SPLIT_HEADER] if split else []), "step ms", "compute ms",
+         *([PAGE_SPLIT_HEADER] if split else []), "step ms", "compute ms",
          "exposed comm ms", *(["bubble ms"] if bubble else []),
          *(["data stall ms"] if stall else []),
          "straggler ms", f"{unit}/s", "efficiency", "memory GiB", "runnable"],

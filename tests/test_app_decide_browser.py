@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from scalesim.app.layout_titles import SEARCHED_LAYOUTS
 from scalesim.app.plan import make_plan
 from scalesim.app.state import default_state, preset_profile
 from test_app_browser import CHROMIUM, CHROMIUM_FLAGS, server  # noqa: F401 - the fixture
@@ -211,7 +212,7 @@ def test_a_layout_link_opens_with_the_same_numbers(server, browser, tmp_path):  
     got = _query(page)
     assert (got["v"], got["tp"], got["pp"], got["sp"]) == ("3", "2", "2", "1")
     page.get_by_role("tab", name="Layouts").click()
-    page.get_by_text("Best of every dp x tp x pp").first.wait_for(timeout=WAIT_MS)
+    page.get_by_text(f"Best of {SEARCHED_LAYOUTS}").first.wait_for(timeout=WAIT_MS)
     _settled(page)
     assert _query(page)["tab"] == "layouts"
     _shot(page, "layouts_tab", tmp_path)

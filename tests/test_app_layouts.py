@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from app_harness import link_param, open_app
+from scalesim.app.layout_titles import PAGE_SPLIT_HEADER, SEARCHED_LAYOUTS
 from scalesim.app.plan import build_scenario, layout_of_state, layout_ranking, make_plan
 from scalesim.app.state import (
     AppState,
@@ -105,7 +106,7 @@ def test_the_layouts_tab_ranks_layouts_and_draws_their_breakdown():
     plan = make_plan(preset_profile(state), state)
     best = layout_ranking(plan.profile, plan.scenario, plan.focus)[0]
     assert table["step ms"].iloc[0] == pytest.approx(best.step_time_s * 1e3)
-    assert any("Best of every dp x tp x pp" in m.value for m in at.markdown)
+    assert any(f"Best of {SEARCHED_LAYOUTS}" in m.value for m in at.markdown)
 
 
 def test_the_layouts_tab_explains_a_parameter_count():
@@ -122,7 +123,7 @@ def test_the_report_shows_the_layout_and_the_bubble():
     lines = dict(scenario_lines(plan))
     assert lines["layout"].startswith("tp 2 x pp 2 (1F1B)")
     html = report_html(plan, "http://x/?v=3")
-    assert "dp x tp x pp" in html and "bubble ms" in html
+    assert PAGE_SPLIT_HEADER in html and "bubble ms" in html
     assert f"{plan.rows[0].dp} x 2 x 2" in html
 
 
@@ -235,7 +236,7 @@ def test_an_uploaded_calibrated_profile_shows_the_layout_controls():
     at.session_state["k_tab"] = "Layouts"  # its layouts ranked, the data-parallel one at +0 %
     at.run()
     assert not at.exception
-    best = next(m.value for m in at.markdown if "Best of every dp x tp x pp" in m.value)
+    best = next(m.value for m in at.markdown if f"Best of {SEARCHED_LAYOUTS}" in m.value)
     assert "(+0.0% against the layout now" in best, best
     at.sidebar.number_input(key="k_tp").set_value(2)
     at.run()

@@ -10,6 +10,7 @@ hold that layout, evaluated there (``layout.presets_holding_layout``), are named
 from __future__ import annotations
 
 from app_harness import open_app, preset_query, run_clean
+from scalesim.app.layout_titles import SEARCHED_LAYOUTS
 
 from scalesim import presets
 from scalesim.figures import gib
@@ -52,7 +53,7 @@ def test_the_layouts_tab_names_the_hardware_preset_whose_devices_hold_the_least_
     at.sidebar.selectbox(key="k_hw").set_value("dgx-h200")
     run_clean(at)
     assert [i for i in at.info if i.value.startswith("No layout to rank:")] == []
-    assert any(m.value.startswith("**Best of every dp x tp x pp") for m in at.markdown)
+    assert any(m.value.startswith(f"**Best of {SEARCHED_LAYOUTS}") for m in at.markdown)
 
 
 def _setting() -> Setting:
