@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import altair as alt
@@ -23,7 +24,7 @@ import streamlit as st
 
 from scalesim import presets
 from scalesim.bounds import bound, flag_of, parse_list
-from scalesim.device_nouns import Nouns
+from scalesim.device_nouns import GPU_NOUNS, Nouns
 from scalesim.diagnose_request import DEFAULT_WIRE_BYTES, GPUS_PER_NODE_HELP
 from scalesim.diagnosis import Report, shown_gain
 from scalesim.diagnosis_text import (
@@ -43,12 +44,14 @@ from scalesim.layout import (
     SHARD_GROUP_HELP,
     TP_OVERLAP_HELP,
 )
+from scalesim.layout_change import LayoutTitle
 from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS, TRACED_GRAD_SYNC_HELP
 from scalesim.remedies import SIZE_DEPENDENT, measure_words
 from scalesim.runs_shares import shares_words
 
 from .charts import PALETTE, count_tooltip
 from .control_labels import STRATEGY_LABELS, ZERO_FRAMEWORK_LABELS
+from .layout_titles import page_title
 from .markdown_text import escape_markdown as _md
 from .table_columns import show_table
 
@@ -95,11 +98,22 @@ def control_named(field: str, traced: bool = False) -> str:
     return (TRACED_CONTROLS if traced else DIAGNOSE_CONTROLS).get(field) or flag_of(field)
 
 
-def in_page_words(line, traced: bool = False) -> str:
+def in_page_words(line, traced: bool = False, words: Nouns = GPU_NOUNS) -> str:
     """A line of the diagnosis (a note, evidence, a caveat, a refusal) with each input it names
-    by its template said as this page's control (``control_named``); its own text where it
-    names none. The text is never read."""
+    by its template said as this page's control (``control_named``); a layout's title (the
+    split-the-model or sharding remedy's ``layout_change.LayoutTitle``) in the planner's labels,
+    ``words`` its nouns (``layout_titles.page_title``: the page opens the fitted model in the
+    planner); its own text where it names none. The text is never read."""
+    if isinstance(line, LayoutTitle):
+        return page_title(line, words)
     return str(in_words_of(line, lambda f: control_named(f, traced)))
+
+
+def report_said(report: Report) -> Callable[[str], str]:
+    """How the page and its HTML report say each line of ``report`` (``in_page_words``, its
+    inputs as a runs' or a traces' page names them, a layout in the nouns of its table)."""
+    traced, words = report.kind != "runs", table_nouns(report)
+    return lambda line: in_page_words(line, traced, words)
 SMI_HELP = ("recorded during the run with `nvidia-smi --query-gpu=timestamp,index,clocks.sm,"
             "clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,"
             "clocks_throttle_reasons.active --format=csv -l 1`: names a device that runs slower, "
@@ -401,16 +415,16 @@ def remedies_frame(report: Report) -> tuple[pd.DataFrame, dict[str, str]]:
     gain = f"predicted gain in {gain_measure(report)} %"
     rows = []
     cautions = any(r.caveat for r in report.remedies)  # the column only where one has words
-    traced = report.kind != "runs"  # an input a line names, as this page's control
+    said = report_said(report)  # an input a line names, as this page's control
     for x in by_verdict(report.remedies):
         g = shown_gain(x)
         shown = x.applicable and x.verdict != SIZE_DEPENDENT  # its caution gives each size's
         low, high = (x.gain_low, x.gain_high) if shown and x.gain_low is not None else (None, None)
-        rows.append({"remedy": in_page_words(x.title, traced), gain: g * 100 if shown else None,
+        rows.append({"remedy": said(x.title), gain: g * 100 if shown else None,
                      **({BAND_LOW: None if low is None else low * 100,
                          BAND_HIGH: None if high is None else high * 100} if bands else {}),
-                     "verdict": x.verdict, "note": in_page_words(x.note, traced),
-                     **({"caution": in_page_words(x.caveat, traced)} if cautions else {})})
+                     "verdict": x.verdict, "note": said(x.note),
+                     **({"caution": said(x.caveat)} if cautions else {})})
     return pd.DataFrame(rows), {gain: "%+.0f", BAND_LOW: "%+.0f", BAND_HIGH: "%+.0f"}
 
 
@@ -459,10 +473,10 @@ def _planner_actions(report: Report) -> None:
 def show_report(report: Report) -> None:
     """Cause, evidence, remedies; then the charts and tables."""
     of = "of the largest run's time" if report.kind == "runs" else "of the step"
-    traced = report.kind != "runs"
+    in_page = report_said(report)
 
     def said(line) -> str:  # an input the line names, as this page's control
-        return _md(in_page_words(line, traced))
+        return _md(in_page(line))
 
     st.subheader(f"Likely cause: {report.cause.label}")
     st.markdown("\n".join(f"- {said(e)}" for e in report.cause.evidence))

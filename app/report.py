@@ -372,14 +372,12 @@ def gain_column(report) -> str:
 def diagnosis_html(report, link: str | None, generated: datetime | None = None) -> str:
     """A Diagnose page's report as one self-contained, responsive HTML file: the cause and its
     evidence, the remedies with their predicted gains (95 % band), the notes, and a link that
-    opens the fitted model in the planner. Each line names an input as the page does, by its
-    control (``diagnose_page.in_page_words``), not by diagnose's flag."""
-    from .diagnose_page import in_page_words
+    opens the fitted model in the planner. Each line says an input by its control and a layout
+    in the planner's labels, as the page does (``diagnose_page.report_said``), not by
+    diagnose's flag and notation."""
+    from .diagnose_page import report_said
 
-    traced = report.kind != "runs"
-
-    def said(line) -> str:  # an input the line names, as the Diagnose page's control
-        return in_page_words(line, traced)
+    said = report_said(report)  # an input the line names, as the Diagnose page's control
 
     when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     parts = [

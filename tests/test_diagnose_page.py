@@ -184,6 +184,47 @@ def runs_here(tmp_path, monkeypatch):
     return text
 
 
+def _same_remedies_each_in_its_words(titles: list[str], remedies: list[dict]) -> None:
+    """The page's remedy ``titles`` are the CLI's ``remedies`` (--json) in the same order, the
+    same words but the layout model's split and the sharding change, which the page says in the
+    planner's labels and the CLI in its notation, with the same values (the example runs'
+    largest job: 32 devices, over pp 2 with tp 1 16 data-parallel ranks)."""
+    assert len(titles) == len(remedies)
+    said_apart = ("split_model", "sharding")
+    assert ([t for t, r in zip(titles, remedies, strict=True) if r["key"] not in said_apart]
+            == [r["title"] for r in remedies if r["key"] not in said_apart])
+    page = {r["key"]: t for t, r in zip(titles, remedies, strict=True)}
+    cli = {r["key"]: r["title"] for r in remedies}
+    split = next(r for r in remedies if r["key"] == "split_model")["split_layout"]
+    layout, mb, k = split["layout"], split["micro_batch"], split["accumulation"]
+    assert (layout["tp"], layout["cp"], layout["schedule"], split["strategy"]) == (1, 1, "zb", "ddp")
+    pp = layout["pp"]
+    dp = 32 // pp
+    assert cli["split_model"] == (f"Split the model: dp {dp} x tp 1 x pp {pp} (zero bubble), ddp, "
+                                  f"micro-batch {mb} per replica x {k} accumulation, recompute none")
+    assert page["split_model"] == (
+        f"Split the model: {dp} data-parallel ranks x Pipeline stages {pp} (zero bubble), DDP, "
+        f"Micro-batch {mb} per model replica x Gradient accumulation {k}, Activation recompute "
+        "none")
+    how = "Megatron-Core distributed optimizer"
+    assert cli["sharding"] == f"Shard optimizer state (ddp -> zero1, {how})"
+    assert page["sharding"] == f"Shard optimizer state (Strategy DDP → ZeRO-1, {how})"
+
+
+def test_the_diagnosis_html_report_says_the_layouts_as_the_page(capsys, monkeypatch, runs_here):
+    """The HTML report of the Diagnose page says the split and the sharding change in the
+    planner's labels, as the page's table does; its notes by the page's controls."""
+    from scalesim.app.report import diagnosis_html
+
+    made = kept_diagnoses(monkeypatch)
+    _cli(capsys, ["runs.csv", "--workload", "bert-large", "--gpu", "A100-SXM4 40GB"])
+    (report,) = made
+    html = diagnosis_html(report, None)
+    assert "Split the model: 16 data-parallel ranks x Pipeline stages 2 (zero bubble), DDP" in html
+    assert "(Strategy DDP → ZeRO-1, Megatron-Core" in html
+    assert "dp 16 x" not in html and "ddp -&gt; zero1" not in html and "ddp -> zero1" not in html
+
+
 def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, monkeypatch,
                                                                      runs_here):
     """The runs' transformer and GPU (scalesim diagnose --workload --gpu), the framework's
@@ -215,9 +256,8 @@ def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, m
     text, cli = _cli_and_json(capsys, monkeypatch, argv)
     assert at.subheader[0].value == f"Likely cause: {cli['cause']['label']}"
     titles = list(at.dataframe[0].value["remedy"])
-    assert titles == [r["title"] for r in cli["remedies"]]
-    assert any(t.startswith("Split the model: dp") for t in titles)  # the layout model's split
-    assert _report_text(at) == text
+    _same_remedies_each_in_its_words(titles, cli["remedies"])
+    assert _report_text(at) == text  # the text panel: the CLI's words
     at.selectbox(key="dg_recompute_style").set_value("early-stop")
     at.toggle(key="dg_tp_overlap").set_value(True)
     run_clean(at)
@@ -317,7 +357,8 @@ def test_an_uploaded_workload_json_is_the_clis_workload_file(tmp_path, capsys, r
     assert text == _cli(capsys, ["runs.csv", "--workload", "bert128.json", "--gpu",
                                  "A100-SXM4 40GB"])
     assert "the shape of --workload bert128.json on A100-SXM4 40GB" in text
-    assert any(t.startswith("Split the model: dp") for t in at.dataframe[0].value["remedy"])
+    assert any(t.startswith("Split the model: ") and "data-parallel ranks x" in t
+               for t in at.dataframe[0].value["remedy"])  # in the planner's labels
     at = _upload(at, "dg_workload_file", "bert.json", json.dumps({"name": "bert", "params": 3e8}),
                  "application/json")
     assert len(at.error) == 1 and "\n" not in at.error[0].value
