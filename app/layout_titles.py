@@ -39,8 +39,10 @@ DP_RANKS = "data-parallel ranks"
 
 
 def control_label(knob: str, words: Nouns) -> str:
-    """The sidebar label of ``knob``'s control (a ``bounds`` knob field), in ``words``."""
-    return f"{MICRO_BATCH} {PER_REPLICA}" if knob == "micro_batch" else in_words(
+    """The sidebar label of ``knob``'s control (a ``bounds`` knob field), in ``words``; the
+    micro-batch's by the split model's control, 'Micro-batch' (the unsplit one's, 'Per-GPU
+    micro-batch', is the same number: a replica is a device)."""
+    return MICRO_BATCH if knob == "micro_batch" else in_words(
         FIELD_LABELS[CONTROL_OF_KNOB[knob]], words)
 
 
@@ -129,9 +131,14 @@ def page_row_title(row, words: Nouns) -> str:
 def page_changes(changes, words: Nouns) -> str:
     """'Tensor parallel 2 → 4, Strategy DDP → ZeRO-1': each (setting, old, new) of
     ``layout_change.setting_changes`` by its control's label, a ZeRO stage by the Strategy
-    control's choices, as the page says a control's change (``state.reset_words``)."""
+    control's choices, as the page says a control's change (``state.reset_words``); a setting
+    a title keeps (old = new: the hybrid-sharding remedy's ZeRO-3) by its value alone,
+    'Strategy ZeRO-3 / FSDP'."""
     def value(name: str, text: str) -> str:
         return STRATEGY_LABELS.get(text, text) if name == ZERO else text
 
-    return ", ".join(f"{control_label(SETTING_KNOBS[name], words)} {value(name, old)} → "
-                     f"{value(name, new)}" for name, old, new in changes)
+    def change(name: str, old: str, new: str) -> str:
+        kept = "" if old == new else f"{value(name, old)} → "
+        return f"{control_label(SETTING_KNOBS[name], words)} {kept}{value(name, new)}"
+
+    return ", ".join(change(*triple) for triple in changes)

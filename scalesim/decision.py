@@ -81,6 +81,7 @@ from scalesim.layout_change import (
     changes_words,
     layout_settings,
     lower_first,
+    one_replica_said,
     retitled,
     row_layout,
     setting_changes,
@@ -1309,7 +1310,7 @@ def _nothing_fits(ctx: _Ctx, more: _MoreDevices | None, searched: int) -> str:
                                         "the model is split already, ",
                                         ", and no other split fits")))
     if data_parallel_ranks(now) == 1:
-        done.append("ZeRO shards nothing over one data-parallel replica (dp 1)")
+        done.append(ctx.said(one_replica_said("ZeRO shards nothing over ")))
     elif scn.strategy == "zero3":
         done.append("the states are fully sharded already (ZeRO-3)")
     why = f" ({'; '.join(done)})" if done else ""

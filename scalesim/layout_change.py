@@ -145,6 +145,13 @@ def change_title(head: str, before: dict[str, str], after: dict[str, str]) -> La
     return changes_said(setting_changes(before, after), f"{head}: ")
 
 
+def one_replica_said(before: str, after: str = "") -> LayoutTitle:
+    """'<before>one data-parallel replica (dp 1)<after>': the CLI's gloss ' (dp 1)' the layout,
+    a ``Split`` of one data-parallel rank that splits nothing, which a page's words leave out
+    (the sentence says it already)."""
+    return titled(f"{before}one data-parallel replica", " (dp 1)", after, degrees=Split(1, 1, 1))
+
+
 def changes_said(changes, before: str = "", after: str = "") -> LayoutTitle:
     """'<before>tp 2 -> 4, ddp -> zero1<after>' of ``changes`` (``setting_changes``' triples),
     carrying them."""

@@ -35,7 +35,7 @@ from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for, replica_of
 from scalesim.errors import ScalesimError
 from scalesim.figures import busbw_words, multiple, percents_apart
 from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
-from scalesim.layout_change import ZERO, changes_said, layout_title, split_title
+from scalesim.layout_change import ZERO, changes_said, layout_title, split_title, titled
 from scalesim.model.memory import STRATEGIES, reduce_bytes_per_param_of, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.zero_exchange import (
@@ -456,8 +456,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         # a fixed global batch keeps micro-batch x accumulation: the micro-batch follows
         fk = fit_scn.accumulation
         fb = fit_scn.micro_batch or b * scenario.accumulation // fk
-        split = "" if fit_reason else f" ({b} x {k} -> {fb} x {fk}; same global batch)"
-        out.append(Candidate("fit_memory", f"Smaller micro-batches, more accumulation{split}", fit_scn,
+        out.append(Candidate("fit_memory", _smaller_micro_batches(b, k, fb, fk, fit_reason), fit_scn,
                              profile, fit_reason, "same global batch in smaller micro-steps"))
     out.append(_split_model(profile, scenario, now, split_framework, split_layout))
     out.append(_attention_kernel(profile, scenario))
@@ -468,6 +467,18 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                          scenario.model_copy(update={"slow_device": None, "slow_factor": 1.0}), profile,
                          "" if has_slow else f"no slow {words.device} in the scenario", ""))
     return out
+
+
+def _smaller_micro_batches(b: int, k: int, fb: int, fk: int, reason: str) -> str:
+    """The fitting remedy's title: 'Smaller micro-batches, more accumulation (32 x 1 -> 1 x 32;
+    same global batch)', micro-batch ``b`` x accumulation ``k`` to ``fb`` x ``fk``, carrying the
+    two changes (``layout_change.layout_settings``' names: a page names their controls);
+    without the change where ``reason`` says why there is none."""
+    head = "Smaller micro-batches, more accumulation"
+    if reason:
+        return head
+    return titled(f"{head} (", f"{b} x {k} -> {fb} x {fk}", "; same global batch)",
+                  changes=[("micro-batch", str(b), str(fb)), ("accumulation", str(k), str(fk))])
 
 
 # A DDP job that reduces its gradients in s >= 2 micro-steps of a step (no no_sync: traces,
@@ -525,8 +536,12 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Noun
     dp, shard, hybrid = data_parallel_ranks(now), now.shard_group, hybrid_sharded(now)
     if scenario.strategy == "zero3" and hybrid:
         split = layout_of(scenario).model_copy(update={"shard_group": None})
-        return Candidate("sharding", f"Shard the states over all {dp} data-parallel ranks (HSDP shard "
-                         f"group {shard} -> {dp}, zero3)", scenario.model_copy(update={
+        # the changes carried (``layout_change.LayoutTitle``): a page names the Shard group
+        # control, the strategy kept by the Strategy control's choice
+        title = titled(f"Shard the states over all {dp} data-parallel ranks (",
+                       f"HSDP shard group {shard} -> {dp}, zero3", ")",
+                       changes=[("shard group", str(shard), str(dp)), (ZERO, "zero3", "zero3")])
+        return Candidate("sharding", title, scenario.model_copy(update={
                              "layout": None if split == type(split)() else split}), profile, "",
                          f"saves memory: each rank holds 1/{dp} of the states, not 1/{shard}; the "
                          f"gathers and reduce-scatters then span all {dp} ranks, not {shard}")

@@ -1,0 +1,76 @@
+"""Session 50, continued: the planner page says the hybrid-sharding remedy, the fitting remedy
+and the nothing-fits sentence's one data-parallel replica in the sidebar's labels, where
+``scalesim decide`` keeps its notation ('HSDP shard group 4 -> 32, zero3', '64 x 1 -> 2 x 32',
+'(dp 1)'). Each is a ``layout_change.LayoutTitle`` carrying its changes or split, said by
+``app.layout_titles.page_title``; the text is never read."""
+
+from __future__ import annotations
+
+from app_harness import open_app
+from scalesim.app.layout_titles import page_changes
+from scalesim.app.plan import make_plan
+from scalesim.app.state import default_state, encode_query, preset_profile
+
+from scalesim.decision import decide
+from scalesim.device_nouns import GPU_NOUNS
+from scalesim.layout_change import ZERO
+from scalesim.remedies import rank_remedies
+
+
+def _plan(**fields):
+    state = default_state().model_copy(update=fields)
+    return make_plan(preset_profile(state), state)
+
+
+def _page_remedies(plan) -> list[str]:
+    """The Remedies tab's titles as the page shows them."""
+    at = open_app({**encode_query(plan.state, plan.profile), "tab": "remedies"})
+    return list(next(d.value for d in at.dataframe if "remedy" in d.value.columns)["remedy"])
+
+
+def _cli_title(plan, key: str) -> str:
+    _, ranked = rank_remedies(plan.profile, plan.scenario, plan.focus.devices)
+    return next(r.title for r in ranked if r.key == key)
+
+
+def test_a_kept_setting_is_said_by_its_value_alone():
+    assert page_changes([("shard group", "4", "32"), (ZERO, "zero3", "zero3")], GPU_NOUNS) == (
+        "Shard group (HSDP) 4 → 32, Strategy ZeRO-3 / FSDP")
+    assert page_changes([("micro-batch", "64", "2"), ("accumulation", "1", "32")],
+                        GPU_NOUNS) == "Micro-batch 64 → 2, Gradient accumulation 1 → 32"
+
+
+def test_the_hybrid_sharding_remedy_names_the_shard_group_control():
+    """llama3-8b on 32 H100s under ZeRO-3 sharded in groups of 4 (32 data-parallel ranks at
+    tp 1): the remedy shards over all 32."""
+    plan = _plan(wl="llama3-8b", hw="dgx-h100", dmax=32, focus=32, strat="zero3", sg=4)
+    assert _cli_title(plan, "sharding") == ("Shard the states over all 32 data-parallel ranks "
+                                            "(HSDP shard group 4 -> 32, zero3)")
+    titles = _page_remedies(plan)
+    assert ("Shard the states over all 32 data-parallel ranks (Shard group (HSDP) 4 → 32, "
+            "Strategy ZeRO-3 / FSDP)") in titles, titles
+    assert not any("HSDP shard group" in t or "zero3" in t for t in titles), titles
+
+
+def test_the_fitting_remedy_names_the_micro_batch_and_accumulation_controls():
+    """gpt-1.7b on 16 A100s at a per-GPU micro-batch of 64 does not fit: the same global
+    batch (64 x 1 = 2 x 32) in micro-batches of 2."""
+    plan = _plan(wl="gpt-1.7b", hw="dgx-a100", dmax=16, focus=16, mb=64)
+    assert _cli_title(plan, "fit_memory") == ("Smaller micro-batches, more accumulation "
+                                              "(64 x 1 -> 2 x 32; same global batch)")
+    titles = _page_remedies(plan)
+    assert ("Smaller micro-batches, more accumulation (Micro-batch 64 → 2, Gradient "
+            "accumulation 1 → 32; same global batch)") in titles, titles
+    assert not any("64 x 1 ->" in t or "per model replica 64" in t for t in titles), titles
+
+
+def test_the_nothing_fits_sentence_says_one_replica_without_notation():
+    """llama3-70b on 8 A100s at Tensor parallel 8: one data-parallel replica (8 / 8), nothing
+    fits; the CLI glosses it '(dp 1)', the page's words say it already."""
+    plan = _plan(wl="llama3-70b", hw="dgx-a100", dmax=8, focus=8, tp=8)
+    cli = decide(plan.profile, plan.scenario, 8).recommendation
+    assert "ZeRO shards nothing over one data-parallel replica (dp 1)): add devices" in cli
+    at = open_app(encode_query(plan.state, plan.profile))
+    said = next(s.value for s in at.success if s.value.startswith("**Recommendation:**"))
+    assert "ZeRO shards nothing over one data-parallel replica): add devices" in said, said
+    assert "(dp 1)" not in said
