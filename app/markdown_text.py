@@ -3,11 +3,14 @@ pages show such text; the report escapes it as HTML instead)."""
 
 from __future__ import annotations
 
-MARKDOWN_CHARS = "\\`*_[]<>#|~$"  # backslash first, so the escapes added are not escaped again
+# backslash first, so the escapes added are not escaped again; '&' so that an HTML entity
+# ('&lt;') is shown as typed, not as the character it names (CommonMark escapes any ASCII
+# punctuation, '\\&lt;' included: Streamlit's micromark does)
+MARKDOWN_CHARS = "\\`*_[]<>#|~$&"
 
 
 def escape_markdown(text) -> str:
-    """``text`` shown as written: every Markdown character backslash-escaped."""
+    """``text`` shown as written: every Markdown character and '&' backslash-escaped."""
     out = str(text)
     for ch in MARKDOWN_CHARS:
         out = out.replace(ch, "\\" + ch)
