@@ -114,6 +114,15 @@ def report_said(report: Report) -> Callable[[str], str]:
     inputs as a runs' or a traces' page names them, a layout in the nouns of its table)."""
     traced, words = report.kind != "runs", table_nouns(report)
     return lambda line: in_page_words(line, traced, words)
+
+
+def said_in_page(line, traced: bool = False) -> str:
+    """``in_page_words`` escaped for Markdown: a line may quote an upload's text or a typed
+    value (the page's error boxes; the report's lines are escaped the same way in
+    ``show_report``)."""
+    return _md(in_page_words(line, traced))
+
+
 SMI_HELP = ("recorded during the run with `nvidia-smi --query-gpu=timestamp,index,clocks.sm,"
             "clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,"
             "clocks_throttle_reasons.active --format=csv -l 1`: names a device that runs slower, "
@@ -476,7 +485,7 @@ def show_report(report: Report) -> None:
     in_page = report_said(report)
 
     def said(line) -> str:  # an input the line names, as this page's control
-        return _md(in_page(line))
+        return _md(in_page(line))  # escaped as said_in_page's
 
     st.subheader(f"Likely cause: {report.cause.label}")
     st.markdown("\n".join(f"- {said(e)}" for e in report.cause.evidence))
@@ -706,7 +715,7 @@ def _runs_section() -> None:
         counts = tuple(parse_list(typed, "devices", "Extrapolate to")) if typed else None
         report = runs_report(text, name, **options, extrapolate=counts, smi=smi)
     except ScalesimError as exc:
-        st.error(in_page_words(exc))
+        st.error(said_in_page(exc))
         return
     show_report(report)
 
@@ -724,7 +733,7 @@ def _traces_section() -> None:
     try:
         report = traces_report(files, smi, **exchange)
     except ScalesimError as exc:
-        st.error(in_page_words(exc, traced=True))
+        st.error(said_in_page(exc, traced=True))
         return
     show_report(report)
 
@@ -741,7 +750,7 @@ def _smi_section() -> None:
     try:
         report = smi_report((upload.name, _text_of(upload)))
     except ScalesimError as exc:
-        st.error(in_page_words(exc))
+        st.error(said_in_page(exc))
         return
     show_smi(report)
 

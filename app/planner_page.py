@@ -288,7 +288,8 @@ class _Controls:
         value = widget(label, key=key, **kwargs)
         sentence = refusal(self.state, field, value, self.words)
         if sentence:  # keep the last good value of this control only; the others follow
-            (getattr(widget, "__self__", None) or st.sidebar).error(sentence)
+            # escaped as every box that quotes what was typed (a widget's value)
+            (getattr(widget, "__self__", None) or st.sidebar).error(_md(sentence))
             self.refused[field] = sentence
             return getattr(self.state, field)
         self.values[field] = value
@@ -1179,7 +1180,8 @@ def render() -> None:
     try:
         state, _ = _sidebar(ss["app_state"], ss["profile"])
     except ValueError as exc:  # a widget value the state refuses: keep the last good state
-        st.error(f"A control has a value the planner cannot use ({exc}); using the last good one")
+        st.error(f"A control has a value the planner cannot use ({_md(str(exc))}); using the last "
+                 "good one")
         state = ss["app_state"]
     profile: Profile = ss["profile"]
     ss["app_state"] = state
