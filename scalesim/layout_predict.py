@@ -741,6 +741,17 @@ def counts_that_run(profile: Profile, scenario: Scenario, skip=(), which: str = 
     return list(scenario.devices), []
 
 
+def counts_left_out_by_rule(profile: Profile, scenario: Scenario, skip=(),
+                            which: str = "") -> dict[str, tuple[int, ...]]:
+    """Each rule of ``COUNT_RULES`` whose note ``counts_that_run`` gives (same arguments, no
+    refusal) -> the device counts that note names; {} where no note is given (every count
+    kept, or none: a sweep drops and counts those rows itself)."""
+    judged = _judged_counts(profile, scenario, skip, which, refuse=())
+    if judged.last is not None:
+        return {}
+    return {rule: out.counts for rule, out in judged.outs.items()}
+
+
 def every_count_runs(profile: Profile, scenario: Scenario) -> None:
     """``predict.predict``'s refusal, as a library, of a list with any device count that
     cannot run: where a rule of ``COUNT_RULES`` leaves out a count (the rules, their order and

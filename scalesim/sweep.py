@@ -134,6 +134,11 @@ class SweepResult:
     # that breaks a rule)
     dropped_layout: int = 0  # of those, the layouts that break a rule (``scalesim.layout``)
     layout_example: str = ""  # the first such layout and the first rule it breaks, in words
+    # of ``dropped``, the rows a left-out note names (``SweepPlan.left_out``), and of those the
+    # layouts that break a rule; ``layout_example`` of the other broken layouts ('' for none)
+    dropped_left_out: int = 0
+    dropped_left_out_layout: int = 0
+    other_example: str = ""
     # a one-value layout setting or shard group (``SweepPlan.ignorable``) -> (rows that run
     # without it, the first such row in words): its column says what each row runs
     ignored: dict[str, tuple[int, str]] = field(default_factory=dict)
@@ -166,6 +171,9 @@ class SweepPlan:
     # layout does not run (``_ignorable``), and a shard group some ddp row does not
     # (``_one_value_shard_group``): each a column of the value each row runs
     ignorable: tuple[str, ...] = ()
+    # each count rule whose left-out note the sweep prints (``left_out_notes``) -> the device
+    # counts it names: their rows (a ZeRO row's, for the shard group) dropped, said there
+    left_out: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -329,7 +337,8 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
                                 knobs=("global_batch", "devices", "accumulation"))
     return SweepPlan(profile, base, arrays, combinations, rows, sequences,
                      (_ignorable(arrays, base, g_max) if split else ())
-                     + _one_value_shard_group(arrays, base))
+                     + _one_value_shard_group(arrays, base),
+                     _rules_leaving_out(profile, base, arrays))
 
 
 def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tuple[str, ...]:
@@ -456,6 +465,26 @@ def _counts_left_out(profile: Profile, base: Scenario, axes: dict[str, np.ndarra
     beside ddp rows, which run without it)."""
     from scalesim.layout_predict import COUNT_RULES, counts_that_run
 
+    scenario, skip, ddp = _counts_judged_on(base, axes)
+    refused = [r for r in COUNT_RULES if not (ddp and r == "shard_group")] if refuse else []
+    return counts_that_run(profile, scenario, skip, "ZeRO " if ddp else "",
+                           refuse=refused)[1]
+
+
+def _rules_leaving_out(profile: Profile, base: Scenario,
+                       axes: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
+    """``SweepPlan.left_out``: each count rule whose left-out note the sweep prints
+    (``left_out_notes``) -> the device counts it names."""
+    from scalesim.layout_predict import counts_left_out_by_rule
+
+    scenario, skip, ddp = _counts_judged_on(base, axes)
+    return counts_left_out_by_rule(profile, scenario, skip, "ZeRO " if ddp else "")
+
+
+def _counts_judged_on(base: Scenario, axes: dict[str, np.ndarray]) -> tuple[Scenario, set, bool]:
+    """(the scenario whose device counts the sweep's one-value settings are judged on, a ZeRO
+    row's where the shard group runs there; the count rules skipped, their settings swept;
+    whether ddp rows run beside, without the shard group): ``counts_that_run``'s arguments."""
     skip = set()
     if any(a in axes for a in ("tp", "pp", "cp")):
         skip |= {"split", "global_batch", "micro_batch", "shard_group"}
@@ -469,10 +498,7 @@ def _counts_left_out(profile: Profile, base: Scenario, axes: dict[str, np.ndarra
     scenario = base.model_copy(update={  # a ZeRO row's, as the shard group runs there
         "devices": [int(p) for p in axes["devices"]], "strategy": (zero or strategies)[0],
         "zero_framework": "fsdp" if "fsdp" in frameworks else frameworks[0]})
-    ddp = "ddp" in strategies
-    refused = [r for r in COUNT_RULES if not (ddp and r == "shard_group")] if refuse else []
-    return counts_that_run(profile, scenario, skip, "ZeRO " if ddp else "",
-                           refuse=refused)[1]
+    return scenario, skip, "ddp" in strategies
 
 
 def one_value_words(name: str, value, flag: str | None = None) -> str:
@@ -603,22 +629,27 @@ def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
     k, global_batch, micro = _batch_axes(plan, grid)
     keep = np.ones(p.shape, dtype=bool)
     base_micro = micro
+    strategy = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
+                else np.full(p.shape, STRATEGIES[base.strategy]))
+    said = _left_out_rows(plan, p, strategy)
     if global_batch is not None:
         keep = global_batch_splits(global_batch, p, k)
         grid = {name: col[keep] for name, col in grid.items()}
-        p, k, global_batch = p[keep], k[keep], global_batch[keep]
+        p, k, global_batch, strategy = p[keep], k[keep], global_batch[keep], strategy[keep]
         micro = global_batch // (p * k)
         base_micro = global_batch // k
+    dropped_left_out = int((~keep & said).sum())
+    said = said[keep]
 
-    strategy = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
-                else np.full(p.shape, STRATEGIES[base.strategy]))
-    shard, dropped_layout, example = _shard_groups_at(base, grid, p, strategy,
-                                                      nouns_for(profile.hardware.device_name))
+    shard, dropped_layout, examples = _shard_groups_at(
+        base, grid, p, strategy, nouns_for(profile.hardware.device_name), said)
     refused = _grad_sync_refused_rows(base, grid, p) & (shard >= 0)
     if refused.any():  # DeepSpeed with once-per-step reduction: dropped, as broken layouts
         dropped_layout += int(refused.sum())
-        example = example or _row_rule("zero_framework deepspeed", grad_sync_deepspeed_error())
+        examples = _either(examples, _first_words(refused, said, lambda _: _row_rule(
+            "zero_framework deepspeed", grad_sync_deepspeed_error())))
         shard = np.where(refused, -1, shard)
+    dropped_left_out_layout = int(((shard < 0) & said).sum())
     if dropped_layout:  # rows the shard group cannot run: dropped, counted as broken layouts
         ok = shard >= 0
         grid = {name: col[ok] for name, col in grid.items()}
@@ -662,7 +693,10 @@ def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
         profile, evaluate_scaling(inputs, np.ones_like(base_micro), with_baseline=True)[3].fits, 1))
     group = np.where(strategy == DDP, 0, np.where(shard > 0, np.minimum(shard, p), p))
     return SweepResult(columns=columns, dropped=int((~keep).sum()) + dropped_layout,
-                       dropped_layout=dropped_layout, layout_example=example, ignored=ignored,
+                       dropped_layout=dropped_layout, layout_example=examples[0],
+                       dropped_left_out=dropped_left_out + dropped_left_out_layout,
+                       dropped_left_out_layout=dropped_left_out_layout,
+                       other_example=examples[1], ignored=ignored,
                        baseline=_baseline(one_fits, holds, base_micro, group))
 
 
@@ -685,17 +719,18 @@ def _baseline(one_fits, holds, base_micro, shard_group) -> dict[str, np.ndarray]
             for name, v in zip(BASELINE_FIELDS, values, strict=True)}
 
 
-def _shard_groups_at(base, grid: dict[str, np.ndarray], p, strategy, words: Nouns):
-    """(shard group of each row, -1 where it cannot run; rows dropped; the first in words,
-    ``words`` the profile's nouns: 'on 4 processes' on a CPU profile) of a
-    parameter-count workload's sweep, where every device is a data-parallel rank: each row's
-    (``_row_shard_groups``); a row it cannot run is dropped, as a broken layout on the layout
-    path."""
+def _shard_groups_at(base, grid: dict[str, np.ndarray], p, strategy, words: Nouns, said):
+    """(shard group of each row, -1 where it cannot run; rows dropped; the first in words and
+    the first not ``said``, ``_first_words``, ``words`` the profile's nouns: 'on 4 processes'
+    on a CPU profile) of a parameter-count workload's sweep, where every device is a
+    data-parallel rank: each row's (``_row_shard_groups``); a row it cannot run is dropped, as
+    a broken layout on the layout path."""
     shard = _row_shard_groups(base, grid, p, strategy)
     if shard is None:
-        return np.zeros(p.shape, dtype=np.int64), 0, ""
-    why, example = _shard_group_problems_of_rows(base, grid, shard, p, p, strategy, words)
-    return np.where(why == "", shard, -1), int((why != "").sum()), example
+        return np.zeros(p.shape, dtype=np.int64), 0, ("", "")
+    why, examples = _shard_group_problems_of_rows(base, grid, shard, p, p, strategy, words,
+                                                  said=said)
+    return np.where(why == "", shard, -1), int((why != "").sum()), examples
 
 
 def _row_shard_groups(base, grid: dict[str, np.ndarray], p, zero) -> np.ndarray | None:
@@ -747,19 +782,19 @@ def _grad_sync_refused_rows(base, grid: dict[str, np.ndarray], p) -> np.ndarray:
 
 
 def _shard_group_problems_of_rows(base, grid: dict[str, np.ndarray], shard, p, dp, zero,
-                                  words: Nouns, rows=None, cp=1):
+                                  words: Nouns, rows=None, cp=1, said=False):
     """(why each row's shard group (``shard``, ``_row_shard_groups``: 0 none) cannot run, ''
     where it can; the first such row among ``rows`` (a mask; all rows by default) in
-    ``words``, the profile's nouns, '' for none): the row-wise judge
-    (``layout_predict.shard_group_problems``) with each row's framework, for both paths."""
+    ``words``, the profile's nouns, and the first not ``said``, '' for none:
+    ``_first_words``): the row-wise judge (``layout_predict.shard_group_problems``) with each
+    row's framework, for both paths."""
     from scalesim import layout_predict as lp
 
     why = lp.shard_group_problems(shard, dp, zero, _frameworks(base, grid, p), cp)
-    bad = np.flatnonzero((why != "") & (True if rows is None else rows))
     # the rule's template kept (``_row_rule``): a --scenario file's setting said by its key
-    example = (_row_rule(f"shard group {int(shard[bad[0]])} on {words.count(int(p[bad[0]]))}",
-                         why[bad[0]]) if bad.size else "")
-    return why, example
+    return why, _first_words((why != "") & (True if rows is None else rows), said, lambda i:
+                             _row_rule(f"shard group {int(shard[i])} on {words.count(int(p[i]))}",
+                                       why[i]))
 
 
 def _evaluate_sequences_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
@@ -788,11 +823,7 @@ def _evaluate_groups(grid: dict[str, np.ndarray], names: list[str], row_key: str
     order = np.argsort(np.concatenate([part.columns[row_key] for part in parts]), kind="stable")
     columns = {name: np.concatenate([part.columns[name] for part in parts])[order]
                for name in parts[0].columns if name != row_key}
-    return SweepResult(columns=columns, dropped=sum(part.dropped for part in parts),
-                       dropped_layout=sum(part.dropped_layout for part in parts),
-                       layout_example=next((part.layout_example for part in parts
-                                            if part.layout_example), ""),
-                       ignored=merge_ignored(parts),
+    return SweepResult(columns=columns, **merge_drops(parts), ignored=merge_ignored(parts),
                        unapplied=merge_ignored(parts, "unapplied"),
                        baseline={name: values[order] for name, values in
                                  merge_baseline(parts).items()})
@@ -804,6 +835,19 @@ def merge_baseline(results) -> dict[str, np.ndarray]:
     names = next((list(r.baseline) for r in results if r.baseline), [])
     return {name: np.concatenate([r.baseline[name] for r in results if r.baseline])
             for name in names}
+
+
+DROP_COUNTS = ("dropped", "dropped_layout", "dropped_left_out", "dropped_left_out_layout")
+DROP_EXAMPLES = ("layout_example", "other_example")
+
+
+def merge_drops(results) -> dict:
+    """``SweepResult``'s drop fields of several results (parts or chunks, in grid order): the
+    counts (``DROP_COUNTS``) added up, each example (``DROP_EXAMPLES``) the first given."""
+    results = list(results)
+    return {**{name: sum(getattr(r, name) for r in results) for name in DROP_COUNTS},
+            **{name: next((getattr(r, name) for r in results if getattr(r, name)), "")
+               for name in DROP_EXAMPLES}}
 
 
 def merge_ignored(results, of: str = "ignored") -> dict[str, tuple[int, str]]:
@@ -868,38 +912,40 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     layout_ok &= lp.check_rows(profile, dp, tp, pp, micro, dp * micro * k, schedule, virtual,
                                g_max, cp, unit)
     checked = layout_ok.copy()  # the layout rules alone: each dropped row's first rule
-    example = _layout_example(profile, split, name, g_max, layout_ok, p, tp, pp, dp, micro, k,
-                              cp, unit)
+    zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
+            else np.full(p.shape, lp.ZERO_OF_STRATEGY[base.strategy]))
+    said = _left_out_rows(plan, p, zero)
+    # (the first broken layout, the first no left-out note names), each rule in turn
+    examples = tuple(_layout_example(profile, split, name, g_max, layout_ok | hidden, p, tp, pp,
+                                     dp, micro, k, cp, unit) for hidden in (False, said))
     unused = _unused_settings_of_rows(grid, split, tp, pp)
     swept = {name: (layout_ok & rows, rule) for name, (rows, rule) in unused.items()
              if name in grid}
     dropped_unused = np.logical_or.reduce([rows for rows, _ in swept.values()])
     if dropped_unused.any():  # a swept value the row's layout does not run: predict refuses it
-        i = int(np.flatnonzero(dropped_unused)[0])
-        why = next(rule for rows, rule in swept.values() if rows[i])
-        example = example or _row_rule(_row_words(profile, p, tp, pp, cp, i), why)
+        examples = _either(examples, _first_words(dropped_unused, said, lambda i: _row_rule(
+            _row_words(profile, p, tp, pp, cp, i),
+            next(rule for rows, rule in swept.values() if rows[i]))))
         layout_ok &= ~dropped_unused
-    zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
-            else np.full(p.shape, lp.ZERO_OF_STRATEGY[base.strategy]))
     # DeepSpeed refuses ZeRO-2/3 under a pipeline (predict refuses the scenario): dropped
     deepspeed_piped = layout_ok & deepspeed_refuses_pipeline(_frameworks(base, grid, p), zero, pp)
     if deepspeed_piped.any():
-        i = int(np.flatnonzero(deepspeed_piped)[0])
-        example = example or _row_rule(
+        examples = _either(examples, _first_words(deepspeed_piped, said, lambda i: _row_rule(
             f"{_split_words(tp[i], pp[i], cp[i])} on "
             f"{nouns_for(profile.hardware.device_name).count(int(p[i]))}",
-            deepspeed_pipeline_error(ZERO_STRATEGIES[int(zero[i])], int(pp[i])))
+            deepspeed_pipeline_error(ZERO_STRATEGIES[int(zero[i])], int(pp[i])))))
         layout_ok &= ~deepspeed_piped
     refused = layout_ok & _grad_sync_refused_rows(base, grid, p)
     if refused.any():  # DeepSpeed with once-per-step reduction (predict refuses it): dropped
-        example = example or _row_rule("zero_framework deepspeed", grad_sync_deepspeed_error())
+        examples = _either(examples, _first_words(refused, said, lambda _: _row_rule(
+            "zero_framework deepspeed", grad_sync_deepspeed_error())))
         layout_ok &= ~refused
     shard = _row_shard_groups(base, grid, p, zero)  # swept, or the one value (0 at ddp rows)
     if shard is not None:  # a row the shard group cannot run is dropped, as a broken layout
         why, first = _shard_group_problems_of_rows(base, grid, shard, p, dp, zero,
                                                    nouns_for(profile.hardware.device_name),
-                                                   rows=layout_ok, cp=cp)
-        example = example or first
+                                                   rows=layout_ok, cp=cp, said=said)
+        examples = _either(examples, first)
         layout_ok &= why == ""
     keep = layout_ok & batch_ok
     ignored = {name: (int((rows & keep).sum()),
@@ -965,8 +1011,10 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     group = np.where(zero == 0, 0, ranks if shard is None else
                      np.where(shard > 0, np.minimum(shard, ranks), ranks))
     return SweepResult(columns=columns, dropped=int((~keep).sum()),
-                       dropped_layout=int((~layout_ok).sum()), layout_example=example,
-                       ignored=ignored, unapplied=unapplied,
+                       dropped_layout=int((~layout_ok).sum()), layout_example=examples[0],
+                       dropped_left_out=int((~keep & said).sum()),
+                       dropped_left_out_layout=int((~layout_ok & said).sum()),
+                       other_example=examples[1], ignored=ignored, unapplied=unapplied,
                        baseline=_baseline(rows.one_device_fits, rows.one_device_holds_model,
                                           base_micro, group))
 
@@ -1044,6 +1092,29 @@ def _unapplied(profile, split, schedule: str, g: int, dropped, checked, p, tp, p
                                                    int(np.flatnonzero(dropped)[0]))
 
 
+def _left_out_rows(plan: SweepPlan, p, zero) -> np.ndarray:
+    """The rows a left-out note names (``SweepPlan.left_out``): every row at a count the
+    split or the global batch leaves out, a ZeRO row (``zero`` not ddp) at one the shard
+    group leaves out (ddp rows run there without it)."""
+    said = np.zeros(np.shape(p), dtype=bool)
+    for rule, counts in plan.left_out.items():
+        at = np.isin(p, counts)
+        said |= (at & (np.asarray(zero) != DDP)) if rule == "shard_group" else at
+    return said
+
+
+def _first_words(rows, said, words: Callable[[int], str]) -> tuple[str, str]:
+    """(``words`` of the first of ``rows``, of the first not ``said``; '' for none): a dropped
+    row's example among them all and among those no left-out note names."""
+    firsts = (np.flatnonzero(rows), np.flatnonzero(rows & ~np.asarray(said)))
+    return tuple(words(int(f[0])) if f.size else "" for f in firsts)
+
+
+def _either(found: tuple[str, str], more: tuple[str, str]) -> tuple[str, str]:
+    """Each example of ``found`` (``_first_words``), else ``more``'s: the first rule's row."""
+    return tuple(a or b for a, b in zip(found, more, strict=True))
+
+
 def _row_rule(where: str, why: str) -> str:
     """'<where>: <why>', the first dropped row (``SweepResult.layout_example``) and the rule it
     breaks, the rule's template kept (``errors.within``): the CLI says a --scenario file's
@@ -1106,11 +1177,8 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
     if len(chunks) == 1:
         return chunks[0]
     columns = {name: np.concatenate([c.columns[name] for c in chunks]) for name in chunks[0].columns}
-    return SweepResult(columns=columns, dropped=sum(c.dropped for c in chunks),
-                       dropped_layout=sum(c.dropped_layout for c in chunks),
-                       layout_example=next((c.layout_example for c in chunks
-                                            if c.layout_example), ""),
-                       ignored=merge_ignored(chunks), unapplied=merge_ignored(chunks, "unapplied"),
+    return SweepResult(columns=columns, **merge_drops(chunks), ignored=merge_ignored(chunks),
+                       unapplied=merge_ignored(chunks, "unapplied"),
                        baseline=merge_baseline(chunks))
 
 

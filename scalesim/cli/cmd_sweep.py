@@ -343,10 +343,11 @@ class PipelinesWritten:
 
 def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
            baseline: BaselineRows | None = None,
-           pipelines: PipelinesWritten | None = None) -> tuple[int, int, int, str, dict, dict]:
+           pipelines: PipelinesWritten | None = None) -> tuple[int, dict, dict, dict]:
     """Stream every row of ``plan`` to ``handle``; returns the rows written, the combinations
-    dropped, of those the layouts that break a rule, the first such layout with its rule
-    (``SweepResult.layout_example``, '' for none), the rows that run without a one-value
+    dropped (``sweep.merge_drops``: how many, of those the layouts that break a rule, the
+    first such layout with its rule, ``SweepResult.layout_example``, '' for none, and the same
+    of the rows no left-out note names), the rows that run without a one-value
     layout flag (``SweepResult.ignored``, ``ignored_notes``) and the rows dropped that would
     run it (``SweepResult.unapplied``). A sweep that keeps no row writes
     nothing and raises, its drops counted by reason: the data-parallel sweep refuses that case
@@ -354,16 +355,15 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
     ``bubbles``: records the rows whose pipeline bubble is large; ``baseline``: what predict's
     notes of the one-device baseline read of the rows; ``pipelines``: the rows' pipelines."""
     from scalesim.predict import input_pipeline_modelled
-    from scalesim.sweep import grid_flags, iter_sweep, merge_ignored
+    from scalesim.sweep import grid_flags, iter_sweep, merge_drops, merge_ignored
 
     modelled = input_pipeline_modelled(plan.profile)
-    written, dropped, dropped_layout, first, example = 0, 0, 0, True, ""
+    written, first = 0, True
+    drops = merge_drops([])
     ignored: dict = {}
     unapplied: dict = {}
     for chunk in iter_sweep(plan):
-        dropped += chunk.dropped
-        dropped_layout += chunk.dropped_layout
-        example = example or chunk.layout_example
+        drops = merge_drops([SimpleNamespace(**drops), chunk])
         ignored = merge_ignored([SimpleNamespace(ignored=ignored), chunk])
         unapplied = merge_ignored([SimpleNamespace(unapplied=unapplied), chunk], "unapplied")
         if not chunk.size:
@@ -380,17 +380,20 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
         for piece in _pieces(chunk.columns, fmt, modelled):
             handle.write(piece if first or fmt == "csv" else ", " + piece)
             first = False
-    # the example's rule names a swept knob by its grid flag, as typed ('not a multiple of
+    # each example's rule names a swept knob by its grid flag, as typed ('not a multiple of
     # --pp-values 2'), the others kept as slots (a --scenario file's by its key: ``run``)
-    example = knobs_said(example, grid_flags(plan.axes)) if example else example
-    if not written:
-        reasons = _dropped_reasons(dropped, dropped_layout, example,
+    drops.update({name: knobs_said(drops[name], grid_flags(plan.axes))
+                  for name in ("layout_example", "other_example") if drops[name]})
+    if not written:  # every drop, as no left-out note is printed
+        reasons = _dropped_reasons(drops["dropped"], drops["dropped_layout"],
+                                   drops["layout_example"],
                                    nouns_for(plan.profile.hardware.device_name))
         raise ScalesimError(within(reasons, f"no combination of the sweep is left: all "
-                                            f"{dropped} dropped ({reasons}); nothing written"))
+                                            f"{drops['dropped']} dropped ({reasons}); nothing "
+                                            "written"))
     if fmt == "json":
         handle.write("]\n")
-    return written, dropped, dropped_layout, example, ignored, unapplied
+    return written, drops, ignored, unapplied
 
 
 def ignored_notes(plan, ignored: dict, written: int, unapplied: dict | None = None) -> list[str]:
@@ -478,6 +481,14 @@ def _dropped_reasons(
         else []
     )
     return joined("; ", reasons)
+
+
+def unsaid_drops(drops: dict) -> tuple[int, int, str]:
+    """``dropped_note``'s (combinations, broken layouts, example) of the drops ``_write``
+    counted (``sweep.merge_drops``) less the rows a left-out note names (``SweepPlan.left_out``,
+    ``sweep.left_out_notes``): each dropped row said once."""
+    return (drops["dropped"] - drops["dropped_left_out"],
+            drops["dropped_layout"] - drops["dropped_left_out_layout"], drops["other_example"])
 
 
 def dropped_note(dropped: int, dropped_layout: int, example: str = "", words: Nouns = GPU_NOUNS) -> str:
@@ -736,13 +747,13 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.out)
         _check_disk(args.out, _estimated_bytes(plan, fmt), plan.rows)
         with open_output(args.out) as handle:
-            written, *dropped, ignored, unapplied = _write(handle, plan, fmt, *collectors)
+            written, drops, ignored, unapplied = _write(handle, plan, fmt, *collectors)
     else:
-        written, *dropped, ignored, unapplied = _write(sys.stdout, plan, fmt, *collectors)
-    # a --scenario file's setting in the example's rule by its key, the file first, as main's
-    # error line says it (``given_words``)
-    note = in_given_words(dropped_note(*dropped, words=nouns_for(profile.hardware.device_name)),
-                          args)
+        written, drops, ignored, unapplied = _write(sys.stdout, plan, fmt, *collectors)
+    # the rows no left-out note names (``sweep_notes``); a --scenario file's setting in the
+    # example's rule by its key, the file first, as main's error line says it (``given_words``)
+    note = in_given_words(dropped_note(*unsaid_drops(drops),
+                                       words=nouns_for(profile.hardware.device_name)), args)
     if args.out is not None:
         print(f"wrote {written} scenarios to {args.out}" + (f" ({note})" if note else ""), file=sys.stderr)
     elif note:
