@@ -1124,12 +1124,11 @@ def _row_rule(where: str, why: str) -> str:
 
 def iter_sweep(plan: SweepPlan, chunk_rows: int | None = None) -> Iterator[SweepResult]:
     """The plan's rows, ``chunk_rows`` (default CHUNK_ROWS) combinations at a time, in grid
-    order, so memory stays that of one chunk however large the grid."""
+    order, so memory stays that of one chunk however large the grid. Every chunk, one that
+    keeps no row too: its drops are counted (``merge_drops``)."""
     chunk_rows = chunk_rows or CHUNK_ROWS
     for start in range(0, plan.combinations, chunk_rows):
-        chunk = evaluate_at(plan, np.arange(start, min(start + chunk_rows, plan.combinations)))
-        if chunk.size or start + chunk_rows >= plan.combinations:
-            yield chunk
+        yield evaluate_at(plan, np.arange(start, min(start + chunk_rows, plan.combinations)))
 
 
 def available_memory_bytes() -> int:
@@ -1176,10 +1175,11 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
     chunks = list(iter_sweep(plan))
     if len(chunks) == 1:
         return chunks[0]
-    columns = {name: np.concatenate([c.columns[name] for c in chunks]) for name in chunks[0].columns}
+    kept = [c for c in chunks if c.size] or chunks[-1:]  # the rows; every chunk's drops
+    columns = {name: np.concatenate([c.columns[name] for c in kept]) for name in kept[0].columns}
     return SweepResult(columns=columns, **merge_drops(chunks), ignored=merge_ignored(chunks),
                        unapplied=merge_ignored(chunks, "unapplied"),
-                       baseline=merge_baseline(chunks))
+                       baseline=merge_baseline(kept))
 
 
 def _codes(values: np.ndarray, table: dict[str, int], what: str,
