@@ -469,11 +469,11 @@ def _dropped_reasons(
         "and heads must split"
     )
     breaks = "breaks" if dropped_layout == 1 else "break"
-    reasons = [within(example, f"{dropped_layout} {breaks} a layout rule ({rules})")
+    reasons = [within(example, f"{dropped_layout:,} {breaks} a layout rule ({rules})")
                ] if dropped_layout else []
     reasons += (
         [
-            f"{batch} {'does' if batch == 1 else 'do'} not split the global batch evenly "
+            f"{batch:,} {'does' if batch == 1 else 'do'} not split the global batch evenly "
             "over devices x accumulation (into micro-batches of at most "
             f"{micro_batch_max():,} samples)"
         ]
