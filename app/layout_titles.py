@@ -100,10 +100,11 @@ def page_degrees(dp: int | None, tp: int, pp: int, cp: int, words: Nouns) -> str
 
 
 def with_page_titles(remedies: list[RemedyResult], words: Nouns) -> list[RemedyResult]:
-    """``remedies`` with each title as the page says it (``page_title``): the plan's one
-    rewording, so that its tables, options, headline and report say the same."""
-    return [replace(r, title=page_title(r.title, words)) if isinstance(r.title, LayoutTitle)
-            else r for r in remedies]
+    """``remedies`` with each title and reason as the page says it (``page_title``: a reason
+    too may say a layout, 'one data-parallel replica (dp 1) exchanges no gradients'): the
+    plan's one rewording, so that its tables, options, headline and report say the same."""
+    return [replace(r, title=page_title(r.title, words), reason=page_title(r.reason, words))
+            for r in remedies]
 
 
 def page_row_title(row, words: Nouns) -> str:

@@ -35,7 +35,14 @@ from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for, replica_of
 from scalesim.errors import ScalesimError
 from scalesim.figures import busbw_words, multiple, percents_apart
 from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
-from scalesim.layout_change import ZERO, changes_said, layout_title, split_title, titled
+from scalesim.layout_change import (
+    ZERO,
+    changes_said,
+    layout_title,
+    one_replica_said,
+    split_title,
+    titled,
+)
 from scalesim.model.memory import STRATEGIES, reduce_bytes_per_param_of, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.zero_exchange import (
@@ -520,7 +527,7 @@ def no_exchange_reason(scenario: Scenario, now: Prediction, words: Nouns = GPU_N
         return ""
     if now.devices == 1:
         return f"one {words.device} exchanges no gradients"
-    return "one data-parallel replica (dp 1) exchanges no gradients"
+    return one_replica_said("", " exchanges no gradients")  # a page leaves out ' (dp 1)'
 
 
 def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Nouns = GPU_NOUNS):
@@ -559,8 +566,9 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Noun
 
 
 # Why sharding is no remedy where one data-parallel replica holds the states (dp 1: one device,
-# or a split model whose tp x pp spans every device).
-ONE_REPLICA = "one data-parallel replica (dp 1): ZeRO has no other rank to shard the states over"
+# or a split model whose tp x pp spans every device); a ``LayoutTitle``, which a page says
+# without the CLI's ' (dp 1)' (``layout_change.one_replica_said``).
+ONE_REPLICA = one_replica_said("", ": ZeRO has no other rank to shard the states over")
 
 _STATES = ("optimizer state", "gradients", "parameters")  # memory.state_shards' order, reversed
 
