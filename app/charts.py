@@ -28,6 +28,7 @@ from scalesim.layout import split_short
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
+from .layout_titles import short_legend
 from .named_controls import control_namer
 from .plan import (
     DOES_NOT_FIT,
@@ -411,6 +412,10 @@ def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Cha
         width=width, height=height))
 
 
+# the short tags of ``layout_label``, which the layouts chart's subtitle explains
+LAYOUT_TAGS = ("dp", "tp", "pp", "z", "mb", "rc", "sp")
+
+
 def layout_label(row) -> str:
     """A planner row in a few characters: '#1 dp8 tp2 pp2 z1 mb1' ('z1/4': ZeRO-1 sharded over
     a shard group of 4, hybrid sharding)."""
@@ -442,8 +447,8 @@ def layouts_chart(rows, devices: int, width="container", height: int = 320,
                              for i, (r, p) in enumerate(zip(rows, parts, strict=True))])
     return _stacked(df, "layout (best first)", width, height,
                     f"Ranked layouts on {words.count(devices)}: where each step's time goes",
-                    _subtitle("dp x tp x pp, ZeRO stage (z), micro-batch (mb), recompute, "
-                              "sequence parallel (sp); only layouts that fit in memory", parts))
+                    [short_legend(LAYOUT_TAGS, words),  # a line of its own: never clipped
+                     _subtitle("only layouts that fit in memory", parts)])
 
 
 def remedies_chart(plan: Plan, width="container", height: int | None = None) -> alt.LayerChart:

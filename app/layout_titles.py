@@ -61,6 +61,23 @@ SEARCHED_LAYOUTS = (f"every layout ({PAGE_SPLIT_HEADER}, {FIELD_LABELS['strat']}
                     f"{FIELD_LABELS['sched']}, {FIELD_LABELS['rec']} and {FIELD_LABELS['sp']})")
 
 
+def short_labels(words: Nouns) -> dict[str, str]:
+    """The sidebar's label of each short name a dense table's column ('dp', 'tp', 'ZeRO': the
+    Layouts tab's, a searched goal plan's, ``table_columns.LAYOUT_COLUMNS``) or a chart's bar
+    tag ('z', 'mb': ``charts.layout_label``) stands for."""
+    zero = f"the {FIELD_LABELS['strat']}'s ZeRO stage (0: DDP)"
+    return {"dp": DP_RANKS, **{k: control_label(k, words) for k in ("tp", "pp", "cp")},
+            "ZeRO": zero, "z": zero, "mb": MICRO_BATCH,
+            "rc": control_label("recompute", words), "sp": control_label("sequence_parallel", words)}
+
+
+def short_legend(names, words: Nouns) -> str:
+    """'dp = data-parallel ranks, tp = Tensor parallel, ...' of those of ``names`` (columns or
+    tags) that ``short_labels`` explains, in their order; '' where none is short."""
+    labels = short_labels(words)
+    return ", ".join(f"{n} = {labels[n]}" for n in names if n in labels)
+
+
 def page_title(title: str, words: Nouns) -> str:
     """``title`` as the page says it: a ``LayoutTitle``'s layout in the sidebar's labels
     (``page_row_title``, ``page_changes``, ``page_split``) between its own words, any other

@@ -62,7 +62,7 @@ from .control_labels import (
     choice_labels,
     in_words,
 )
-from .layout_titles import PAGE_SPLIT_HEADER, SEARCHED_LAYOUTS, page_row_title
+from .layout_titles import PAGE_SPLIT_HEADER, SEARCHED_LAYOUTS, page_row_title, short_legend
 from .link_date import banner_date, today_utc
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
@@ -940,14 +940,16 @@ def _tab_goal(plan: Plan) -> None:
                + " ".join(_md(n[0].upper() + n[1:]) + "." for n in answer.notes))
     if not answer.front:  # no plan runs: the sentence and the notes above say why, no table
         return
-    show_table(pd.DataFrame([{
+    table = pd.DataFrame([{
         "hours": to_hours(p.time_s), "cost USD": p.cost_usd, "meets goal": p.meets,
         plan.words.header("devices"): p.devices, plan.words.header("servers"): p.servers,
         **layout,  # a searched layout's, as the sentence names it
         "micro-batch": p.micro_batch,
         "accumulation": p.accumulation, "strategy": p.strategy, "network": p.network,
-    } for p, layout in zip(answer.front, searched_layout_cells(answer.front), strict=True)]),
-        {"hours": "%.1f"})
+    } for p, layout in zip(answer.front, searched_layout_cells(answer.front), strict=True)])
+    if legend := short_legend(table.columns, plan.words):  # a searched layout's short names
+        st.caption(f"Columns: {legend}.")
+    show_table(table, {"hours": "%.1f"})
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -998,7 +1000,7 @@ def _tab_layouts(plan: Plan) -> None:
     _chart(charts.layouts_chart(rows, f.devices, words=plan.words), f"the best layout takes "
            f"{best.step_time_s * 1e3:,.0f} ms per step; the slowest shown "
            f"{rows[-1].step_time_s * 1e3:,.0f} ms")
-    st.dataframe(pd.DataFrame([{
+    table = pd.DataFrame([{
         "rank": r.rank, "dp": r.dp, LAID["tp"]: r.tp, LAID["pp"]: r.pp, "ZeRO": r.zero,
         "ZeRO runs as": r.strategy_words,  # plan.row_strategy_words, as plan's note and JSON
         "shard group": r.shard_group if r.zero else None,  # HSDP where below dp (§16)
@@ -1009,7 +1011,9 @@ def _tab_layouts(plan: Plan) -> None:
         f"{plan.unit}/s": r.samples_per_s,
         "MFU %": None if r.mfu is None else r.mfu * 100,  # None: no datasheet peak (a CPU)
         "memory GiB": r.memory_bytes / GIB_BYTES, "why it ranks here": r.why,
-    } for r in rows]), hide_index=True, key="layouts_table", column_config={
+    } for r in rows])
+    st.caption(f"Columns: {short_legend(table.columns, plan.words)}.")  # the short names
+    st.dataframe(table, hide_index=True, key="layouts_table", column_config={
         c: st.column_config.NumberColumn(format=RATE_FORMAT if c.endswith("/s") else "%.1f")
         for c in ("step ms", f"{plan.unit}/s", "MFU %", "memory GiB")})
     for words in dict.fromkeys(r.stage_notes for r in rows if r.stage_notes):
