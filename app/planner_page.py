@@ -62,7 +62,13 @@ from .control_labels import (
     choice_labels,
     in_words,
 )
-from .layout_titles import PAGE_SPLIT_HEADER, SEARCHED_LAYOUTS, page_row_title, short_legend
+from .layout_titles import (
+    PAGE_SPLIT_HEADER,
+    SEARCHED_LAYOUTS,
+    page_row_title,
+    page_title,
+    short_legend,
+)
 from .link_date import banner_date, today_utc
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
@@ -926,7 +932,11 @@ def _tab_goal(plan: Plan) -> None:
         st.info(f"Goal seeking needs more: {_md(str(exc))}."
                 + _md(controls_to_change(exc, state, plan.words)))
         return
-    (st.success if answer.best is not None else st.warning)(_md(answer.sentence))
+
+    def said(line: str) -> str:  # a kept layout in the sidebar's labels (``goal.kept_said``)
+        return page_title(line, plan.words)
+
+    (st.success if answer.best is not None else st.warning)(_md(said(answer.sentence)))
     if answer.network_sentence:  # which faster network reaches the goal (goal.network_answer)
         st.markdown(_md(answer.network_sentence))
     if answer.need_sentence:  # the least inter-server network that reaches it (network_need)
@@ -937,7 +947,7 @@ def _tab_goal(plan: Plan) -> None:
     searched = answer.searched_words(f"plans searched ({plan.words.devices}, micro-batch, "
                                      "accumulation, strategy, priced network upgrades)")
     st.caption(f"{searched[0].upper()}{searched[1:]}. "
-               + " ".join(_md(n[0].upper() + n[1:]) + "." for n in answer.notes))
+               + " ".join(_md(n[0].upper() + n[1:]) + "." for n in map(said, answer.notes)))
     if not answer.front:  # no plan runs: the sentence and the notes above say why, no table
         return
     table = pd.DataFrame([{

@@ -82,6 +82,7 @@ from scalesim.layout import (
     schedule_words,
     split_words,
 )
+from scalesim.layout_change import LayoutTitle, retitled, titled
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
@@ -263,8 +264,8 @@ class GoalAnswer:
             b = self.best
             return (f"Cheapest plan that meets the goal: {describe(b)}: {duration_text(b.time_s)} for "
                     f"${amount(b.cost_usd)}.{self.today_enough_words}")
-        if self.closest is None:
-            return f"No plan runs: {self.no_fit_words}."
+        if self.closest is None:  # its kept layout carried (``retitled``): a page's labels
+            return retitled(self.no_fit_words, "No plan runs: ", ".")
         c = self.closest
         return (f"No plan meets the goal. Closest: {describe(c)}: {self.time_of(c)} for "
                 f"${amount(c.cost_usd)} (misses {self.misses(c)}).")
@@ -276,8 +277,8 @@ class GoalAnswer:
         (tp 1 x pp 1, recompute none)' (given)."""
         if self.kept_layout is None:
             return f"none of the layouts searched fits in {self.words.memory}"
-        return (f"nothing fits in {self.words.memory} at the layout kept as given "
-                f"({self.kept_layout})")
+        return retitled(self.kept_layout, f"nothing fits in {self.words.memory} at the layout "
+                        "kept as given (", ")")
 
     @property
     def today_enough_words(self) -> str:
@@ -416,6 +417,20 @@ def _split_of(split) -> str:
     return split_words(None, split.tp, split.pp, split.cp if split.cp > 1 else None)
 
 
+def kept_said(split, recompute: str | None = None, before: str = "",
+              after: str = "") -> LayoutTitle:
+    """'<before>tp 2 x pp 1, recompute none<after>': a scenario's split (``ScenarioLayout``,
+    ``_split_of``) and, where given, its ``recompute``, which goal keeps at every count,
+    carrying each as a setting kept (``layout_change.titled``'s changes, old = new: a page
+    says it by its control, 'Tensor parallel 2, Pipeline stages 1, Activation recompute
+    none')."""
+    degrees = [("tp", split.tp), ("pp", split.pp), *([("cp", split.cp)] if split.cp > 1 else [])]
+    kept = [(name, str(value), str(value)) for name, value in degrees]
+    kept += [("recompute", recompute, recompute)] if recompute is not None else []
+    text = _split_of(split) + (f", recompute {recompute}" if recompute is not None else "")
+    return titled(before, text, after, changes=kept)
+
+
 def kept_setting_refusal(base: Scenario):
     """Where goal keeps the scenario's layout (``given``) and one of its settings means
     nothing on it (``layout.unused_settings``, predict's rule: ``--tp-overlap`` at ``--tp 1``),
@@ -448,7 +463,7 @@ def kept_layout_words(profile: Profile, base: Scenario) -> str:
     if profile.workload.transformer is None:
         return "data parallel"
     split = layout_of(base)
-    return f"{_split_of(split)}, recompute {split.recompute_of(profile.workload)}"
+    return kept_said(split, split.recompute_of(profile.workload))
 
 
 def describe(p: GoalPlan, words: Nouns = GPU_NOUNS) -> str:
@@ -583,14 +598,14 @@ def no_fit_note(profile: Profile, base: Scenario, max_devices: int,
     further = (f"split the model further ({controls.split('tp', 'pp')}; {controls.layouts})"
                + (f", or {more}" if more else ""))
     recompute = split.recompute_of(profile.workload)
-    if recompute == "full":
-        return (f"goal keeps the split as given ({_split_of(split)}) and nothing fits at "
-                f"it{upto}: {further}")
+    if recompute == "full":  # the kept layout carried (``kept_said``): a page's labels
+        return kept_said(split, None, "goal keeps the split as given (",
+                         f") and nothing fits at it{upto}: {further}")
     # recompute is kept as given too: full recompute is often what makes a model fit (predict's
     # hint names it as well, cmd_predict._fit_hints)
-    return (f"goal keeps the split and recompute as given ({_split_of(split)}, recompute "
-            f"{recompute}) and nothing fits at them{upto}: recompute the activations "
-            f"({controls.name('recompute')} full), {further}")
+    return kept_said(split, recompute, "goal keeps the split and recompute as given (",
+                     f") and nothing fits at them{upto}: recompute the activations "
+                     f"({controls.name('recompute')} full), {further}")
 
 
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,

@@ -25,7 +25,10 @@ def test_the_goal_tab_names_the_sidebar_controls_and_how_far_it_searched():
     at = open_app(LINK)
     assert any(w.value.startswith("No plan runs") for w in at.warning)
     caption = next(c.value for c in at.caption if "plans searched" in c.value)
-    assert ("Goal keeps the split and recompute as given (tp 1 x pp 1, recompute none) and "
+    # the kept layout in the sidebar's labels (session 50; the CLI's 'tp 1 x pp 1, recompute
+    # none')
+    assert ("Goal keeps the split and recompute as given (Tensor parallel 1, Pipeline stages 1, "
+            "Activation recompute none) and "
             "nothing fits at them: recompute the activations (Activation recompute full), split "
             "the model further (Tensor parallel, Pipeline stages in the sidebar's Layout; the "
             "Layouts tab ranks the layouts that fit), or search more devices (Largest device "

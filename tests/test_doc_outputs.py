@@ -277,6 +277,7 @@ def test_app_goal_no_fit_note_is_the_goal_tabs():
     """The Goal tab's note where nothing fits, as the doc quotes it: ``goal.no_fit_note`` with
     the app's controls for Llama 3 8B on the default A100 40 GB servers (it names recompute
     since session 42; the doc still quoted the split alone)."""
+    from scalesim.app.layout_titles import page_title
     from scalesim.app.planner_page import goal_controls
 
     from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES
@@ -289,7 +290,8 @@ def test_app_goal_no_fit_note_is_the_goal_tabs():
     profile = resolve_profile(None, "a2-highgpu-8g", "llama3-8b")
     note = no_fit_note(profile, Scenario(train_samples=1e9, price_per_device_hour=3.0),
                        GOAL_DEFAULT_MAX_DEVICES, goal_controls(nouns_for(profile.hardware.device_name)))
-    assert note == quoted
+    # the kept layout as the tab says it, in the sidebar's labels (``_tab_goal``, session 50)
+    assert page_title(note, nouns_for(profile.hardware.device_name)) == quoted
 
 
 def test_diagnose_split_threshold_is_the_remedies():

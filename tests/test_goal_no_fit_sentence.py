@@ -51,11 +51,16 @@ def test_a_parameter_count_workload_keeps_data_parallelism():
         "nothing fits in device memory at the layout kept as given (tp 1 x pp 1, recompute full)")
 
 
-def test_the_app_says_it_as_the_cli(capsys):
+def test_the_app_says_the_clis_sentence_with_the_layout_in_its_labels(capsys):
+    """The same sentence; the kept layout (``goal.kept_said``) in the sidebar's labels where
+    the CLI writes its notation (session 50)."""
     at = open_app({"v": "18", "wl": "llama3-8b", "train": "1000000000", "price": "3", "dl": "720",
                    "bud": "1000000", "gmax": "64", "glay": "given", "tab": "goal"})
     (box,) = [w.value for w in at.warning if w.value.startswith("No plan runs")]
     cli = _first_line(capsys, ["--workload", "llama3-8b", "--max-devices", "64", "--layout",
                                "given"])
-    assert box.replace("\\", "") == cli
+    said = "No plan runs: nothing fits in device memory at the layout kept as given ({})."
+    assert cli == said.format("tp 1 x pp 1, recompute none")
+    assert box.replace("\\", "") == said.format(
+        "Tensor parallel 1, Pipeline stages 1, Activation recompute none")
     assert "layouts searched" not in box
