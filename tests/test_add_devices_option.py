@@ -163,7 +163,9 @@ def test_the_app_card_shows_the_option_and_its_link():
     at = open_app(encode_query(plan.state, plan.profile))
     assert not at.exception
     card = next(c for c in at.get("table"))
-    assert "Add devices (1 -> 32 devices, tp 8 x pp 1, zero3), global batch 32x" in card.value.index
+    # in the page's labels since session 50 (was '(1 -> 32 devices, tp 8 x pp 1, zero3)')
+    assert ("Add devices (1 -> 32 devices, Tensor parallel 8, ZeRO-3 / FSDP), global batch 32x"
+            in card.value.index)
     buttons = [b for b in at.get("link_button")]
     assert any(
         "Add devices (1 -> 32 devices" in b.proto.label and "focus=32" in b.proto.url for b in buttons
