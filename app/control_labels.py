@@ -50,6 +50,8 @@ NAMES = {field: name for field, (name, _) in CONTROLS.items()}  # the messages'
 GOAL_LAYOUT_LABELS = {"auto": "auto: search unless the Layout sets a split",
                       "search": "search: the planner's best at each {device} count",
                       "given": "given: the sidebar's Layout at every count"}
+# the sidebar toggle of overlap with backward (no link-key label: a toggle names itself)
+OVERLAP_LABEL = "Overlap gradient exchange with backward"
 STRATEGY_LABELS = {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3 / FSDP"}
 ZERO_FRAMEWORK_LABELS = {"fsdp": "FSDP (ZeRO-1: Megatron-Core distributed optimizer)",
                          "deepspeed": "DeepSpeed"}

@@ -13,6 +13,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from scalesim.cli.cmd_predict import (
+    COMPUTE_PIN_NOTE,
+    hsdp_layout_words,
+    layout_notes,
+    overlap_word,
+)
 from scalesim.device_nouns import GPU_NOUNS, Nouns
 from scalesim.layout import (
     ZERO_STRATEGIES,
@@ -21,10 +27,10 @@ from scalesim.layout import (
     schedule_words,
 )
 from scalesim.layout_change import SETTING_KNOBS, ZERO, LayoutTitle, Split
-from scalesim.layout_predict import recompute_words
+from scalesim.layout_predict import layout_of, recompute_style_note, recompute_words
 from scalesim.remedies import RemedyResult
 
-from .control_labels import STRATEGY_LABELS, in_words
+from .control_labels import OVERLAP_LABEL, STRATEGY_LABELS, in_words
 from .named_controls import CONTROL_OF_KNOB
 from .state import FIELD_LABELS
 
@@ -160,3 +166,37 @@ def page_changes(changes, words: Nouns) -> str:
         return f"{control_label(SETTING_KNOBS[name], words)} {kept}{value(name, new)}"
 
     return ", ".join(change(*triple) for triple in changes)
+
+
+def page_layout_line(profile, scenario, words: Nouns) -> str:
+    """The scenario's layout as the HTML report says it, in the sidebar's labels (the CLI's
+    ``cmd_predict.layout_line`` in its notation): 'Tensor parallel 2 x Pipeline stages 2 (1F1B),
+    Activation recompute none, Sequence parallelism on, Tensor-parallel overlap off;
+    data-parallel ranks = devices / (Tensor parallel x Pipeline stages); ...', with the line's
+    notes (``recompute_style_note``, HSDP, ``layout_notes``)."""
+    split = layout_of(scenario)
+    knobs = ["tp", "pp"] + (["cp"] if split.cp > 1 else [])
+    degrees = " x ".join(f"{control_label(k, words)} {getattr(split, k)}" for k in knobs)
+    schedule = (f" ({schedule_words(split.schedule_of(), split.virtual_stages)})"
+                if split.pp > 1 else "")
+    recompute = recompute_words(split.recompute_of(profile.workload), split.recompute_style)
+    style_note = recompute_style_note(profile, scenario)
+    overlap_off = f"{OVERLAP_LABEL} off"
+    settings = [
+        f"{degrees}{schedule}",
+        f"{control_label('recompute', words)} {recompute.removeprefix('recompute ')}"
+        + (f" ({style_note})" if style_note else ""),
+        f"{control_label('sequence_parallel', words)} {'on' if split.sequence_parallel else 'off'}",
+        *([f"{control_label('tp_overlap', words)} "
+           f"{overlap_word(split.tp_overlap, scenario.overlap, overlap_off)}"]
+          if split.tp > 1 else []),
+        *([f"{control_label('p2p_overlap', words)} "
+           f"{overlap_word(split.p2p_overlap, scenario.overlap, overlap_off)}"]
+          if split.interleaved else []),
+        *([hsdp_layout_words(split.shard_group, (), DP_RANKS, DP_RANKS, "exceed")]
+          if split.shard_group is not None else []),
+    ]
+    ranks = (f"{DP_RANKS} = {words.devices} / "
+             f"({' x '.join(control_label(k, words) for k in knobs)})")
+    return "; ".join([", ".join(settings), ranks, COMPUTE_PIN_NOTE,
+                      *layout_notes(profile, scenario)])

@@ -57,6 +57,7 @@ from .control_labels import (
     B_LABELS,
     GRID_LABELS,
     MODE_LABELS,
+    OVERLAP_LABEL,
     STRATEGY_LABELS,
     ZERO_FRAMEWORK_LABELS,
     choice_labels,
@@ -397,7 +398,7 @@ def _comm_section(c: _Controls, state: AppState) -> None:
       format_func=kernels.get, help=ATTENTION_KERNEL_HELP)
     c(st.sidebar.selectbox, "pr", "Matmul precision", options=list(PRECISION_LABELS),
       format_func=PRECISION_LABELS.get, help=PRECISION_HELP)
-    c(st.sidebar.toggle, "ovl", "Overlap gradient exchange with backward")
+    c(st.sidebar.toggle, "ovl", OVERLAP_LABEL)
     hw = ss["profile"].hardware
     intra = c(st.sidebar.selectbox, "intra", c.label("intra"),
               options=["profile", *presets.INTRA_LINKS, "custom"],

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 import vl_convert as vlc
 
 from scalesim.attention_kernel import ATTENTION_KERNEL_LABELS
-from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
 from scalesim.diagnosis_text import (
     by_verdict,
@@ -33,7 +32,7 @@ from scalesim.training_time import resolve_goal
 
 from .charts import all_charts, chart_text, stall_caption
 from .control_labels import ZERO_FRAMEWORK_LABELS, in_words, label
-from .layout_titles import PAGE_SPLIT_HEADER
+from .layout_titles import PAGE_SPLIT_HEADER, page_layout_line
 from .plan import (
     Plan,
     as_sentence,
@@ -187,7 +186,7 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
             f"free ({s.memory_margin:g})")] if s.memory_margin else []),
         ("batch", batch),
         ("gradient accumulation", str(s.accumulation)),
-        *([("layout", layout_line(p, s).removeprefix("layout: "))]
+        *([("layout", page_layout_line(p, s, words))]
           if plan.focus.dp is not None else []),
         ("overlap with backward", "on" if s.overlap else "off"),
         ("bucket size", f"{s.bucket_mib:g} MiB"),

@@ -121,10 +121,32 @@ def test_the_report_shows_the_layout_and_the_bubble():
     state = decode_query(LAYOUT_LINK)[0]
     plan = make_plan(preset_profile(state), state)
     lines = dict(scenario_lines(plan))
-    assert lines["layout"].startswith("tp 2 x pp 2 (1F1B)")
+    # the sidebar's labels, not the CLI's 'tp 2 x pp 2 (1F1B), recompute none, ...'
+    assert lines["layout"].startswith(
+        "Tensor parallel 2 x Pipeline stages 2 (1F1B), Activation recompute none, Sequence "
+        "parallelism on, Tensor-parallel overlap off; data-parallel ranks = devices / (Tensor "
+        "parallel x Pipeline stages); ")
+    assert "tp 2" not in lines["layout"] and "batch = " not in lines["layout"]
     html = report_html(plan, "http://x/?v=3")
     assert PAGE_SPLIT_HEADER in html and "bubble ms" in html
     assert f"{plan.rows[0].dp} x 2 x 2" in html
+
+
+def test_the_reports_layout_line_names_the_page_controls_and_keeps_the_notes():
+    """An interleaved schedule's sends by the Pipeline send overlap control (the CLI's
+    'pipeline sends overlapped (--p2p-overlap on)'), ignored where overlap with backward is off,
+    and the stage note the CLI's line adds kept."""
+    from scalesim.app.report import scenario_lines
+
+    for ovl, sends in (("1", "Pipeline send overlap on"),
+                       ("0", "Pipeline send overlap ignored (Overlap gradient exchange with "
+                             "backward off)")):
+        state = decode_query({**LAYOUT_LINK, "sched": "interleaved", "vs": "2", "p2p": "1",
+                              "ovl": ovl})[0]
+        layout = dict(scenario_lines(make_plan(preset_profile(state), state)))["layout"]
+        assert f"Tensor-parallel overlap off, {sends}; data-parallel ranks" in layout
+        assert "--p2p-overlap" not in layout
+        assert "36 layers over pp 2 x 2 virtual stages" in layout
 
 
 def test_scenario_b_split_the_model_shows_beside_small_data_parallel_counts():

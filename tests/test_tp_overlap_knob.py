@@ -316,9 +316,9 @@ def test_the_report_states_it_and_tp_one_ignores_it_with_a_note():
 
     state, profile, _ = decode_query({**LLAMA_LINK, "v": "7", "tpo": "1"})
     lines = dict(scenario_lines(make_plan(profile, state)))
-    assert "sequence parallel on, TP overlap on;" in lines["layout"]
+    assert "Sequence parallelism on, Tensor-parallel overlap on;" in lines["layout"]
     state, profile, _ = decode_query({**LLAMA_LINK, "v": "7", "tpo": "1", "tp": "1", "sp": "0"})
     plan = make_plan(profile, state)
     assert "Tensor-parallel overlap ignored: it applies with Tensor parallel above 1" in plan.notes
-    assert "TP overlap" not in dict(scenario_lines(plan))["layout"]
+    assert "Tensor-parallel overlap" not in dict(scenario_lines(plan))["layout"]
     assert plan.scenario.layout is None or not plan.scenario.layout.tp_overlap

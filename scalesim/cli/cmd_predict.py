@@ -90,26 +90,27 @@ def shard_cap_words(shard_group: int, rows, group: str, per_row: str) -> str:
             f"{'s' if ranks != '1' else ''} at {where} (full sharding)")
 
 
+# what a layout's compute rests on (the CLI's layout line and the app's report say it)
+COMPUTE_PIN_NOTE = ("compute pins the matmul efficiency to the profile's curve "
+                    "(docs/model.md §22)")
+
+
 def layout_line(profile, scenario, rows=()) -> str:
     """'layout: tp 2 x pp 4 (1F1B), recompute full, sequence parallel on, TP overlap off, ...' of
     a transformer workload's scenario (``rows``: its predictions, whose shard groups capped at
     their dp it names; none: 'elsewhere over all of dp') (the TP overlap where tp > 1, the
     pipeline sends where the schedule is interleaved; where the pipeline's stages
-    are uneven, what they hold and what runs them: ``pipeline_stages.layout_stage_words``)."""
+    are uneven, what they hold and what runs them: ``layout_notes``)."""
     from scalesim.layout import schedule_words
     from scalesim.layout_predict import (
         layout_of,
-        pipeline_fsdp_note,
         recompute_style_note,
         recompute_words,
         split_words,
     )
-    from scalesim.pipeline_stages import layout_stage_words
-    from scalesim.plan import measured_p2p
 
     split = layout_of(scenario)
     schedule = schedule_words(split.schedule_of(), split.virtual_stages)
-    p2p = measured_p2p(profile) if split.pp > 1 else None
     cp = split.cp if split.cp > 1 else None  # named where context parallelism splits
     return (f"layout: {split_words(None, split.tp, split.pp, cp)}"
             + (f" ({schedule})" if split.pp > 1 else "")
@@ -117,25 +118,47 @@ def layout_line(profile, scenario, rows=()) -> str:
             + (f" ({note})" if (note := recompute_style_note(profile, scenario)) else "")
             + ", sequence parallel "
             f"{'on' if split.sequence_parallel else 'off'}"
-            + (f", TP overlap {_tp_overlap_word(split.tp_overlap, scenario.overlap)}"
+            + (f", TP overlap {overlap_word(split.tp_overlap, scenario.overlap)}"
                if split.tp > 1 else "")
             + (f", pipeline sends {_p2p_overlap_words(split.p2p_overlap, scenario.overlap)}"
                if split.interleaved else "")
-            + (f", {hsdp_words(split.shard_group, 'dp')}, where dp exceeds it"
-               + (shard_cap_words(split.shard_group, rows, "dp", "dp") if rows
-                  else " (elsewhere over all of dp)")
+            + (f", {hsdp_layout_words(split.shard_group, rows, 'dp', 'dp', 'exceeds')}"
                if split.shard_group is not None else "")
             + f"; dp = devices / (tp x pp{' x cp' if cp else ''}); batch = "
-            "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
-            "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else "")
-            + (f"; {note}" if (note := pipeline_fsdp_note(scenario)) else "")
-            + (f"; {words}" if (words := layout_stage_words(profile, split)) else ""))
+            f"sequences per micro-batch per replica; {COMPUTE_PIN_NOTE}"
+            + "".join(f"; {note}" for note in layout_notes(profile, scenario)))
 
 
-def _tp_overlap_word(tp_overlap: bool, overlap: bool) -> str:
-    """'on', 'off', or 'ignored (overlap off)' where --no-overlap drops it (a note says why)."""
-    return ("ignored (overlap off)" if tp_overlap and not overlap else
-            "on" if tp_overlap else "off")
+def hsdp_layout_words(shard_group: int, rows, group: str, per_row: str, exceeds: str) -> str:
+    """'HSDP: ZeRO states sharded over 16 ranks, replicated across dp / shard group copies,
+    where dp exceeds it' and what rows whose ``group`` is smaller do (``shard_cap_words``; no
+    ``rows``: 'elsewhere over all of dp'); ``exceeds`` the verb that agrees with ``group``."""
+    return (f"{hsdp_words(shard_group, group)}, where {group} {exceeds} it"
+            + (shard_cap_words(shard_group, rows, group, per_row) if rows
+               else f" (elsewhere over all of {group})"))
+
+
+def layout_notes(profile, scenario) -> list[str]:
+    """What a layout line adds after its settings: the measured pipeline sends, FSDP under a
+    pipeline, the pipeline's uneven stages (``pipeline_stages.layout_stage_words``); each only
+    where it applies."""
+    from scalesim.layout_predict import layout_of, pipeline_fsdp_note
+    from scalesim.pipeline_stages import layout_stage_words
+    from scalesim.plan import measured_p2p
+
+    split = layout_of(scenario)
+    p2p = measured_p2p(profile) if split.pp > 1 else None
+    notes = [p2p.note if p2p else "", pipeline_fsdp_note(scenario),
+             layout_stage_words(profile, split)]
+    return [note for note in notes if note]
+
+
+def overlap_word(asked: bool, overlap: bool, overlap_off: str = "overlap off") -> str:
+    """'on', 'off', or 'ignored (overlap off)' of an overlap the layout asks (TP's, the pipeline
+    sends') where turning overlap off drops it (``overlap_off``: how that control is named; a
+    note says why)."""
+    return (f"ignored ({overlap_off})" if asked and not overlap else
+            "on" if asked else "off")
 
 
 def _p2p_overlap_words(p2p_overlap: bool, overlap: bool) -> str:
