@@ -31,7 +31,7 @@ from scalesim.remedies import measure_words
 from scalesim.training_time import resolve_goal
 
 from .charts import all_charts, chart_text, stall_caption
-from .control_labels import ZERO_FRAMEWORK_LABELS, in_words, label
+from .control_labels import STRATEGY_LABELS, ZERO_FRAMEWORK_LABELS, in_words, label
 from .layout_titles import PAGE_SPLIT_HEADER, page_layout_line
 from .plan import (
     Plan,
@@ -190,7 +190,7 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
           if plan.focus.dp is not None else []),
         ("overlap with backward", "on" if s.overlap else "off"),
         ("bucket size", f"{s.bucket_mib:g} MiB"),
-        ("strategy", s.strategy),
+        ("strategy", STRATEGY_LABELS[s.strategy]),
         ("ZeRO framework", ZERO_FRAMEWORK_LABELS[s.zero_framework]),
         ("ZeRO-2/3 gradient sync", GRAD_SYNC_LABELS[s.grad_sync]),
         ("attention kernel", _kernel_words(p, s)),

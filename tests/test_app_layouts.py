@@ -149,6 +149,14 @@ def test_the_reports_layout_line_names_the_page_controls_and_keeps_the_notes():
         assert "36 layers over pp 2 x 2 virtual stages" in layout
 
 
+def test_the_reports_strategy_is_the_strategy_controls_choice():
+    """'ZeRO-1', as the sidebar's Strategy says it (was the CLI's 'zero1')."""
+    from scalesim.app.report import scenario_lines
+
+    state = decode_query({**LAYOUT_LINK, "strat": "zero1"})[0]
+    assert dict(scenario_lines(make_plan(preset_profile(state), state)))["strategy"] == "ZeRO-1"
+
+
 def test_scenario_b_split_the_model_shows_beside_small_data_parallel_counts():
     """B = "split the model" on a 1-16 GPU grid: its layout (tp x pp > 1) cannot run at 1 GPU,
     so its curve keeps the counts it divides, and the A/B tab compares it (before: the curve's
