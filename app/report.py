@@ -24,7 +24,8 @@ from scalesim.diagnosis_text import (
     no_first_remedy,
 )
 from scalesim.figures import GIB_BYTES, amount, count_list, throughput
-from scalesim.layout import split_short
+from scalesim.layout import replica_devices, split_short
+from scalesim.layout_predict import layout_of
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 from scalesim.precision import PRECISION_LABELS
 from scalesim.remedies import measure_words
@@ -32,7 +33,7 @@ from scalesim.training_time import resolve_goal
 
 from .charts import all_charts, chart_text, stall_caption
 from .control_labels import STRATEGY_LABELS, ZERO_FRAMEWORK_LABELS, in_words, label
-from .layout_titles import PAGE_SPLIT_HEADER, page_layout_line
+from .layout_titles import PAGE_SPLIT_HEADER, PER_REPLICA, page_layout_line
 from .plan import (
     Plan,
     as_sentence,
@@ -174,7 +175,7 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
     intra = s.intra_busbw_GBps or hw.intra_node.busbw_GBps
     inter = s.inter_busbw_GBps or hw.inter_node.busbw_GBps
     batch = (f"fixed global batch {s.global_batch} (strong scaling)" if s.global_batch
-             else f"{plan.focus.micro_batch} per {words.device} (weak scaling)")
+             else f"{plan.focus.micro_batch} {_micro_batch_per(s, words)} (weak scaling)")
     lines = [
         ("profile", p.name),
         ("hardware", f"{hw.name}: {hw.device_name}"),
@@ -207,6 +208,14 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         *goal_lines(plan),
     ]
     return lines
+
+
+def _micro_batch_per(scenario, words) -> str:
+    """What one micro-batch is of: 'per model replica' where the model is split (tp x pp x cp >
+    1: a replica spans devices), else 'per device' (in the profile's nouns)."""
+    split = layout_of(scenario)
+    return (PER_REPLICA if replica_devices(split.tp, split.pp, split.cp) > 1
+            else f"per {words.device}")
 
 
 def goal_lines(plan: Plan) -> list[tuple[str, str]]:

@@ -157,6 +157,17 @@ def test_the_reports_strategy_is_the_strategy_controls_choice():
     assert dict(scenario_lines(make_plan(preset_profile(state), state)))["strategy"] == "ZeRO-1"
 
 
+def test_the_reports_batch_is_per_model_replica_where_the_model_is_split():
+    """Tensor parallel 2 x Pipeline stages 2: 1 sequence per micro-batch of a replica of 4
+    devices (was '1 per device'); unsplit, a replica is a device."""
+    from scalesim.app.report import scenario_lines
+
+    for split, per in (({}, "1 per model replica (weak scaling)"),
+                       ({"tp": "1", "pp": "1"}, "1 per device (weak scaling)")):
+        state = decode_query({**LAYOUT_LINK, **split})[0]
+        assert dict(scenario_lines(make_plan(preset_profile(state), state)))["batch"] == per
+
+
 def test_scenario_b_split_the_model_shows_beside_small_data_parallel_counts():
     """B = "split the model" on a 1-16 GPU grid: its layout (tp x pp > 1) cannot run at 1 GPU,
     so its curve keeps the counts it divides, and the A/B tab compares it (before: the curve's
