@@ -6,6 +6,7 @@ and the nothing-fits sentence's one data-parallel replica in the sidebar's label
 
 from __future__ import annotations
 
+import pytest
 from app_harness import open_app
 from scalesim.app.layout_titles import page_changes
 from scalesim.app.plan import make_plan
@@ -40,28 +41,31 @@ def test_a_kept_setting_is_said_by_its_value_alone():
                         GPU_NOUNS) == "Micro-batch 64 → 2, Gradient accumulation 1 → 32"
 
 
-def test_the_hybrid_sharding_remedy_names_the_shard_group_control():
-    """llama3-8b on 32 H100s under ZeRO-3 sharded in groups of 4 (32 data-parallel ranks at
-    tp 1): the remedy shards over all 32."""
-    plan = _plan(wl="llama3-8b", hw="dgx-h100", dmax=32, focus=32, strat="zero3", sg=4)
-    assert _cli_title(plan, "sharding") == ("Shard the states over all 32 data-parallel ranks "
-                                            "(HSDP shard group 4 -> 32, zero3)")
-    titles = _page_remedies(plan)
-    assert ("Shard the states over all 32 data-parallel ranks (Shard group (HSDP) 4 → 32, "
-            "Strategy ZeRO-3 / FSDP)") in titles, titles
-    assert not any("HSDP shard group" in t or "zero3" in t for t in titles), titles
+# (the plan's settings, the remedy, its CLI title, its page title, notation the page must not
+# show): llama3-8b on 32 H100s under ZeRO-3 sharded in groups of 4 (32 data-parallel ranks at
+# tp 1), the remedy shards over all 32; gpt-1.7b on 16 A100s at a per-GPU micro-batch of 64 does
+# not fit, the same global batch (64 x 1 = 2 x 32) in micro-batches of 2
+REMEDY_WORDS = [
+    (dict(wl="llama3-8b", hw="dgx-h100", dmax=32, focus=32, strat="zero3", sg=4), "sharding",
+     "Shard the states over all 32 data-parallel ranks (HSDP shard group 4 -> 32, zero3)",
+     "Shard the states over all 32 data-parallel ranks (Shard group (HSDP) 4 → 32, "
+     "Strategy ZeRO-3 / FSDP)", ("HSDP shard group", "zero3")),
+    (dict(wl="gpt-1.7b", hw="dgx-a100", dmax=16, focus=16, mb=64), "fit_memory",
+     "Smaller micro-batches, more accumulation (64 x 1 -> 2 x 32; same global batch)",
+     "Smaller micro-batches, more accumulation (Micro-batch 64 → 2, Gradient accumulation "
+     "1 → 32; same global batch)", ("64 x 1 ->", "per model replica 64")),
+]
 
 
-def test_the_fitting_remedy_names_the_micro_batch_and_accumulation_controls():
-    """gpt-1.7b on 16 A100s at a per-GPU micro-batch of 64 does not fit: the same global
-    batch (64 x 1 = 2 x 32) in micro-batches of 2."""
-    plan = _plan(wl="gpt-1.7b", hw="dgx-a100", dmax=16, focus=16, mb=64)
-    assert _cli_title(plan, "fit_memory") == ("Smaller micro-batches, more accumulation "
-                                              "(64 x 1 -> 2 x 32; same global batch)")
+@pytest.mark.parametrize("settings, key, cli, page, notation", REMEDY_WORDS,
+                         ids=["hybrid sharding: the Shard group control",
+                              "fitting: the Micro-batch and accumulation controls"])
+def test_a_remedy_names_the_pages_controls(settings, key, cli, page, notation):
+    plan = _plan(**settings)
+    assert _cli_title(plan, key) == cli
     titles = _page_remedies(plan)
-    assert ("Smaller micro-batches, more accumulation (Micro-batch 64 → 2, Gradient "
-            "accumulation 1 → 32; same global batch)") in titles, titles
-    assert not any("64 x 1 ->" in t or "per model replica 64" in t for t in titles), titles
+    assert page in titles, titles
+    assert not any(n in t for n in notation for t in titles), titles
 
 
 def test_the_nothing_fits_sentence_says_one_replica_without_notation():
