@@ -76,9 +76,10 @@ def test_an_uploaded_profile_names_the_button_that_brings_the_preset_pickers_bac
      "Global batch 100 is not divisible by 32 data-parallel ranks x Gradient accumulation 1",
      "pick one divisible by their product: 96 or 128.", 8),
     # shard group 3 divides no power-of-two dp (was "shard group 3 does not divide dp 64", then
-    # "Control to change: Shard group (HSDP).")
+    # "Control to change: Shard group (HSDP)."; its count as "... (at 64 devices)." after the
+    # way out until session 50 said it first, "at 64 devices, ...", one sentence)
     ({"strat": "zero3", "sg": 3}, "Shard group (HSDP) 3 does not divide the 64 data-parallel ranks",
-     "(at 64 devices).", 2),
+     "give a divisor of it (e.g. 64: full sharding).", 2),
 ], ids=["global batch", "shard group"])
 def test_a_setting_that_leaves_out_the_largest_count_asked_is_an_error_box(fields, words,
                                                                            controls, shown):

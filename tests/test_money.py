@@ -47,11 +47,18 @@ def test_every_money_flag_is_read_by_the_one_reader():
     ("40", 40.0), ("40.5", 40.5), ("1e5", 1e5), ("$40", 40.0), ("$ 40", 40.0),
     ("$50,000", 50_000.0), ("$1,234.56", 1234.56), ("1,000", 1000.0), ("US$40", 40.0),
     ("USD 40", 40.0), ("40 USD", 40.0), ("40usd", 40.0), ("  $4.10 ", 4.1), ("+5", 5.0),
-    (".5", 0.5), ("0", 0.0), ("-0", 0.0), ("1_000", 1000.0),
+    (".5", 0.5), ("0", 0.0), ("-0", 0.0),
 ])
 def test_an_amount_is_read_as_a_price_page_writes_it(typed, value):
     assert parse_usd(typed, PRICE, "x") == value
     assert str(parse_usd("-$0", PRICE, "x")) == "0.0"  # no '$-0' in a cost line
+
+
+def test_an_amount_with_an_underscore_is_refused_as_every_number_is():
+    """'1_000' was read as Python reads it (1000.0) until session 50 refused an underscore in
+    every number of a flag or a link (``bounds.read_number``): no price page writes one."""
+    with pytest.raises(ScalesimError, match="'1_000' is not a number; write it in digits: 1000"):
+        parse_usd("1_000", PRICE, "x")
 
 
 def test_a_decorated_price_or_budget_gives_the_plain_numbers_answer(capsys):
