@@ -275,6 +275,8 @@ def whole_field(name: str | None) -> bool | None:
     field = AppState.model_fields.get(name or "")
     kinds = set(get_args(field.annotation) or [field.annotation]) - {type(None)} if field else ()
     return {frozenset({int}): True, frozenset({float}): False}.get(frozenset(kinds))
+
+
 SCENARIO_KEYS = frozenset({"v", *FIELDS, "ph", "prof"})  # what a link opens on
 # what a link's checksum covers: its what-if, since session 47 the sender's headline figure
 # (``HEADLINE_KEY``; session 46 wrote it outside) and since session 48 the share link's date
