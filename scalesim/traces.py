@@ -509,9 +509,10 @@ def summarise(
     """Read one rank's trace and break every profiler step down (see the module docstring).
     Events still open at the profiler's stop (``still_open``) are left out, with a note.
 
-    ``observe(event)``, when given, sees every event of the same single pass but those still
-    open (for readers that need more than the step breakdown, e.g.
-    ``scalesim.sources.trace_compute``); ``launches``,
+    ``observe(event)``, when given, sees every event of the same single pass, those still open
+    included (for readers that need more than the step breakdown, e.g.
+    ``scalesim.sources.trace_compute``, which keeps an open collective's bytes and leaves out
+    only its duration); ``launches``,
     when given, is filled with the trace's launches and device events (else a private one)."""
     meta: dict = {}
     launches = KernelLaunches() if launches is None else launches
@@ -552,6 +553,8 @@ def summarise(
             open_at_stop[_skipped_kind(name)] += 1
             if isinstance(name, str) and (m := _STEP.match(name)):
                 open_steps.add(int(m.group(1)))
+            if observe is not None:
+                observe(ev)
             continue
         # checked before ``observe`` sees the event: a non-finite ts or dur is one error here
         times = _event_times(ev, source, number, name) if ev.get("ph") == "X" else None

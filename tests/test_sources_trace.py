@@ -96,6 +96,37 @@ def test_a_step_and_a_collective_still_open_at_the_stop_are_left_out(tmp_path, c
             "1 collective(s); args 'finished': false) left out") in capsys.readouterr().out
 
 
+def test_a_collective_still_open_at_the_stop_keeps_its_bytes(tmp_path):
+    """Session 51: session 50 left a still-open event out of calibrate's own pass entirely, so a
+    gloo all-reduce still open at the stop took its message with it, and the gradient size read
+    from the bytes all-reduced a step fell short (the slow DDP job's MLP read as 492,993
+    parameters of 525,825 once: one 262,656-parameter bucket of 8 steps missing). Two CPU steps,
+    each with a finished all-reduce of 1,000 fp32 elements; step 2 also posts one of 500 still
+    open at the stop: bytes (4,000 + 4,000 + 2,000) / 2 = 5,000 a step (were 4,000), while its
+    call and time stay out: one call of 0.2 ms a step."""
+    from test_traces import still_open
+
+    def gloo(t, dur, elements):
+        return event("gloo:all_reduce", t, dur, cat="user_annotation", tid=3,
+                     **{"Input Dims": [[elements]], "Input type": ["float"]})
+
+    data = {"distributedInfo": {"backend": "gloo", "rank": 0, "world_size": 2}, "traceEvents": [
+        event("ProfilerStep#1", 0.0, 1000.0, cat="user_annotation"),
+        event("aten::addmm", 0.0, 600.0),
+        gloo(600.0, 200.0, 1000),
+        event("ProfilerStep#2", 1000.0, 1000.0, cat="user_annotation"),
+        event("aten::addmm", 1000.0, 600.0),
+        gloo(1600.0, 200.0, 1000),
+        still_open(gloo(1850.0, 650.0, 500)),
+        event("aten::add", 2400.0, 100.0),
+    ]}
+    path = tmp_path / "r0.json"
+    path.write_text(json.dumps(data))
+    ar = tc.read_rank(path).comm["all_reduce"]
+    assert ar.bytes == pytest.approx(5000.0) and ar.element_bytes == 4  # was 4,000
+    assert ar.count == 1 and ar.time_s == pytest.approx(2e-4)
+
+
 @pytest.mark.parametrize("name, op", [
     ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
      "all_reduce"),

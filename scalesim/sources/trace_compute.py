@@ -31,6 +31,7 @@ D and the step length), this module adds:
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from array import array
@@ -44,7 +45,7 @@ from scalesim.errors import ScalesimError
 from scalesim.trace_comm_calls import dtype_bytes, first_input_elements
 from scalesim.trace_intervals import Intervals, KernelLaunches, length_in, merge
 from scalesim.trace_ranks import check_one_world, cross_rank, traced_micro_steps
-from scalesim.traces import TraceSummary, backward_op, summarise, thread_id
+from scalesim.traces import TraceSummary, backward_op, still_open, summarise, thread_id
 
 OPTIMIZER_PREFIX = "Optimizer.step#"
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
@@ -116,6 +117,14 @@ class _Collector:
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
         tid = thread_id(ev)
         m = _STEP.match(name)
+        if still_open(ev):
+            # open at the profiler's stop: its dur runs to the trace's end. A collective's message
+            # was still sent (its bytes count towards the gradient size); its time (nan) and call
+            # are left out, and no step, backward or optimizer interval is read from it.
+            if m or not (cat == "kernel" or name.startswith("gloo:")
+                         or name == "record_param_comms"):
+                return
+            d = 0.0 if name == "record_param_comms" else math.nan
         if m:
             if cat != "gpu_user_annotation":
                 self.cpu_steps.append((int(m.group(1)), t0, t0 + d))
@@ -158,7 +167,9 @@ class _Collector:
             idx = np.searchsorted(s, t0, "right") - 1
             return mask & (idx >= 0) & (t0 < e[np.maximum(idx, 0)])
 
-        timing = inside(gpu_windows, gpu & ~rec) | inside(cpu_windows, ~gpu & ~rec)
+        # a collective still open at the profiler's stop (duration nan) is sized, never timed
+        timed = ~rec & np.isfinite(dur)
+        timing = inside(gpu_windows, gpu & timed) | inside(cpu_windows, ~gpu & timed)
         sizes_from = rec if rec.any() else ~rec
         sized = inside(cpu_windows, sizes_from & ~gpu) | inside(gpu_windows, sizes_from & gpu)
         sized &= np.isfinite(nbytes) & (nbytes > 0)
