@@ -28,7 +28,13 @@ from scalesim.decision import (
     duration_text,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError, controls_named_of, in_words_of, template_of
+from scalesim.errors import (
+    ScalesimError,
+    controls_named_of,
+    in_words_of,
+    template_of,
+    unsaid_at,
+)
 from scalesim.figures import (
     GIB_BYTES,
     amount,
@@ -485,12 +491,13 @@ def _precision(state: AppState, profile: Profile, fields: dict) -> list[str]:
 
 
 def top_count_refusal(state: AppState, profile: Profile, scenario: Scenario) -> str | None:
-    """'64 devices, the largest count asked, cannot run: global batch 100 is not divisible by
-    dp 64 x accumulation 1 (64 devices); ... Control to change: Global batch. The page shows 32
-    devices.' where a setting leaves the grid's largest count out of those predicted
-    (``counts_that_run``, its one-count refusal and knobs), so that the headline moves to a
-    smaller count: an error box, not the note alone (the note lists every count left out);
-    None where the largest count runs. ``scenario``: ``build_scenario``'s for ``profile``."""
+    """'64 devices, the largest count asked, cannot run: Global batch 100 is not divisible by
+    32 data-parallel ranks x Gradient accumulation 1; ... The page shows 8 devices.' where a
+    setting leaves the grid's largest count out of those predicted (``counts_that_run``, its
+    one-count refusal and knobs, the count said once: ``errors.unsaid_at``), so that the
+    headline moves to a smaller count: an error box, not the note alone (the note lists every
+    count left out); None where the largest count runs. ``scenario``: ``build_scenario``'s for
+    ``profile``."""
     from .named_controls import controls_to_change, in_control_words
 
     (g, unit), words = count_unit(state, profile), nouns_for(profile.hardware.device_name)
@@ -501,7 +508,7 @@ def top_count_refusal(state: AppState, profile: Profile, scenario: Scenario) -> 
         counts_that_run(profile, scenario.model_copy(update={"devices": [top]}),
                         named=control_namer(state, words))
     except ScalesimError as exc:  # in the page's controls, as its 'Cannot predict' box says it
-        said = in_control_words(exc, state, words)
+        said = unsaid_at(words.count(top), in_control_words(exc, state, words))
         return (f"{words.count(top)}, the largest count asked, cannot run: {said}."
                 f"{controls_to_change(said, state, words)} The page shows "
                 f"{words.count(max(scenario.devices))}.")

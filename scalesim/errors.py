@@ -101,6 +101,15 @@ def said_at(where: str, value) -> Refusal:
     return within(value, line if line.startswith(at) else at + line)
 
 
+def unsaid_at(where: str, value) -> Refusal:
+    """``value`` (a refusal of the one count ``where``, '64 devices') without that count, for a
+    caller whose sentence names it first ('64 devices, ..., cannot run: <it>'): its opening
+    'at 64 devices, ' (``said_at``) and a '(64 devices)' after the ranks it has are dropped, the
+    rule and the fix kept; its knobs and controls named kept, not its template."""
+    line = str(value).removeprefix(f"at {where}, ").replace(f" ({where})", "")
+    return Refusal(line, knobs_of(value), controls_named_of(value))
+
+
 def joined(sep: str, parts) -> Refusal:
     """``parts`` (lines, ``Refusal`` s among them) joined by ``sep`` as one line, with each
     part's template kept (its literal text where it has none): a caveat made of two refusals

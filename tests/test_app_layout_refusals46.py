@@ -71,14 +71,17 @@ def test_an_uploaded_profile_names_the_button_that_brings_the_preset_pickers_bac
     # strong scaling at global batch 100 over tp 2: dp 32 at 64 devices does not divide it;
     # the line names the page's controls, so no "Controls to change" follows (before session 49
     # (follow-up): "global batch 100 is not divisible by dp 32 ...", then "Controls to change:
-    # Global batch, Gradient accumulation.", the box said the CLI's notation)
+    # Global batch, Gradient accumulation.", the box said the CLI's notation; until session 51
+    # "... x Gradient accumulation 1 (64 devices); ...", the count said again)
     ({"mode": "strong", "gb": 100, "tp": 2},
-     "Global batch 100 is not divisible by 32 data-parallel ranks x Gradient accumulation 1",
+     "Global batch 100 is not divisible by 32 data-parallel ranks x Gradient accumulation 1;",
      "pick one divisible by their product: 96 or 128.", 8),
     # shard group 3 divides no power-of-two dp (was "shard group 3 does not divide dp 64", then
     # "Control to change: Shard group (HSDP)."; its count as "... (at 64 devices)." after the
-    # way out until session 50 said it first, "at 64 devices, ...", one sentence)
-    ({"strat": "zero3", "sg": 3}, "Shard group (HSDP) 3 does not divide the 64 data-parallel ranks",
+    # way out until session 50 said it first, "at 64 devices, ...", one sentence; until session
+    # 51 after the box's own count: "64 devices, ..., cannot run: at 64 devices, Shard group")
+    ({"strat": "zero3", "sg": 3},
+     "cannot run: Shard group (HSDP) 3 does not divide the 64 data-parallel ranks;",
      "give a divisor of it (e.g. 64: full sharding).", 2),
 ], ids=["global batch", "shard group"])
 def test_a_setting_that_leaves_out_the_largest_count_asked_is_an_error_box(fields, words,
@@ -90,6 +93,7 @@ def test_a_setting_that_leaves_out_the_largest_count_asked_is_an_error_box(field
     at = open_app(link)
     (box,) = [e.value for e in at.error if "the largest count asked" in e.value]
     assert box.startswith("64 devices, the largest count asked, cannot run: ") and words in box
+    assert box.count("64 devices") == 1, box  # the count asked said once
     assert box.endswith(f" {controls} The page shows {shown} devices."), box
     assert "to change" not in box, box
     assert at.metric[0].label == f"Scaling efficiency at {shown} devices"
