@@ -843,12 +843,12 @@ def _tab_ab(plan: Plan) -> None:
     if plan.b_focus is None:
         st.info(f"Scenario B ({choice_labels(B_LABELS, plan.words)[plan.state.b]}) does not "
                 "apply here: "
-                f"{plan.b_label}. Pick another B in the sidebar.")
+                f"{_md(plan.b_label)}. Pick another B in the sidebar.")  # may quote a name
         return
     a, b = plan.focus, plan.b_focus
     left, right = st.columns(2)
     left.subheader(f"A: now, {plan.words.count(a.devices)}")
-    right.subheader(f"B: {plan.b_label}")
+    right.subheader(f"B: {_md(plan.b_label)}")
     a_out, b_out = ab_misfit(plan, "A"), ab_misfit(plan, "B")
     for column, p, out in ((left, a, a_out), (right, b, b_out)):
         if out is not None:
