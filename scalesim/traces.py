@@ -35,7 +35,8 @@ communication when the name contains ``nccl``, memory for memcpy/memset, computa
   trace records no backward op); the count most steps show (``TraceSummary.micro_steps``; None
   where neither is traced, or most steps show none);
 - events still open when the profiler stopped (``still_open``: args "finished": false, their
-  dur run to the trace's end) are left out of all of the above, with a note;
+  dur run to the trace's end) are left out of all of the above, with a note; so is a step
+  Kineto ended there unmarked (``cut_by_the_stop``: it ends at the trace's ``WINDOW_END``);
 - attention: compute kernels whose names ``attention_kernel.attention_family`` knows
   (FlashAttention-2, cuDNN, FlashAttention-3, memory-efficient); the device from the trace's
   ``deviceProperties`` (the name of the device most kernels ran on).
@@ -362,6 +363,42 @@ def still_open(ev: dict) -> bool:
     return finished is False or finished == "false"
 
 
+# Kineto's instant event at the end of its capture window (``captureWindowEndTime_``), last in
+# every trace it writes (since 9c66d1eb, December 2020). An event still open at the profiler's
+# stop is ended exactly there: marked "finished": false since daa56485 (``still_open``), unmarked
+# from 2f7ce6f5 (September 2024, user annotations) to daa56485 (January 2025; before 2f7ce6f5 it
+# was written of dur 0). A step torch.profiler closes (``prof.step()``, ``prof.stop()``) ends
+# before PyTorch stops collecting, which precedes Kineto's stop (torch 2.13: 0.1 ms or more).
+WINDOW_END = "Record Window End"
+
+
+def cut_by_the_stop(step_ends: list[float], window_end) -> list[bool]:
+    """Which host ProfilerSteps (``step_ends``: each one's ts + dur, us) end where the trace's
+    capture window ends (``window_end``: the ``WINDOW_END`` instant's ts, us; None where the
+    trace has none), to the nanosecond Kineto writes: steps still open at the profiler's stop,
+    unmarked (``WINDOW_END``)."""
+    none = [False] * len(step_ends)
+    if type(window_end) not in PLAIN_NUMBERS:
+        return none
+    try:
+        end = float(window_end)
+    except OverflowError:
+        return none
+    if not math.isfinite(end):
+        return none
+    slack = 0.5e-3 + 4 * math.ulp(end)  # half a nanosecond, and the floats' rounding
+    return [abs(e - end) <= slack for e in step_ends]
+
+
+def cut_by_the_stop_note(source: str, cut: set[int]) -> str:
+    """The note of the steps ``summarise`` left out as ``cut_by_the_stop``."""
+    named = ", ".join(f"ProfilerStep#{n}" for n in sorted(cut)[:3])
+    more = f" and {len(cut) - 3} more" if len(cut) > 3 else ""
+    return (f"{Path(source).name}: {named}{more} left out: it ends at the trace's "
+            f"'{WINDOW_END}', where Kineto ends a step still open at the profiler's stop "
+            "(unmarked before kineto daa56485, January 2025), so how long it ran is unknown")
+
+
 def still_open_note(source: str, kinds: Counter) -> str:
     """The note of the events ``summarise`` left out as still open at the profiler's stop
     (``kinds``: kind -> count): which file, how many of which kind, why."""
@@ -382,13 +419,18 @@ def negative_duration_refusal(source: str, negative: Counter) -> ScalesimError:
         "tool and the time those events took is missing: re-record it with torch.profiler")
 
 
-def no_complete_step(source: str, still_open_steps: int, other_steps: int) -> ScalesimError:
+def no_complete_step(source: str, still_open_steps: int, other_steps: int,
+                     unmarked: int = 0) -> ScalesimError:
     """The refusal of a trace none of whose ProfilerSteps is complete, ``still_open_steps`` of
-    them still open at the profiler's stop (``other_steps`` malformed or of duration 0)."""
+    them still open at the profiler's stop, ``unmarked`` of those told by their end alone
+    (``cut_by_the_stop``), ``other_steps`` malformed or of duration 0."""
     rest = f" and {other_steps} malformed or of duration 0" if other_steps else ""
+    how = " or ".join(words for n, words in (
+        (still_open_steps - unmarked, "'finished': false"),
+        (unmarked, f"ending at its '{WINDOW_END}'")) if n)
     return ScalesimError(
         f"{source}: no complete ProfilerStep: {still_open_steps} still open when the profiler "
-        f"stopped ('finished': false){rest}, so no step is whole to measure: trace one whole "
+        f"stopped ({how}){rest}, so no step is whole to measure: trace one whole "
         "step or more")
 
 
@@ -547,6 +589,8 @@ def summarise(
     unusable_steps = 0  # ProfilerStep events without a complete event's numeric ts and dur
     open_at_stop: Counter = Counter()  # events still open at the profiler's stop, by kind
     open_steps: set[int] = set()  # ... the steps among them (their device copies left out too)
+    host_step_ends: list[float] = []  # each of ``cpu_steps``' end (us), for ``cut_by_the_stop``
+    window_end = None  # the trace's ``WINDOW_END`` (us)
     for number, ev in iter_trace(path, meta):
         name = ev.get("name")
         if ev.get("ph") == "X" and still_open(ev):  # its dur runs to the trace's end: left out
@@ -561,6 +605,8 @@ def summarise(
         if observe is not None:
             observe(ev)
         if times is None:
+            if name == WINDOW_END:
+                window_end = ev.get("ts")
             dur = ev.get("dur")
             if type(dur) in PLAIN_NUMBERS and dur < 0 and ev.get("ph") == "X":
                 negative[_skipped_kind(name)] += 1
@@ -582,6 +628,8 @@ def summarise(
             zero_steps.append(name)
         elif m:
             (gpu_steps if cat == "gpu_user_annotation" else cpu_steps).append((int(m.group(1)), t0, t0 + d))
+            if cat != "gpu_user_annotation":
+                host_step_ends.append(ts + dur)
         elif name.startswith(DATA_PREFIX):
             data.add(t0, d)
             loader_in_process = loader_in_process or IN_PROCESS_LOADER in name
@@ -655,12 +703,17 @@ def summarise(
         elif cat == "cpu_op":
             compute_cpu.add(t0, d)
             shapes.see(name, t0, ev.get("args"))
+    cut_at = cut_by_the_stop(host_step_ends, window_end)  # still open, unmarked
+    cut = {w[0] for w, c in zip(cpu_steps, cut_at, strict=True) if c}
+    cpu_steps = [w for w, c in zip(cpu_steps, cut_at, strict=True) if not c]
+    open_steps |= cut
     # a step still open: its device copy, which ends at the last kernel it ran, is no step either
     gpu_steps = [w for w in gpu_steps if w[0] not in open_steps]
     if not cpu_steps and not gpu_steps:
         if open_steps:
-            raise no_complete_step(source, open_at_stop["ProfilerStep(s)"],
-                                   len(zero_steps) + unusable_steps + negative["ProfilerStep(s)"])
+            raise no_complete_step(source, open_at_stop["ProfilerStep(s)"] + len(cut),
+                                   len(zero_steps) + unusable_steps + negative["ProfilerStep(s)"],
+                                   len(cut))
         if zero_steps:
             more = f" and {len(zero_steps) - 1} more" if len(zero_steps) > 1 else ""
             raise ScalesimError(
@@ -697,6 +750,8 @@ def summarise(
         raise negative_duration_refusal(source, negative)
     if open_at_stop:
         notes.append(still_open_note(source, open_at_stop))
+    if cut:
+        notes.append(cut_by_the_stop_note(source, cut))
     if zero_steps:
         notes.append(
             f"{Path(source).name}: {', '.join(zero_steps[:3])}"

@@ -127,6 +127,40 @@ def test_a_collective_still_open_at_the_stop_keeps_its_bytes(tmp_path):
     assert ar.count == 1 and ar.time_s == pytest.approx(2e-4)
 
 
+@pytest.mark.parametrize("left_out", ["cut", "duration 0"])
+def test_a_step_summarise_leaves_out_is_no_window_of_calibrates_own(tmp_path, left_out):
+    """Session 51: a step Kineto ended at its 'Record Window End' unmarked (2f7ce6f5 to
+    daa56485) is left out by ``summarise`` (``traces.cut_by_the_stop``), as a step of duration
+    0 always was; calibrate's communication pass kept both windows. Two CPU steps, each an
+    all-reduce of 1,000 fp32 of 0.2 ms, and a third cut 250 us in before its all-reduce (or a
+    ProfilerStep#0 of duration 0): were 2 calls and 0.4 ms over 3 windows (0.67 a step,
+    0.13 ms, 2,667 bytes); one call, 0.2 ms and 4,000 bytes a step."""
+    from test_traces import window_end
+
+    def gloo(t, dur, elements):
+        return event("gloo:all_reduce", t, dur, cat="user_annotation", tid=3,
+                     **{"Input Dims": [[elements]], "Input type": ["float"]})
+
+    data = {"distributedInfo": {"backend": "gloo", "rank": 0, "world_size": 2}, "traceEvents": [
+        event("ProfilerStep#1", 0.0, 1000.0, cat="user_annotation"),
+        event("aten::addmm", 0.0, 600.0),
+        gloo(600.0, 200.0, 1000),
+        event("ProfilerStep#2", 1000.0, 1000.0, cat="user_annotation"),
+        event("aten::addmm", 1000.0, 600.0),
+        gloo(1600.0, 200.0, 1000),
+    ]}
+    data["traceEvents"] += ([event("ProfilerStep#3", 2000.0, 250.0, cat="user_annotation"),
+                             event("aten::addmm", 2000.0, 200.0), window_end(2250.0)]
+                            if left_out == "cut" else
+                            [event("ProfilerStep#0", 0.0, 0.0, cat="user_annotation")])
+    path = tmp_path / "r0.json"
+    path.write_text(json.dumps(data))
+    rank = tc.read_rank(path)
+    assert [st.step for st in rank.summary.steps] == [1, 2]
+    ar = rank.comm["all_reduce"]
+    assert ar.count == 1 and ar.time_s == pytest.approx(2e-4) and ar.bytes == 4000.0
+
+
 @pytest.mark.parametrize("name, op", [
     ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
      "all_reduce"),

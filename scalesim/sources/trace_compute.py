@@ -278,7 +278,10 @@ def read_rank(path: str | os.PathLike[str], index: int = 0) -> RankTrace:
         fb.append(max(own, 0.0) / micro_steps)
         busy = st.compute_s - (length_in(optimizer, w0, w1) if gpu else o)
         share.append(b / busy if busy > 0 and b > 0 else float("nan"))
-    cpu_w = [(w0, w1) for _, w0, w1 in col.cpu_steps]
+    # the host windows of the steps ``summarise`` kept (not one it left out: of duration 0, or
+    # still open at the stop and unmarked, ``traces.cut_by_the_stop``)
+    kept = {st.step for st in summary.steps}
+    cpu_w = [(w0, w1) for n, w0, w1 in col.cpu_steps if n in kept]
     gpu_w = [(st.start_s, st.end_s) for st in summary.steps] if gpu else cpu_w
     return RankTrace(summary, opt, bwd, fb, share, col.comm_per_step(gpu_w, cpu_w), matched)
 
