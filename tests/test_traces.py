@@ -483,6 +483,36 @@ def test_a_collective_still_open_at_the_stop_is_left_out_of_the_sums(tmp_path, f
                                  "collective(s); ")
 
 
+def test_a_collective_still_open_keeps_its_size_through_its_host_post(tmp_path):
+    """Session 51 (calibrate's pass lost a still-open collective's bytes, 6b42dc68): the
+    gradient set-aside's sizes lose nothing here. gloo's transfer runs on its worker thread and
+    can be open at the stop; the training thread's post (c10d::allreduce_, which returns at
+    once, on the thread that stops the profiler) is whole and carries the same elements. A
+    bucket of 100,000 elements posted at 900 us, its transfer open: the largest reduction is
+    100,000, the step posts (1,000, 100,000), and the 20-element metric is set aside (under 1%
+    of it; of the 1,000 bucket alone it would not be); the open call stays out of the tally."""
+    def gloo(t, dur, elements):
+        return event("gloo:all_reduce", t, dur, cat="user_annotation", tid=3,
+                     **{"Input Dims": [[elements]], "Input type": ["float"]})
+
+    def post(t, elements):
+        return event("c10d::allreduce_", t, 10.0, **{"Input Dims": [[[elements]], [], [], [], [],
+                                                                      []]})
+
+    data = {"distributedInfo": {"backend": "gloo", "rank": 0, "world_size": 2}, "traceEvents": [
+        event("ProfilerStep#1", 0.0, 1000.0, cat="user_annotation"),
+        event("aten::addmm", 0.0, 300.0),
+        post(300.0, 1000), gloo(310.0, 200.0, 1000),
+        post(520.0, 20), gloo(530.0, 10.0, 20),
+        post(900.0, 100_000), still_open(gloo(910.0, 90.0, 100_000)),
+    ]}
+    s = traces.summarise(write(tmp_path, "cpu.json", data))
+    assert s.largest_reduction == 100_000 and s.set_aside == {"all-reduce": 1}
+    assert s.steps[0].reduction_elements == (1000.0, 100_000.0)
+    tally = s.collectives["gloo:all_reduce"]
+    assert tally["count"] == 2 and tally["aside"] == 1 and tally["aside_elements"] == 20
+
+
 @pytest.mark.parametrize("finished", [True, "true", 0, None])
 def test_an_event_not_marked_open_is_read(tmp_path, finished):
     """"finished": true (kineto daa56485 wrote it on every host event, January to March 2025),
