@@ -88,7 +88,7 @@ from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_nee
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
 from scalesim.predict import accumulation_max, job_unit, micro_batch_max, server_part_words
 from scalesim.schemas import Profile, Scenario
-from scalesim.sweep import SweepResult, sweep
+from scalesim.sweep import Drops, SweepResult, sweep
 
 STRATEGIES = tuple(MEMORY_STRATEGIES)  # ddp, zero1, zero2, zero3
 BATCH_FACTORS = (0.5, 1, 2, 4)
@@ -1007,8 +1007,7 @@ def _joined(a: tuple, b: tuple) -> tuple:
     (ra, ta, ma), (rb, tb, mb) = a, b
     columns = {k: np.concatenate([ra.columns[k], rb.columns[k]])
                for k in ra.columns if k in rb.columns}
-    return (SweepResult(columns=columns, dropped=ra.dropped + rb.dropped,
-                        dropped_layout=ra.dropped_layout + rb.dropped_layout),
+    return (SweepResult(columns=columns, drops=ra.drops + rb.drops),
             np.concatenate([ta, tb]), np.concatenate([ma, mb]))
 
 
@@ -1062,8 +1061,7 @@ def _together(runs: list[SweepResult], groups: list[LayoutGroup]) -> SweepResult
                      ("sequence_parallel", lambda lay: lay.sequence_parallel)):
         columns[LAID + name] = np.concatenate([np.full(r.size, of(g.layout), dtype=object)
                                                for r, g in zip(runs, groups, strict=True)])
-    return SweepResult(columns=columns, dropped=sum(r.dropped for r in runs),
-                       dropped_layout=sum(r.dropped_layout for r in runs))
+    return SweepResult(columns=columns, drops=sum((r.drops for r in runs), Drops()))
 
 
 def _runs(columns: dict, time_s: np.ndarray, cost: np.ndarray) -> np.ndarray:

@@ -127,18 +127,44 @@ MAX_ROWS = 10**9  # a larger grid is refused: hours of evaluation for any use of
 MEMORY_SHARE = 0.5  # the in-memory API result may take up to this share of available memory
 
 
+KEPT, BATCH, LAYOUT, BATCH_SAID, LAYOUT_SAID = range(5)  # each row's ``Drops`` code
+
+
+@dataclass(frozen=True)
+class Drops:
+    """The combinations a sweep dropped: how many rows have each drop code (``of_rows``), and
+    the first broken layout and the rule it breaks in words, of every row and of those no
+    left-out note names ('' for none). Two added: the counts summed, each first example."""
+
+    counts: tuple[int, ...] = (0,) * 4  # BATCH ... LAYOUT_SAID
+    examples: tuple[str, str] = ("", "")
+
+    @classmethod
+    def of_rows(cls, batch_ok, layout_ok, said, examples: tuple[str, str] = ("", "")) -> Drops:
+        """Each row's code: ``LAYOUT`` where its layout breaks a rule, else ``BATCH`` where its
+        global batch does not split evenly, else ``KEPT``; a dropped row ``said`` (a left-out
+        note names it, ``SweepPlan.left_out``) as ``LAYOUT_SAID`` or ``BATCH_SAID``."""
+        why = np.where(layout_ok, np.where(batch_ok, KEPT, BATCH), LAYOUT)
+        why += (BATCH_SAID - BATCH) * (said & (why != KEPT))
+        return cls(tuple(np.bincount(why, minlength=5)[1:].tolist()), examples)
+
+    def __add__(self, other: Drops) -> Drops:
+        return Drops(tuple(np.add(self.counts, other.counts).tolist()),
+                     _either(self.examples, other.examples))
+
+    def noted(self, left_out: bool = False) -> tuple[int, int, str]:
+        """``cmd_sweep.dropped_note``'s (combinations, broken layouts, example): of the rows
+        no left-out note names, or (``left_out``) of every row dropped."""
+        batch, layout, batch_said, layout_said = self.counts
+        if left_out:
+            batch, layout = batch + batch_said, layout + layout_said
+        return batch + layout, layout, self.examples[not left_out]
+
+
 @dataclass(frozen=True)
 class SweepResult:
     columns: dict[str, np.ndarray]  # the swept knobs, nodes, global_batch and every output
-    dropped: int  # combinations dropped (strong scaling that does not split evenly, a layout
-    # that breaks a rule)
-    dropped_layout: int = 0  # of those, the layouts that break a rule (``scalesim.layout``)
-    layout_example: str = ""  # the first such layout and the first rule it breaks, in words
-    # of ``dropped``, the rows a left-out note names (``SweepPlan.left_out``), and of those the
-    # layouts that break a rule; ``layout_example`` of the other broken layouts ('' for none)
-    dropped_left_out: int = 0
-    dropped_left_out_layout: int = 0
-    other_example: str = ""
+    drops: Drops = Drops()  # the combinations dropped, by reason (counted below)
     # a one-value layout setting or shard group (``SweepPlan.ignorable``) -> (rows that run
     # without it, the first such row in words): its column says what each row runs
     ignored: dict[str, tuple[int, str]] = field(default_factory=dict)
@@ -152,6 +178,15 @@ class SweepResult:
     @property
     def size(self) -> int:
         return int(next(iter(self.columns.values())).size)
+
+    # ``drops`` read (``Drops.noted``): every row dropped, the broken layouts, the first in words;
+    # of those the rows a left-out note names, and the first broken layout of the others
+    dropped = property(lambda self: self.drops.noted(left_out=True)[0])
+    dropped_layout = property(lambda self: self.drops.noted(left_out=True)[1])
+    layout_example = property(lambda self: self.drops.noted(left_out=True)[2])
+    dropped_left_out = property(lambda self: self.dropped - self.drops.noted()[0])
+    dropped_left_out_layout = property(lambda self: self.dropped_layout - self.drops.noted()[1])
+    other_example = property(lambda self: self.drops.noted()[2])
 
 
 @dataclass(frozen=True)
@@ -638,20 +673,17 @@ def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
         p, k, global_batch, strategy = p[keep], k[keep], global_batch[keep], strategy[keep]
         micro = global_batch // (p * k)
         base_micro = global_batch // k
-    dropped_left_out = int((~keep & said).sum())
-    said = said[keep]
-
-    shard, dropped_layout, examples = _shard_groups_at(
-        base, grid, p, strategy, nouns_for(profile.hardware.device_name), said)
+    said_kept = said[keep]  # of the rows whose batch splits
+    shard, examples = _shard_groups_at(
+        base, grid, p, strategy, nouns_for(profile.hardware.device_name), said_kept)
     refused = _grad_sync_refused_rows(base, grid, p) & (shard >= 0)
     if refused.any():  # DeepSpeed with once-per-step reduction: dropped, as broken layouts
-        dropped_layout += int(refused.sum())
-        examples = _either(examples, _first_words(refused, said, lambda _: _row_rule(
+        examples = _either(examples, _first_words(refused, said_kept, lambda _: _row_rule(
             "zero_framework deepspeed", grad_sync_deepspeed_error())))
         shard = np.where(refused, -1, shard)
-    dropped_left_out_layout = int(((shard < 0) & said).sum())
-    if dropped_layout:  # rows the shard group cannot run: dropped, counted as broken layouts
-        ok = shard >= 0
+    ok = shard >= 0  # of the rows whose batch splits (dropped first), those whose layout runs
+    drops = Drops.of_rows(keep, True, said) + Drops.of_rows(True, ok, said_kept, examples)
+    if not ok.all():  # rows the shard group cannot run: dropped, counted as broken layouts
         grid = {name: col[ok] for name, col in grid.items()}
         p, k, micro, base_micro, strategy, shard = (
             a[ok] for a in (p, k, micro, base_micro, strategy, shard))
@@ -692,11 +724,7 @@ def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
     holds = _holds_model(one_fits, base_micro, lambda: within_measured_memory(
         profile, evaluate_scaling(inputs, np.ones_like(base_micro), with_baseline=True)[3].fits, 1))
     group = np.where(strategy == DDP, 0, np.where(shard > 0, np.minimum(shard, p), p))
-    return SweepResult(columns=columns, dropped=int((~keep).sum()) + dropped_layout,
-                       dropped_layout=dropped_layout, layout_example=examples[0],
-                       dropped_left_out=dropped_left_out + dropped_left_out_layout,
-                       dropped_left_out_layout=dropped_left_out_layout,
-                       other_example=examples[1], ignored=ignored,
+    return SweepResult(columns=columns, drops=drops, ignored=ignored,
                        baseline=_baseline(one_fits, holds, base_micro, group))
 
 
@@ -720,17 +748,17 @@ def _baseline(one_fits, holds, base_micro, shard_group) -> dict[str, np.ndarray]
 
 
 def _shard_groups_at(base, grid: dict[str, np.ndarray], p, strategy, words: Nouns, said):
-    """(shard group of each row, -1 where it cannot run; rows dropped; the first in words and
-    the first not ``said``, ``_first_words``, ``words`` the profile's nouns: 'on 4 processes'
-    on a CPU profile) of a parameter-count workload's sweep, where every device is a
-    data-parallel rank: each row's (``_row_shard_groups``); a row it cannot run is dropped, as
-    a broken layout on the layout path."""
+    """(shard group of each row, -1 where it cannot run; the first such row in words and the
+    first not ``said``, ``_first_words``, ``words`` the profile's nouns: 'on 4 processes' on a
+    CPU profile) of a parameter-count workload's sweep, where every device is a data-parallel
+    rank: each row's (``_row_shard_groups``); a row it cannot run is dropped, as a broken
+    layout on the layout path."""
     shard = _row_shard_groups(base, grid, p, strategy)
     if shard is None:
-        return np.zeros(p.shape, dtype=np.int64), 0, ("", "")
+        return np.zeros(p.shape, dtype=np.int64), ("", "")
     why, examples = _shard_group_problems_of_rows(base, grid, shard, p, p, strategy, words,
                                                   said=said)
-    return np.where(why == "", shard, -1), int((why != "").sum()), examples
+    return np.where(why == "", shard, -1), examples
 
 
 def _row_shard_groups(base, grid: dict[str, np.ndarray], p, zero) -> np.ndarray | None:
@@ -823,8 +851,9 @@ def _evaluate_groups(grid: dict[str, np.ndarray], names: list[str], row_key: str
     order = np.argsort(np.concatenate([part.columns[row_key] for part in parts]), kind="stable")
     columns = {name: np.concatenate([part.columns[name] for part in parts])[order]
                for name in parts[0].columns if name != row_key}
-    return SweepResult(columns=columns, **merge_drops(parts), ignored=merge_ignored(parts),
-                       unapplied=merge_ignored(parts, "unapplied"),
+    return SweepResult(columns=columns, drops=sum((part.drops for part in parts), Drops()),
+                       ignored=merge_ignored(part.ignored for part in parts),
+                       unapplied=merge_ignored(part.unapplied for part in parts),
                        baseline={name: values[order] for name, values in
                                  merge_baseline(parts).items()})
 
@@ -837,25 +866,12 @@ def merge_baseline(results) -> dict[str, np.ndarray]:
             for name in names}
 
 
-DROP_COUNTS = ("dropped", "dropped_layout", "dropped_left_out", "dropped_left_out_layout")
-DROP_EXAMPLES = ("layout_example", "other_example")
-
-
-def merge_drops(results) -> dict:
-    """``SweepResult``'s drop fields of several results (parts or chunks, in grid order): the
-    counts (``DROP_COUNTS``) added up, each example (``DROP_EXAMPLES``) the first given."""
-    results = list(results)
-    return {**{name: sum(getattr(r, name) for r in results) for name in DROP_COUNTS},
-            **{name: next((getattr(r, name) for r in results if getattr(r, name)), "")
-               for name in DROP_EXAMPLES}}
-
-
-def merge_ignored(results, of: str = "ignored") -> dict[str, tuple[int, str]]:
-    """``SweepResult.ignored`` (or another such count, ``of``: ``unapplied``) of several
-    results (parts or chunks, in grid order): the rows added up, the first example kept."""
+def merge_ignored(counts) -> dict[str, tuple[int, str]]:
+    """``SweepResult.ignored`` (or another such count: ``unapplied``) of several results
+    (parts or chunks, in grid order): the rows added up, the first example kept."""
     merged: dict[str, tuple[int, str]] = {}
-    for result in results:
-        for name, (rows, example) in getattr(result, of).items():
+    for count in counts:
+        for name, (rows, example) in count.items():
             before = merged.get(name, (0, example))
             merged[name] = (before[0] + rows, before[1])
     return merged
@@ -1010,13 +1026,9 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     ranks = rows.dp * rows.cp  # the ZeRO states shard over dp x cp, or the group asked in it
     group = np.where(zero == 0, 0, ranks if shard is None else
                      np.where(shard > 0, np.minimum(shard, ranks), ranks))
-    return SweepResult(columns=columns, dropped=int((~keep).sum()),
-                       dropped_layout=int((~layout_ok).sum()), layout_example=examples[0],
-                       dropped_left_out=int((~keep & said).sum()),
-                       dropped_left_out_layout=int((~layout_ok & said).sum()),
-                       other_example=examples[1], ignored=ignored, unapplied=unapplied,
-                       baseline=_baseline(rows.one_device_fits, rows.one_device_holds_model,
-                                          base_micro, group))
+    return SweepResult(columns=columns, drops=Drops.of_rows(batch_ok, layout_ok, said, examples),
+                       ignored=ignored, unapplied=unapplied, baseline=_baseline(
+                           rows.one_device_fits, rows.one_device_holds_model, base_micro, group))
 
 
 def _unused_settings_of_rows(grid: dict[str, np.ndarray], split, tp,
@@ -1125,7 +1137,7 @@ def _row_rule(where: str, why: str) -> str:
 def iter_sweep(plan: SweepPlan, chunk_rows: int | None = None) -> Iterator[SweepResult]:
     """The plan's rows, ``chunk_rows`` (default CHUNK_ROWS) combinations at a time, in grid
     order, so memory stays that of one chunk however large the grid. Every chunk, one that
-    keeps no row too: its drops are counted (``merge_drops``)."""
+    keeps no row too: its drops are counted (``Drops``)."""
     chunk_rows = chunk_rows or CHUNK_ROWS
     for start in range(0, plan.combinations, chunk_rows):
         yield evaluate_at(plan, np.arange(start, min(start + chunk_rows, plan.combinations)))
@@ -1177,8 +1189,9 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
         return chunks[0]
     kept = [c for c in chunks if c.size] or chunks[-1:]  # the rows; every chunk's drops
     columns = {name: np.concatenate([c.columns[name] for c in kept]) for name in kept[0].columns}
-    return SweepResult(columns=columns, **merge_drops(chunks), ignored=merge_ignored(chunks),
-                       unapplied=merge_ignored(chunks, "unapplied"),
+    return SweepResult(columns=columns, drops=sum((c.drops for c in chunks), Drops()),
+                       ignored=merge_ignored(c.ignored for c in chunks),
+                       unapplied=merge_ignored(c.unapplied for c in chunks),
                        baseline=merge_baseline(kept))
 
 

@@ -42,6 +42,9 @@ from scalesim.layout import knob_refusal, knobs_said
 from scalesim.precision import FP8, FP8_WORDS
 from scalesim.schemas import Scenario, ScenarioLayout
 
+if typing.TYPE_CHECKING:
+    from scalesim.sweep import Drops
+
 NAME = "sweep"
 HELP = "evaluate every combination of knob values (a grid) and write CSV or JSON"
 EXAMPLE = """examples:
@@ -343,29 +346,26 @@ class PipelinesWritten:
 
 def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
            baseline: BaselineRows | None = None,
-           pipelines: PipelinesWritten | None = None) -> tuple[int, dict, dict, dict]:
+           pipelines: PipelinesWritten | None = None) -> tuple[int, Drops, dict, dict]:
     """Stream every row of ``plan`` to ``handle``; returns the rows written, the combinations
-    dropped (``sweep.merge_drops``: how many, of those the layouts that break a rule, the
-    first such layout with its rule, ``SweepResult.layout_example``, '' for none, and the same
-    of the rows no left-out note names), the rows that run without a one-value
-    layout flag (``SweepResult.ignored``, ``ignored_notes``) and the rows dropped that would
-    run it (``SweepResult.unapplied``). A sweep that keeps no row writes
-    nothing and raises, its drops counted by reason: the data-parallel sweep refuses that case
-    before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs.
-    ``bubbles``: records the rows whose pipeline bubble is large; ``baseline``: what predict's
-    notes of the one-device baseline read of the rows; ``pipelines``: the rows' pipelines."""
+    dropped (``sweep.Drops``, each example's swept knobs by their grid flags), the rows that
+    run without a one-value layout flag (``SweepResult.ignored``, ``ignored_notes``) and the
+    rows dropped that would run it (``SweepResult.unapplied``). A sweep that keeps no row
+    writes nothing and raises, its drops counted by reason: the data-parallel sweep refuses
+    that case before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as
+    it runs. ``bubbles``: records the rows whose pipeline bubble is large; ``baseline``: what
+    predict's notes of the one-device baseline read of the rows; ``pipelines``: the rows'
+    pipelines."""
     from scalesim.predict import input_pipeline_modelled
-    from scalesim.sweep import grid_flags, iter_sweep, merge_drops, merge_ignored
+    from scalesim.sweep import Drops, grid_flags, iter_sweep, merge_ignored
 
     modelled = input_pipeline_modelled(plan.profile)
     written, first = 0, True
-    drops = merge_drops([])
-    ignored: dict = {}
-    unapplied: dict = {}
+    drops, ignored, unapplied = Drops(), {}, {}
     for chunk in iter_sweep(plan):
-        drops = merge_drops([SimpleNamespace(**drops), chunk])
-        ignored = merge_ignored([SimpleNamespace(ignored=ignored), chunk])
-        unapplied = merge_ignored([SimpleNamespace(unapplied=unapplied), chunk], "unapplied")
+        drops += chunk.drops
+        ignored = merge_ignored([ignored, chunk.ignored])
+        unapplied = merge_ignored([unapplied, chunk.unapplied])
         if not chunk.size:
             continue
         if bubbles is not None:
@@ -382,15 +382,12 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
             first = False
     # each example's rule names a swept knob by its grid flag, as typed ('not a multiple of
     # --pp-values 2'), the others kept as slots (a --scenario file's by its key: ``run``)
-    drops.update({name: knobs_said(drops[name], grid_flags(plan.axes))
-                  for name in ("layout_example", "other_example") if drops[name]})
+    drops = Drops(drops.counts, tuple(knobs_said(e, grid_flags(plan.axes)) for e in drops.examples))
     if not written:  # every drop, as no left-out note is printed
-        reasons = _dropped_reasons(drops["dropped"], drops["dropped_layout"],
-                                   drops["layout_example"],
-                                   nouns_for(plan.profile.hardware.device_name))
+        dropped, layout, example = drops.noted(left_out=True)
+        reasons = _dropped_reasons(dropped, layout, example, nouns_for(plan.profile.hardware.device_name))
         raise ScalesimError(within(reasons, f"no combination of the sweep is left: all "
-                                            f"{drops['dropped']} dropped ({reasons}); nothing "
-                                            "written"))
+                                            f"{dropped} dropped ({reasons}); nothing written"))
     if fmt == "json":
         handle.write("]\n")
     return written, drops, ignored, unapplied
@@ -481,14 +478,6 @@ def _dropped_reasons(
         else []
     )
     return joined("; ", reasons)
-
-
-def unsaid_drops(drops: dict) -> tuple[int, int, str]:
-    """``dropped_note``'s (combinations, broken layouts, example) of the drops ``_write``
-    counted (``sweep.merge_drops``) less the rows a left-out note names (``SweepPlan.left_out``,
-    ``sweep.left_out_notes``): each dropped row said once."""
-    return (drops["dropped"] - drops["dropped_left_out"],
-            drops["dropped_layout"] - drops["dropped_left_out_layout"], drops["other_example"])
 
 
 def dropped_note(dropped: int, dropped_layout: int, example: str = "", words: Nouns = GPU_NOUNS) -> str:
@@ -752,7 +741,7 @@ def run(args: argparse.Namespace) -> int:
         written, drops, ignored, unapplied = _write(sys.stdout, plan, fmt, *collectors)
     # the rows no left-out note names (``sweep_notes``); a --scenario file's setting in the
     # example's rule by its key, the file first, as main's error line says it (``given_words``)
-    note = in_given_words(dropped_note(*unsaid_drops(drops),
+    note = in_given_words(dropped_note(*drops.noted(),
                                        words=nouns_for(profile.hardware.device_name)), args)
     if args.out is not None:
         print(f"wrote {written} scenarios to {args.out}" + (f" ({note})" if note else ""), file=sys.stderr)
