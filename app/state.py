@@ -242,7 +242,7 @@ class AppState(BaseModel):
     def _number_as_the_cli_reads_it(cls, value: Any, info: ValidationInfo) -> Any:
         """A link's text for a number control read as a flag's (``bounds.read_number``):
         '3_2' is no number, where pydantic would read 32."""
-        integer = whole_field(info.field_name)
+        integer = WHOLE_FIELDS.get(info.field_name)
         if not isinstance(value, str) or integer is None:
             return value
         try:
@@ -269,12 +269,11 @@ class AppState(BaseModel):
 FIELDS = tuple(AppState.model_fields)
 
 
-def whole_field(name: str | None) -> bool | None:
-    """Whether ``AppState``'s field ``name`` holds a whole number (True) or a float (False);
-    None for a field of text, a choice or on/off."""
-    field = AppState.model_fields.get(name or "")
-    kinds = set(get_args(field.annotation) or [field.annotation]) - {type(None)} if field else ()
-    return {frozenset({int}): True, frozenset({float}): False}.get(frozenset(kinds))
+# each number field of ``AppState`` -> whether it holds a whole number (True) or a float
+# (False), built once for its validator (``_number_as_the_cli_reads_it``)
+WHOLE_FIELDS = {name: kinds == {int} for name, field in AppState.model_fields.items()
+                if (kinds := set(get_args(field.annotation) or [field.annotation])
+                    - {type(None)}) in ({int}, {float})}
 
 
 SCENARIO_KEYS = frozenset({"v", *FIELDS, "ph", "prof"})  # what a link opens on
@@ -312,7 +311,7 @@ def typed_bound(name: str) -> Bound:
     lo, hi = field_bounds(name)
     why = (AppState.model_fields[name].description or "").split(";")[0]
     return Bound(-math.inf if lo is None else lo, math.inf if hi is None else hi, "", why,
-                 bool(whole_field(name)))
+                 WHOLE_FIELDS.get(name, False))
 
 
 def field_bounds(name: str) -> tuple[float | None, float | None]:
