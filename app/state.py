@@ -321,7 +321,7 @@ def field_bounds(name: str) -> tuple[float | None, float | None]:
     import annotated_types as at
 
     field = AppState.model_fields[name]
-    whole = "int" in str(field.annotation)
+    whole = WHOLE_FIELDS.get(name, False)
     lo = hi = None
     for m in field.metadata:
         if isinstance(m, at.Ge):
