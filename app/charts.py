@@ -28,7 +28,7 @@ from scalesim.layout import split_short
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
-from .layout_titles import short_legend
+from .layout_titles import page_title, short_legend
 from .named_controls import control_namer
 from .plan import (
     DOES_NOT_FIT,
@@ -685,7 +685,8 @@ def pareto_chart(answer, width="container", height: int = 300) -> alt.LayerChart
     if not answer.front:
         return None
     pick = answer.best or answer.closest
-    df = pd.DataFrame([{"days": p.time_s / 86400.0, "cost": p.cost_usd, "plan": answer.describe(p),
+    df = pd.DataFrame([{"days": p.time_s / 86400.0, "cost": p.cost_usd,
+                        "plan": page_title(answer.describe(p), answer.words),
                         "status": "meets the goal" if p.meets else "misses the goal"}
                        for p in answer.front])
     colour = alt.Color("status:N", title=None, scale=alt.Scale(

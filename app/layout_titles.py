@@ -20,6 +20,7 @@ from scalesim.cli.cmd_predict import (
     overlap_word,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns
+from scalesim.goal import plan_dp
 from scalesim.layout import (
     ZERO_STRATEGIES,
     dp_ranks,
@@ -86,11 +87,12 @@ def short_legend(names, words: Nouns) -> str:
 
 def page_title(title: str, words: Nouns) -> str:
     """``title`` as the page says it: a ``LayoutTitle``'s layout in the sidebar's labels
-    (``page_row_title``, ``page_changes``, ``page_split``) between its own words, any other
+    (``page_row_title``, ``page_changes``, ``page_split``, ``page_plan_layout``) between its own
+    words (its ``after`` said so too: a second layout, ``layout_change.joined``), any other
     title as it is."""
     if not isinstance(title, LayoutTitle):
         return title
-    return f"{title.before}{page_layout(title, words)}{title.after}"
+    return f"{title.before}{page_layout(title, words)}{page_title(title.after, words)}"
 
 
 def page_layout(title: LayoutTitle, words: Nouns) -> str:
@@ -99,7 +101,23 @@ def page_layout(title: LayoutTitle, words: Nouns) -> str:
         return page_row_title(title.row, words)
     if title.degrees is not None:
         return page_split(title.degrees, words)
+    if title.plan is not None:
+        return page_plan_layout(title.plan, words)
     return page_changes(title.changes, words)
+
+
+def page_plan_layout(plan, words: Nouns) -> str:
+    """A split goal plan's layout (a ``goal.GoalPlan``, ``goal.plan_layout_words``) in the
+    sidebar's labels: '8 data-parallel ranks x Tensor parallel 2', a searched one's rest after
+    it as ``page_row_title`` says it, '(1F1B, Activation recompute full, Sequence
+    parallelism)'."""
+    split = page_degrees(plan_dp(plan), plan.tp, plan.pp, plan.cp, words)
+    if plan.recompute is None:  # the layout kept as given: its split alone
+        return split
+    rest = [schedule_words(plan.schedule, plan.virtual_stages)] if plan.pp > 1 else []
+    rest.append(f"{control_label('recompute', words)} {plan.recompute}")
+    rest += [control_label("sequence_parallel", words)] if plan.sequence_parallel else []
+    return f"{split} ({', '.join(rest)})"
 
 
 def page_split(split: Split, words: Nouns) -> str:

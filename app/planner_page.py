@@ -934,14 +934,14 @@ def _tab_goal(plan: Plan) -> None:
                 + _md(controls_to_change(exc, state, plan.words)))
         return
 
-    def said(line: str) -> str:  # a kept layout in the sidebar's labels (``goal.kept_said``)
-        return page_title(line, plan.words)
+    def said(line: str) -> str:  # a kept layout (``goal.kept_said``) or a plan's
+        return page_title(line, plan.words)  # (``goal.describe``) in the sidebar's labels
 
     (st.success if answer.best is not None else st.warning)(_md(said(answer.sentence)))
     if answer.network_sentence:  # which faster network reaches the goal (goal.network_answer)
-        st.markdown(_md(answer.network_sentence))
+        st.markdown(_md(said(answer.network_sentence)))
     if answer.need_sentence:  # the least inter-server network that reaches it (network_need)
-        st.markdown(_md(answer.need_sentence))
+        st.markdown(_md(said(answer.need_sentence)))
     chart = charts.pareto_chart(answer)
     if chart is not None:
         _chart(chart, charts.pareto_text(answer))

@@ -82,7 +82,7 @@ from scalesim.layout import (
     schedule_words,
     split_words,
 )
-from scalesim.layout_change import LayoutTitle, retitled, titled
+from scalesim.layout_change import LayoutTitle, joined, retitled, titled
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
@@ -237,7 +237,8 @@ class GoalAnswer:
     model_error: float | None = None
 
     def describe(self, p: GoalPlan) -> str:
-        """``describe`` of one of this answer's plans, in its devices' nouns."""
+        """``describe`` of one of this answer's plans, in its devices' nouns (a
+        ``LayoutTitle`` carrying a split plan: a page says its layout in its labels)."""
         return describe(p, self.words)
 
     def searched_words(self, plans: str = "plans evaluated") -> str:
@@ -258,17 +259,20 @@ class GoalAnswer:
 
     @property
     def sentence(self) -> str:
-        """The answer in one sentence."""
+        """The answer in one sentence, each layout it says carried (``retitled``, ``joined``):
+        a page says it in its labels."""
         describe = self.describe
         if self.best is not None:
             b = self.best
-            return (f"Cheapest plan that meets the goal: {describe(b)}: {duration_text(b.time_s)} for "
-                    f"${amount(b.cost_usd)}.{self.today_enough_words}")
-        if self.closest is None:  # its kept layout carried (``retitled``): a page's labels
+            return retitled(describe(b), "Cheapest plan that meets the goal: ", joined(
+                f": {duration_text(b.time_s)} for ${amount(b.cost_usd)}.",
+                self.today_enough_words))
+        if self.closest is None:
             return retitled(self.no_fit_words, "No plan runs: ", ".")
         c = self.closest
-        return (f"No plan meets the goal. Closest: {describe(c)}: {self.time_of(c)} for "
-                f"${amount(c.cost_usd)} (misses {self.misses(c)}).")
+        return retitled(describe(c), "No plan meets the goal. Closest: ",
+                        f": {self.time_of(c)} for ${amount(c.cost_usd)} "
+                        f"(misses {self.misses(c)}).")
 
     @property
     def no_fit_words(self) -> str:
@@ -290,17 +294,18 @@ class GoalAnswer:
         b, t, w = self.best, self.today, self.words
         if b is None or t is None or b.network == "as is":
             return ""
-        enough = (f" Today's network is enough: {self.describe(t)}: {duration_text(t.time_s)} "
-                  f"for ${amount(t.cost_usd)}; ")
+        enough = retitled(self.describe(t), " Today's network is enough: ",
+                          f": {duration_text(t.time_s)} for ${amount(t.cost_usd)}; ")
         if t.cost_usd < b.cost_usd:  # the same money at the model's error (``cheapest``)
-            return (f"{enough}{b.network} costs ${amount(b.cost_usd - t.cost_usd)} more, "
-                    f"within the model's median error of {self.model_error:.1%}: the same "
-                    "money, and its plan is sooner.")
-        return (f"{enough}{b.network} meets the goal for "
-                f"${amount(t.cost_usd - b.cost_usd)} less because its faster exchanges let fewer "
-                f"{w.device}-hours do the training ({whole(b.devices)} {w.devices} for "
-                f"{duration_text(b.time_s)} against {whole(t.devices)} for "
-                f"{duration_text(t.time_s)}), which saves more than its higher price costs.")
+            return joined(enough, f"{b.network} costs ${amount(b.cost_usd - t.cost_usd)} more, "
+                          f"within the model's median error of {self.model_error:.1%}: the "
+                          "same money, and its plan is sooner.")
+        return joined(enough, f"{b.network} meets the goal for "
+                      f"${amount(t.cost_usd - b.cost_usd)} less because its faster exchanges let "
+                      f"fewer {w.device}-hours do the training ({whole(b.devices)} {w.devices} "
+                      f"for {duration_text(b.time_s)} against {whole(t.devices)} for "
+                      f"{duration_text(t.time_s)}), which saves more than its higher price "
+                      "costs.")
 
     def time_of(self, p: GoalPlan) -> str:
         """``p``'s time to the goal, where it misses the deadline written apart from it
@@ -336,11 +341,12 @@ class GoalAnswer:
                     f"the network's price not counted): "
                     f"{need.words}.")
         p = self.unlimited
-        return (f"No inter-server network reaches the goal: on an unlimited one "
-                f"({link_GBps(UNLIMITED_BUSBW_GBps)} busbw, 0 us a hop) the closest plan is "
-                f"{self.describe(p)}: {self.time_of(p)} for ${amount(p.cost_usd)} "
-                f"(misses {self.misses(p)}), of which its compute alone takes "
-                f"{duration_text(self.unlimited_compute_s)}.")
+        return retitled(self.describe(p), "No inter-server network reaches the goal: on an "
+                        f"unlimited one ({link_GBps(UNLIMITED_BUSBW_GBps)} busbw, 0 us a hop) "
+                        "the closest plan is ",
+                        f": {self.time_of(p)} for ${amount(p.cost_usd)} (misses "
+                        f"{self.misses(p)}), of which its compute alone takes "
+                        f"{duration_text(self.unlimited_compute_s)}.")
 
     @property
     def network_sentence(self) -> str:
@@ -359,12 +365,11 @@ class GoalAnswer:
         money = (f"${amount(p.cost_usd)}" if net.priced else
                  f"${amount(p.cost_usd)} for the {self.words.devices} plus the network, whose "
                  "price is not public")
-        if p.meets:
-            lead = ("Cheapest faster network that meets the goal" if net.priced else
-                    "Faster network that meets the goal, if its price fits the budget")
-            return f"{lead}: {net.name} ({price}): {describe(p)}: {duration_text(p.time_s)} for {money}."
-        return (f"No faster network meets the goal. Closest: {net.name} ({price}): {describe(p)}: "
-                f"{duration_text(p.time_s)} for {money}.")
+        lead = ("No faster network meets the goal. Closest" if not p.meets else
+                "Cheapest faster network that meets the goal" if net.priced else
+                "Faster network that meets the goal, if its price fits the budget")
+        return retitled(describe(p), f"{lead}: {net.name} ({price}): ",
+                        f": {duration_text(p.time_s)} for {money}.")
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -470,18 +475,28 @@ def describe(p: GoalPlan, words: Nouns = GPU_NOUNS) -> str:
     """A plan in words: '16 devices (2 servers), micro-batch 64 x 1 accumulation, ddp, network
     as is'; with a layout, whose micro-batch is per replica of tp x pp devices, '16 devices
     (2 servers) as dp 8 x tp 2 x pp 1, micro-batch 4 per replica x 8 accumulation (global batch
-    256), ...'; ``words``: the devices' nouns ('2 processes (1 host)' on a CPU calibration)."""
+    256), ...', a ``LayoutTitle`` carrying ``p`` (a page says its layout in its labels);
+    ``words``: the devices' nouns ('2 processes (1 host)' on a CPU calibration)."""
     where = f"{words.count(p.devices)} ({words.count(p.servers, 'server')})"
+    rest = f", {p.strategy}, network {p.network}"
     if p.tp is None or p.pp is None:
-        batch = f"micro-batch {p.micro_batch} x {p.accumulation} accumulation"
-    else:
-        cp = p.cp if p.cp > 1 else None
-        where += f" as {split_words(p.devices // (p.tp * p.pp * p.cp), p.tp, p.pp, cp)}"
-        if p.recompute is not None:  # a searched layout: the rest of it
-            where += f" ({searched_layout_words(p)})"
-        batch = (f"micro-batch {p.micro_batch} per replica x {p.accumulation} accumulation "
-                 f"(global batch {p.global_batch:,})")
-    return f"{where}, {batch}, {p.strategy}, network {p.network}"
+        return f"{where}, micro-batch {p.micro_batch} x {p.accumulation} accumulation{rest}"
+    batch = (f", micro-batch {p.micro_batch} per replica x {p.accumulation} accumulation "
+             f"(global batch {p.global_batch:,}){rest}")
+    return titled(f"{where} as ", plan_layout_words(p), batch, plan=p)
+
+
+def plan_dp(p: GoalPlan) -> int:
+    """A split plan's data-parallel degree: its devices over tp x pp x cp."""
+    return p.devices // (p.tp * p.pp * p.cp)
+
+
+def plan_layout_words(p: GoalPlan) -> str:
+    """A split plan's layout in words: 'dp 8 x tp 2 x pp 1' (``x cp 2`` where context
+    parallelism splits it), a searched one's rest after it, 'dp 8 x tp 2 x pp 1 (recompute
+    full, sequence parallel)' (``searched_layout_words``)."""
+    split = split_words(plan_dp(p), p.tp, p.pp, p.cp if p.cp > 1 else None)
+    return split if p.recompute is None else f"{split} ({searched_layout_words(p)})"
 
 
 def searched_layout_words(p: GoalPlan) -> str:
@@ -841,10 +856,11 @@ def same_money_note(answer: GoalPlan, lowest: GoalPlan, error: float,
     less = answer.cost_usd - lowest.cost_usd
     share, within = percents_apart(less / lowest.cost_usd, error)  # never '2.9%' under '2.9%'
     share = "under 0.1%" if less / lowest.cost_usd < 0.0005 else share
-    return (f"{describe(lowest, words)}: {duration_text(lowest.time_s)} for "
-            f"${amount(lowest.cost_usd)} costs ${amount(less)} ({share}) less than the answer, "
-            f"within the model's median error of {within}: the same money, so goal takes the "
-            "sooner plan, as decide does")
+    return retitled(describe(lowest, words), "",
+                    f": {duration_text(lowest.time_s)} for ${amount(lowest.cost_usd)} costs "
+                    f"${amount(less)} ({share}) less than the answer, within the model's median "
+                    f"error of {within}: the same money, so goal takes the sooner plan, as "
+                    "decide does")
 
 
 def same_speed_note(answer: GoalPlan, other: GoalPlan, error: float,
@@ -864,10 +880,11 @@ def same_speed_note(answer: GoalPlan, other: GoalPlan, error: float,
     plainer = ("on today's network, nothing to buy"
                if answer.network == "as is" != other.network else
                f"on fewer {words.devices}, fewer to rent at once")
-    return (f"{describe(other, words)}: {duration_text(other.time_s)} for "
-            f"${amount(other.cost_usd)} is {speed} the answer{money}, within the model's median "
-            f"error of {within}: the same speed and money, so goal takes the plainer plan "
-            f"({plainer}), as decide takes the option with less to buy")
+    return retitled(describe(other, words), "",
+                    f": {duration_text(other.time_s)} for ${amount(other.cost_usd)} is {speed} "
+                    f"the answer{money}, within the model's median error of {within}: the same "
+                    f"speed and money, so goal takes the plainer plan ({plainer}), as decide "
+                    "takes the option with less to buy")
 
 
 def most_searched_note(whose: list[str], most: int, controls: GoalControls,

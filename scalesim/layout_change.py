@@ -72,15 +72,18 @@ class LayoutTitle(str):
     """A title as the CLI writes it, '<before><layout><after>', a plain str to every reader
     (printed, joined, compared, --json), with the layout it says: ``row`` (a ``plan.PlanRow``,
     ``layout_predict.row_title``), ``changes`` (``setting_changes``' triples, 'tp 2 -> 4, ddp
-    -> zero1') or ``degrees`` (a ``Split``, 'dp 4 x tp 8 x pp 2'). A page says the layout in its
+    -> zero1'), ``degrees`` (a ``Split``, 'dp 4 x tp 8 x pp 2') or ``plan`` (a goal plan,
+    ``goal.GoalPlan``: 'dp 8 x tp 2 x pp 1 (recompute full)'). A page says the layout in its
     own labels from these and keeps ``before`` and ``after``, never reading the text
-    (``app.layout_titles.page_title``); what the str's methods return is a plain str. Build one
+    (``app.layout_titles.page_title``); ``after`` may be a ``LayoutTitle`` too, where a sentence
+    says a second layout (``joined``). What the str's methods return is a plain str. Build one
     with ``titled``."""
 
     before = after = layout = ""
     row = None
     changes: tuple[tuple[str, str, str], ...] = ()
     degrees: Split | None = None
+    plan = None
 
     def __new__(cls, text: str, **layout):  # text first: a pickled title (st.cache_data) loads
         self = super().__new__(cls, text)
@@ -89,20 +92,30 @@ class LayoutTitle(str):
 
 
 def titled(before: str, layout: str, after: str = "", *, row=None, changes=(),
-           degrees: Split | None = None) -> LayoutTitle:
-    """'<before><layout><after>', ``layout`` the CLI's words of ``row``, ``changes`` or
-    ``degrees``, carrying it."""
+           degrees: Split | None = None, plan=None) -> LayoutTitle:
+    """'<before><layout><after>', ``layout`` the CLI's words of ``row``, ``changes``,
+    ``degrees`` or ``plan``, carrying it (``after`` kept as given: a ``LayoutTitle`` stays one)."""
     return LayoutTitle(f"{before}{layout}{after}", before=before, layout=layout, after=after,
-                       row=row, changes=tuple(changes), degrees=degrees)
+                       row=row, changes=tuple(changes), degrees=degrees, plan=plan)
 
 
 def retitled(title: str, before: str = "", after: str = "") -> str:
     """``title`` with ``before`` and ``after`` around it, a ``LayoutTitle`` still where it is
     one (its layout kept), so a page says it in its labels too: 'Settings: ' before a remedy's
-    title, 'the planner's layout (' ... ')' around its changes."""
-    if not isinstance(title, LayoutTitle):
-        return f"{before}{title}{after}"
-    return _rewritten(title, before + title.before, title.after + after)
+    title, 'the planner's layout (' ... ')' around its changes; ``after`` may say a layout too
+    (``joined``)."""
+    return joined(joined(before, title), after)
+
+
+def joined(first: str, second: str) -> str:
+    """``first`` then ``second``, a ``LayoutTitle`` where either is one, each layout kept: where
+    both are, ``second`` follows in ``first``'s ``after``, so a sentence that says two plans
+    ('... Today's network is enough: ...') says both in a page's labels."""
+    if isinstance(first, LayoutTitle):
+        return _rewritten(first, first.before, joined(first.after, second))
+    if isinstance(second, LayoutTitle):
+        return _rewritten(second, first + second.before, second.after)
+    return first + second
 
 
 def lower_first(title: str) -> str:
@@ -120,7 +133,7 @@ def lower_first(title: str) -> str:
 def _rewritten(title: LayoutTitle, before: str, after: str) -> LayoutTitle:
     """``title``'s layout between another ``before`` and ``after``."""
     return titled(before, title.layout, after, row=title.row, changes=title.changes,
-                  degrees=title.degrees)
+                  degrees=title.degrees, plan=title.plan)
 
 
 def split_title(row) -> LayoutTitle:

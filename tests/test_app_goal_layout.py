@@ -64,8 +64,14 @@ def test_the_goal_tab_answers_as_the_cli_in_each_mode(capsys, version, glay, fla
         assert cli_kept in cli and app == cli.replace(cli_kept, page_kept)
         assert app.startswith("No plan runs")
         return
-    assert app == cli  # the planner's layouts: a plan that says its split
-    assert "x tp " in app and not app.startswith("No plan runs")
+    # the planner's layouts: a plan that says its split, in the page's labels since session 51
+    cli_plan, page_plan = ("dp 16 x tp 2 x pp 2 (interleaved 1F1B, 2 virtual stages, recompute "
+                           "none, sequence parallel)",
+                           "16 data-parallel ranks x Tensor parallel 2 x Pipeline stages 2 "
+                           "(interleaved 1F1B, 2 virtual stages, Activation recompute none, "
+                           "Sequence parallelism)")
+    assert cli_plan in cli and app == cli.replace(cli_plan, page_plan)
+    assert not app.startswith("No plan runs")
 
 
 def test_the_sidebar_has_the_control_and_the_link_follows_it():
