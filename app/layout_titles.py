@@ -13,12 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from scalesim.cli.cmd_predict import (
-    COMPUTE_PIN_NOTE,
-    hsdp_layout_words,
-    layout_notes,
-    overlap_word,
-)
+from scalesim.cli.cmd_predict import COMPUTE_PIN_NOTE, layout_notes, overlap_word
 from scalesim.device_nouns import GPU_NOUNS, Nouns
 from scalesim.goal import plan_dp
 from scalesim.layout import (
@@ -186,19 +181,39 @@ def page_changes(changes, words: Nouns) -> str:
     return ", ".join(change(*triple) for triple in changes)
 
 
+def page_hsdp_words(shard_group: int, words: Nouns) -> str:
+    """A shard group in the sidebar's words (the CLI's ``cmd_predict.hsdp_layout_words``,
+    'HSDP: ... across dp / shard group copies'): 'Shard group (HSDP) 8: ZeRO states sharded
+    over 8 ranks, replicated across the rest of the data-parallel ranks where they exceed 8
+    (elsewhere sharded over all of them)', as the control's help says it."""
+    return (f"{control_label('shard_group', words)} {shard_group}: ZeRO states sharded over "
+            f"{shard_group} ranks, replicated across the rest of the {DP_RANKS} where they "
+            f"exceed {shard_group} (elsewhere sharded over all of them)")
+
+
+def page_pipeline(split, words: Nouns) -> str:
+    """A layout's pipeline (a ``schemas.Layout``) as the stage notes name it, in the sidebar's
+    labels: 'Pipeline stages 2 x Virtual stages 2' (the CLI's 'pp 2 x 2 virtual stages',
+    ``pipeline_stages.pipeline_words``)."""
+    return f"{control_label('pp', words)} {split.pp}" + (
+        f" x {control_label('virtual_stages', words)} {split.virtual_stages}"
+        if split.virtual_stages > 1 else "")
+
+
 def page_layout_line(profile, scenario, words: Nouns) -> str:
     """The scenario's layout as the HTML report says it, in the sidebar's labels (the CLI's
     ``cmd_predict.layout_line`` in its notation): 'Tensor parallel 2 x Pipeline stages 2 (1F1B),
     Activation recompute none, Sequence parallelism on, Tensor-parallel overlap off;
     data-parallel ranks = devices / (Tensor parallel x Pipeline stages); ...', with the line's
-    notes (``recompute_style_note``, HSDP, ``layout_notes``)."""
+    notes in those labels too (``recompute_style_note``, ``page_hsdp_words``, ``layout_notes``:
+    'Strategy ZeRO-3 / FSDP under a pipeline: ...', '36 layers over Pipeline stages 5: ...')."""
     split = layout_of(scenario)
     knobs = ["tp", "pp"] + (["cp"] if split.cp > 1 else [])
     degrees = " x ".join(f"{control_label(k, words)} {getattr(split, k)}" for k in knobs)
     schedule = (f" ({schedule_words(split.schedule_of(), split.virtual_stages)})"
                 if split.pp > 1 else "")
     recompute = recompute_words(split.recompute_of(profile.workload), split.recompute_style)
-    style_note = recompute_style_note(profile, scenario)
+    style_note = recompute_style_note(profile, scenario, named=lambda k: control_label(k, words))
     overlap_off = f"{OVERLAP_LABEL} off"
     settings = [
         f"{degrees}{schedule}",
@@ -211,10 +226,10 @@ def page_layout_line(profile, scenario, words: Nouns) -> str:
         *([f"{control_label('p2p_overlap', words)} "
            f"{overlap_word(split.p2p_overlap, scenario.overlap, overlap_off)}"]
           if split.interleaved else []),
-        *([hsdp_layout_words(split.shard_group, (), DP_RANKS, DP_RANKS, "exceed")]
-          if split.shard_group is not None else []),
+        *([page_hsdp_words(split.shard_group, words)] if split.shard_group is not None else []),
     ]
     ranks = (f"{DP_RANKS} = {words.devices} / "
              f"({' x '.join(control_label(k, words) for k in knobs)})")
+    strategy = f"{FIELD_LABELS['strat']} {STRATEGY_LABELS[scenario.strategy]}"
     return "; ".join([", ".join(settings), ranks, COMPUTE_PIN_NOTE,
-                      *layout_notes(profile, scenario)])
+                      *layout_notes(profile, scenario, strategy, page_pipeline(split, words))])

@@ -1112,22 +1112,29 @@ def scenario_of_row(scenario: Scenario, row) -> Scenario:
 STYLE_RECOMPUTE = {"early-stop": "full", "op-sac": "selective"}
 
 
-def recompute_style_note(profile: Profile, scenario: Scenario, recompute_named: bool = True) -> str:
+# the recompute knobs as the CLI's notes name them (``recompute_style_note``)
+RECOMPUTE_KNOB_WORDS = {"recompute_style": "recompute style", "recompute": "recompute"}
+
+
+def recompute_style_note(profile: Profile, scenario: Scenario, recompute_named: bool = True,
+                         named=RECOMPUTE_KNOB_WORDS.get) -> str:
     """'recompute style early-stop ignored: <why>' where the scenario names a style whose
     recompute it does not run (early-stop: full; op-sac: selective) or a parameter-count
     workload; else ''. ``recompute_named`` False: the why does not name the scenario's
     recompute ('recompute is not full'), so a sweep says it once of the rows at every recompute
-    that ignores the style (``cmd_sweep.sweep_notes`` names them)."""
+    that ignores the style (``cmd_sweep.sweep_notes`` names them). ``named``: a knob's name
+    ('recompute_style', 'recompute'; a page's control labels, the CLI's words by default)."""
     split = layout_of(scenario)
     style, wl = split.recompute_style, profile.workload
     if style not in STYLE_RECOMPUTE or split.stops_early(wl) or split.saves_per_op(wl):
         return ""
+    recompute = named("recompute")
     if wl.transformer is None:
         why = f"workload '{wl.name}' is a parameter count, not a transformer shape"
     else:
-        why = (f"recompute is {split.recompute_of(wl)}, not {STYLE_RECOMPUTE[style]}"
-               if recompute_named else f"recompute is not {STYLE_RECOMPUTE[style]}")
-    return f"recompute style {style} ignored: {why}"
+        why = (f"{recompute} is {split.recompute_of(wl)}, not {STYLE_RECOMPUTE[style]}"
+               if recompute_named else f"{recompute} is not {STYLE_RECOMPUTE[style]}")
+    return f"{named('recompute_style')} {style} ignored: {why}"
 
 
 def timed_own_kernel(profile: Profile) -> bool:
@@ -1337,11 +1344,13 @@ def attention_kernel_note(profile: Profile, scenario: Scenario) -> str:
             "parameter count, not a transformer shape (no attention core to time)")
 
 
-def pipeline_fsdp_note(scenario: Scenario) -> str:
-    """What FSDP's ZeRO-2/3 does under a pipeline, where the scenario runs one; else ''."""
+def pipeline_fsdp_note(scenario: Scenario, strategy: str | None = None) -> str:
+    """What FSDP's ZeRO-2/3 does under a pipeline, where the scenario runs one; else ''.
+    ``strategy``: how the scenario's strategy is named (a page's; None: its value, 'zero3')."""
     if (layout_of(scenario).pp > 1 and scenario.strategy in ("zero2", "zero3")
             and scenario.zero_framework == "fsdp"):
-        return (f"{scenario.strategy} under a pipeline: FSDP keeps each stage's parameters and "
+        return (f"{strategy or scenario.strategy} under a pipeline: FSDP keeps each stage's "
+                "parameters and "
                 "gradients whole for the step and exchanges once (PyTorch pipelining; "
                 "docs/model.md §16)")
     return ""

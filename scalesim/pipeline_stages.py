@@ -260,17 +260,24 @@ def _counts_words(sizes: tuple[int, ...], noun: str) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-def uneven_stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
+def pipeline_words(pp: int, virtual_stages: int = 1) -> str:
+    """A pipeline as the stage words name it: 'pp 9', 'pp 2 x 2 virtual stages'."""
+    return f"pp {pp}" + (f" x {virtual_stages} virtual stages" if virtual_stages > 1 else "")
+
+
+def uneven_stage_words(layers: int, pp: int, virtual_stages: int = 1,
+                       pipeline: str | None = None) -> str:
     """'80 layers over pp 9: 8 stages of 9 layers and one of 8 (Megatron-LM:
     --decoder-last-pipeline-num-layers 8; torchtitan splits it so by itself)', torchtitan's own
     split in place of the last clause where it differs (``torchtitan_words``); '' where the split
-    is even (pp x v divides the layers) or there is no pipeline (pp 1)."""
+    is even (pp x v divides the layers) or there is no pipeline (pp 1). ``pipeline``: how the
+    pipeline is named (a page's labels; None: ``pipeline_words``)."""
     split = stage_split(layers, pp, virtual_stages)
     if pp == 1 or split.even:
         return ""
     v = virtual_stages
     titan = torchtitan_words(layers, pp, v) or "torchtitan splits it so by itself"
-    head = f"{count(layers, 'layer')} over pp {pp}" + (f" x {v} virtual stages" if v > 1 else "")
+    head = f"{count(layers, 'layer')} over {pipeline or pipeline_words(pp, v)}"
     if split.megatron_flags is None:
         why = (
             f"need every stage's layers a multiple of {v}"
@@ -288,14 +295,17 @@ def uneven_stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
     )
 
 
-def stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
+def stage_words(layers: int, pp: int, virtual_stages: int = 1, pipeline: str | None = None) -> str:
     """What a user must know of the stages of ``layers`` over pp x v: ``uneven_stage_words``
     where the model's stages are uneven; where they are even, torchtitan's split where it
-    differs (``_even_stage_words``); '' where every framework runs the model's split."""
-    return uneven_stage_words(layers, pp, virtual_stages) or _even_stage_words(layers, pp, virtual_stages)
+    differs (``_even_stage_words``); '' where every framework runs the model's split.
+    ``pipeline``: how the pipeline is named (None: ``pipeline_words``)."""
+    return (uneven_stage_words(layers, pp, virtual_stages, pipeline)
+            or _even_stage_words(layers, pp, virtual_stages, pipeline))
 
 
-def _even_stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
+def _even_stage_words(layers: int, pp: int, virtual_stages: int = 1,
+                      pipeline: str | None = None) -> str:
     """Of an even split (pp x v divides the layers), torchtitan's where it differs: '80 layers
     over pp 8: 10 a stage in the model and Megatron-LM; torchtitan splits ...'
     (``torchtitan_words``); '' where torchtitan runs the model's split."""
@@ -303,23 +313,24 @@ def _even_stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
         return ""
     v = virtual_stages
     each = layers // (pp * v)
-    head = f"{count(layers, 'layer')} over pp {pp}" + (f" x {v} virtual stages" if v > 1 else "")
+    head = f"{count(layers, 'layer')} over {pipeline or pipeline_words(pp, v)}"
     return (
         f"{head}: {count(each, 'layer')} a {'chunk' if v > 1 else 'stage'} in the model and "
         f"Megatron-LM; {titan}"
     )
 
 
-def layout_stage_words(profile, split) -> str:
+def layout_stage_words(profile, split, pipeline: str | None = None) -> str:
     """``stage_words`` of ``split``'s pipeline (a ``schemas.Layout``) over the layers of
     ``profile``'s model (``layout_predict.splittable_shape``); '' where every framework runs its
-    stages even or the model has no shape to split (predict's layout line, goal's note)."""
+    stages even or the model has no shape to split (predict's layout line, goal's note).
+    ``pipeline``: how the pipeline is named (a page's labels; None: ``pipeline_words``)."""
     from scalesim.layout_predict import splittable_shape
 
     shape = splittable_shape(profile)
     if shape is None or shape.layers < split.pp * split.virtual_stages:
         return ""  # no stages to speak of: the layout's check refuses more chunks than layers
-    return stage_words(shape.layers, split.pp, split.virtual_stages)
+    return stage_words(shape.layers, split.pp, split.virtual_stages, pipeline)
 
 
 def stage_fields(layers: int | None, pp: int, virtual_stages: int = 1) -> dict:

@@ -146,7 +146,7 @@ def test_the_reports_layout_line_names_the_page_controls_and_keeps_the_notes():
         layout = dict(scenario_lines(make_plan(preset_profile(state), state)))["layout"]
         assert f"Tensor-parallel overlap off, {sends}; data-parallel ranks" in layout
         assert "--p2p-overlap" not in layout
-        assert "36 layers over pp 2 x 2 virtual stages" in layout
+        assert "36 layers over Pipeline stages 2 x Virtual stages 2" in layout  # session 51
 
 
 def test_the_reports_strategy_is_the_strategy_controls_choice():

@@ -138,18 +138,20 @@ def hsdp_layout_words(shard_group: int, rows, group: str, per_row: str, exceeds:
                else f" (elsewhere over all of {group})"))
 
 
-def layout_notes(profile, scenario) -> list[str]:
+def layout_notes(profile, scenario, strategy: str | None = None,
+                 pipeline: str | None = None) -> list[str]:
     """What a layout line adds after its settings: the measured pipeline sends, FSDP under a
     pipeline, the pipeline's uneven stages (``pipeline_stages.layout_stage_words``); each only
-    where it applies."""
+    where it applies. ``strategy``, ``pipeline``: how the notes name the scenario's strategy
+    and its pipeline (a page's labels; None: the CLI's 'zero3', 'pp 2 x 2 virtual stages')."""
     from scalesim.layout_predict import layout_of, pipeline_fsdp_note
     from scalesim.pipeline_stages import layout_stage_words
     from scalesim.plan import measured_p2p
 
     split = layout_of(scenario)
     p2p = measured_p2p(profile) if split.pp > 1 else None
-    notes = [p2p.note if p2p else "", pipeline_fsdp_note(scenario),
-             layout_stage_words(profile, split)]
+    notes = [p2p.note if p2p else "", pipeline_fsdp_note(scenario, strategy),
+             layout_stage_words(profile, split, pipeline)]
     return [note for note in notes if note]
 
 
