@@ -175,6 +175,10 @@ def page_changes(changes, words: Nouns) -> str:
         return STRATEGY_LABELS.get(text, text) if name == ZERO else text
 
     def change(name: str, old: str, new: str) -> str:
+        # a kept degree of 1 is said ('Tensor parallel 2, Pipeline stages 1'), where a layout
+        # title leaves it out (``page_degrees``): kept settings are goal's layout 'given'
+        # (``goal.kept_said``), the values of the sidebar's Layout controls the user chose to
+        # keep at every count, and its no-fit note asks to change those very controls
         kept = "" if old == new else f"{value(name, old)} → "
         return f"{control_label(SETTING_KNOBS[name], words)} {kept}{value(name, new)}"
 
@@ -200,23 +204,34 @@ def page_pipeline(split, words: Nouns) -> str:
         if split.virtual_stages > 1 else "")
 
 
+def _over_split(split, words: Nouns) -> str:
+    """' / (Tensor parallel x Pipeline stages)', ' / Tensor parallel': the devices' divisor of
+    the data-parallel ranks, by the controls that split ``split`` (a ``schemas.Layout``); ''
+    where none does."""
+    knobs = [control_label(k, words) for k in ("tp", "pp", "cp") if getattr(split, k) > 1]
+    if len(knobs) > 1:
+        return f" / ({' x '.join(knobs)})"
+    return f" / {knobs[0]}" if knobs else ""
+
+
 def page_layout_line(profile, scenario, words: Nouns) -> str:
     """The scenario's layout as the HTML report says it, in the sidebar's labels (the CLI's
     ``cmd_predict.layout_line`` in its notation): 'Tensor parallel 2 x Pipeline stages 2 (1F1B),
     Activation recompute none, Sequence parallelism on, Tensor-parallel overlap off;
-    data-parallel ranks = devices / (Tensor parallel x Pipeline stages); ...', with the line's
-    notes in those labels too (``recompute_style_note``, ``page_hsdp_words``, ``layout_notes``:
-    'Strategy ZeRO-3 / FSDP under a pipeline: ...', '36 layers over Pipeline stages 5: ...')."""
+    data-parallel ranks = devices / (Tensor parallel x Pipeline stages); ...' (a degree of 1
+    left out, as every layout title: 'Tensor parallel 2, ...; data-parallel ranks = devices /
+    Tensor parallel'), with the line's notes in those labels too (``recompute_style_note``,
+    ``page_hsdp_words``, ``layout_notes``: 'Strategy ZeRO-3 / FSDP under a pipeline: ...', '36
+    layers over Pipeline stages 5: ...')."""
     split = layout_of(scenario)
-    knobs = ["tp", "pp"] + (["cp"] if split.cp > 1 else [])
-    degrees = " x ".join(f"{control_label(k, words)} {getattr(split, k)}" for k in knobs)
+    degrees = page_degrees(None, split.tp, split.pp, split.cp, words)
     schedule = (f" ({schedule_words(split.schedule_of(), split.virtual_stages)})"
                 if split.pp > 1 else "")
     recompute = recompute_words(split.recompute_of(profile.workload), split.recompute_style)
     style_note = recompute_style_note(profile, scenario, named=lambda k: control_label(k, words))
     overlap_off = f"{OVERLAP_LABEL} off"
     settings = [
-        f"{degrees}{schedule}",
+        *([f"{degrees}{schedule}"] if degrees else []),
         f"{control_label('recompute', words)} {recompute.removeprefix('recompute ')}"
         + (f" ({style_note})" if style_note else ""),
         f"{control_label('sequence_parallel', words)} {'on' if split.sequence_parallel else 'off'}",
@@ -228,8 +243,7 @@ def page_layout_line(profile, scenario, words: Nouns) -> str:
           if split.interleaved else []),
         *([page_hsdp_words(split.shard_group, words)] if split.shard_group is not None else []),
     ]
-    ranks = (f"{DP_RANKS} = {words.devices} / "
-             f"({' x '.join(control_label(k, words) for k in knobs)})")
+    ranks = f"{DP_RANKS} = {words.devices}{_over_split(split, words)}"
     strategy = f"{FIELD_LABELS['strat']} {STRATEGY_LABELS[scenario.strategy]}"
     return "; ".join([", ".join(settings), ranks, COMPUTE_PIN_NOTE,
                       *layout_notes(profile, scenario, strategy, page_pipeline(split, words))])

@@ -49,3 +49,26 @@ def test_uneven_stages_name_the_pipeline_control_and_keep_megatrons_flag():
     line = _layout_line(pp="5", acc="10", grid="list", dlist="40")
     assert ("36 layers over Pipeline stages 5: 4 stages of 8 layers and one of 4 (Megatron-LM: "
             "--decoder-last-pipeline-num-layers 4;") in line
+
+
+def test_a_degree_of_1_is_left_out_of_the_reports_split_as_every_layout_title_does():
+    """Tensor parallel 2 alone: 'Tensor parallel 2' and dp = devices / Tensor parallel (was
+    'Tensor parallel 2 x Pipeline stages 1' and '/ (Tensor parallel x Pipeline stages)');
+    Pipeline stages 5 alone the same; recompute full unsplit: no degree at all, dp = devices."""
+    line = _layout_line(tp="2")
+    assert line.startswith("Tensor parallel 2, Activation recompute none, ")
+    assert "; data-parallel ranks = devices / Tensor parallel; " in line
+    assert "Pipeline stages" not in line
+    line = _layout_line(pp="5", acc="10", grid="list", dlist="40")
+    assert line.startswith("Pipeline stages 5 (1F1B), Activation recompute none, ")
+    assert "; data-parallel ranks = devices / Pipeline stages; " in line
+    assert "Tensor parallel" not in line
+    line = _layout_line(rec="full")
+    assert line.startswith("Activation recompute full, Sequence parallelism off; "
+                           "data-parallel ranks = devices; ")
+
+
+def test_both_splits_keep_the_product():
+    line = _layout_line(tp="2", pp="2", mb="1", acc="8")
+    assert line.startswith("Tensor parallel 2 x Pipeline stages 2 (1F1B), ")
+    assert "; data-parallel ranks = devices / (Tensor parallel x Pipeline stages); " in line
