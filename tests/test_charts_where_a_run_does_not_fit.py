@@ -16,6 +16,7 @@ import pytest
 import vl_convert as vlc
 from app_harness import open_app
 from scalesim.app import charts
+from scalesim.app.markdown_text import escape_markdown
 from scalesim.app.plan import _scenario_b, duration, finish, make_plan
 from scalesim.app.report import report_html
 from scalesim.app.state import default_state, encode_query, preset_profile
@@ -162,8 +163,9 @@ def test_more_devices_b_is_the_decision_card_s_add_server_option(card_b):
 def test_the_ab_tab_shows_the_card_s_option_as_b(card_b):
     state, plan, added = card_b
     _, at = _page_specs(state, "ab")
+    # B's subheader is escaped since session 51 ('64 -\\> 80 devices'; was the raw title)
     right = next(c for c in at.columns if [h.value for h in c.subheader][:1] == [
-        f"B: {added.option.title}"])
+        f"B: {escape_markdown(added.option.title)}"])
     shown = {m.label: m.value for m in right.metric}
     assert shown["Time to finish"] == duration(added.option.time_s)
     assert shown["Cost"] == f"${added.option.total_usd:,.0f}"
