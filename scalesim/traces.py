@@ -37,6 +37,8 @@ communication when the name contains ``nccl``, memory for memcpy/memset, computa
 - events still open when the profiler stopped (``still_open``: args "finished": false, their
   dur run to the trace's end) are left out of all of the above, with a note; so is a step
   Kineto ended there unmarked (``cut_by_the_stop``: it ends at the trace's ``WINDOW_END``);
+  and the last step where it ran no training work (backward ops, else ``Optimizer.step#``
+  annotations) that every other step ran (``stopped_early``: ``prof.stop()`` closed it early);
 - attention: compute kernels whose names ``attention_kernel.attention_family`` knows
   (FlashAttention-2, cuDNN, FlashAttention-3, memory-efficient); the device from the trace's
   ``deviceProperties`` (the name of the device most kernels ran on).
@@ -399,6 +401,36 @@ def cut_by_the_stop_note(source: str, cut: set[int]) -> str:
             "(unmarked before kineto daa56485, January 2025), so how long it ran is unknown")
 
 
+# the optimizer's step, a host annotation torch.optim writes ("Optimizer.step#SGD.step")
+OPTIMIZER_PREFIX = "Optimizer.step#"
+
+
+def stopped_early(host_steps: list[tuple[int, float, float]],
+                  work: dict[str, np.ndarray]) -> tuple[int, str] | None:
+    """(number, kind) of the last host ProfilerStep (``host_steps``: number, start, end, s;
+    the highest number) when it ran none of the kinds of training work that every other step
+    ran (``work``: kind -> its events' starts, s, sorted; "backward" first, the most reliable,
+    named): the step ``prof.stop()`` closed when a trace stopped before its schedule's active
+    steps ran out (what ran after the last ``prof.step()``: 0.01 to 0.05 ms of nothing on
+    torch 2.13), which no timing tells from a whole step. None for a trace of one step, a
+    forward-only one (no kind that every other step ran) or a last step that ran one."""
+    if len(host_steps) < 2:
+        return None
+    last = max(host_steps)
+    others = [w for w in host_steps if w[0] != last[0]]
+    held = [kind for kind, starts in work.items()
+            if all(count_in(starts, w0, w1) for _, w0, w1 in others)]
+    if not held or any(count_in(work[kind], last[1], last[2]) for kind in held):
+        return None
+    return last[0], held[0]
+
+
+def stopped_early_note(source: str, step: int, kind: str) -> str:
+    """The note of the step ``summarise`` left out as ``stopped_early`` (it ran no ``kind``)."""
+    return (f"{Path(source).name}: ProfilerStep#{step} left out: it ran no {kind}, as every "
+            "other step did; prof.stop() closed it early")
+
+
 def still_open_note(source: str, kinds: Counter) -> str:
     """The note of the events ``summarise`` left out as still open at the profiler's stop
     (``kinds``: kind -> count): which file, how many of which kind, why."""
@@ -571,6 +603,7 @@ def summarise(
     loader_in_process = False
     wrapper_forwards, fetches = Intervals(), Intervals()  # the micro-step count's events
     backward_starts = array("d")  # backward ops' starts: which of those events trained
+    optimizer_starts = array("d")  # the optimizer's steps' host starts (``stopped_early``)
     posted = defaultdict(lambda: array("d"))  # (host family, collective kind) -> starts
     posted_sizes = defaultdict(lambda: array("d"))  # ... -> their elements (NaN: not recorded)
     posted_ranks = defaultdict(lambda: array("d"))  # ... -> their groups' ranks (NaN: unknown)
@@ -623,6 +656,8 @@ def summarise(
             launches.see(cat, t0, d, args if isinstance(args, dict) else {}, thread_id(ev))
         if backward_op(name, cat):
             backward_starts.append(t0)
+        elif name.startswith(OPTIMIZER_PREFIX) and cat != "gpu_user_annotation":
+            optimizer_starts.append(t0)
         m = _STEP.match(name)
         if m and STEP_BOUND.problem(d) is not None:  # 0, 1e-300 us or longer than 11.6 days
             zero_steps.append(name)
@@ -738,6 +773,12 @@ def summarise(
                 f"{source}: ProfilerStep#{twice} appears {seen[twice]} times ({where}); torch "
                 "numbers each step once, so the trace is corrupt or joins several runs: give "
                 "one profiler run per file")
+    # the last step, if it ran no training work where every other step did (its device copy too)
+    early = stopped_early(cpu_steps, {"backward": np.sort(np.frombuffer(backward_starts)),
+                                      "optimizer step": np.sort(np.frombuffer(optimizer_starts))})
+    if early is not None:
+        cpu_steps = [w for w in cpu_steps if w[0] != early[0]]
+        gpu_steps = [w for w in gpu_steps if w[0] != early[0]]
     notes = []
     ordered = sorted(cpu_steps, key=lambda w: w[1])
     # 1 us of slack: Kineto rounds ts and dur to the nanosecond
@@ -752,6 +793,8 @@ def summarise(
         notes.append(still_open_note(source, open_at_stop))
     if cut:
         notes.append(cut_by_the_stop_note(source, cut))
+    if early is not None:
+        notes.append(stopped_early_note(source, *early))
     if zero_steps:
         notes.append(
             f"{Path(source).name}: {', '.join(zero_steps[:3])}"

@@ -127,15 +127,16 @@ def test_a_collective_still_open_at_the_stop_keeps_its_bytes(tmp_path):
     assert ar.count == 1 and ar.time_s == pytest.approx(2e-4)
 
 
-@pytest.mark.parametrize("left_out", ["cut", "duration 0"])
+@pytest.mark.parametrize("left_out", ["cut", "duration 0", "stopped early"])
 def test_a_step_summarise_leaves_out_is_no_window_of_calibrates_own(tmp_path, left_out):
     """Session 51: a step Kineto ended at its 'Record Window End' unmarked (2f7ce6f5 to
     daa56485) is left out by ``summarise`` (``traces.cut_by_the_stop``), as a step of duration
     0 always was; calibrate's communication pass kept both windows. Two CPU steps, each an
-    all-reduce of 1,000 fp32 of 0.2 ms, and a third cut 250 us in before its all-reduce (or a
-    ProfilerStep#0 of duration 0): were 2 calls and 0.4 ms over 3 windows (0.67 a step,
-    0.13 ms, 2,667 bytes); one call, 0.2 ms and 4,000 bytes a step."""
-    from test_traces import window_end
+    all-reduce of 1,000 fp32 of 0.2 ms after a backward op, and a third cut 250 us in before
+    its all-reduce (or a ProfilerStep#0 of duration 0, or a ProfilerStep#3 of 0.044 ms that
+    ran no backward, ``traces.stopped_early``): were 2 calls and 0.4 ms over 3 windows (0.67 a
+    step, 0.13 ms, 2,667 bytes); one call, 0.2 ms and 4,000 bytes a step."""
+    from test_traces import BACKWARD, window_end
 
     def gloo(t, dur, elements):
         return event("gloo:all_reduce", t, dur, cat="user_annotation", tid=3,
@@ -143,16 +144,20 @@ def test_a_step_summarise_leaves_out_is_no_window_of_calibrates_own(tmp_path, le
 
     data = {"distributedInfo": {"backend": "gloo", "rank": 0, "world_size": 2}, "traceEvents": [
         event("ProfilerStep#1", 0.0, 1000.0, cat="user_annotation"),
-        event("aten::addmm", 0.0, 600.0),
+        event("aten::addmm", 0.0, 300.0),
+        event(BACKWARD, 300.0, 300.0),
         gloo(600.0, 200.0, 1000),
         event("ProfilerStep#2", 1000.0, 1000.0, cat="user_annotation"),
-        event("aten::addmm", 1000.0, 600.0),
+        event("aten::addmm", 1000.0, 300.0),
+        event(BACKWARD, 1300.0, 300.0),
         gloo(1600.0, 200.0, 1000),
     ]}
-    data["traceEvents"] += ([event("ProfilerStep#3", 2000.0, 250.0, cat="user_annotation"),
-                             event("aten::addmm", 2000.0, 200.0), window_end(2250.0)]
-                            if left_out == "cut" else
-                            [event("ProfilerStep#0", 0.0, 0.0, cat="user_annotation")])
+    data["traceEvents"] += {
+        "cut": [event("ProfilerStep#3", 2000.0, 250.0, cat="user_annotation"),
+                event("aten::addmm", 2000.0, 200.0), window_end(2250.0)],
+        "duration 0": [event("ProfilerStep#0", 0.0, 0.0, cat="user_annotation")],
+        "stopped early": [event("ProfilerStep#3", 2000.0, 44.0, cat="user_annotation"),
+                          window_end(2100.0)]}[left_out]
     path = tmp_path / "r0.json"
     path.write_text(json.dumps(data))
     rank = tc.read_rank(path)
@@ -310,6 +315,20 @@ def test_a_slowed_rank_shows_in_the_jitter(jobs, tmp_path):
     assert profile.jitter.slow_factor > 1.5
     assert len(profile.jitter.per_rank_median_s) == 2
     assert any("slowest rank 1" in line for line in report)
+
+
+@pytest.mark.slow
+def test_a_real_trace_stopped_early_is_read_from_its_whole_steps(tmp_path):
+    """Session 51: the job left after 3 of its schedule's 4 iterations (``--stop-after-steps``),
+    so prof.stop() closed ProfilerStep#3 before it ran anything (0.014 ms on torch 2.13); read
+    as a step, its window took a third off each per-step figure: the MLP's gradient read as
+    350,550 parameters of 525,825 (1.33 all-reduces a step), the step-time cv 0.85 (0.29)."""
+    files = launch(tmp_path / "t", "--steps", "3", "--dim", str(DIM), "--record-shapes",
+                   "--stop-after-steps", "3")
+    profile, report = calibrate_from_sources(tmp_path / "p.json", traces=files, micro_batch=8)
+    assert profile.workload.params == PARAMS  # was 350,550
+    assert sum("ProfilerStep#3 left out: it ran no backward, as every other step did; "
+               "prof.stop() closed it early" in line for line in report) == 2  # each rank
 
 
 def test_nccl_tests_of_the_same_call_keep_the_server_size(tmp_path):

@@ -624,6 +624,103 @@ def test_a_trace_whose_one_step_ends_at_the_window_end_is_refused(tmp_path):
         traces.summarise(write(tmp_path, "r1.json", data))
 
 
+BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
+
+
+def trained_step(n, t_us, dur_us, backward=True, optimizer=True):
+    """A CPU ProfilerStep#n from ``t_us`` of ``dur_us``: a forward matmul over its first 30 %,
+    then, where asked, a backward op over the next 30 % and an SGD step over 10 %."""
+    events = [event(f"ProfilerStep#{n}", t_us, dur_us, cat="user_annotation"),
+              event("aten::addmm", t_us, 0.3 * dur_us)]
+    if backward:
+        events.append(event(BACKWARD, t_us + 0.4 * dur_us, 0.3 * dur_us))
+    if optimizer:
+        events.append(event("Optimizer.step#SGD.step", t_us + 0.8 * dur_us, 0.1 * dur_us,
+                            cat="user_annotation"))
+    return events
+
+
+def stopped_early_trace(backward=True, optimizer=True, last=(False, False)):
+    """Rank 0's two steps of 1000 and 1200 us (``trained_step``'s flags), then ProfilerStep#3
+    of 0.044 ms (torch 2.13's prof.stop() closing the step the last prof.step() opened),
+    holding a backward op and an optimizer step where ``last`` asks (nothing by default)."""
+    return {"distributedInfo": {"backend": "gloo", "rank": 0, "world_size": 1},
+            "traceEvents": trained_step(1, 0.0, 1000.0, backward, optimizer)
+            + trained_step(2, 1000.0, 1200.0, backward, optimizer)
+            + trained_step(3, 2200.0, 44.0, *last) + [window_end(2300.0)]}
+
+
+def test_a_last_step_that_ran_no_training_work_is_left_out(tmp_path, capsys):
+    """Session 51: a trace stopped before its schedule's active steps ran out ends with the
+    step prof.stop() closed, which ran nothing (0.014 ms on torch 2.13 here, after steps of
+    10 to 18 ms); it was read as a third step (median step 1.0 ms of 1.0, 1.2 and 0.044); now
+    left out, said, and the median is the two whole steps' 1.1 ms."""
+    from scalesim.cli.main import main
+
+    path = write(tmp_path, "r0.json", stopped_early_trace())
+    s = traces.summarise(path)
+    assert [st.step for st in s.steps] == [1, 2]  # was [1, 2, 3]
+    assert s.median("step_s") == pytest.approx(1.1e-3)  # was 1.0e-3
+    assert s.notes == ["r0.json: ProfilerStep#3 left out: it ran no backward, as every other "
+                       "step did; prof.stop() closed it early"]
+    assert main(["diagnose", "--trace", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\n   0     2 " in out and "note: r0.json: ProfilerStep#3 left out" in out
+
+
+@pytest.mark.parametrize("backward, optimizer, named", [
+    (True, False, "backward"),  # no optimizer annotation in the trace
+    (False, True, "optimizer step"),  # no backward op recorded: the optimizer's steps tell
+])
+def test_the_step_is_told_by_the_training_work_the_trace_records(tmp_path, backward, optimizer,
+                                                                named):
+    s = traces.summarise(write(tmp_path, "r0.json", stopped_early_trace(backward, optimizer)))
+    assert [st.step for st in s.steps] == [1, 2]
+    assert s.notes == [f"r0.json: ProfilerStep#3 left out: it ran no {named}, as every other "
+                       "step did; prof.stop() closed it early"]
+
+
+@pytest.mark.parametrize("last", [(True, True), (True, False), (False, True)])
+def test_a_last_step_that_ran_training_work_is_kept(tmp_path, last):
+    """A whole last step, or one that ran a backward or the optimizer's step (work, however
+    short), is read."""
+    s = traces.summarise(write(tmp_path, "r0.json", stopped_early_trace(last=last)))
+    assert [st.step for st in s.steps] == [1, 2, 3] and s.notes == []
+
+
+def test_no_step_is_left_out_of_a_forward_only_trace_one_step_or_the_middle(tmp_path):
+    """Only the last step, and only against work every other step ran: a forward-only
+    (inference) trace, a trace of one step, a middle step without work and a last one where
+    another step ran none too (an evaluation step) are read as before."""
+    def steps_of(data):
+        data["distributedInfo"] = {"rank": 0, "world_size": 1}
+        s = traces.summarise(write(tmp_path, "r.json", data))
+        assert s.notes == []
+        return [st.step for st in s.steps]
+
+    assert steps_of(stopped_early_trace(backward=False, optimizer=False)) == [1, 2, 3]
+    assert steps_of({"traceEvents": trained_step(1, 0.0, 44.0, False, False)}) == [1]
+    middle = trained_step(1, 0.0, 1000.0) + trained_step(2, 1000.0, 44.0, False, False) \
+        + trained_step(3, 1044.0, 1000.0)
+    assert steps_of({"traceEvents": middle}) == [1, 2, 3]
+    evaluation = trained_step(1, 0.0, 1000.0) + trained_step(2, 1000.0, 500.0, False, False) \
+        + trained_step(3, 1500.0, 44.0, False, False)
+    assert steps_of({"traceEvents": evaluation}) == [1, 2, 3]
+
+
+def test_the_early_steps_device_copy_is_left_out_too(tmp_path):
+    """On a GPU trace the step's gpu_user_annotation copy was read as the step; it goes with
+    its host step."""
+    data = gpu_trace()
+    data["traceEvents"] += [event(BACKWARD, 300.0, 100.0), event(BACKWARD, 1300.0, 100.0),
+                            event("ProfilerStep#3", 2000.0, 44.0, cat="user_annotation"),
+                            event("ProfilerStep#3", 2010.0, 20.0, cat="gpu_user_annotation",
+                                  tid=7)]
+    s = traces.summarise(write(tmp_path, "r0.json", data))
+    assert [st.step for st in s.steps] == [1, 2] and s.device == "gpu"
+    assert s.notes[-1].startswith("r0.json: ProfilerStep#3 left out: it ran no backward")
+
+
 @pytest.mark.parametrize("change", [{"dur": -1000.0}, {"dur": "1000"}, {"ts": None}, {"ph": "i"}])
 def test_unusable_profiler_steps_are_named_as_such(tmp_path, change):
     """Every ProfilerStep malformed: not 'call prof.step()', which they did."""

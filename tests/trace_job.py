@@ -7,6 +7,7 @@ Run under torchrun; used by the diagnose tests to make real traces:
         [--fsdp full|grad-op] [--tp-sp] [--accumulate 4]
         [--gather-group METRICS --gather-numel 1]
         [--pp-layers 1,3 --micro-batches 4 --virtual-stages 1 --pp-replicas 1]
+        [--stop-after-steps 3]
 
 ``--fsdp`` shards the model with FSDP2 (``fully_shard``: each hidden Linear a unit, the root
 holding the last) instead of DDP: ``full`` reshards after forward (FULL_SHARD, ZeRO-3: the
@@ -42,6 +43,10 @@ DDP's gradient all-reduces.
 main process: num_workers=0), so steps wait on the DataLoader iterator. ``--slow-rank-s`` makes
 one rank sleep before its backward in every step, so the others wait for it in the all-reduce;
 ``--alternate-slow-s`` makes a different rank sleep in each step. ``launch`` runs it for a test.
+
+``--stop-after-steps K`` leaves the loop after K of its ``--steps`` + 1 iterations, before the
+schedule's active steps run out: the profiler's exit (``prof.stop()``) closes the step the last
+``prof.step()`` opened, which ran no training work (traces.py ``stopped_early``).
 """
 
 from __future__ import annotations
@@ -147,6 +152,9 @@ def main() -> None:
                          "created with this group_desc")
     ap.add_argument("--gather-numel", type=int, default=1,
                     help="with --gather-group: elements each rank gathers")
+    ap.add_argument("--stop-after-steps", type=int, default=0,
+                    help="leave the loop after this many iterations (0: run them all), so "
+                         "prof.stop() closes a step early")
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -209,6 +217,8 @@ def main() -> None:
                 dist.all_gather(parts, mine, group=gather_group)
             opt.step()
             prof.step()
+            if i + 1 == args.stop_after_steps:
+                break
     # let no gloo work outlive the group: torch's gloo threads still holding work at
     # interpreter exit can abort the process (pytorch/pytorch#179291)
     dist.barrier()

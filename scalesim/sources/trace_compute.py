@@ -45,9 +45,15 @@ from scalesim.errors import ScalesimError
 from scalesim.trace_comm_calls import dtype_bytes, first_input_elements
 from scalesim.trace_intervals import Intervals, KernelLaunches, length_in, merge
 from scalesim.trace_ranks import check_one_world, cross_rank, traced_micro_steps
-from scalesim.traces import TraceSummary, backward_op, still_open, summarise, thread_id
+from scalesim.traces import (
+    OPTIMIZER_PREFIX,
+    TraceSummary,
+    backward_op,
+    still_open,
+    summarise,
+    thread_id,
+)
 
-OPTIMIZER_PREFIX = "Optimizer.step#"
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
 _COLL = (("allreduce", "all_reduce"), ("all_reduce", "all_reduce"),
          ("reducescatter", "reduce_scatter"), ("reduce_scatter", "reduce_scatter"),
@@ -278,8 +284,9 @@ def read_rank(path: str | os.PathLike[str], index: int = 0) -> RankTrace:
         fb.append(max(own, 0.0) / micro_steps)
         busy = st.compute_s - (length_in(optimizer, w0, w1) if gpu else o)
         share.append(b / busy if busy > 0 and b > 0 else float("nan"))
-    # the host windows of the steps ``summarise`` kept (not one it left out: of duration 0, or
-    # still open at the stop and unmarked, ``traces.cut_by_the_stop``)
+    # the host windows of the steps ``summarise`` kept (not one it left out: of duration 0,
+    # still open at the stop and unmarked, ``traces.cut_by_the_stop``, or the last one, closed
+    # by prof.stop() before it ran any training work, ``traces.stopped_early``)
     kept = {st.step for st in summary.steps}
     cpu_w = [(w0, w1) for n, w0, w1 in col.cpu_steps if n in kept]
     gpu_w = [(st.start_s, st.end_s) for st in summary.steps] if gpu else cpu_w
