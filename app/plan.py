@@ -96,7 +96,7 @@ from scalesim.schemas import Profile, Scenario, ScenarioLayout, grad_sync_refuse
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
 from .control_labels import in_words, label
-from .layout_titles import page_title, with_page_titles
+from .layout_titles import page_pipeline, page_title, with_page_titles
 from .named_controls import control_namer
 from .sent_figure import figure_text
 from .state import FIELD_LABELS, MAX_DEVICES, AppState
@@ -570,7 +570,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         asked = (", ".join(asked_split(Scenario(layout=split)))
                  or split_words(None, state.tp, state.pp))
         if split == ScenarioLayout(recompute_style=split.recompute_style):  # the style alone
-            if note := recompute_style_note(profile, Scenario(layout=split)):
+            if note := recompute_style_note(profile, Scenario(layout=split),
+                                            named=control_namer(state, words)):
                 notes.append(note)
         elif profile.compute.measured:
             notes.append(f"layout {asked} left out: profile "
@@ -584,10 +585,11 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         split = None
         if hsdp is not None:
             fields["layout"] = hsdp
-    if split is not None:
-        if note := recompute_style_note(profile, Scenario(layout=split)):
+    if split is not None:  # the notes by the page's controls, as the report's layout line
+        if note := recompute_style_note(profile, Scenario(layout=split),
+                                        named=control_namer(state, words)):
             notes.append(note)
-        if note := layout_stage_words(profile, split):
+        if note := layout_stage_words(profile, split, page_pipeline(split, words)):
             notes.append(note)  # what the pipeline's stages hold, where uneven in a framework
         fields["layout"] = split
     if state.mode == "strong":

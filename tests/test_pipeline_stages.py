@@ -177,14 +177,17 @@ APP_72 = {"v": "9", "hw": "dgx-h100", "wl": "llama3-70b", "grid": "list", "dlist
 
 
 def test_the_app_sidebar_layout_notes_its_uneven_stages():
+    """The page's note names its pipeline by the control (was the CLI's '80 layers over pp
+    9: ...', ``PP9``)."""
     state, profile, messages = decode_query({**APP_72, "tp": "4", "pp": "9"})
     assert messages == []
     _, notes = build_scenario(state, profile)
-    assert notes.count(PP9) == 1
+    assert notes.count(PP9.replace("over pp 9", "over Pipeline stages 9")) == 1
     state = state.model_copy(update={"tp": 1, "pp": 8})  # 80 over 8: torchtitan's differs
-    assert build_scenario(state, profile)[1].count(PP8) == 1
+    assert build_scenario(state, profile)[1].count(
+        PP8.replace("over pp 8", "over Pipeline stages 8")) == 1
     state = state.model_copy(update={"tp": 4, "pp": 2})  # 80 over 2: 40 and 40 everywhere
-    assert not any("layers over pp" in n for n in build_scenario(state, profile)[1])
+    assert not any("layers over" in n for n in build_scenario(state, profile)[1])
 
 
 def test_the_layouts_tab_says_the_uneven_stages_under_its_table():

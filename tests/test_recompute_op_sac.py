@@ -244,7 +244,9 @@ def test_older_links_keep_opening_and_drop_a_value_they_cannot_have():
 
     state, profile, _ = decode_query({**LLAMA_LINK, "v": "8", "rec": "full", "rs": "op-sac"})
     _, notes = build_scenario(state, profile)
-    assert "recompute style op-sac ignored: recompute is full, not selective" in notes
+    # said by the page's controls (was 'recompute style op-sac ignored: recompute is full, ...')
+    assert ("Recompute style op-sac ignored: Activation recompute is full, not selective"
+            in notes)
 
 
 def _cli(*args):

@@ -222,11 +222,14 @@ def test_the_style_on_a_parameter_count_or_without_full_recompute_is_noted_not_r
     state = AppState(rs="early-stop")  # bert-large, a parameter count
     scenario, notes = build_scenario(state, preset_profile(state))
     assert scenario.layout is None
-    assert any("recompute style early-stop ignored" in n and "parameter count" in n
+    # the page's note names the controls (was 'recompute style early-stop ignored: ...')
+    assert any("Recompute style early-stop ignored" in n and "parameter count" in n
                for n in notes)
     state, profile, _ = decode_query({**GPT_LINK, "v": "4", "rec": "none", "rs": "early-stop"})
     _, notes = build_scenario(state, profile)
-    assert "recompute style early-stop ignored: recompute is none, not full" in notes
+    # was 'recompute style early-stop ignored: recompute is none, not full'
+    assert ("Recompute style early-stop ignored: Activation recompute is none, not full"
+            in notes)
 
 
 def test_the_app_control_sets_the_style_and_the_link():
