@@ -219,17 +219,22 @@ def dp_ranks(dp, cp: bool = False) -> str:
     return f"{dp} {kind} {'rank' if str(dp) == '1' else 'ranks'}"
 
 
-def split_template(dp: int, tp: int, pp: int, cp: int | None = None) -> str:
-    """``split_words`` as a template (``knob_refusal``): tp, pp and cp by their controls, dp as
-    ``dp_ranks`` ('2 data-parallel ranks x {tp} 8 x {pp} 1'), for a refusal whose CLI line
-    keeps the notation."""
-    return f"{dp_ranks(dp)} x {model_split_template(tp, pp, cp)}"
+def split_template(dp: int, tp: int, pp: int, cp: int = 1) -> str:
+    """``split_words`` as a template (``knob_refusal``), for a refusal whose CLI line keeps the
+    notation ('dp 2 x tp 8 x pp 1 x cp 1'): tp, pp and cp by their controls, a degree of 1 left
+    out as the page's layout titles leave it (it splits nothing), dp as ``dp_ranks``, always
+    said: '2 data-parallel ranks x {tp} 8'. A product ('{tp} 8 x {pp} 1 = 8') keeps its 1s:
+    ``model_split_template``."""
+    split = [f"{getattr(KNOB, knob)} {degree}"
+             for knob, degree in (("tp", tp), ("pp", pp), ("cp", cp)) if degree > 1]
+    return " x ".join([dp_ranks(dp), *split])
 
 
 def model_split_template(tp: int, pp: int, cp: int | None = None) -> str:
     """A model replica's split as a template naming its controls with their values ('{tp} 1 x
-    {pp} 3', '... x {cp} 3' where ``cp`` is given): where a refusal's CLI line says 'tp x pp'
-    (``split_template``, ``layout_predict.split_devices``, ``counts_left_out.split_left_out``)."""
+    {pp} 3', '... x {cp} 3' where ``cp`` is given), each degree said, 1 too, where the line
+    states their product ('{tp} 2 x {pp} 1 = 2') or its CLI line says 'tp x pp'
+    (``layout_predict.split_devices``, ``counts_left_out.split_left_out``)."""
     return " x ".join([f"{KNOB.tp} {tp}", f"{KNOB.pp} {pp}"]
                       + ([f"{KNOB.cp} {cp}"] if cp is not None else []))
 
@@ -598,7 +603,7 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     problems = [p for p in (tp_server_refusal(L.tp, g, nouns),) if p]
     if problem := count_problem(L.devices, g, allocation, nouns,
                                 f" ({split_words(L.dp, L.tp, L.pp, L.cp)})",
-                                f" ({split_template(L.dp, L.tp, L.pp, L.cp if L.cp > 1 else None)})"):
+                                f" ({split_template(L.dp, L.tp, L.pp, L.cp)})"):
         problems.append(problem)
     problems += unrunnable_split(L.global_batch, L.dp, L.micro_batch)
     if L.pp == 1 and L.schedule != "none":

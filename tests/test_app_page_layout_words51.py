@@ -4,8 +4,13 @@ labels and leave a 1 out (``layout_titles.page_title``, ``page_degrees``)."""
 
 from __future__ import annotations
 
+from scalesim.app.named_controls import in_control_words
 from scalesim.app.plan import build_scenario
-from scalesim.app.state import decode_query, preset_profile
+from scalesim.app.state import AppState, decode_query, preset_profile
+
+from scalesim.device_nouns import GPU_NOUNS
+from scalesim.errors import ScalesimError
+from scalesim.layout import ParallelLayout, layout_problems
 
 # gpt-7.5b (36 layers) on DGX A100 servers, up to 64 GPUs
 BASE = {"v": "18", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64"}
@@ -35,3 +40,37 @@ def test_the_pages_stage_note_names_the_pipeline_control():
     assert any(n.startswith("36 layers over Pipeline stages 2 x Virtual stages 2: 9 layers a "
                             "chunk") for n in notes), notes
     assert not any("over pp " in n for n in notes)
+
+
+def _count_box(**layout) -> str:
+    """``layout.count_problem``'s refusal of ``layout`` on servers of 8, as the page says it
+    (``in_control_words``) and as the CLI does."""
+    schedule = "1f1b" if layout.get("pp", 1) > 1 else "none"
+    refusal, = layout_problems(ParallelLayout(micro_batch=1, global_batch=layout["dp"],
+                                              schedule=schedule, **layout), 8)
+    return str(in_control_words(ScalesimError(refusal), AppState(), GPU_NOUNS)), str(refusal)
+
+
+def test_a_count_refusals_split_leaves_a_degree_of_1_out_on_the_page():
+    """3 x 2 x 2 = 12 devices, not whole servers of 8: each degree said; Pipeline stages 2
+    alone: 'Tensor parallel 1' left out (was '(3 data-parallel ranks x Tensor parallel 1 x
+    Pipeline stages 2)'); no split: the ranks alone. The CLI's line keeps its notation."""
+    page, cli = _count_box(dp=3, tp=2, pp=2)
+    assert page == ("12 devices (3 data-parallel ranks x Tensor parallel 2 x Pipeline stages 2) "
+                    "do not fill whole servers of 8")
+    page, cli = _count_box(dp=6, pp=2)
+    assert page == ("12 devices (6 data-parallel ranks x Pipeline stages 2) do not fill whole "
+                    "servers of 8")
+    assert cli == "12 devices (dp 6 x tp 1 x pp 2 x cp 1) do not fill whole servers of 8"
+    page, _ = _count_box(dp=3, tp=1, pp=1, cp=4)
+    assert page == ("12 devices (3 data-parallel ranks x Context parallelism 4) do not fill "
+                    "whole servers of 8")
+    page, _ = _count_box(dp=12)
+    assert page == "12 devices (12 data-parallel ranks) do not fill whole servers of 8"
+
+
+def test_a_product_keeps_its_degree_of_1():
+    """'Tensor parallel 2 x Pipeline stages 1 = 2': the 1 is a factor of the product said."""
+    notes = _notes(tp="2")
+    assert any(n.startswith("Tensor parallel 2 x Pipeline stages 1 = 2 does not divide the "
+                            "devices") for n in notes), notes

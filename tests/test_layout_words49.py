@@ -81,16 +81,18 @@ def test_the_layout_rules_notation_is_said_in_the_pages_controls():
         "Global batch 6 is not divisible by 4 data-parallel ranks x Per-device micro-batch 2")
     assert str(batch) == "global batch 6 is not divisible by dp 4 x micro-batch 2"  # was, is
     count, = layout_problems(ParallelLayout(dp=3, tp=4, micro_batch=1, global_batch=3), 8)
+    # a degree of 1 left out since session 51 (was '(3 data-parallel ranks x Tensor parallel
+    # 4 x Pipeline stages 1)'); the CLI's line below keeps its 'pp 1 x cp 1'
     assert str(in_control_words(ScalesimError(count), state, words)) == (
-        "12 devices (3 data-parallel ranks x Tensor parallel 4 x Pipeline stages 1) do not fill "
-        "whole servers of 8")
+        "12 devices (3 data-parallel ranks x Tensor parallel 4) do not fill whole servers of 8")
     assert str(count) == "12 devices (dp 3 x tp 4 x pp 1 x cp 1) do not fill whole servers of 8"
     unit, = layout_problems(ParallelLayout(dp=3, tp=2, micro_batch=1, global_batch=3), 72,
                             allocation=4)
+    # was '6 devices (3 data-parallel ranks x Tensor parallel 2 x Pipeline stages 1) ...'
     assert str(in_control_words(ScalesimError(unit), state, words)) == (
-        "6 devices (3 data-parallel ranks x Tensor parallel 2 x Pipeline stages 1) do not fill "
-        "whole allocation units of 4 GPUs (the tray or node a scheduler hands out, 72 to a "
-        "server); give a multiple of 4, e.g. 4 or 8")
+        "6 devices (3 data-parallel ranks x Tensor parallel 2) do not fill whole allocation "
+        "units of 4 GPUs (the tray or node a scheduler hands out, 72 to a server); give a "
+        "multiple of 4, e.g. 4 or 8")
     assert str(unit) == (
         "6 devices (dp 3 x tp 2 x pp 1 x cp 1) do not fill whole allocation units of 4 GPUs (the "
         "hardware's devices_per_allocation: the tray or node a scheduler hands out, 72 to a "
