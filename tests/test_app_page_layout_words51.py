@@ -4,8 +4,9 @@ labels and leave a 1 out (``layout_titles.page_title``, ``page_degrees``)."""
 
 from __future__ import annotations
 
+from scalesim.app.charts import chart_text
 from scalesim.app.named_controls import in_control_words
-from scalesim.app.plan import build_scenario
+from scalesim.app.plan import build_scenario, make_plan
 from scalesim.app.state import AppState, decode_query, preset_profile
 
 from scalesim.device_nouns import GPU_NOUNS
@@ -74,3 +75,20 @@ def test_a_product_keeps_its_degree_of_1():
     notes = _notes(tp="2")
     assert any(n.startswith("Tensor parallel 2 x Pipeline stages 1 = 2 does not divide the "
                             "devices") for n in notes), notes
+
+
+def test_the_reports_remedy_chart_text_says_the_titles_as_the_page():
+    """Checked, no fix: the HTML report's caption of the remedies chart (``charts.chart_text``)
+    reads ``plan.remedies``, whose titles ``make_plan`` says once in the page's labels
+    (``layout_titles.with_page_titles``), as the page's remedy list and the report's table do:
+    llama3-8b on 64 H100s, the split remedy 64 / (Tensor parallel 2) = 32 data-parallel ranks,
+    not the CLI's 'dp 32 x tp 2 x pp 1'."""
+    state = decode_query({"v": "18", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "64"})[0]
+    plan = make_plan(preset_profile(state), state)
+    split, = (r for r in plan.remedies if r.title.startswith("Split the model: "))
+    assert split.title.startswith("Split the model: 32 data-parallel ranks x Tensor parallel 2, "
+                                  "ZeRO-2, Micro-batch 2 per model replica x ")
+    text = chart_text(plan, "remedies")
+    assert f"remedy: {plan.remedies[0].title} (makes it run, " in text
+    assert f"; {split.title} (makes it run, " in text
+    assert "dp 32" not in text and "tp 2 x pp 1" not in text
