@@ -160,9 +160,15 @@ def change_title(head: str, before: dict[str, str], after: dict[str, str]) -> La
 
 def one_replica_said(before: str, after: str = "") -> LayoutTitle:
     """'<before>one data-parallel replica (dp 1)<after>': the CLI's gloss ' (dp 1)' the layout,
-    a ``Split`` of one data-parallel rank that splits nothing, which a page's words leave out
-    (the sentence says it already)."""
-    return titled(f"{before}one data-parallel replica", " (dp 1)", after, degrees=Split(1, 1, 1))
+    which a page's words leave out (``gloss_said``)."""
+    return gloss_said(f"{before}one data-parallel replica", " (dp 1)", after)
+
+
+def gloss_said(before: str, gloss: str, after: str = "") -> LayoutTitle:
+    """'<before><gloss><after>': the CLI's gloss of a degree of 1 (' (dp 1)', ' (tp 1)') the
+    layout, a ``Split`` that splits nothing, which a page's words leave out (the sentence says
+    it already: 'the layout has no tensor parallelism')."""
+    return titled(before, gloss, after, degrees=Split(1, 1, 1))
 
 
 def changes_said(changes, before: str = "", after: str = "") -> LayoutTitle:

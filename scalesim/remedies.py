@@ -38,6 +38,7 @@ from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
 from scalesim.layout_change import (
     ZERO,
     changes_said,
+    gloss_said,
     layout_title,
     one_replica_said,
     split_title,
@@ -912,7 +913,7 @@ def tp_overlap_reason(profile: Profile, scenario: Scenario) -> str:
         return (f"workload '{profile.workload.name}' is a parameter count: no tensor "
                 "parallelism to overlap")
     if split.tp == 1:
-        return "the layout has no tensor parallelism (tp 1)"
+        return gloss_said("the layout has no tensor parallelism", " (tp 1)")  # a page: no gloss
     if split.tp_overlap:
         return "the tensor-parallel collectives are overlapped already"
     return ""

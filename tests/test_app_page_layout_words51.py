@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from scalesim.app.charts import chart_text
 from scalesim.app.named_controls import in_control_words
-from scalesim.app.plan import build_scenario, make_plan
+from scalesim.app.plan import build_scenario, make_plan, remedy_note
 from scalesim.app.state import AppState, decode_query, preset_profile
 
 from scalesim.device_nouns import GPU_NOUNS
 from scalesim.errors import ScalesimError
 from scalesim.layout import ParallelLayout, layout_problems
+from scalesim.remedies import tp_overlap_reason
 
 # gpt-7.5b (36 layers) on DGX A100 servers, up to 64 GPUs
 BASE = {"v": "18", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64"}
@@ -92,3 +93,15 @@ def test_the_reports_remedy_chart_text_says_the_titles_as_the_page():
     assert f"remedy: {plan.remedies[0].title} (makes it run, " in text
     assert f"; {split.title} (makes it run, " in text
     assert "dp 32" not in text and "tp 2 x pp 1" not in text
+
+
+def test_the_tp_overlap_remedys_reason_leaves_the_clis_tp_1_gloss_out_on_the_page():
+    """Found checking the report's remedies: the page's and the report's note said 'the layout
+    has no tensor parallelism (tp 1)'; now without the gloss, as 'one data-parallel replica'
+    leaves out ' (dp 1)'. The library's (and so the CLI's) reason keeps it."""
+    state = decode_query({"v": "18", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "64"})[0]
+    plan = make_plan(preset_profile(state), state)
+    overlap, = (r for r in plan.remedies if r.title.startswith("Overlap tensor-parallel"))
+    assert remedy_note(overlap) == "the layout has no tensor parallelism"
+    assert tp_overlap_reason(plan.profile, plan.scenario) == (
+        "the layout has no tensor parallelism (tp 1)")
