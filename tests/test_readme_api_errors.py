@@ -31,3 +31,22 @@ def test_a_scenario_the_model_refuses_raises_scalesim_error():
     """12 devices on 8-GPU servers: a valid field, refused by predict in its own words."""
     with pytest.raises(scalesim.ScalesimError, match="do not fill whole servers of 8"):
         predict(default_profile(), Scenario(devices=[12]))
+
+
+def test_readme_knobs_example_is_the_refusals():
+    """Session 51: README gave ``("tp",)`` as the knobs of ``tp 16 > 8 GPUs per server``, the
+    tuple before session 44 added the server's size and the presets that hold tp (the refusal's
+    other ways out); the README's tuple and words are now the refusal's own."""
+    import ast
+    import re
+
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import ScenarioLayout
+
+    said = re.search(r"\(`(\(.*?\))` for `(tp 16 > 8 GPUs per server)`", " ".join(README.split()))
+    assert said, "README no longer quotes the knobs example: update this test"
+    profile = resolve_profile(None, "dgx-a100", "gpt-7.5b")
+    with pytest.raises(scalesim.ScalesimError) as refused:
+        predict(profile, Scenario(devices=[16], micro_batch=1, layout=ScenarioLayout(tp=16)))
+    assert str(refused.value).startswith(said.group(2))
+    assert refused.value.knobs == ast.literal_eval(said.group(1))
