@@ -65,6 +65,24 @@ def test_readme_prose_about_the_first_table_matches_it(capsys):
     assert "the knee at 16 devices" in _flat(README)
 
 
+def test_readme_transformer_presets_are_the_ones_predict_splits(capsys):
+    """Session 51: README listed "BERT-large shapes" among the presets that predict through the
+    layout model, but ``--workload bert-large`` of predict (sweep, decide, goal, the app) is the
+    data-parallel workload preset, a parameter count, whose split is refused. A name both
+    tables hold is now said as not split there; a transformer preset of its own splits."""
+    from scalesim.presets import TRANSFORMERS, WORKLOADS
+
+    said = _figure(r"A workload with a transformer shape \((.*?); or a workload JSON", README)
+    for name in sorted(set(TRANSFORMERS) & set(WORKLOADS)):
+        assert f"not `{name}`" in said, name
+        code, _, err = run_cli(capsys, ["predict", "--workload", name, "--devices", "8",
+                                        "--tp", "2"])
+        assert code == 2 and "is a parameter count only and cannot be split" in err
+    code, _, err = run_cli(capsys, ["predict", "--workload", "llama3-8b", "--hardware",
+                                    "dgx-h100", "--devices", "8", "--tp", "2"])
+    assert code == 0, err
+
+
 # --- README.md: "How accurate is it?" ------------------------------------------------------
 
 def _abs(errors) -> tuple[float, float, float]:
