@@ -7,6 +7,7 @@ the reviewer's run of every command (docs/reliability.md, Session 47)."""
 
 from __future__ import annotations
 
+import re
 import shlex
 
 import pytest
@@ -79,3 +80,44 @@ def test_a_line_that_parses_but_is_refused_is_caught(capsys, monkeypatch, tmp_pa
     line = "scalesim predict --devices 8 --tp 2"
     problem = _problem(line, capsys, monkeypatch, tmp_path)
     assert problem and problem.startswith("exits 2:"), problem
+
+
+def _block_files(lines: list[str]) -> list[tuple[str, str]]:
+    """(line, JSON file it reads) of each line of one code block that reads a JSON file neither
+    the repository holds nor an earlier line of the block writes (``--out``)."""
+    written, unmade = set(), []
+    for line in lines:
+        argv = shlex.split(line)[1:]
+        for i, word in enumerate(argv):
+            if word.endswith(".json") and argv[i - 1] != "--out" and word not in written \
+                    and not (ROOT / word).is_file():
+                unmade.append((line, word))
+        written |= {argv[i + 1] for i, w in enumerate(argv[:-1]) if w == "--out"}
+    return unmade
+
+
+def _blocks_that_write() -> list[tuple[str, list[str]]]:
+    """(doc, command lines) of each code block of the docs where a line writes a file."""
+    from test_help_examples import _command_lines
+
+    out = []
+    for doc in DOCS:
+        for lang, body in re.findall(r"^```(\w*)\n(.*?)^```", (ROOT / doc).read_text(), re.S | re.M):
+            lines = _command_lines(body) if lang in ("", "bash") else []
+            if any("--out" in shlex.split(line) for line in lines):
+                out.append((doc, lines))
+    return out
+
+
+def test_a_block_that_writes_a_profile_reads_only_what_it_wrote():
+    """Session 51: docs/calibration.md's CPU gpt block wrote cpu.json, then read
+    ``--workload my-gpt.json``, a file no line of it made nor the page described: a reader
+    pasting the block got 'no such file'. In a block that writes a file, each JSON file a
+    later line reads is one an earlier line wrote (or the repository's)."""
+    blocks = _blocks_that_write()
+    assert any("cpu.json" in " ".join(lines) for _, lines in blocks)
+    unmade = [(doc, pair) for doc, lines in blocks for pair in _block_files(lines)]
+    assert not unmade, unmade
+    assert _block_files(["scalesim calibrate --out a.json",
+                         "scalesim plan --profile a.json --workload b.json"]) == [
+        ("scalesim plan --profile a.json --workload b.json", "b.json")]
