@@ -23,10 +23,11 @@ from scalesim.layout import (
     schedule_words,
 )
 from scalesim.layout_change import SETTING_KNOBS, ZERO, LayoutTitle, Split
-from scalesim.layout_predict import layout_of, recompute_style_note, recompute_words
+from scalesim.layout_predict import asked_knobs, layout_of, recompute_style_note, recompute_words
 from scalesim.remedies import RemedyResult
+from scalesim.schemas import Scenario
 
-from .control_labels import OVERLAP_LABEL, STRATEGY_LABELS, in_words
+from .control_labels import OVERLAP_LABEL, STRATEGY_LABELS, ZERO_FRAMEWORK_LABELS, in_words
 from .named_controls import CONTROL_OF_KNOB
 from .state import FIELD_LABELS
 
@@ -46,6 +47,35 @@ def control_label(knob: str, words: Nouns) -> str:
     micro-batch', is the same number: a replica is a device)."""
     return MICRO_BATCH if knob == "micro_batch" else in_words(
         FIELD_LABELS[CONTROL_OF_KNOB[knob]], words)
+
+
+# the knobs whose controls show a choice's label, which a note says for the value
+CHOICE_LABELS = {"strategy": STRATEGY_LABELS, "zero_framework": ZERO_FRAMEWORK_LABELS}
+SPLIT_KNOBS = ("tp", "pp", "cp")  # the degrees a layout splits the model by
+
+
+def page_setting(knob: str, value, words: Nouns) -> str:
+    """``knob`` set to ``value`` as the page says it (the CLI's notes: 'strategy zero1',
+    'accumulation 1'): its control's label and the value, 'Gradient accumulation 1', a choice
+    by the control's label of it ('Strategy ZeRO-1', 'ZeRO framework DeepSpeed'), a toggle on or
+    off ('Sequence parallelism on')."""
+    if isinstance(value, bool):
+        shown = "on" if value else "off"
+    else:
+        shown = CHOICE_LABELS.get(knob, {}).get(value, str(value))
+    return f"{control_label(knob, words)} {shown}"
+
+
+def page_asked_layout(split, words: Nouns) -> str:
+    """What a layout (a ``schemas.ScenarioLayout``) asks beyond data parallelism, by the
+    page's Layout controls (the CLI's ``layout_predict.asked_split``, 'tp 2 x pp 1, recompute
+    full'): its split as every layout title says it (``page_degrees``, a degree of 1 left out),
+    then each other control away from its default (``layout_predict.asked_knobs``, the shard
+    group left out): 'Tensor parallel 2, Activation recompute full'."""
+    degrees = page_degrees(None, split.tp, split.pp, split.cp, words)
+    rest = [page_setting(knob, getattr(split, knob), words)
+            for knob in asked_knobs(Scenario(layout=split)) if knob not in SPLIT_KNOBS]
+    return ", ".join(([degrees] if degrees else []) + rest)
 
 
 def _split_header() -> str:
@@ -208,7 +238,7 @@ def _over_split(split, words: Nouns) -> str:
     """' / (Tensor parallel x Pipeline stages)', ' / Tensor parallel': the devices' divisor of
     the data-parallel ranks, by the controls that split ``split`` (a ``schemas.Layout``); ''
     where none does."""
-    knobs = [control_label(k, words) for k in ("tp", "pp", "cp") if getattr(split, k) > 1]
+    knobs = [control_label(k, words) for k in SPLIT_KNOBS if getattr(split, k) > 1]
     if len(knobs) > 1:
         return f" / ({' x '.join(knobs)})"
     return f" / {knobs[0]}" if knobs else ""

@@ -59,11 +59,9 @@ from scalesim.layout import (
     interleaves,
     replica_devices,
     runs_on_count,
-    split_words,
 )
 from scalesim.layout_change import lower_first
 from scalesim.layout_predict import (
-    asked_split,
     attention_kernel_note,
     counts_that_run,
     kernel_refused,
@@ -96,7 +94,13 @@ from scalesim.schemas import Profile, Scenario, ScenarioLayout, grad_sync_refuse
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
 from .control_labels import in_words, label
-from .layout_titles import page_pipeline, page_title, with_page_titles
+from .layout_titles import (
+    page_asked_layout,
+    page_pipeline,
+    page_setting,
+    page_title,
+    with_page_titles,
+)
 from .named_controls import control_namer
 from .sent_figure import figure_text
 from .state import FIELD_LABELS, MAX_DEVICES, AppState
@@ -472,21 +476,23 @@ def state_of_scenario(scenario: Scenario, profile: Profile, focus: int | None = 
     return AppState(src="custom").model_copy(update=update)
 
 
-def _precision(state: AppState, profile: Profile, fields: dict) -> list[str]:
+def _precision(state: AppState, profile: Profile, fields: dict, words: Nouns) -> list[str]:
     """The state's fp8 into the scenario ``fields`` where the profile can take it, as
     ``layout_predict.check_precision`` would refuse it on the CLI: the notes that say it was left
     out (timings measured at their own precision, a device with no fp8 peak) or ignored (a
-    parameter count), else none."""
+    parameter count), by the page's control ('Matmul precision fp8 left out: ...'), else none."""
     from scalesim.presets import peak_tflops_of
 
+    asked = page_setting("precision", state.pr, words)
     if timed_own_kernel(profile):  # as the layout is left out: a note, not a refusal
-        return [f"precision {state.pr} left out: {own_timings_words(profile, 'precision')}"]
+        return [f"{asked} left out: {own_timings_words(profile, 'precision')}"]
     device = profile.hardware.device_name
     if splittable_shape(profile) is not None and peak_tflops_of(device, fp8=True) is None:
-        return [f"precision {state.pr} left out: {no_fp8_peak_words(device)}"]
+        return [f"{asked} left out: {no_fp8_peak_words(device)}"]
     fields["precision"] = state.pr
     if splittable_shape(profile) is None:
-        return [precision_note(profile, Scenario(precision=state.pr))]
+        return [precision_note(profile, Scenario(precision=state.pr),
+                               control_namer(state, words))]
     return []
 
 
@@ -530,29 +536,37 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         "price_per_device_hour": state.price, "memory_margin": state.mm,
     }
     fields.update(_links(state))
+    named = control_namer(state, words)  # the notes name the page's controls, as predict's
+    # name the CLI's flags
+
+    def said(knob: str, value) -> str:
+        return page_setting(knob, value, words)
+
     if state.strat == "ddp" and state.zfw != "fsdp":  # as predict notes it
-        notes.append(f"ZeRO framework {state.zfw} ignored: strategy ddp shards nothing")
+        notes.append(f"{said('zero_framework', state.zfw)} ignored: {said('strategy', 'ddp')} "
+                     "shards nothing")
     if state.strat != "ddp" and grad_sync_refused(state.zfw, state.gs):  # a note, not a refusal
         fields["grad_sync"] = "every-micro-step"
-        notes.append(f"gradient sync {state.gs} ignored: DeepSpeed stage 2/3 reduce gradients in "
-                     "every micro-step (no_sync is FSDP's)")
-    elif why := grad_sync_unused(state.strat, state.acc, state.gs):  # as predict notes it
-        notes.append(f"gradient sync {state.gs} ignored: {why}")
+        notes.append(f"{said('grad_sync', state.gs)} ignored: DeepSpeed stage 2/3 reduce "
+                     "gradients in every micro-step (no_sync is FSDP's)")
+    elif why := grad_sync_unused(state.strat, state.acc, state.gs, said=said):  # as predict
+        notes.append(f"{said('grad_sync', state.gs)} ignored: {why}")
     if state.ak:
         if kernel_refused(profile, state.ak):  # as the layout is left out: a note, not a refusal
-            notes.append(f"attention kernel {state.ak} left out: "
+            notes.append(f"{said('attention_kernel', state.ak)} left out: "
                          f"{refused_kernel_words(profile)}")
         else:
             fields["attention_kernel"] = state.ak
             # 'ignored' (a parameter count), or on the profile's own timings their kernel's
             # words or the swap's; the control says a datasheet profile's choice itself
             if (splittable_shape(profile) is None or timed_own_kernel(profile)) and (
-                    note := attention_kernel_note(profile, Scenario(attention_kernel=state.ak))):
+                    note := attention_kernel_note(profile, Scenario(attention_kernel=state.ak),
+                                                  named)):
                 notes.append(note)
     elif note := attention_kernel_note(profile, Scenario()):  # the kernel the timings ran
         notes.append(note)
     if state.pr != DEFAULT_PRECISION:
-        notes += _precision(state, profile, fields)
+        notes += _precision(state, profile, fields, words)
     notes += (tp_only_notes(state) + pipeline_notes(state) + p2p_notes(state)
               + shard_group_notes(state))
     if state.tpo and state.tp > 1 and not state.ovl:  # the model drops it (§16), as predict says
@@ -566,28 +580,26 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         hsdp = (ScenarioLayout(shard_group=split.shard_group) if split.shard_group is not None
                 else None)
         split = split.model_copy(update={"shard_group": None})
-        # what was asked, in the CLI's words ('recompute full', 'tp 2 x pp 1')
-        asked = (", ".join(asked_split(Scenario(layout=split)))
-                 or split_words(None, state.tp, state.pp))
+        # what was asked, by the Layout controls ('Tensor parallel 2, Activation recompute
+        # full'; the CLI's 'tp 2 x pp 1, recompute full')
+        asked = page_asked_layout(split, words)
         if split == ScenarioLayout(recompute_style=split.recompute_style):  # the style alone
-            if note := recompute_style_note(profile, Scenario(layout=split),
-                                            named=control_namer(state, words)):
+            if note := recompute_style_note(profile, Scenario(layout=split), named=named):
                 notes.append(note)
         elif profile.compute.measured:
-            notes.append(f"layout {asked} left out: profile "
+            notes.append(f"{asked} left out: profile "
                          f"'{profile.name}' does not record the transformer it timed (workload "
                          f"'{profile.workload.name}' is a parameter count); recalibrate it "
                          "(scalesim calibrate --model gpt) to split its model")
         else:
-            notes.append(f"layout {asked} left out: workload "
+            notes.append(f"{asked} left out: workload "
                          f"'{profile.workload.name}' is a parameter count only (pick a "
                          "transformer workload such as llama3-8b to split the model)")
         split = None
         if hsdp is not None:
             fields["layout"] = hsdp
     if split is not None:  # the notes by the page's controls, as the report's layout line
-        if note := recompute_style_note(profile, Scenario(layout=split),
-                                        named=control_namer(state, words)):
+        if note := recompute_style_note(profile, Scenario(layout=split), named=named):
             notes.append(note)
         if note := layout_stage_words(profile, split, page_pipeline(split, words)):
             notes.append(note)  # what the pipeline's stages hold, where uneven in a framework
@@ -601,14 +613,14 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     try:
         scenario = Scenario(**fields)
     except ValidationError as exc:  # a combination the scenario refuses: its words, one line
-        parts = [in_words_of(error_text(e), control_namer(state, words)) for e in exc.errors()]
+        parts = [in_words_of(error_text(e), named) for e in exc.errors()]
         raise ScalesimError("scenario: " + "; ".join(parts), knobs=validation_knobs(exc.errors()),
                             controls_named=[k for p in parts for k in controls_named_of(p)]
                             ) from None
     # the counts the split, the fixed global batch and the shard group cannot run: left out in
     # predict's and sweep's notes, a list none runs refused in predict's line (one function,
     # ``counts_that_run``), each fix naming the control
-    counts, left = counts_that_run(profile, scenario, named=control_namer(state, words))
+    counts, left = counts_that_run(profile, scenario, named=named)
     if left:
         notes += left
         scenario = scenario.model_copy(update={"devices": counts})

@@ -138,11 +138,11 @@ def uses_layouts(profile: Profile, scenario: Scenario) -> bool:
         return True
     if asked := asked_split(scenario, shard_group=False):
         raise ScalesimError(f"layout {', '.join(asked)}: {no_shape_words(profile)}",
-                            knobs=_asked_knobs(scenario))
+                            knobs=asked_knobs(scenario))
     return False
 
 
-def _asked_knobs(scenario: Scenario) -> tuple[str, ...]:
+def asked_knobs(scenario: Scenario) -> tuple[str, ...]:
     """The layout knobs ``asked_split`` reads set away from their defaults (the shard group
     left out, as there): what a refusal of a split without a transformer shape is about."""
     split, default = layout_of(scenario), ScenarioLayout()
@@ -1113,11 +1113,13 @@ STYLE_RECOMPUTE = {"early-stop": "full", "op-sac": "selective"}
 
 
 # the recompute knobs as the CLI's notes name them (``recompute_style_note``)
-RECOMPUTE_KNOB_WORDS = {"recompute_style": "recompute style", "recompute": "recompute"}
+# the CLI's words of the knobs a scenario note names (a page passes its control labels instead)
+NOTE_KNOB_WORDS = {"recompute_style": "recompute style", "recompute": "recompute",
+                   "attention_kernel": "attention kernel", "precision": "precision"}
 
 
 def recompute_style_note(profile: Profile, scenario: Scenario, recompute_named: bool = True,
-                         named=RECOMPUTE_KNOB_WORDS.get) -> str:
+                         named=NOTE_KNOB_WORDS.get) -> str:
     """'recompute style early-stop ignored: <why>' where the scenario names a style whose
     recompute it does not run (early-stop: full; op-sac: selective) or a parameter-count
     workload; else ''. ``recompute_named`` False: the why does not name the scenario's
@@ -1281,14 +1283,16 @@ def precision_inputs(profile: Profile, precisions) -> dict[str, np.ndarray]:
             "peak16_flops_per_s": np.full(fp8.shape, peak16)}
 
 
-def precision_note(profile: Profile, scenario: Scenario) -> str:
+def precision_note(profile: Profile, scenario: Scenario, named=NOTE_KNOB_WORDS.get) -> str:
     """What the scenario's precision does, where it is fp8: 'precision: fp8 ...' for a
     transformer workload, 'precision fp8 ignored: ...' for a parameter count (the data-parallel
-    step model has no matmul shapes to cast); '' for 16 bits."""
+    step model has no matmul shapes to cast); '' for 16 bits. ``named``: the knob's name (a
+    page's control label, the CLI's word by default)."""
     if scenario.precision != FP8:
         return ""
     if profile.workload.transformer is None:
-        return (f"precision {scenario.precision} ignored: workload '{profile.workload.name}' is "
+        return (f"{named('precision')} {scenario.precision} ignored: workload "
+                f"'{profile.workload.name}' is "
                 "a parameter count, not a transformer shape (no weight matmuls to run in fp8)")
     return FP8_WORDS
 
@@ -1329,19 +1333,21 @@ def priced_kernel_words(profile: Profile | None, kernel: str,
                                   and timed_attention_family(profile) is not None)
 
 
-def attention_kernel_note(profile: Profile, scenario: Scenario) -> str:
+def attention_kernel_note(profile: Profile, scenario: Scenario,
+                          named=NOTE_KNOB_WORDS.get) -> str:
     """What the scenario's attention kernel does (``priced_kernel_words`` of ``kernel_for``) for
     a transformer workload; for a parameter count (the data-parallel step model has no
     attention core) 'attention kernel flash2 ignored: ...' where the kernel asked is not the
     one the profile's timings ran (``own_attention_kernel``: the vendor kernel on a datasheet
-    profile), which a swap would have changed; else ''."""
+    profile), which a swap would have changed; else ''. ``named``: the knob's name (a page's
+    control label, the CLI's words by default)."""
     if profile.workload.transformer is not None:
         return priced_kernel_words(profile, kernel_for(profile, scenario.attention_kernel))
     asked = scenario.attention_kernel
     if asked is None or asked == own_attention_kernel(profile):
         return ""
-    return (f"attention kernel {asked} ignored: workload '{profile.workload.name}' is a "
-            "parameter count, not a transformer shape (no attention core to time)")
+    return (f"{named('attention_kernel')} {asked} ignored: workload '{profile.workload.name}' "
+            "is a parameter count, not a transformer shape (no attention core to time)")
 
 
 def pipeline_fsdp_note(scenario: Scenario, strategy: str | None = None) -> str:

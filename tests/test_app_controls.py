@@ -121,18 +121,19 @@ def test_a_slow_device_beyond_every_count_is_said_as_predict_says_it(capsys):
 
 def test_a_gradient_sync_that_changes_nothing_is_noted_as_predict_notes_it():
     """The app took 'once per step' with DDP (or no accumulation) as predict did, with the same
-    numbers and no word; the page's notes say why now, in predict's words."""
+    numbers and no word; the page's notes say why now, predict's reason by the page's controls
+    (session 51; was 'gradient sync once-per-step ignored: strategy ddp reduces ...')."""
     from scalesim.app.plan import build_scenario
     from scalesim.app.state import AppState, preset_profile
 
-    for strat, acc, why in (("ddp", 4, "strategy ddp reduces gradients once per step"),
-                            ("zero2", 1, "accumulation 1: one micro-step per step")):
+    for strat, acc, why in (("ddp", 4, "Strategy DDP reduces gradients once per step"),
+                            ("zero2", 1, "Gradient accumulation 1: one micro-step per step")):
         state = AppState(strat=strat, acc=acc, gs="once-per-step")
         _, notes = build_scenario(state, preset_profile(state))
-        assert any(n.startswith(f"gradient sync once-per-step ignored: {why}") for n in notes)
+        assert any(n.startswith(f"Gradient sync once-per-step ignored: {why}") for n in notes)
     state = AppState(strat="zero2", acc=4, gs="once-per-step")
     _, notes = build_scenario(state, preset_profile(state))
-    assert not any("gradient sync" in n for n in notes)
+    assert not any("Gradient sync" in n for n in notes)
 
 
 @pytest.mark.parametrize("dpn", [16, 4])

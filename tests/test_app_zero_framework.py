@@ -49,9 +49,11 @@ def test_the_planner_predicts_deepspeed_as_predict_does(capsys):
 
 def test_settings_that_change_nothing_are_noted_not_refused():
     for state, note in (
-        (AppState(zfw="deepspeed"), "ZeRO framework deepspeed ignored: strategy ddp shards nothing"),
+        # by the page's controls and choices (session 51; were the CLI's 'ZeRO framework
+        # deepspeed ignored: strategy ddp shards nothing', 'gradient sync once-per-step ...')
+        (AppState(zfw="deepspeed"), "ZeRO framework DeepSpeed ignored: Strategy DDP shards nothing"),
         (AppState(strat="zero3", acc=4, zfw="deepspeed", gs="once-per-step"),
-         "gradient sync once-per-step ignored: DeepSpeed stage 2/3 reduce gradients in every "
+         "Gradient sync once-per-step ignored: DeepSpeed stage 2/3 reduce gradients in every "
          "micro-step (no_sync is FSDP's)"),
     ):
         scenario, notes = build_scenario(state, preset_profile(state))

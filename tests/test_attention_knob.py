@@ -252,12 +252,12 @@ def test_the_report_names_the_kernel_and_the_app_leaves_it_out_where_it_cannot_a
     # a measured profile: left out with a note, as a layout is left out (not a refusal)
     scenario, notes = build_scenario(state, load_profile(H200))
     assert scenario.attention_kernel is None
-    assert any(n.startswith("attention kernel flash2 left out: profile ") and
+    assert any(n.startswith("Attention kernel flash2 left out: profile ") and
                n.endswith("and its calibration did not record which") for n in notes), notes
     # a parameter-count workload: kept, said to change nothing
     bert = default_profile()
     scenario, notes = build_scenario(state.model_copy(update={"wl": "bert-large"}), bert)
-    assert any("attention kernel flash2 ignored: workload 'bert-large'" in n for n in notes)
+    assert any("Attention kernel flash2 ignored: workload 'bert-large'" in n for n in notes)
 
 
 def test_the_vendor_kernel_asked_of_a_parameter_count_adds_no_empty_note():

@@ -117,7 +117,7 @@ def test_a_device_without_an_fp8_peak_is_said_in_one_wording_everywhere():
     assert fp8_reason(a100, Scenario(devices=[8])) == words
     state, _, _ = decode_query({**LLAMA_LINK, "v": "11", "hw": "dgx-a100", "pr": "fp8"})
     _, notes = build_scenario(state, a100)
-    assert f"precision fp8 left out: {words}" in notes, notes
+    assert f"Matmul precision fp8 left out: {words}" in notes, notes  # the page's control
 
 
 # ------------------------------------------------------------------ the app and its links
@@ -213,13 +213,13 @@ def test_the_report_names_it_and_the_app_leaves_it_out_where_it_cannot_apply():
     assert lines["matmul precision"].startswith("fp8 weight matmuls")
     scenario, notes = build_scenario(state, load_profile(H200))  # measured: left out, a note
     assert scenario.precision == "bf16"
-    assert any(n.startswith("precision fp8 left out: profile ") for n in notes)
+    assert any(n.startswith("Matmul precision fp8 left out: profile ") for n in notes)
     a100 = state.model_copy(update={"hw": "dgx-a100"})
     scenario, notes = build_scenario(a100, resolve_profile(None, "dgx-a100", "llama3-8b"))
     assert scenario.precision == "bf16" and any("no fp8 peak is known for" in n for n in notes)
     scenario, notes = build_scenario(state.model_copy(update={"wl": "bert-large"}),
                                      default_profile())
-    assert any("precision fp8 ignored: workload 'bert-large'" in n for n in notes)
+    assert any("Matmul precision fp8 ignored: workload 'bert-large'" in n for n in notes)
 
 
 def test_the_app_control_sets_the_precision_and_the_link():

@@ -34,6 +34,7 @@ FRAMEWORKS = {"fsdp": FSDP, "deepspeed": DEEPSPEED}
 # ``set_requires_gradient_sync(False)``, Hugging Face Accelerate's ``accumulate``).
 EVERY_MICRO_STEP, ONCE_PER_STEP = 0, 1
 GRAD_SYNCS = {"every-micro-step": EVERY_MICRO_STEP, "once-per-step": ONCE_PER_STEP}
+SETTING_WORDS = "{} {}"  # a knob's setting in the CLI's notes: 'strategy zero1', 'accumulation 1'
 GRAD_SYNC_LABELS = {"every-micro-step": "every micro-step (sharded gradients; default)",
                     "once-per-step": "once per step (FSDP no_sync: full gradients)"}
 GRAD_SYNC_HELP = (
@@ -57,20 +58,23 @@ TRACED_GRAD_SYNC_HELP = (
 
 
 def grad_sync_unused(strategy: str, accumulation: int, grad_sync: str,
-                     strategy_named: bool = True) -> str | None:
+                     strategy_named: bool = True, said=SETTING_WORDS.format) -> str | None:
     """Why ``grad_sync`` 'once-per-step' changes no number of this scenario (the words after
     '--grad-sync once-per-step ignored: '), or None where it applies (ZeRO-2/3 under
     accumulation): DDP and ZeRO-1 reduce once per step anyway, and one micro-step per step
     reduces once either way. ``strategy_named`` False: the words do not name the scenario's
-    strategy ('ddp and zero1 reduce ...'), so a sweep says them once of the rows at both."""
+    strategy ('ddp and zero1 reduce ...'), so a sweep says them once of the rows at both.
+    ``said(knob, value)``: a setting as the caller says it ('strategy zero1', the CLI's words,
+    by default; a page's control and choice)."""
     if grad_sync != "once-per-step":
         return None
     if strategy in ("ddp", "zero1"):
-        who = f"strategy {strategy} reduces" if strategy_named else "ddp and zero1 reduce"
+        who = (f"{said('strategy', strategy)} reduces" if strategy_named
+               else "ddp and zero1 reduce")
         return f"{who} gradients once per step anyway (it applies to ZeRO-2/3)"
     if accumulation == 1:
-        return ("accumulation 1: one micro-step per step reduces once either way (it applies "
-                "with 2 or more)")
+        return (f"{said('accumulation', accumulation)}: one micro-step per step reduces once "
+                "either way (it applies with 2 or more)")
     return None
 
 
