@@ -66,6 +66,7 @@ from .control_labels import (
 from .layout_titles import (
     PAGE_SPLIT_HEADER,
     SEARCHED_LAYOUTS,
+    page_pipeline,
     page_row_title,
     page_title,
     short_legend,
@@ -895,14 +896,16 @@ def goal_controls(words: Nouns) -> GoalControls:
     """How the Goal tab's notes name what to change: the sidebar's labels of the layout knobs
     (their knob table row's link key, ``FIELD_LABELS``), where the layouts are ranked, and of
     the largest count goal searches (link key gmax, goal --max-devices), where it is, and the
-    Hardware preset (goal --hardware) where another preset's devices hold a layout."""
+    Hardware preset (goal --hardware) where another preset's devices hold a layout, and the
+    kept layout's pipeline in its stage note ('Pipeline stages 3', ``page_pipeline``)."""
     return GoalControls(
         name=lambda f: in_words(FIELD_LABELS[LAYOUT_KNOB_BY_FIELD[f].url_key], words),
         max_devices=f"{in_words(FIELD_LABELS['gmax'], words)} in the sidebar's {GOAL_SECTION}",
         layouts="the Layouts tab ranks the layouts that fit", place="in the sidebar's Layout",
         layout=f"{FIELD_LABELS['glay']} '{{mode}}' in the sidebar's {GOAL_SECTION}",
         transformers="pick a transformer workload (e.g. llama3-8b) in the sidebar",
-        hardware=f"the {FIELD_LABELS['hw']} in the sidebar")
+        hardware=f"the {FIELD_LABELS['hw']} in the sidebar",
+        pipeline=lambda split: page_pipeline(split, words))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

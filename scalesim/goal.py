@@ -558,12 +558,22 @@ class GoalControls:
     transformers: str = "give a transformer workload (scalesim presets)"
     # where the hardware preset is picked (``layout.HARDWARE_KNOB``)
     hardware: str = "--hardware"
+    # how the kept layout's stage note names its pipeline (a ``schemas.Layout`` to words: the
+    # app's 'Pipeline stages 3'); None: the CLI's 'pp 3' (``pipeline_stages.pipeline_words``)
+    pipeline: Callable[..., str] | None = None
 
     def named(self, *fields: str) -> tuple[str, ...]:
         """``fields``, the knobs a refusal names through these controls, where they are the
         caller's own (the app's labels); () for the CLI's flags (``CLI_CONTROLS``): the
         refusal's ``ScalesimError.controls_named``."""
         return () if self is CLI_CONTROLS else fields
+
+    def stage_words(self, profile: Profile, split) -> str:
+        """What the stages of ``split`` (a ``schemas.Layout``) hold, where uneven in a framework
+        (``pipeline_stages.layout_stage_words``), its pipeline named as ``pipeline`` names it."""
+        from scalesim.pipeline_stages import layout_stage_words
+
+        return layout_stage_words(profile, split, self.pipeline and self.pipeline(split))
 
     def split(self, *fields: str, sep: str = ", ") -> str:
         """'--tp, --pp' (the CLI), 'Tensor parallel, Pipeline stages in the sidebar's Layout'
@@ -632,7 +642,6 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     planner's best at each (``goal_layouts``); None: ``goal_layouts.default_layout``."""
     from scalesim.layout import tp_server_refusal
     from scalesim.layout_predict import layout_of, uses_layouts
-    from scalesim.pipeline_stages import layout_stage_words
 
     bound("deadline_s").check(deadline_s, "deadline_s")
     bound("budget_usd").check(budget_usd, "budget_usd")
@@ -797,7 +806,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     if not idx.size:  # the answer's "No plan runs": what to change
         notes.append(no_fit_note(profile, base, max_devices, controls, mode == "search",
                                  least_memory_holders(chosen) if mode == "search" else None))
-    elif mode == "given" and (stages := layout_stage_words(profile, layout_of(base))):
+    elif mode == "given" and (stages := controls.stage_words(profile, layout_of(base))):
         notes.append(stages)  # every plan keeps the split: what its stages hold, where uneven
     if note := training_time.zero_price_note(goal):
         notes.append(note)
