@@ -31,6 +31,9 @@ from .control_labels import OVERLAP_LABEL, STRATEGY_LABELS, ZERO_FRAMEWORK_LABEL
 from .named_controls import CONTROL_OF_KNOB
 from .state import FIELD_LABELS
 
+# the arrow of a change on the page, as the Layout's changes write it ('Tensor parallel 2 → 4'),
+# where the CLI writes ``figures.CHANGE_ARROW``, ' -> ', which terminals and logs keep
+PAGE_ARROW = " → "
 # a split's micro-batch is per model replica (the sidebar's 'Micro-batch (sequences per model
 # replica)'), not the data-parallel control's per-device one
 MICRO_BATCH, PER_REPLICA = "Micro-batch", "per model replica"
@@ -128,6 +131,8 @@ def page_layout(title: LayoutTitle, words: Nouns) -> str:
         return page_split(title.degrees, words)
     if title.plan is not None:
         return page_plan_layout(title.plan, words)
+    if title.arrowed:  # a change of figures: the page's arrow
+        return title.arrowed.format(arrow=PAGE_ARROW)
     return page_changes(title.changes, words)
 
 
@@ -209,7 +214,7 @@ def page_changes(changes, words: Nouns) -> str:
         # title leaves it out (``page_degrees``): kept settings are goal's layout 'given'
         # (``goal.kept_said``), the values of the sidebar's Layout controls the user chose to
         # keep at every count, and its no-fit note asks to change those very controls
-        kept = "" if old == new else f"{value(name, old)} → "
+        kept = "" if old == new else f"{value(name, old)}{PAGE_ARROW}"
         return f"{control_label(SETTING_KNOBS[name], words)} {kept}{value(name, new)}"
 
     return ", ".join(change(*triple) for triple in changes)

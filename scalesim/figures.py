@@ -252,7 +252,11 @@ def link_GBps(busbw_GBps: float) -> str:
     return f"{sig3(busbw_GBps)} GB/s"
 
 
-def busbw_words(whole_GBps, reached_GBps=None, part: str = "", was: str = "") -> str:
+CHANGE_ARROW = " -> "  # between a figure before and after a change, as the CLI writes it
+
+
+def busbw_words(whole_GBps, reached_GBps=None, part: str = "", was: str = "",
+                arrow: str = CHANGE_ARROW) -> str:
     """A link's bus bandwidth as a manager reads it, GB/s: the figure the job's devices reach
     first (fewer GPUs of a server reach fewer of its NICs, docs/model.md §2), the whole server's
     in parentheses: '24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server 192)';
@@ -264,10 +268,11 @@ def busbw_words(whole_GBps, reached_GBps=None, part: str = "", was: str = "") ->
     is known (a link fitted to what the job's devices reached, no NIC count), so the job's alone:
     '12.4 -> 24.8 GB/s busbw for the job's 1 of 8 GPUs per server'. The one wording of decide's
     network option, goal's networks and least network, the remedies' titles and the app's
-    cards."""
+    cards. ``arrow``: what goes between a change's figures (a template's '{arrow}',
+    ``layout_change.arrowed_said``)."""
     def chain(values, tag: str) -> str:
         values = values if isinstance(values, tuple) else (values,)
-        return " -> ".join(sig3(v) + (f" {tag}" if tag and i == 0 else "")
+        return arrow.join(sig3(v) + (f" {tag}" if tag and i == 0 else "")
                            for i, v in enumerate(values))
 
     if whole_GBps is None:

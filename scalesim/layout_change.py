@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scalesim.figures import CHANGE_ARROW
 from scalesim.layout import SCHEDULE_WORDS, model_split_words
 from scalesim.layout_predict import layout_of, recompute_words, row_title
 from scalesim.predict import Prediction
@@ -73,7 +74,9 @@ class LayoutTitle(str):
     (printed, joined, compared, --json), with the layout it says: ``row`` (a ``plan.PlanRow``,
     ``layout_predict.row_title``), ``changes`` (``setting_changes``' triples, 'tp 2 -> 4, ddp
     -> zero1'), ``degrees`` (a ``Split``, 'dp 4 x tp 8 x pp 2') or ``plan`` (a goal plan,
-    ``goal.GoalPlan``: 'dp 8 x tp 2 x pp 1 (recompute full)'). A page says the layout in its
+    ``goal.GoalPlan``: 'dp 8 x tp 2 x pp 1 (recompute full)') or ``arrowed`` (a change of
+    figures, '1 -> 2', as a template with '{arrow}' for its arrows: ``arrowed_said``). A page
+    says the layout in its
     own labels from these and keeps ``before`` and ``after``, never reading the text
     (``app.layout_titles.page_title``); ``after`` may be a ``LayoutTitle`` too, where a sentence
     says a second layout (``joined``). What the str's methods return is a plain str. Build one
@@ -84,6 +87,7 @@ class LayoutTitle(str):
     changes: tuple[tuple[str, str, str], ...] = ()
     degrees: Split | None = None
     plan = None
+    arrowed = ""
 
     def __new__(cls, text: str, **layout):  # text first: a pickled title (st.cache_data) loads
         self = super().__new__(cls, text)
@@ -92,11 +96,24 @@ class LayoutTitle(str):
 
 
 def titled(before: str, layout: str, after: str = "", *, row=None, changes=(),
-           degrees: Split | None = None, plan=None) -> LayoutTitle:
+           degrees: Split | None = None, plan=None, arrowed: str = "") -> LayoutTitle:
     """'<before><layout><after>', ``layout`` the CLI's words of ``row``, ``changes``,
-    ``degrees`` or ``plan``, carrying it (``after`` kept as given: a ``LayoutTitle`` stays one)."""
+    ``degrees``, ``plan`` or ``arrowed``, carrying it (``after`` kept as given: a
+    ``LayoutTitle`` stays one)."""
     return LayoutTitle(f"{before}{layout}{after}", before=before, layout=layout, after=after,
-                       row=row, changes=tuple(changes), degrees=degrees, plan=plan)
+                       row=row, changes=tuple(changes), degrees=degrees, plan=plan,
+                       arrowed=arrowed)
+
+
+ARROW_FIELD = "{arrow}"  # where an ``arrowed_said`` template's arrow goes
+
+
+def arrowed_said(before: str, template: str, after: str = "") -> LayoutTitle:
+    """'<before>1 -> 2<after>': a change of figures, ``template`` its words with
+    ``ARROW_FIELD`` where each arrow goes (any other brace doubled, ``errors.as_literal``), the
+    CLI's ``figures.CHANGE_ARROW`` in the text; a page writes its own arrow from the template
+    (``app.layout_titles.PAGE_ARROW``), never reading the text."""
+    return titled(before, template.format(arrow=CHANGE_ARROW), after, arrowed=template)
 
 
 def retitled(title: str, before: str = "", after: str = "") -> str:
@@ -133,7 +150,7 @@ def lower_first(title: str) -> str:
 def _rewritten(title: LayoutTitle, before: str, after: str) -> LayoutTitle:
     """``title``'s layout between another ``before`` and ``after``."""
     return titled(before, title.layout, after, row=title.row, changes=title.changes,
-                  degrees=title.degrees, plan=title.plan)
+                  degrees=title.degrees, plan=title.plan, arrowed=title.arrowed)
 
 
 def split_title(row) -> LayoutTitle:

@@ -32,15 +32,18 @@ from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import QUANTITIES
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for, replica_of
-from scalesim.errors import ScalesimError
-from scalesim.figures import busbw_words, multiple, percents_apart
+from scalesim.errors import ScalesimError, as_literal
+from scalesim.figures import CHANGE_ARROW, busbw_words, multiple, percents_apart
 from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
 from scalesim.layout_change import (
+    ARROW_FIELD,
     ZERO,
+    arrowed_said,
     changes_said,
     gloss_said,
     layout_title,
     one_replica_said,
+    retitled,
     split_title,
     titled,
 )
@@ -244,7 +247,8 @@ def not_measured_link(profile: Profile, scenario: Scenario, level: str) -> bool:
 
 
 def link_change_words(before_GBps: float | None, after_GBps: float | None, preset: bool = False,
-                      reached: tuple[float, float] | None = None, part: str = "") -> str:
+                      reached: tuple[float, float] | None = None, part: str = "",
+                      arrow: str = CHANGE_ARROW) -> str:
     """'12 -> 192 GB/s busbw'; with ``preset`` (the figure a calibration kept from a preset,
     not measured: ``not_measured_link``) '6.8 (a preset, not measured) -> 192 GB/s busbw'; with
     ``reached`` (the figures the job's devices reach, GB/s) on part of each server (``part``,
@@ -253,10 +257,11 @@ def link_change_words(before_GBps: float | None, after_GBps: float | None, prese
     server is not known (a link fitted to what the job's devices reached, no NIC count):
     '3.31 -> 24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server 192)'; both None
     (twice such a link): the job's alone, '12.4 -> 24.8 GB/s busbw for the job's 1 of 8 GPUs
-    per server'."""
+    per server'. ``arrow``: what goes between the figures (``figures.busbw_words``)."""
     whole = (None if after_GBps is None else after_GBps if before_GBps is None
              else (before_GBps, after_GBps))
-    return busbw_words(whole, reached, part, "(a preset, not measured)" if preset else "")
+    return busbw_words(whole, reached, part, "(a preset, not measured)" if preset else "",
+                       arrow)
 
 
 def whole_inter_GBps(hw: Hardware, scenario: Scenario) -> float | None:
@@ -274,13 +279,15 @@ def _busbw_words(before_GBps: float | None, after_GBps: float | None, relative: 
                  preset: bool = False, reached: tuple[float, float] | None = None,
                  part: str = "") -> str:
     """A link remedy's change: '(12 -> 192 GB/s busbw)' (``link_change_words``, with what the
-    job reaches where it differs), or with ``relative`` (bandwidths fitted to a nominal gradient
+    job reaches where it differs; a ``LayoutTitle`` carrying its arrows, which a page writes as
+    its own: ``arrowed_said``), or with ``relative`` (bandwidths fitted to a nominal gradient
     size, whose GB/s mean nothing alone) '(16x the fitted bandwidth)', the ratio of the figures
     the job reaches (``reached``, else the whole ones), not of their printed digits."""
     if relative:
         before, after = reached or (before_GBps or after_GBps, after_GBps)
         return f"({after / before:.3g}x the fitted bandwidth)"
-    return f"({link_change_words(before_GBps, after_GBps, preset, reached, part)})"
+    return arrowed_said("(", link_change_words(before_GBps, after_GBps, preset, reached,
+                                               as_literal(part), ARROW_FIELD), ")")
 
 
 def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
@@ -369,13 +376,15 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     big_reason = (f"a micro-batch of {big * b:,} is past the bounds table's {micro_batch_max():,}"
                   if big * b > micro_batch_max() else "")
     if strong:
-        out.append(Candidate("bigger_batch", f"Double the global batch ({per} batch "
-                             f"{b} -> {big * b})", scenario.model_copy(
+        out.append(Candidate("bigger_batch", arrowed_said(
+                             f"Double the global batch ({per} batch ",
+                             f"{b}{ARROW_FIELD}{big * b}", ")"), scenario.model_copy(
                                  update={"global_batch": big * scenario.global_batch}), profile,
                              big_reason, "changes the optimisation: check time-to-quality",
                              factor=big))
     else:
-        out.append(Candidate("bigger_batch", f"Double the {per} batch ({b} -> {big * b})",
+        out.append(Candidate("bigger_batch", arrowed_said(f"Double the {per} batch (",
+                                                          f"{b}{ARROW_FIELD}{big * b}", ")"),
                              scenario.model_copy(update={"micro_batch": big * b}), profile,
                              big_reason, "check time-to-quality",  # rank_remedies adds
                              factor=big))  # 'global batch 2x: '
@@ -438,10 +447,11 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         # nor is twice it
         whole_now = whole_inter_GBps(hw, scenario)
         whole_after = faster if is_named or whole_now is not None else None
-        out.append(Candidate("interconnect", f"Faster inter-{words.server} network: {name} "
-                             + _busbw_words(whole_now, whole_after, relative_links,
-                                            not_measured_link(profile, scenario, "inter_node"),
-                                            reached, server_part_words(hw, scenario)),
+        out.append(Candidate("interconnect", retitled(
+                             _busbw_words(whole_now, whole_after, relative_links,
+                                          not_measured_link(profile, scenario, "inter_node"),
+                                          reached, server_part_words(hw, scenario)),
+                             f"Faster inter-{words.server} network: {name} "),
                              fast_scn, fast_profile, "", caveat,
                              named.upgrade if is_named else None))
     else:
@@ -453,10 +463,10 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         used = min(scenario.devices_per_node or hw.devices_per_node, now.devices)
         reached = (intra_busbw_GBps_of(hw, scenario, used), intra_busbw_GBps_of(hw, doubled, used))
         part = server_part_words(hw, scenario.model_copy(update={"devices_per_node": used}))
-        out.append(Candidate("interconnect", f"Faster intra-{words.server} links "
-                             + _busbw_words(intra, 2 * intra, relative_links,
-                                            not_measured_link(profile, scenario, "intra_node"),
-                                            reached, part),
+        out.append(Candidate("interconnect", retitled(
+                             _busbw_words(intra, 2 * intra, relative_links,
+                                          not_measured_link(profile, scenario, "intra_node"),
+                                          reached, part), f"Faster intra-{words.server} links "),
                              doubled, profile,
                              one or (CPU_NOT_APPLICABLE["intra_link"] if words.cpu else ""), ""))
     if not now.fits:

@@ -82,8 +82,9 @@ def test_one_gain_is_written_one_way_on_the_page_and_in_the_cli(capsys):
     text = whole_lines(capsys.readouterr().out)
     assert "+103.5%" in text and said in text and "+104%" not in text
     gain = signed_percent(plan.best.objective_gain)
+    # the remedy's title with the page's arrow since session 51 (decide's '(6.8 -> 192 ...)')
     assert gain == "+108.1%" and headline(plan)["best_remedy"].startswith(
-        f"Faster inter-server network: 8 x 200 Gb/s HDR InfiniBand (6.8 -> 192 GB/s busbw): {gain}")
+        f"Faster inter-server network: 8 x 200 Gb/s HDR InfiniBand (6.8 → 192 GB/s busbw): {gain}")
     labels = remedies_chart(plan).to_dict()["datasets"]
     assert gain in str(labels) and "+108%" not in str(labels)
     assert f"({gain})" in chart_text(plan, "remedies")

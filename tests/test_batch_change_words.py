@@ -75,7 +75,8 @@ def test_the_app_card_and_report_say_it_as_decide_does():
     state = default_state().model_copy(update={"cbs": 4096.0})
     plan = make_plan(preset_profile(state), state)
     (settings,) = [o.title for o in plan.decision.options if o.key == "settings"]
-    assert settings == ("Settings: double the per-device batch (32 -> 64), global batch 2x"
+    # the page's arrow since session 51, as its layout changes (decide's '(32 -> 64)')
+    assert settings == ("Settings: double the per-device batch (32 → 64), global batch 2x"
                         + PENALTY)
     at = open_app(encode_query(plan.state, plan.profile))
     card = next(t for t in at.get("table")).value
