@@ -95,6 +95,7 @@ from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
 from .control_labels import in_words, label
 from .layout_titles import (
+    PAGE_ARROW,
     page_asked_layout,
     page_pipeline,
     page_setting,
@@ -673,6 +674,12 @@ def _more_devices(focus: Prediction, profile: Profile, scenario: Scenario) -> in
                               scenario.accumulation)
 
 
+def counts_said(before: int, after: int) -> str:
+    """'16 → 24': a device count's change as the page writes it, with its arrow
+    (``layout_titles.PAGE_ARROW``; the CLI's '16 -> 24')."""
+    return f"{whole(before)}{PAGE_ARROW}{whole(after)}"
+
+
 def _added_servers(decision: DecisionCard | None, focus: Prediction, profile: Profile,
                    scenario: Scenario, rows: list[Prediction], goal: Goal, reference_batch: int,
                    notes: list[str], named: Callable[[str], str]) -> list[Option]:
@@ -689,14 +696,15 @@ def _added_servers(decision: DecisionCard | None, focus: Prediction, profile: Pr
     words, more = nouns_for(profile.hardware.device_name), _more_devices(focus, profile, scenario)
     if more in {r.devices for r in rows}:
         return []
+    counts = counts_said(focus.devices, more)
     try:
         extra = predict(profile, scenario.model_copy(update={"devices": [more]}))[0]
     except ScalesimError as exc:
-        notes.append(f"more {words.devices} ({whole(focus.devices)} -> {whole(more)}) not "
-                     f"compared: {in_words_of(exc, named)}")
+        notes.append(f"more {words.devices} ({counts}) not compared: "
+                     f"{in_words_of(exc, named)}")
         return []
-    return [_option("more devices", f"Add {words.devices} ({whole(focus.devices)} -> "
-                    f"{whole(more)})", extra, goal, reference_batch)]
+    return [_option("more devices", f"Add {words.devices} ({counts})", extra, goal,
+                    reference_batch)]
 
 
 NOT_RUNNABLE_SUFFIX = " (not runnable)"  # an option's label where it does not fit in memory
@@ -795,7 +803,7 @@ def _scenario_b(state: AppState, profile: Profile, scenario: Scenario, focus: Pr
         return option.title, profile, run, option.devices
     if state.b == "more_devices":
         more = _more_devices(focus, profile, scenario)
-        return (f"Add devices ({whole(focus.devices)} -> {whole(more)})", profile,
+        return (f"Add devices ({counts_said(focus.devices, more)})", profile,
                 scenario.model_copy(update={"devices": [more]}), more)
     pick = best if state.b == "best" else next((r for r in remedies if r.key == state.b), None)
     if pick is None or not pick.applicable:  # B's label says why (the remedy's reason)

@@ -74,11 +74,15 @@ from scalesim.layout import (
     replica_devices,
 )
 from scalesim.layout_change import (
+    ARROW_FIELD,
     CHANGE_HEAD,
+    LayoutTitle,
     Split,
+    arrowed_said,
     change_title,
     changes_said,
     changes_words,
+    joined,
     layout_settings,
     lower_first,
     one_replica_said,
@@ -496,11 +500,11 @@ def _planned_assumption(ctx: _Ctx, p: Prediction) -> str:
     return f"{_grown_assumption(ctx, p)}; {PLANNED_LAYOUT}, {batch}"
 
 
-def _added_title(ctx: _Ctx, p: Prediction) -> str:
+def _added_title(ctx: _Ctx, p: Prediction) -> LayoutTitle:
     """'Fill the server (4 -> 8 devices)', 'Add one server (64 -> 72 devices)', 'Add 2 servers
     (64 -> 80 devices)': the servers ``p`` runs on beyond today's; 'Run on one server (16 -> 8
     devices)', 'Run on 6 servers (64 -> 48 devices)' where ``p`` runs on fewer
-    (``_fewer_servers``)."""
+    (``_fewer_servers``); carrying its arrow (``arrowed_said``: a page writes its own)."""
     nouns, now = ctx.words, ctx.now
     # a profile of model replicas: each of its servers is the job's servers its replicas'
     # stages sit in (``Hardware.nic_servers_per_node``, pp of them), which are what is bought
@@ -511,7 +515,7 @@ def _added_title(ctx: _Ctx, p: Prediction) -> str:
             else f"Run on {nouns.count(kept, 'server')}" if added < 0
             else f"Fill the {nouns.server}" if added == 0 else f"Add one {nouns.server}"
             if added == 1 else f"Add {nouns.count(added, 'server')}")
-    return f"{what} ({nouns.count_change(now.devices, p.devices)})"
+    return arrowed_said(f"{what} (", nouns.count_change(now.devices, p.devices, ARROW_FIELD), ")")
 
 
 def _todays_grown(ctx: _Ctx, source: str, per_server: int,
@@ -549,7 +553,7 @@ def _planned_grown(ctx: _Ctx, source: str, devices: int,
     changes = setting_changes(*settings)
     if not changes:
         return None
-    title = change_title(f"{_added_title(ctx, p)}, the planner's layout", *settings)
+    title = joined(_added_title(ctx, p), change_title(", the planner's layout", *settings))
     option = ctx.option(_server_key(ctx, p), title, p, 0.0, source,
                         assumption=_planned_assumption(ctx, p), changes=ctx.changes(run, p))
     return AddedServers(option, p, tuple(changes))
@@ -675,8 +679,7 @@ def _todays_fewer(ctx: _Ctx, source: str, count: int) -> AddedServers | None:
     except ScalesimError:  # past the bounds table's accumulation, a split it refuses
         return None
     changed = _layout_changes(ctx, run, p)  # the accumulation a fixed global batch needs
-    title = (changes_said(changed, f"{_added_title(ctx, p)}, ") if changed
-             else _added_title(ctx, p))
+    title = joined(_added_title(ctx, p), changes_said(changed, ", ") if changed else "")
     option = ctx.option("fewer_servers", title, p, 0.0, source,
                         assumption=fewer_assumption(ctx, p),
                         changes=ctx.changes(run, p))
@@ -911,9 +914,11 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
                                   not_measured_link(profile, scenario, "inter_node"),
                                   (float(inter_busbw_GBps_of(profile.hardware, scenario)),
                                    net.reached_GBps),
-                                  server_part_words(profile.hardware, scenario))
+                                  as_literal(server_part_words(profile.hardware, scenario)),
+                                  ARROW_FIELD)  # a template: a page writes its own arrow
         needs = f", {net.nics_needed}" if net.nics_needed else ""
-        out.append(ctx.option("network", f"Network: {net.upgrade.name}, {words}{needs}", p,
+        title = arrowed_said(f"Network: {net.upgrade.name}, ", words, needs)
+        out.append(ctx.option("network", title, p,
                               net.upgrade.extra_usd_per_server_hour, net.price_source,
                               net.priced, instance_sizes=net.billed_sizes))
         notes.append(network_enough_words(profile, scenario, now.devices, ctx.error))
@@ -1272,9 +1277,9 @@ def _more_devices_option(ctx: _Ctx, price_source: str) -> tuple[_MoreDevices | N
     p, layout, run = found
     words = ctx.words
     # the sentence: the layout
-    title = split_said(Split(None, p.tp, p.pp, p.cp, run.strategy),
-                       f"Add {words.devices} ({figures.whole(ctx.now.devices)} -> "
-                       f"{words.count(p.devices)}, ", ")")
+    title = joined(arrowed_said(f"Add {words.devices} (",
+                                words.count_change(ctx.now.devices, p.devices, ARROW_FIELD), ", "),
+                   split_said(Split(None, p.tp, p.pp, p.cp, run.strategy), after=")"))
     option = ctx.option("more_devices", title, p, 0.0, price_source,
                         changes=ctx.changes(run, p))
     return _MoreDevices(option, p.memory_bytes, layout), searched

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from scalesim.figures import whole
+from scalesim.figures import CHANGE_ARROW, whole
 
 # How ``scalesim calibrate`` names the device of a run on CPUs (calibration/runner.py), and how
 # diagnose names a traced CPU job's: its devices are processes, which no cloud GPU price applies to.
@@ -52,9 +52,11 @@ class Nouns:
         gpu or server)."""
         return f"{whole(n)} {self.noun(n, noun)}"
 
-    def count_change(self, before: int, after: int) -> str:
-        """'8 -> 16 devices', '1,024 -> 2,048 devices'; '2 -> 4 processes' (``figures.count_change``)."""
-        return f"{whole(before)} -> {self.count(after)}"
+    def count_change(self, before: int, after: int, arrow: str = CHANGE_ARROW) -> str:
+        """'8 -> 16 devices', '1,024 -> 2,048 devices'; '2 -> 4 processes' (``figures.count_change``);
+        ``arrow``: what goes between the counts (a template's '{arrow}',
+        ``layout_change.arrowed_said``)."""
+        return f"{whole(before)}{arrow}{self.count(after)}"
 
     def header(self, gpu_header: str) -> str:
         """A table's column header or a chart's axis title for a count: a GPU profile's as it

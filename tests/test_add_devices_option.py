@@ -163,12 +163,13 @@ def test_the_app_card_shows_the_option_and_its_link():
     at = open_app(encode_query(plan.state, plan.profile))
     assert not at.exception
     card = next(c for c in at.get("table"))
-    # in the page's labels since session 50 (was '(1 -> 32 devices, tp 8 x pp 1, zero3)')
-    assert ("Add devices (1 -> 32 devices, Tensor parallel 8, ZeRO-3 / FSDP), global batch 32x"
+    # in the page's labels since session 50 (was '(1 -> 32 devices, tp 8 x pp 1, zero3)'), its
+    # arrow since session 51
+    assert ("Add devices (1 → 32 devices, Tensor parallel 8, ZeRO-3 / FSDP), global batch 32x"
             in card.value.index)
     buttons = [b for b in at.get("link_button")]
     assert any(
-        "Add devices (1 -> 32 devices" in b.proto.label and "focus=32" in b.proto.url for b in buttons
+        "Add devices (1 → 32 devices" in b.proto.label and "focus=32" in b.proto.url for b in buttons
     ), buttons
 
 
@@ -185,6 +186,6 @@ def test_the_html_report_links_the_option_to_its_what_if():
     default = make_plan(preset_profile(default_state()), default_state())
     ((title, link),) = option_links(default, "http://x/")
     page = report_html(default, "http://x/")
-    assert title.startswith("Run on one server (16 -> 8 devices)")
+    assert title.startswith("Run on one server (16 → 8 devices)")  # the page's arrow
     assert page.count("Open in the planner") == 1
     assert f'<a href="{escape(link)}">Open in the planner: {escape(title)}</a>' in page

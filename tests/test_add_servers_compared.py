@@ -242,9 +242,9 @@ def test_the_cli_the_apps_card_and_its_hours_and_cost_tab_show_the_same_option(c
     assert added["devices"] == plan.decision.added.option.devices == 80
     assert added["title"].startswith("Add 2 servers (64 -> 80 devices), the planner's layout: "
                                      "tp 8 -> 4, ")
-    # the page's card says the layout in its labels (session 50)
+    # the page's card says the layout in its labels (session 50), with its arrow (session 51)
     page = plan.decision.added.option.title
-    assert page.startswith("Add 2 servers (64 -> 80 devices), the planner's layout: Tensor "
+    assert page.startswith("Add 2 servers (64 → 80 devices), the planner's layout: Tensor "
                            "parallel 8 → 4, "), page
     assert "added" not in cli  # the card's JSON: its options and notes, as before
     why = [n for n in cli["notes"] if n.startswith(("not shown: ", "passed over: "))]
@@ -291,8 +291,8 @@ def test_a_sooner_way_at_the_same_money_is_the_option_on_the_cli_the_card_and_th
     (added,) = [o for o in cli["options"] if o["key"] == "add_server"]
     assert added["devices"] == plan.decision.added.option.devices == 48
     assert added["title"].startswith("Add 3 servers (24 -> 48 devices), the planner's layout: ")
-    page = plan.decision.added.option.title  # in the page's labels (session 50)
-    assert page.startswith("Add 3 servers (24 -> 48 devices), the planner's layout: Tensor "
+    page = plan.decision.added.option.title  # in the page's labels and arrow (sessions 50, 51)
+    assert page.startswith("Add 3 servers (24 → 48 devices), the planner's layout: Tensor "
                            "parallel 1 → 4, "), page
     (at32,) = [n for n in cli["notes"] if ", at 32 devices, " in n]
     # session 42: the slowest pipeline stage is one stage (docs/model.md §15), so the 48-device

@@ -58,8 +58,8 @@ def test_more_devices_and_the_nothing_fits_sentence_in_the_pages_words():
     assert "at 16 devices (dp 8 x tp 2 x pp 1, zero3, " in cli.recommendation
     rows, _ = _page_card(plan)
     # a degree of 1 left out (pp 1: one stage splits nothing), the data-parallel ranks said
-    assert rows[1].startswith("Add devices (8 -> 16 devices, Tensor parallel 2, ZeRO-3 / "
-                              "FSDP)"), rows
+    assert rows[1].startswith("Add devices (8 → 16 devices, Tensor parallel 2, ZeRO-3 / "
+                              "FSDP)"), rows  # the page's arrow since session 51
     said = plan.decision.recommendation
     assert "(the model is split already, Tensor parallel 8, and no other split fits; " in said
     assert ("at 16 devices (8 data-parallel ranks x Tensor parallel 2, ZeRO-3 / FSDP, "

@@ -20,9 +20,9 @@ def _shown(at) -> list[str]:
 def test_the_more_devices_note_names_the_pages_controls():
     """Was 'More devices (8 -> 16) not compared: global batch 8 does not split evenly over 16
     devices x 1 accumulation steps; pick a global batch divisible by devices x accumulation:
-    16.' (the nearest batch 16 x 1 divides: 16)."""
+    16.' (the nearest batch 16 x 1 divides: 16); the page's arrow since session 51."""
     (box,) = [t for t in _shown(open_app(QUERY)) if "not compared" in t and "More" in t]
-    assert box == ("More devices (8 -> 16) not compared: Global batch 8 does not split evenly "
+    assert box == ("More devices (8 → 16) not compared: Global batch 8 does not split evenly "
                    "over 16 devices x Gradient accumulation 1; pick one divisible by their "
                    "product: 16."), box
 

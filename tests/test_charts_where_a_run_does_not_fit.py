@@ -176,7 +176,7 @@ def test_without_a_card_option_b_is_today_s_layout_at_decide_s_count():
     state, plan = _plan({"b": "more_devices"})
     label, _, scenario, devices = _scenario_b(state, plan.profile, plan.scenario, plan.focus,
                                               plan.remedies, plan.best, None)
-    assert (label, devices) == ("Add devices (16 -> 24)", 24)
+    assert (label, devices) == ("Add devices (16 → 24)", 24)  # the page's arrow (session 51)
     assert scenario == plan.scenario.model_copy(update={"devices": [24]})  # today's layout
 
 

@@ -111,8 +111,9 @@ def test_the_apps_add_devices_uses_decides_count_at_a_fixed_global_batch():
         "wl": "bert-large", "hw": "dgx-a100", "dmax": 16, "focus": 16, "mode": "strong", "gb": 256})
     plan = make_plan(preset_profile(state), state)
     (more,) = [o for o in plan.options if o.kind == "more devices"]
-    # in the page's labels since session 50 (was "...: ddp -> zero1", the CLI's notation)
-    assert more.label == ("Add 2 servers (16 -> 32 devices), the planner's layout: "
+    # in the page's labels since session 50 (was "...: ddp -> zero1", the CLI's notation),
+    # and its arrow since session 51 (was '(16 -> 32 devices)')
+    assert more.label == ("Add 2 servers (16 → 32 devices), the planner's layout: "
                           "Strategy DDP → ZeRO-1")
     assert more.devices == 32 and more.fits and more.label == plan.decision.added.option.title
 

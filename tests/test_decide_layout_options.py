@@ -263,7 +263,8 @@ def test_the_cost_tabs_add_devices_grows_to_a_count_the_split_divides():
     (more,) = [o for o in plan.options if o.kind == "more devices"]
     (card,) = [o for o in plan.decision.options if o.key == "add_server"]
     assert more.label == card.title and more.devices == card.devices == 80 and more.fits
-    assert more.label.startswith("Add 2 servers (64 -> 80 devices), the planner's layout: ")
+    # the page's arrow since session 51 (the CLI's '(64 -> 80 devices)')
+    assert more.label.startswith("Add 2 servers (64 → 80 devices), the planner's layout: ")
     assert more.time_s == pytest.approx(card.time_s) and more.cost_usd == pytest.approx(
         card.total_usd)
     assert not any("not compared" in n for n in plan.notes)

@@ -119,13 +119,15 @@ def test_cli_decide_gives_the_apps_card(tmp_path, capsys):
                                                plan.focus.devices).to_dict()))
     # the page's card: the same options and figures, a layout said in its labels (session 50,
     # continued: the 'not shown' note's '..., the planner's layout: Strategy DDP → ZeRO-1', the
-    # CLI's 'ddp -> zero1'; this pin compared the two whole and failed since 429d9859)
+    # CLI's 'ddp -> zero1'; this pin compared the two whole and failed since 429d9859; the
+    # count's change in the page's arrow too since session 51, '(16 → 24 devices)')
     page = json.loads(json.dumps(plan.decision.to_dict()))
     assert [o["samples_per_s"] for o in page["options"]] == [
         o["samples_per_s"] for o in cli["options"]]
     assert len(page["notes"]) == len(cli["notes"]) and page["question"] == cli["question"]
     (cli_note,) = [n for n in cli["notes"] if "the planner's layout: ddp -> zero1, " in n]
-    assert cli_note.replace("ddp -> zero1", "Strategy DDP → ZeRO-1") in page["notes"]
+    assert cli_note.replace("ddp -> zero1", "Strategy DDP → ZeRO-1").replace(
+        "(16 -> 24 devices)", "(16 → 24 devices)") in page["notes"]
 
 
 def test_cli_decide_table_and_bad_focus(capsys):

@@ -96,7 +96,8 @@ def test_the_apps_card_says_what_the_job_reaches():
     state = default_state().model_copy(update={"hw": "dgx1-v100", "dpn": 1, "strat": "zero2"})
     plan = make_plan(preset_profile(state), state)
     (row,) = [o for o in plan.decision.options if o.key == "network"]
-    assert "12 -> 24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server 48 -> 192)" \
+    # the page's arrow since session 51 (the CLI's '12 -> 24', '48 -> 192')
+    assert "12 → 24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server 48 → 192)" \
         in row.title
 
 
@@ -110,5 +111,5 @@ def test_a_network_below_the_cards_three_still_says_what_the_job_reaches():
     plan = make_plan(preset_profile(state), state)
     assert "network" not in [o.key for o in plan.decision.options]
     (rest,) = [n for n in plan.decision.notes if n.startswith("also faster than today")]
-    assert ("Network: 8 x 200 Gb/s HDR InfiniBand (as in a DGX A100), 12 -> 24 GB/s busbw for "
-            "the job's 1 of 8 GPUs per server (whole server 48 -> 192)") in rest
+    assert ("Network: 8 x 200 Gb/s HDR InfiniBand (as in a DGX A100), 12 → 24 GB/s busbw for "
+            "the job's 1 of 8 GPUs per server (whole server 48 → 192)") in rest  # page's arrow

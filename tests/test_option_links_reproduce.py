@@ -97,7 +97,7 @@ def test_the_add_server_link_in_todays_layout_reproduces_its_count(cbs):
     (session 19, rev19)."""
     update = {"wl": "resnet50", "dmax": 8, "focus": 8, "train": 1e7, "cbs": cbs}
     (added,) = [o for o in _plan(update).decision.options if o.key == "add_server"]
-    assert added.title.startswith("Add one server (8 -> 16 devices)"), added.title
+    assert added.title.startswith("Add one server (8 → 16 devices)"), added.title  # page's arrow
     assert added.changes["devices"] == [16]
     assert set(added.changes) <= {"devices", "train_samples"}
     assert _opens_each_option_with_its_figures(update) >= {"add_server"}
