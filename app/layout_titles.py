@@ -232,11 +232,17 @@ def page_hsdp_words(shard_group: int, words: Nouns) -> str:
 
 def page_pipeline(split, words: Nouns) -> str:
     """A layout's pipeline (a ``schemas.Layout``) as the stage notes name it, in the sidebar's
-    labels: 'Pipeline stages 2 x Virtual stages 2' (the CLI's 'pp 2 x 2 virtual stages',
-    ``pipeline_stages.pipeline_words``)."""
-    return f"{control_label('pp', words)} {split.pp}" + (
-        f" x {control_label('virtual_stages', words)} {split.virtual_stages}"
-        if split.virtual_stages > 1 else "")
+    labels (``page_pipeline_words``)."""
+    return page_pipeline_words(split.pp, split.virtual_stages, words)
+
+
+def page_pipeline_words(pp: int, virtual_stages: int, words: Nouns) -> str:
+    """A pipeline of ``pp`` stages x ``virtual_stages`` as the stage notes name it, in the
+    sidebar's labels: 'Pipeline stages 2 x Virtual stages 2' (the CLI's 'pp 2 x 2 virtual
+    stages', ``pipeline_stages.pipeline_words``)."""
+    return f"{control_label('pp', words)} {pp}" + (
+        f" x {control_label('virtual_stages', words)} {virtual_stages}"
+        if virtual_stages > 1 else "")
 
 
 def _over_split(split, words: Nouns) -> str:

@@ -98,6 +98,7 @@ from .layout_titles import (
     PAGE_ARROW,
     page_asked_layout,
     page_pipeline,
+    page_pipeline_words,
     page_setting,
     page_title,
     with_page_titles,
@@ -903,7 +904,8 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
                                    r.prediction, goal, ref, priced=not unpriced_links(r)))
     try:
         decision = decide(profile, scenario, focus.devices,
-                          lambda title: page_title(title, words))
+                          lambda title: page_title(title, words),  # the page's labels
+                          lambda pp, v: page_pipeline_words(pp, v, words))
     except ScalesimError as exc:  # in the page's controls, as the 'left out' notes say it
         notes.append(f"decision card: {in_words_of(exc, named)}")
         decision = None

@@ -955,10 +955,11 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
     return out, notes, added
 
 
-def _uneven_stage_notes(profile: Profile, scenario: Scenario,
-                        options: list[DecisionOption]) -> list[str]:
+def _uneven_stage_notes(profile: Profile, scenario: Scenario, options: list[DecisionOption],
+                        pipeline=None) -> list[str]:
     """What today's layout and the options' pipelines hold where their stages are uneven, and
-    what runs them (``pipeline_stages.uneven_notes``: once per pp x virtual stages)."""
+    what runs them (``pipeline_stages.uneven_notes``: once per pp x virtual stages, each
+    pipeline named by ``pipeline``, ``decide``'s)."""
     from scalesim.layout_predict import layout_of, splittable_shape
     from scalesim.pipeline_stages import uneven_notes
 
@@ -969,7 +970,7 @@ def _uneven_stage_notes(profile: Profile, scenario: Scenario,
     splits = [(today.pp, today.virtual_stages)] + [
         (layout["pp"], layout["virtual_stages"]) for o in options
         if (layout := (o.changes or {}).get("layout")) is not None]
-    return uneven_notes(shape.layers, splits)
+    return uneven_notes(shape.layers, splits, pipeline)
 
 
 # The card's goal where only a critical batch size is known (``_relative_quality``)
@@ -1426,11 +1427,14 @@ def _shown(ctx: _Ctx, winners: list[DecisionOption]) -> list[DecisionOption]:
     return shown
 
 
-def decide(profile: Profile, scenario: Scenario, devices: int, said=None) -> DecisionCard:
+def decide(profile: Profile, scenario: Scenario, devices: int, said=None,
+           pipeline=None) -> DecisionCard:
     """The decision card at ``devices`` (see the module docstring). ``said``: how the card says
     an option's title (``layout_change.LayoutTitle`` in the app's control labels,
     ``app.layout_titles.page_title``), in its table, recommendation and notes alike; None: as
-    the CLI writes it."""
+    the CLI writes it. ``pipeline``: how its stage notes name a pipeline of (pp, virtual
+    stages) (the app's 'Pipeline stages 3', ``app.layout_titles.page_pipeline_words``); None:
+    the CLI's 'pp 3' (``pipeline_stages.pipeline_words``)."""
     if devices < 1:
         raise ScalesimError("devices must be 1 or more", knobs=("devices",))
     now = _one(profile, scenario, devices)
@@ -1463,7 +1467,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int, said=None) -> Dec
         if more is not None and (not options or more.option.devices == options[0].devices):
             options = [more.option]
     recommendation, assumption = _recommend(ctx, options, more, searched)
-    notes += _uneven_stage_notes(profile, scenario, options)
+    notes += _uneven_stage_notes(profile, scenario, options, pipeline)
     if note := _measure_before_buying(profile, scenario, options):
         notes.append(note)
     within = [o.title for o in options if o not in _material(ctx, options)]

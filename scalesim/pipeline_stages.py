@@ -24,6 +24,7 @@ torchtitan's split where it differs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -356,11 +357,15 @@ def _stage_facts(layers: int, pp: int, virtual_stages: int) -> tuple[tuple[int, 
     return stage_split(layers, pp, virtual_stages).stages, uneven or None, notes
 
 
-def uneven_notes(layers: int, splits) -> list[str]:
-    """``stage_words`` once per distinct (pp, virtual stages) of ``splits``, in order."""
+def uneven_notes(layers: int, splits, pipeline: Callable[[int, int], str] | None = None
+                 ) -> list[str]:
+    """``stage_words`` once per distinct (pp, virtual stages) of ``splits``, in order.
+    ``pipeline``: how a pipeline of (pp, virtual stages) is named (a page's labels; None:
+    ``pipeline_words``)."""
     seen, notes = set(), []
     for pp, v in splits:
-        if (pp, v) not in seen and (words := stage_words(layers, pp, v)):
+        named = pipeline(pp, v) if pipeline is not None else None
+        if (pp, v) not in seen and (words := stage_words(layers, pp, v, named)):
             notes.append(words)
         seen.add((pp, v))
     return notes
