@@ -959,7 +959,8 @@ def _tab_goal(plan: Plan) -> None:
         plan.words.header("devices"): p.devices, plan.words.header("servers"): p.servers,
         **layout,  # a searched layout's, as the sentence names it
         "micro-batch": p.micro_batch,
-        "accumulation": p.accumulation, "strategy": p.strategy, "network": p.network,
+        "accumulation": p.accumulation, "strategy": STRATEGY_LABELS[p.strategy],  # its choice
+        "network": p.network,
     } for p, layout in zip(answer.front, searched_layout_cells(answer.front), strict=True)])
     if legend := short_legend(table.columns, plan.words):  # a searched layout's short names
         st.caption(f"Columns: {legend}.")

@@ -82,7 +82,7 @@ from scalesim.layout import (
     schedule_words,
     split_words,
 )
-from scalesim.layout_change import LayoutTitle, joined, retitled, titled
+from scalesim.layout_change import ZERO, LayoutTitle, joined, retitled, titled
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
@@ -238,7 +238,8 @@ class GoalAnswer:
 
     def describe(self, p: GoalPlan) -> str:
         """``describe`` of one of this answer's plans, in its devices' nouns (a
-        ``LayoutTitle`` carrying a split plan: a page says its layout in its labels)."""
+        ``LayoutTitle`` carrying a split plan and every plan's strategy: a page says them in
+        its labels)."""
         return describe(p, self.words)
 
     def searched_words(self, plans: str = "plans evaluated") -> str:
@@ -475,15 +476,23 @@ def describe(p: GoalPlan, words: Nouns = GPU_NOUNS) -> str:
     """A plan in words: '16 devices (2 servers), micro-batch 64 x 1 accumulation, ddp, network
     as is'; with a layout, whose micro-batch is per replica of tp x pp devices, '16 devices
     (2 servers) as dp 8 x tp 2 x pp 1, micro-batch 4 per replica x 8 accumulation (global batch
-    256), ...', a ``LayoutTitle`` carrying ``p`` (a page says its layout in its labels);
-    ``words``: the devices' nouns ('2 processes (1 host)' on a CPU calibration)."""
+    256), ...', a ``LayoutTitle`` carrying ``p`` (a page says its layout in its labels), its
+    strategy carried too (``strategy_said``); ``words``: the devices' nouns ('2 processes (1
+    host)' on a CPU calibration)."""
     where = f"{words.count(p.devices)} ({words.count(p.servers, 'server')})"
-    rest = f", {p.strategy}, network {p.network}"
+    rest = strategy_said(p.strategy, ", ", f", network {p.network}")
     if p.tp is None or p.pp is None:
-        return f"{where}, micro-batch {p.micro_batch} x {p.accumulation} accumulation{rest}"
-    batch = (f", micro-batch {p.micro_batch} per replica x {p.accumulation} accumulation "
-             f"(global batch {p.global_batch:,}){rest}")
+        return joined(f"{where}, micro-batch {p.micro_batch} x {p.accumulation} accumulation",
+                      rest)
+    batch = joined(f", micro-batch {p.micro_batch} per replica x {p.accumulation} accumulation "
+                   f"(global batch {p.global_batch:,})", rest)
     return titled(f"{where} as ", plan_layout_words(p), batch, plan=p)
+
+
+def strategy_said(strategy: str, before: str = "", after: str = "") -> LayoutTitle:
+    """'<before>zero2<after>': a plan's ZeRO strategy, carried as a setting kept (``titled``'s
+    changes, old = new, as ``kept_said``: a page says it by its control, 'Strategy ZeRO-2')."""
+    return titled(before, strategy, after, changes=[(ZERO, strategy, strategy)])
 
 
 def plan_dp(p: GoalPlan) -> int:

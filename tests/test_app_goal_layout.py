@@ -64,13 +64,15 @@ def test_the_goal_tab_answers_as_the_cli_in_each_mode(capsys, version, glay, fla
         assert cli_kept in cli and app == cli.replace(cli_kept, page_kept)
         assert app.startswith("No plan runs")
         return
-    # the planner's layouts: a plan that says its split, in the page's labels since session 51
+    # the planner's layouts: a plan that says its split, in the page's labels since session 51,
+    # its strategy by the Strategy control's choice too (session 51, later)
     cli_plan, page_plan = ("dp 16 x tp 2 x pp 2 (interleaved 1F1B, 2 virtual stages, recompute "
                            "none, sequence parallel)",
                            "16 data-parallel ranks x Tensor parallel 2 x Pipeline stages 2 "
                            "(interleaved 1F1B, 2 virtual stages, Activation recompute none, "
                            "Sequence parallelism)")
-    assert cli_plan in cli and app == cli.replace(cli_plan, page_plan)
+    assert cli_plan in cli and ", zero2, network " in cli
+    assert app == cli.replace(cli_plan, page_plan).replace(", zero2, ", ", Strategy ZeRO-2, ")
     assert not app.startswith("No plan runs")
 
 

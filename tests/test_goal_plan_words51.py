@@ -29,6 +29,8 @@ def _plan(**fields) -> GoalPlan:
 SEARCHED = _plan(tp=2, pp=2, schedule="1f1b", virtual_stages=1, recompute="full",
                  sequence_parallel=True)
 BATCH = ", micro-batch 4 per replica x 8 accumulation (global batch 256), zero1, network as is"
+# the page says the strategy by the Strategy control's choice (``goal.strategy_said``)
+PAGE_BATCH = BATCH.replace("zero1", "Strategy ZeRO-1")
 
 
 def test_a_searched_plan_is_said_by_the_sidebar_labels():
@@ -37,7 +39,7 @@ def test_a_searched_plan_is_said_by_the_sidebar_labels():
                     "parallel)" + BATCH)
     assert page_title(line, GPU_NOUNS) == (
         "16 devices (2 servers) as 4 data-parallel ranks x Tensor parallel 2 x Pipeline stages 2 "
-        "(1F1B, Activation recompute full, Sequence parallelism)" + BATCH)
+        "(1F1B, Activation recompute full, Sequence parallelism)" + PAGE_BATCH)
 
 
 def test_a_kept_unsplit_plan_says_its_ranks_alone():
@@ -69,7 +71,8 @@ def test_two_plans_in_one_sentence_are_both_said_by_the_labels():
         "4 data-parallel ranks x Tensor parallel 2 x Pipeline stages 2 (1F1B, Activation "
         "recompute full, Sequence parallelism)").replace(
         "dp 8 x tp 2 x pp 1 (recompute none)",
-        "8 data-parallel ranks x Tensor parallel 2 (Activation recompute none)")
+        "8 data-parallel ranks x Tensor parallel 2 (Activation recompute none)").replace(
+        ", zero1, ", ", Strategy ZeRO-1, ")
 
 
 def test_a_note_that_names_a_plan_says_it_by_the_labels():
