@@ -28,7 +28,7 @@ from scalesim.layout import split_short
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
-from .layout_titles import page_title, short_legend
+from .layout_titles import PAGE_ARROW, page_title, short_legend
 from .named_controls import control_namer
 from .plan import (
     DOES_NOT_FIT,
@@ -739,7 +739,7 @@ def chart_text(plan: Plan, name: str) -> str:
         first, last = runs[0], runs[-1]
         ideal = last.samples_per_s / last.efficiency if last.efficiency > 0 else last.samples_per_s
         knee = (f"; the knee is at "
-                f"{words.count_change(plan.knee.devices_before, plan.knee.devices_after)} "
+                f"{words.count_change(plan.knee.devices_before, plan.knee.devices_after, PAGE_ARROW)} "
                 f"({plan.knee.label_in(words)})" if plan.knee else "; no knee")
         at_first = f"{rate(first.samples_per_s, unit)} at {words.count(first.devices)}"
         if len(runs) == 1:

@@ -1243,7 +1243,7 @@ def headline(plan: Plan) -> dict[str, str]:
         "speedup": f"{f.speedup:.1f}x",
         "knee": ("none: " + why_no_knee(plan.rows, f"{plan.words.device} counts", plan.words)
                  if plan.knee is None else
-                 f"{plan.words.count_change(plan.knee.devices_before, plan.knee.devices_after)}: "
+                 f"{plan.words.count_change(plan.knee.devices_before, plan.knee.devices_after, PAGE_ARROW)}: "
                  f"{plan.knee.label_in(plan.words)}"),
         "best_remedy": ("none predicted to help" if plan.best is None
                         else f"{plan.best.title}"

@@ -103,8 +103,8 @@ def test_the_app_story_headline_chart_words_and_report_say_processes_on_cpu():
     plan = _cpu_plan()
     assert plan.knee is not None
     h = headline(plan)
-    assert h["knee"] == (
-        f"{plan.knee.devices_before} -> {plan.knee.devices_after} processes: "
+    assert h["knee"] == (  # the page's arrow since session 51 (was '->', the CLI's)
+        f"{plan.knee.devices_before} → {plan.knee.devices_after} processes: "
         "crosses host boundary: inter-host link"
     )
     words = " ".join(
@@ -143,9 +143,10 @@ def test_the_chart_words_write_the_knee_counts_with_separators():
     state = default_state().model_copy(update={"grid": "list", "dlist": "8,2048"})
     plan = make_plan(preset_profile(state), state)
     text = chart_text(plan, "throughput")
-    assert "the knee is at 8 -> 2,048 devices (crosses server boundary: inter-server link)" in text
+    # the page's arrow since session 51 (was '8 -> 2,048 devices', the CLI's)
+    assert "the knee is at 8 → 2,048 devices (crosses server boundary: inter-server link)" in text
     assert "2048" not in text
-    assert headline(plan)["knee"] == "8 -> 2,048 devices: crosses server boundary: inter-server link"
+    assert headline(plan)["knee"] == "8 → 2,048 devices: crosses server boundary: inter-server link"
 
 
 def test_the_goal_chart_words_and_the_layouts_chart_title_say_processes_on_cpu():
