@@ -54,6 +54,7 @@ from scalesim.layout import (
     op_sac_of,
     replica_servers,
 )
+from scalesim.layout_change import ARROW_FIELD, arrowed_said
 from scalesim.remedies import DIAGNOSIS_VERDICTS, SIZE_DEPENDENT, gain_verdict
 from scalesim.runs_data_wait import (
     fetch_layout,
@@ -254,18 +255,21 @@ def _large_batch(runs, critical_batch: float | None, speedup_ratio: float,
         r = float(samples[0] / samples[-1])
         ttq = steps * runs.step_time_s
         return r, [
-            f"throughput speed-up {speedup_ratio:.2f}x from {whole(runs.devices[0])} to "
-            f"{words.count(int(runs.devices[-1]))}, but time to target only {ttq[0] / ttq[-1]:.2f}x "
-            f"({steps[0]:.0f} -> {steps[-1]:.0f} steps at global batch "
-            f"{runs.samples_per_step[0]:.0f} -> {runs.samples_per_step[-1]:.0f})",
+            arrowed_said(
+                f"throughput speed-up {speedup_ratio:.2f}x from {whole(runs.devices[0])} to "
+                f"{words.count(int(runs.devices[-1]))}, but time to target only "
+                f"{ttq[0] / ttq[-1]:.2f}x (",
+                f"{steps[0]:.0f}{ARROW_FIELD}{steps[-1]:.0f} steps at global batch "
+                f"{runs.samples_per_step[0]:.0f}{ARROW_FIELD}{runs.samples_per_step[-1]:.0f}", ")"),
             f"samples needed to reach the target grew {samples[-1] / samples[0]:.2f}x",
         ]
     if critical_batch is not None and runs.batch_known:
         b0, b1 = runs.samples_per_step[0], runs.samples_per_step[-1]
         r = float((1.0 + b0 / critical_batch) / (1.0 + b1 / critical_batch))
         return r, [
-            f"global batch {b0:.0f} -> {b1:.0f} against a critical batch size of "
-            f"{critical_batch:g}: samples to quality grow {1.0 / r:.2f}x (McCandlish et al. 2018)",
+            arrowed_said("global batch ", f"{b0:.0f}{ARROW_FIELD}{b1:.0f}",
+                         f" against a critical batch size of {critical_batch:g}: samples to "
+                         f"quality grow {1.0 / r:.2f}x (McCandlish et al. 2018)"),
         ]
     return None
 
@@ -331,9 +335,10 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float,
     # "towards" only where the smaller batch is nearer B_noise (from above it)
     where = ("towards" if after.global_batch >= b_noise
              else "further below" if now.global_batch <= b_noise else "past")
-    return Remedy("smaller_batch", f"Shrink the global batch {now.global_batch} -> "
-                  f"{after.global_batch} (per-{words.device} {after.micro_batch}) {where} B_noise "
-                  f"{b_noise:.0f}", throughput, True, note, verdict=verdict,
+    title = arrowed_said("Shrink the global batch ",
+                         f"{now.global_batch}{ARROW_FIELD}{after.global_batch}",
+                         f" (per-{words.device} {after.micro_batch}) {where} B_noise {b_noise:.0f}")
+    return Remedy("smaller_batch", title, throughput, True, note, verdict=verdict,
                   objective_gain=float(ratio - 1.0), measure="quality"), factor
 
 
@@ -434,6 +439,16 @@ def _per_run_words(share, devices, words: Nouns = GPU_NOUNS) -> str:
     most = (f"; most at {words.count(int(devices[i]))}: {whole_percent(float(share[i]))}"
             if 0 < i < len(share) - 1 and share[i] >= NAMED_PART_SHARE else "")
     return series([whole_percent(s) for s in share]) + most
+
+
+def _first_to_last(part: str, share, devices, words: Nouns, source: str) -> str:
+    """'<part> 0% of the step at 1 device -> 73% at 32 devices (<source>): 0%, ..., 73%', a part's
+    share at the first run and at the largest, an ``arrowed_said`` change (a page writes its own
+    arrow), then every run's (``_per_run_words``)."""
+    first, last = (as_literal(words.count(int(devices[i]))) for i in (0, -1))
+    return arrowed_said(f"{part} ", f"{whole_percent(share[0])} of the step at {first}"
+                        f"{ARROW_FIELD}{whole_percent(share[-1])} at {last}",
+                        f" ({source}): " + _per_run_words(share, devices, words))
 
 
 def _lower_first(text: str) -> str:
@@ -682,10 +697,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     single_server = np.nonzero(runs.nodes == 1)[0]
     # A boundary needs a multi-server run right after the last single-server one.
     crossing = bool(single_server.size and single_server[-1] + 1 < len(runs.rows))
-    comm_lines = [f"exposed communication {whole_percent(share_of_step['comm'][0])} of the step at "
-                  f"{words.count(int(runs.devices[0]))} -> {whole_percent(share_of_step['comm'][-1])} at "
-                  f"{words.count(int(runs.devices[-1]))} ({comm_src}): "
-                  + _per_run_words(share_of_step["comm"], runs.devices, words)]
+    comm_lines = [_first_to_last("exposed communication", share_of_step["comm"], runs.devices,
+                                 words, comm_src)]
     boundary = False
     if crossing:
         last_single = int(single_server[-1])
@@ -721,21 +734,18 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     # Input pipeline.
     thr = runs.samples_per_s
     findings.append(finding("input_pipeline", shares["data"], [
-        f"data stall {whole_percent(share_of_step['data'][0])} of the step at "
-        f"{words.count(int(runs.devices[0]))} "
-        f"-> {whole_percent(share_of_step['data'][-1])} at {words.count(int(runs.devices[-1]))} "
-        f"({wait_src}): "
-        + _per_run_words(share_of_step["data"], runs.devices, words),
-        f"throughput {throughput(thr[0])} -> {rate(thr[-1], 'samples')} for "
-        f"{runs.devices[-1] / runs.devices[0]:g}x the {words.devices}",
+        _first_to_last("data stall", share_of_step["data"], runs.devices, words, wait_src),
+        arrowed_said("throughput ", f"{throughput(thr[0])}{ARROW_FIELD}{rate(thr[-1], 'samples')}",
+                     f" for {runs.devices[-1] / runs.devices[0]:g}x the {words.devices}"),
     ], words))
     # Stragglers vs one slow device.
     # ranks are devices' (a split model's too: its replica is the device's data-parallel rank)
     device_words = measured_nouns(runs.device_name)
     slow_rank, slow_factor, rank_lines = _rank_pattern(measured, device_words)
-    strag_lines = [f"straggler wait {whole_percent(share_of_step['straggler'][0])} -> "
-                   f"{whole_percent(share_of_step['straggler'][-1])} of the step ({strag_src}): "
-                   + _per_run_words(share_of_step["straggler"], runs.devices, words)] + rank_lines
+    strag = share_of_step["straggler"]
+    strag_lines = [arrowed_said("straggler wait ", f"{whole_percent(strag[0])}{ARROW_FIELD}"
+                                f"{whole_percent(strag[-1])}", f" of the step ({strag_src}): "
+                                + _per_run_words(strag, runs.devices, words))] + rank_lines
     slow_replica = slow_rank
     if slow_rank is not None:
         of = ""
@@ -751,12 +761,13 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                             shares["straggler"], strag_lines, words))
     # Compute per sample.
     cps = compute / work
-    compute_lines = [f"compute per sample per {words.device} {sig3(cps[0] * 1e3)} -> "
-                     f"{milliseconds(cps[-1])}"
-                     + (f" ({cps[-1] / cps[0]:.2f}x)" if cps[0] > 0 else "")]  # no ratio to 0
+    compute_lines = [arrowed_said(f"compute per sample per {words.device} ",
+                                  f"{sig3(cps[0] * 1e3)}{ARROW_FIELD}{milliseconds(cps[-1])}",
+                                  f" ({cps[-1] / cps[0]:.2f}x)" if cps[0] > 0 else "")]  # no ratio to 0
     if runs.strong_scaling:
-        compute_lines.insert(0, f"strong scaling: per-{words.device} batch {work[0]:g} -> {work[-1]:g} "
-                                "samples per step")
+        compute_lines.insert(0, arrowed_said(f"strong scaling: per-{words.device} batch ",
+                                             f"{work[0]:g}{ARROW_FIELD}{work[-1]:g}",
+                                             " samples per step"))
         if "overhead_s" in fit.fitted:
             v = fit.values
             compute_lines.append(f"fitted fixed cost {milliseconds(v['overhead_s'])} per micro-step vs "
