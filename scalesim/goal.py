@@ -482,11 +482,22 @@ def describe(p: GoalPlan, words: Nouns = GPU_NOUNS) -> str:
     where = f"{words.count(p.devices)} ({words.count(p.servers, 'server')})"
     rest = strategy_said(p.strategy, ", ", f", network {p.network}")
     if p.tp is None or p.pp is None:
-        return joined(f"{where}, micro-batch {p.micro_batch} x {p.accumulation} accumulation",
-                      rest)
-    batch = joined(f", micro-batch {p.micro_batch} per replica x {p.accumulation} accumulation "
-                   f"(global batch {p.global_batch:,})", rest)
+        return joined(where, joined(batch_said(p, ", "), rest))
+    batch = joined(batch_said(p, ", ", f" (global batch {p.global_batch:,})"), rest)
     return titled(f"{where} as ", plan_layout_words(p), batch, plan=p)
+
+
+def batch_said(p: GoalPlan, before: str = "", after: str = "") -> LayoutTitle:
+    """'<before>micro-batch 4 per replica x 8 accumulation<after>' (a split plan's micro-batch
+    is per replica; 'micro-batch 64 x 1 accumulation' unsplit): each number carried as a setting
+    kept (as ``strategy_said``), so a page says it by its control, 'Micro-batch 4 per replica x
+    Gradient accumulation 8'."""
+    micro, steps = str(p.micro_batch), str(p.accumulation)
+    per = " per replica" if p.tp is not None and p.pp is not None else ""
+    return joined(titled(before, f"micro-batch {micro}", f"{per} x ",
+                         changes=[("micro-batch", micro, micro)]),
+                  titled("", f"{steps} accumulation", after,
+                         changes=[("accumulation", steps, steps)]))
 
 
 def strategy_said(strategy: str, before: str = "", after: str = "") -> LayoutTitle:

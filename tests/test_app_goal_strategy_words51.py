@@ -34,8 +34,9 @@ def _plan(**fields) -> GoalPlan:
 def test_a_data_parallel_plan_says_the_strategy_control():
     line = describe(_plan())
     assert line == "16 devices (2 servers), micro-batch 64 x 1 accumulation, ddp, network as is"
-    assert page_title(line, GPU_NOUNS) == ("16 devices (2 servers), micro-batch 64 x 1 "
-                                           "accumulation, Strategy DDP, network as is")
+    # the batch by its controls since goal.batch_said (session 51)
+    assert page_title(line, GPU_NOUNS) == ("16 devices (2 servers), Micro-batch 64 x Gradient "
+                                           "accumulation 1, Strategy DDP, network as is")
 
 
 def test_a_split_plan_says_it_after_its_layout():
@@ -43,8 +44,9 @@ def test_a_split_plan_says_it_after_its_layout():
     line = describe(_plan(tp=2, pp=1, strategy="zero3", micro_batch=2, accumulation=64))
     assert line.endswith("(global batch 1,024), zero3, network as is")
     assert page_title(line, GPU_NOUNS) == (
-        "16 devices (2 servers) as 8 data-parallel ranks x Tensor parallel 2, micro-batch 2 per "
-        "replica x 64 accumulation (global batch 1,024), Strategy ZeRO-3 / FSDP, network as is")
+        "16 devices (2 servers) as 8 data-parallel ranks x Tensor parallel 2, Micro-batch 2 per "
+        "replica x Gradient accumulation 64 (global batch 1,024), Strategy ZeRO-3 / FSDP, "
+        "network as is")
 
 
 def test_the_goal_tab_says_it_in_its_sentence_and_table():

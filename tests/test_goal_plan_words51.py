@@ -29,8 +29,10 @@ def _plan(**fields) -> GoalPlan:
 SEARCHED = _plan(tp=2, pp=2, schedule="1f1b", virtual_stages=1, recompute="full",
                  sequence_parallel=True)
 BATCH = ", micro-batch 4 per replica x 8 accumulation (global batch 256), zero1, network as is"
-# the page says the strategy by the Strategy control's choice (``goal.strategy_said``)
-PAGE_BATCH = BATCH.replace("zero1", "Strategy ZeRO-1")
+# the page says the strategy by the Strategy control's choice (``goal.strategy_said``), the
+# micro-batch and accumulation by their controls (``goal.batch_said``)
+PAGE_BATCH = (", Micro-batch 4 per replica x Gradient accumulation 8 (global batch 256), "
+              "Strategy ZeRO-1, network as is")
 
 
 def test_a_searched_plan_is_said_by_the_sidebar_labels():
@@ -48,7 +50,7 @@ def test_a_kept_unsplit_plan_says_its_ranks_alone():
     line = describe(_plan(tp=1, pp=1))
     assert line.startswith("16 devices (2 servers) as dp 16 x tp 1 x pp 1, micro-batch 4 per")
     assert page_title(line, GPU_NOUNS).startswith(
-        "16 devices (2 servers) as 16 data-parallel ranks, micro-batch 4 per")
+        "16 devices (2 servers) as 16 data-parallel ranks, Micro-batch 4 per")
 
 
 def test_a_data_parallel_plan_is_plain_words():
@@ -72,7 +74,9 @@ def test_two_plans_in_one_sentence_are_both_said_by_the_labels():
         "recompute full, Sequence parallelism)").replace(
         "dp 8 x tp 2 x pp 1 (recompute none)",
         "8 data-parallel ranks x Tensor parallel 2 (Activation recompute none)").replace(
-        ", zero1, ", ", Strategy ZeRO-1, ")
+        ", zero1, ", ", Strategy ZeRO-1, ").replace(
+        "micro-batch 4 per replica x 8 accumulation",
+        "Micro-batch 4 per replica x Gradient accumulation 8")
 
 
 def test_a_note_that_names_a_plan_says_it_by_the_labels():
@@ -81,7 +85,7 @@ def test_a_note_that_names_a_plan_says_it_by_the_labels():
     assert note.startswith("16 devices (2 servers) as dp 8 x tp 2 x pp 1 (recompute none), micro")
     assert page_title(note, GPU_NOUNS).startswith(
         "16 devices (2 servers) as 8 data-parallel ranks x Tensor parallel 2 (Activation recompute "
-        "none), micro")
+        "none), Micro-batch 4 per replica x Gradient accumulation 8")
 
 
 def test_joined_keeps_each_layout_and_plain_words_stay_plain():
