@@ -46,6 +46,7 @@ from scalesim.device_nouns import (
 )
 from scalesim.fit_runs import Z95
 from scalesim.jsonio import to_json_text
+from scalesim.layout_change import ARROW_FIELD, LayoutTitle, arrowed_said
 from scalesim.remedies import DIAGNOSIS_VERDICTS
 
 # ({server}, {device}: the devices' nouns, ``device_nouns.nouns_for``: 'Inter-host link' of a
@@ -245,9 +246,17 @@ NOMINAL_BATCH_TITLES = {
     "accumulation": "Accumulate gradients over {factor}x the micro-steps (the traces do not "
                     "record how many)",
 }
-# the batch remedy's title where the traces' input shapes give the micro-batch
-# (``trace_ranks.traced_micro_batch``): today's and the doubled, as the runs' title says them
-TRACED_BATCH_TITLE = "Double the per-{device} batch ({now} -> {after}, from the traces' input shapes)"
+
+
+def traced_batch_title(device: str, now: int, after: int) -> LayoutTitle:
+    """'Double the per-device batch (32 -> 64, from the traces' input shapes)': the batch
+    remedy's title where the traces' input shapes give the micro-batch
+    (``trace_ranks.traced_micro_batch``), today's and the doubled as the runs' title says them,
+    a change of figures whose arrow a page writes its own (``arrowed_said``)."""
+    return arrowed_said(f"Double the per-{device} batch (", f"{now}{ARROW_FIELD}{after}",
+                        ", from the traces' input shapes)")
+
+
 TRACED_ACCUMULATION_TITLE = ("Accumulate gradients over {after} micro-steps (the traces show "
                              "{now} micro-step{s} a step)")
 

@@ -54,7 +54,7 @@ from scalesim.layout import (
     op_sac_of,
     replica_servers,
 )
-from scalesim.layout_change import ARROW_FIELD, arrowed_said
+from scalesim.layout_change import ARROW_FIELD, arrowed_said, retitled
 from scalesim.remedies import DIAGNOSIS_VERDICTS, SIZE_DEPENDENT, gain_verdict
 from scalesim.runs_data_wait import (
     fetch_layout,
@@ -556,9 +556,10 @@ def _unseparated_parts(fit, runs, devices, measured: dict, share_of_step: dict, 
                     f"a profiler trace of the run on {at} (scalesim diagnose --trace)"]
         if abs(np.log(theirs / ours)) > Z95 * np.sqrt(2.0) * fit.noise_rel:
             b0 = float(runs.micro_batch[i])
-            measures.append(f"timing {at} at twice the batch per {per} ({b0:g} -> {2 * b0:g}) "
-                            f"against this fit's {rate(ours, 'samples')} there and the "
-                            f"{throughput(theirs)} of the fit without the {PART_NOUNS[part]}")
+            measures.append(arrowed_said(  # a page writes its own arrow
+                f"timing {at} at twice the batch per {per} (", f"{b0:g}{ARROW_FIELD}{2 * b0:g}",
+                f") against this fit's {rate(ours, 'samples')} there and the "
+                f"{throughput(theirs)} of the fit without the {PART_NOUNS[part]}"))
         taken = " and ".join(PART_NOUNS[k] for k in takers)
         moved = ", ".join(f"{PART_NOUNS[k]} at {whole_percent(there[k])} of that step (fitted "
                           f"{whole_percent(float(share_of_step[k][i]))})" for k in takers)
@@ -572,8 +573,8 @@ def _unseparated_parts(fit, runs, devices, measured: dict, share_of_step: dict, 
                 + f", which they cannot rule out (chi2 {max(rival.chi2_excess, 0.0):.1f} "
                 "above this fit's, within the "
                 f"{rival.region:.1f} of the 95% region every band here draws from, at "
-                f"{fit.noise_rel:.1%} noise a run); " + ", ".join(measures[:-1])
-                + f", or {measures[-1]} would tell them apart")
+                f"{fit.noise_rel:.1%} noise a run); " + ", ".join(measures[:-1]))
+        said = retitled(measures[-1], f"{said}, or ", " would tell them apart")
         out.append({"part": part, "devices": int(devices[i]), "share": float(share[i]),
                     "rival_shares": there, "taken_by": takers,
                     "rival_rmse_rel": other.rmse_rel,
@@ -657,9 +658,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     mfu, mfu_note = runs_mfu(measured, transformer)
     if transformer is not None and runs.replica_split:  # its parameters and MFU only
         transformer = None
-        split_note += (" --workload gives the runs' parameter count and MFU; the remedies are "
-                       "the replicas' (which other split is faster is scalesim plan "
-                       "--workload's question).")
+        split_note = retitled(split_note, after=" --workload gives the runs' parameter count "
+                              "and MFU; the remedies are the replicas' (which other split is "
+                              "faster is scalesim plan --workload's question).")
     exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
     if transformer is not None:
         exchange = replace(exchange, blocks=transformer.shape.layers)
@@ -1205,16 +1206,18 @@ def runs_mfu(runs, transformer) -> tuple[list[dict] | None, str]:
     peak_s = runs.devices * transformer.peak_tflops * 1e12  # FLOP/s of each run's devices
     mfu = runs.samples_per_s * per_sample / peak_s
     rows = [{"devices": int(d), "mfu": float(u)} for d, u in zip(runs.devices, mfu, strict=True)]
-    ends = (f"{mfu[0]:.1%} at {whole(runs.devices[0])}" if len(mfu) == 1 else
-            f"{mfu[0]:.1%} at {whole(runs.devices[0])} -> {mfu[-1]:.1%} at "
-            f"{whole(runs.devices[-1])}")
+    ends = [f"{u:.1%} at {whole(d)}" for u, d in ((mfu[0], runs.devices[0]),
+                                                    (mfu[-1], runs.devices[-1]))]
     words = measured_nouns(runs.device_name)
-    return rows, (f"model FLOPs utilisation (MFU) {ends} {words.devices}: {transformer.name}'s "
-                  f"{shape.model_flops_per_token() / 1e9:.4g} GFLOP a token (3 x forward, no "
-                  f"recompute; Narayanan et al. 2021), {whole(shape.seq_len)} tokens a sample, "
-                  f"against {transformer.gpu}'s dense 16-bit peak of "
-                  f"{transformer.peak_tflops:g} TFLOP/s (fp8 runs: against the 16-bit peak "
-                  "still)")
+    rest = (f" {words.devices}: {transformer.name}'s "
+            f"{shape.model_flops_per_token() / 1e9:.4g} GFLOP a token (3 x forward, no "
+            f"recompute; Narayanan et al. 2021), {whole(shape.seq_len)} tokens a sample, "
+            f"against {transformer.gpu}'s dense 16-bit peak of "
+            f"{transformer.peak_tflops:g} TFLOP/s (fp8 runs: against the 16-bit peak still)")
+    head = "model FLOPs utilisation (MFU) "
+    if len(mfu) == 1:
+        return rows, head + ends[0] + rest
+    return rows, arrowed_said(head, ARROW_FIELD.join(ends), rest)  # a page writes its arrow
 
 
 def refuse_beyond_peak(runs, transformer) -> None:
@@ -1279,23 +1282,27 @@ def _as_replicas(runs, transformer, extrapolate_to: list[int] | None, tp_overlap
         extrapolate_to = [p // m for p in extrapolate_to]
     first, last = runs.rows[0], runs.rows[-1]
     spans = _replica_servers(runs.model_split, last.replicas, runs.devices_per_node)
-    note = (f"the runs split the model ({split}): one model replica is {words.count(m)}, and the "
-            f"fit, the knee, the remedies and the extrapolation count replicas (the data-parallel "
-            f"degree), {whole(first.replicas)} -> {whole(last.replicas)} for {whole(first.devices)} "
-            f"-> {words.count(last.devices)}; the findings' and the fit's {words.servers} are "
-            "those one data-parallel group spans (tp innermost, pp outermost), the table's and "
-            f"the extrapolation's the job's. Tensor-, context- and pipeline-parallel traffic is "
-            "part of a replica's compute, so a change in it between runs reads as compute, and a "
-            "link's fitted bandwidth is a replica's, the sum of its "
-            f"{words.devices}' concurrent exchanges")
+    replicas_devices = (f"{whole(first.replicas)}{ARROW_FIELD}{whole(last.replicas)} for "
+                        f"{whole(first.devices)}{ARROW_FIELD}"
+                        f"{as_literal(words.count(last.devices))}")
+    note = arrowed_said(
+        f"the runs split the model ({split}): one model replica is {words.count(m)}, and the "
+        "fit, the knee, the remedies and the extrapolation count replicas (the data-parallel "
+        "degree), ", replicas_devices,
+        f"; the findings' and the fit's {words.servers} are those one data-parallel group "
+        "spans (tp innermost, pp outermost), the table's and the extrapolation's the job's. "
+        "Tensor-, context- and pipeline-parallel traffic is part of a replica's compute, so a "
+        "change in it between runs reads as compute, and a link's fitted bandwidth is a "
+        f"replica's, the sum of its {words.devices}' concurrent exchanges")
     if runs.model_split["pp"] > 1:
-        note += "; " + pipeline_bubble_words(next((r for r in runs.rows if r.schedule), first))
+        note = retitled(note, after="; " + pipeline_bubble_words(
+            next((r for r in runs.rows if r.schedule), first)))
     if replicas.nic_servers_per_node > 1:
         n = replicas.nic_servers_per_node
-        note += (f"; a replica spans {words.count(spans, 'server')} and the replicas of one of "
-                 f"the fit's {words.servers} span {n}: a faster network is priced on all {n} "
-                 f"{words.servers}' NICs")
-    note += ' (docs/diagnose.md "Runs that split the model")'
+        note = retitled(note, after=f"; a replica spans {words.count(spans, 'server')} and the "
+                        f"replicas of one of the fit's {words.servers} span {n}: a faster network "
+                        f"is priced on all {n} {words.servers}' NICs")
+    note = retitled(note, after=' (docs/diagnose.md "Runs that split the model")')
     return replicas, extrapolate_to, note
 
 

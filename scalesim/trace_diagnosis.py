@@ -19,7 +19,6 @@ from scalesim.diagnosis import (
     NOMINAL_BATCH_TITLES,
     OTHER_CAUSE_SHARE,
     PREFERRED_REMEDIES,
-    TRACED_BATCH_TITLE,
     Finding,
     Remedy,
     Report,
@@ -28,10 +27,12 @@ from scalesim.diagnosis import (
     least_decisive_gain,
     model_remedies,
     shown_gain,
+    traced_batch_title,
 )
 from scalesim.errors import KNOB, ScalesimError, as_literal, joined, require_model, require_text
 from scalesim.figures import milliseconds, series, whole_percent
 from scalesim.layout import knob_refusal
+from scalesim.layout_change import ARROW_FIELD, LayoutTitle, arrowed_said, retitled
 from scalesim.model.overlap import OVERLAPPED_SHARE
 from scalesim.model.stragglers import (
     SLOW_DEVICE_FACTOR,
@@ -295,8 +296,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     if batch is not None:  # the size the traces show, in place (the first remedy's object too)
         for r in remedies:
             if r.key == "bigger_batch" and r.factor is not None:
-                r.title = TRACED_BATCH_TITLE.format(device=words.device, now=batch,
-                                                    after=batch * r.factor)
+                r.title = traced_batch_title(words.device, batch, batch * r.factor)
     # each rank's median step with its own parts, which add up to it (``median_step``)
     table = [{
         "rank": s.rank, "steps": len(s.steps), "median_step": st.step, "step_s": st.step_s,
@@ -520,14 +520,15 @@ def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
          "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers; torchtitan "
          "parallelism.module_fqns_per_model_part"),
         ("pipeline_bubble", PIPELINE_BUBBLE_TITLE, pipeline.halved_s, pipeline.bubble_s,
-         f"{m} -> {2 * m} micro-batches of half the size, the bubble {v} -> {2 * v} virtual "
-         "stages per rank (an interleaved schedule) also halves"
-         + (f", twice the messages adding {milliseconds(extra_s)} once more"
-            if extra_s > 0 else "")
-         + "; a ceiling: a micro-batch's fixed costs stay and smaller ones run the matmuls less "
-         "efficiently. Megatron-LM "
-         "--num-layers-per-virtual-pipeline-stage; torchtitan pipeline_parallel_schedule "
-         "Interleaved1F1B"),
+         arrowed_said("", f"{m}{ARROW_FIELD}{2 * m} micro-batches of half the size, the bubble "
+                      f"{v}{ARROW_FIELD}{2 * v}", " virtual stages per rank (an interleaved "
+                      "schedule) also halves"
+                      + (f", twice the messages adding {milliseconds(extra_s)} once more"
+                         if extra_s > 0 else "")
+                      + "; a ceiling: a micro-batch's fixed costs stay and smaller ones run the "
+                      "matmuls less efficiently. Megatron-LM "
+                      "--num-layers-per-virtual-pipeline-stage; torchtitan "
+                      "pipeline_parallel_schedule Interleaved1F1B")),
     ):
         saving = pipeline.replay_s - new_s
         saving = saving if abs(saving) > 1e-9 * pipeline.replay_s else 0.0  # 0 but rounding
@@ -542,12 +543,14 @@ def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
         messages = key == "pipeline_bubble" and extra_s > 0
         # the replayed spans without the time the replay leaves, then the traced span it moves
         replayed_s = new_s - extra_s if messages else new_s
-        span = f"span {milliseconds(pipeline.replay_s)} -> {milliseconds(replayed_s)}"
+        span = f"span {milliseconds(pipeline.replay_s)}{ARROW_FIELD}{milliseconds(replayed_s)}"
         if messages:
-            span += (f", the traced span {milliseconds(pipeline.span_s)} -> "
+            span += (f", the traced span {milliseconds(pipeline.span_s)}{ARROW_FIELD}"
                      f"{milliseconds(pipeline.span_s - saving)} with the extra messages' time")
         cap = (f", capped at what the traces lost to it ({milliseconds(saving)})" if capped else "")
-        note = (f"replayed 1F1B at {_replayed_at(pipeline)}: {span}, {change}{cap}; {how}")
+        # each change of figures a template: a page writes its own arrow
+        note = arrowed_said(f"replayed 1F1B at {_replayed_at(pipeline)}: ", span,
+                            retitled(how, f", {change}{cap}; "))
         if did := verdict_words(verdict):
             why = ""
             if messages and verdict == "loses":
@@ -555,7 +558,7 @@ def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
                        "leaves (the sends' own time and waits outside the schedule) once more, "
                        f"more than the {milliseconds(pipeline.replay_s - replayed_s)} the "
                        "halved bubble saves")
-            note = f"{did}{why}; {note}"
+            note = retitled(note, f"{did}{why}; ")
         out.append(Remedy(key, title, gain, True, note, verdict=verdict))
     return out
 
@@ -611,13 +614,13 @@ def pipeline_batch_remedies(pipeline, model, mp_exposed_s: float,
     return out
 
 
-def _pipeline_accumulation_title(pipeline, factor: int) -> str:
+def _pipeline_accumulation_title(pipeline, factor: int) -> LayoutTitle:
     """'Accumulate gradients over 4x the pipeline's micro-batches (m -> 4m a step)', 4 the
-    accumulation remedy's ``factor``."""
+    accumulation remedy's ``factor``, its arrow a page's own (``arrowed_said``)."""
     k, m = factor, pipeline.micro_batches
     fitted = "" if pipeline.counted else ", fitted"
-    return (f"Accumulate gradients over {k}x the pipeline's micro-batches ({m} -> {k * m} a "
-            f"step{fitted})")
+    return arrowed_said(f"Accumulate gradients over {k}x the pipeline's micro-batches (",
+                        f"{m}{ARROW_FIELD}{k * m}", f" a step{fitted})")
 
 
 def pipeline_only_batch_remedies(pipeline, step_s: float, mp_exposed_s: float,

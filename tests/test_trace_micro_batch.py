@@ -12,7 +12,7 @@ import json
 import pytest
 
 from scalesim import traces
-from scalesim.diagnosis import NOMINAL_BATCH_TITLES, TRACED_BATCH_TITLE
+from scalesim.diagnosis import NOMINAL_BATCH_TITLES, traced_batch_title
 from scalesim.trace_batch import leading_dimension
 from scalesim.trace_diagnosis import diagnose_traces
 from scalesim.trace_ranks import load_traces
@@ -29,7 +29,7 @@ def test_a_real_ddp_job_with_record_shapes_gives_its_batch(ddp_trace_jobs):
         assert "aten::linear" in s.micro_batch_from and "aten::mse_loss" in s.micro_batch_from
     report = diagnose_traces(summaries, "loader")
     (batch,) = [r for r in report.remedies if r.key == "bigger_batch"]
-    assert batch.title == TRACED_BATCH_TITLE.format(device="process", now=16, after=32)
+    assert batch.title == traced_batch_title("process", 16, 32)
     assert batch.title == "Double the per-process batch (16 -> 32, from the traces' input shapes)"
     assert report.details["micro_batch"] == 16
     (note,) = [n for n in report.notes if "input shapes (record_shapes)" in n]
