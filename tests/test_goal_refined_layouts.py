@@ -126,10 +126,12 @@ def test_the_app_goal_tab_shows_the_refined_answer(capsys):
     assert code == 0, err
     line = whole_lines(out).splitlines()[0]
     # the plan's layout in the page's labels since session 51, the CLI's notation on the CLI,
-    # and its strategy by the Strategy control's choice (session 51, later)
+    # and its strategy, micro-batch and accumulation by their controls (session 51, later)
     cli_plan, page_plan = ("dp 32 x tp 4 x pp 1 (recompute none, sequence parallel)",
                            "32 data-parallel ranks x Tensor parallel 4 (Activation recompute "
                            "none, Sequence parallelism)")
     assert box.replace("\\$", "$").replace("\\", "") == line.replace(cli_plan, page_plan).replace(
-        ", zero3, ", ", Strategy ZeRO-3 / FSDP, ")
+        ", zero3, ", ", Strategy ZeRO-3 / FSDP, ").replace(
+        "micro-batch 1 per replica x 2 accumulation",
+        "Micro-batch 1 per replica x Gradient accumulation 2")
     assert cli_plan in line and "global batch 64" in line and ", zero3, " in line
