@@ -94,7 +94,9 @@ def test_share_link_in_a_real_browser(server, tmp_path):
         text = page.inner_text("body").replace("→", "->")
         for value in (h["efficiency"], h["knee"], h["best_remedy"], h["time_to_train"],
                       h["cost"]):
-            assert value in text, value
+            # both sides with the CLI's arrow: the headline's knee takes the page's '→' since
+            # session 51 (was '8 -> 16 devices: ...'), remedy titles' changes since earlier
+            assert value.replace("→", "->") in text, value
         assert "Share link:" not in text  # no broken-link warning
         page.context.grant_permissions(["clipboard-read", "clipboard-write"],
                                        origin=server.rstrip("/"))
