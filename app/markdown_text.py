@@ -32,4 +32,3 @@ def escape_markdown(text) -> str:
 def escape_markdown_keep_bold(text: str) -> str:
     """``escape_markdown`` except the ``**bold**`` markers of the app's own sentences."""
     return "**".join(escape_markdown(part) for part in text.split("**"))
-

@@ -28,6 +28,17 @@ def open_app(query: dict | None = None) -> AppTest:
     return run_clean(at)
 
 
+def _diagnose_page():
+    from scalesim.app.diagnose_page import render
+
+    render()
+
+
+def open_diagnose_page() -> AppTest:
+    """The Diagnose page alone, run once; no exception raised."""
+    return run_clean(AppTest.from_function(_diagnose_page, default_timeout=TIMEOUT_S))
+
+
 def change_select(query: dict, key: str, start: str, value: str):
     """The page opened at ``query``, its sidebar select ``key`` checked to show ``start`` and
     set to ``value``, rerun without an exception; returns (app, state before, state after)."""

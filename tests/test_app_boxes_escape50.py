@@ -6,7 +6,7 @@ or typed value, ``diagnose_page.said_in_page``). A typed '*x*' showed as an ital
 
 from __future__ import annotations
 
-from app_harness import TIMEOUT_S, run_clean
+from app_harness import TIMEOUT_S, open_diagnose_page, run_clean
 from streamlit.testing.v1 import AppTest
 
 
@@ -49,14 +49,8 @@ def test_the_box_of_a_control_value_the_state_refuses_is_escaped():
             "preset); using the last good one") in [e.value for e in at.error]  # was '<b>x</b>*'
 
 
-def _diagnose():
-    from scalesim.app.diagnose_page import render
-
-    render()
-
-
 def test_a_diagnose_refusal_quoting_a_typed_value_is_escaped():
-    at = run_clean(AppTest.from_function(_diagnose, default_timeout=TIMEOUT_S))
+    at = open_diagnose_page()
     at.toggle(key="dg_example").set_value(True)
     at.text_input(key="dg_extrapolate").input("8,*x*")
     run_clean(at)

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 
-from app_harness import TIMEOUT_S, open_app, preset_query, run_clean, upload_profile
+from app_harness import open_app, open_diagnose_page, preset_query, run_clean, upload_profile
 from scalesim.app.markdown_text import SHORTCODE_BREAK, escape_markdown
 from scalesim.app.state import AppState, encode_query, preset_profile, with_profile_defaults
-from streamlit.testing.v1 import AppTest
 
 TYPED = ":rocket: :red[x] :material/home: :+1: :streamlit: :1234:"
 # what Streamlit's frontend matches in the text it renders (JavaScript's ASCII \w): its test
@@ -55,14 +54,8 @@ def test_a_link_value_with_a_shortcode_is_quoted_as_typed():
     assert "'hw=:rocket:' is not valid (unknown hardware preset" in as_read(box)
 
 
-def _diagnose():
-    from scalesim.app.diagnose_page import render
-
-    render()
-
-
 def test_a_diagnose_value_with_a_shortcode_is_quoted_as_typed():
-    at = run_clean(AppTest.from_function(_diagnose, default_timeout=TIMEOUT_S))
+    at = open_diagnose_page()
     at.toggle(key="dg_example").set_value(True)
     at.text_input(key="dg_extrapolate").input("8,:red[x]")
     run_clean(at)
