@@ -85,10 +85,14 @@ DTYPE_BYTES = {"float": 4, "float32": 4, "f32": 4, "double": 8, "float64": 8, "h
                "uint32": 4, "uint64": 8, "f8e4m3": 1, "f8e5m2": 1}
 
 
+def dtype_text(name) -> str:
+    """A dtype's name as ``DTYPE_BYTES`` keys it: lower case, without 'c10::' or 'torch.'."""
+    return str(name).lower().replace("c10::", "").replace("torch.", "")
+
+
 def dtype_bytes(name) -> int | None:
     """Bytes of one element of the dtype ``name`` (``DTYPE_BYTES``), None where unknown."""
-    text = str(name).lower().replace("c10::", "").replace("torch.", "")
-    return DTYPE_BYTES.get(text)
+    return DTYPE_BYTES.get(dtype_text(name))
 
 
 def first_input_elements(args: dict, argument: int = 0) -> int | None:

@@ -301,6 +301,10 @@ def test_two_batch_sizes_give_a_compute_curve(jobs, tmp_path, capsys):
     # gradients all-reduced per step (record_shapes: gloo's message sizes) = the MLP's parameters
     assert profile.workload.params == PARAMS and profile.workload.wire_bytes_per_param == 4
     assert "all_reduce: 2 calls" in text  # DDP: a first bucket of 1 MiB, then the rest
+    # session 52: DDP's bucket rebuild in each run's ProfilerStep#1 (int [7] and [2]) was
+    # "broadcast: 0.4 calls" a step (0.5 of the 4-step run); the MLP has no buffers to broadcast
+    assert "  broadcast:" not in text
+    assert text.count("left out: 2 broadcasts of 32-bit integers, DDP's bucket rebuild") == 2
     # the data-loader sleep is reported, and left out of the compute time
     b16 = tc.read_runs({16: jobs["b16"]})[0]
     assert b16.cross["data_wait_s"] >= 0.8 * SLEEP_S

@@ -368,6 +368,10 @@ def describe_run(run: BatchRun) -> list[str]:
                     f"{len(c.sizes)} distinct message size(s) "
                     f"{'/'.join(f'{s / MIB_BYTES:.4g}' for s in c.sizes[:4])} MiB")
         out.append(f"  {op}: {c.count:g} calls, {c.time_s * 1e3:.3g} ms per step{size}")
+    if rebuild := run.bucket_rebuild_calls():
+        out.append(f"  left out: {count(rebuild, 'broadcast')} of 32-bit integers, DDP's bucket "
+                   "rebuild (once in a job: rank 0 sends the rebuilt buckets' parameter indices "
+                   "in the first forward after the first backward), no per-step communication")
     if not run.comm():
         out.append("  no communication in the steps (one process, or no NCCL/gloo events)")
     elif all(c.bytes is None for c in run.comm().values()):

@@ -24,7 +24,7 @@ D and the step length), this module adds:
 - communication per op (NCCL kernels ``ncclKernel_*``/``ncclDevKernel_*``, gloo ``gloo:*``):
   count, time and, when the trace has them (NCCL kernel or ``record_param_comms`` arguments
   ``In msg nelems``/``dtype``; with ``record_shapes=True`` the ``Input Dims`` of ``gloo:*``), the
-  message sizes;
+  message sizes; DDP's bucket rebuild (``bucket_rebuild``), once in a job, left out and counted;
 - per-rank spread: ``trace_ranks.cross_rank`` (slowest rank and factor) and the robust step-time cv
   ``(IQR / 1.349) / median`` per rank, as the jitter phase computes it.
 """
@@ -42,7 +42,7 @@ import numpy as np
 
 from scalesim.bounds import bound, check_number, parse_number
 from scalesim.errors import ScalesimError
-from scalesim.trace_comm_calls import dtype_bytes, first_input_elements
+from scalesim.trace_comm_calls import dtype_bytes, dtype_text, first_input_elements
 from scalesim.trace_intervals import Intervals, KernelLaunches, length_in, merge
 from scalesim.trace_ranks import check_one_world, cross_rank, traced_micro_steps
 from scalesim.traces import (
@@ -86,6 +86,24 @@ class CommStats:
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "send_recv",
        "all_to_all", "barrier", "other")
 
+# DDP's bucket rebuild (torch/csrc/distributed/c10d/reducer.cpp ``sync_bucket_indices``): once in
+# a job, in its first forward after the first backward (``_pre_forward``'s ``_rebuild_buckets``),
+# rank 0 broadcasts the rebuilt buckets' parameter indices and sizes as 32-bit integers (gloo:
+# int [7] and [2] for the test job's 6 parameters in 2 buckets). DDP's per-step broadcast, of
+# the module's buffers (``_sync_buffers``), is floating point or int64 (BatchNorm's counter).
+INT32_NAMES = frozenset({"int", "int32"})
+
+
+def bucket_rebuild(op: str, args: dict) -> bool:
+    """Whether a collective (``collective_op``'s name) is DDP's bucket rebuild: a broadcast of
+    32-bit integers (the ``dtype`` of an NCCL kernel or record_param_comms, the first ``Input
+    type`` of a gloo op; not known without them)."""
+    if op != "broadcast":
+        return False
+    types = args.get("Input type")
+    dtype = args.get("dtype", types[0] if isinstance(types, list) and types else "")
+    return dtype_text(dtype) in INT32_NAMES
+
 
 class _Collector:
     """Everything ``summarise`` does not keep, gathered in the same pass (arrays of numbers)."""
@@ -98,12 +116,13 @@ class _Collector:
         # unknown), on the GPU timeline (1) or the CPU one (0), size-only record (1) or not (0)
         self.c_op, self.c_gpu, self.c_rec = array("b"), array("b"), array("b")
         self.c_t0, self.c_dur, self.c_bytes = array("d"), array("d"), array("d")
-        self.c_elem = array("b")
+        self.c_elem, self.c_rebuild = array("b"), array("b")
 
     def _comm(self, op: str, t0: float, d: float, sized: tuple[float, int] | None, gpu: bool,
-              record: bool) -> None:
+              record: bool, args: dict) -> None:
         nbytes, elem = sized if sized else (None, 0)
         self.c_elem.append(elem)
+        self.c_rebuild.append(int(bucket_rebuild(op, args)))
         self.c_op.append(OPS.index(op))
         self.c_gpu.append(int(gpu))
         self.c_rec.append(int(record))
@@ -144,27 +163,22 @@ class _Collector:
                 # then names the collective in the kernel's arguments.
                 named = args.get("Collective name")
                 op = collective_op(str(named)) if named else collective_op(name)
-                self._comm(op, t0, d, _msg_bytes(args), True, False)
+                self._comm(op, t0, d, _msg_bytes(args), True, False, args)
         elif name.startswith("gloo:"):
-            self._comm(collective_op(name), t0, d, _dims_bytes(args), False, False)
+            self._comm(collective_op(name), t0, d, _dims_bytes(args), False, False, args)
         elif name == "record_param_comms":
             sized = _msg_bytes(args)
             if sized is not None:
                 op = collective_op(str(args.get("Collective name", "")))
-                self._comm(op, t0, 0.0, sized, False, True)
+                self._comm(op, t0, 0.0, sized, False, True, args)
 
-    def comm_per_step(self, gpu_windows, cpu_windows) -> dict[str, CommStats]:
-        """Per op: calls, time and bytes per step, from the events inside the step windows
-        (timing events on their own timeline; sizes from record_param_comms when present, so
-        a collective is not counted twice)."""
-        op = np.frombuffer(self.c_op, dtype=np.int8)
-        if op.size == 0:
-            return {}
+    def _in_steps(self, gpu_windows, cpu_windows) -> tuple[np.ndarray, np.ndarray]:
+        """(timing, sizing): masks of the communication events inside the step windows that
+        time a call (on their own timeline) and that size one (record_param_comms when
+        present, so a collective is not counted twice)."""
+        op, t0 = np.frombuffer(self.c_op, dtype=np.int8), np.frombuffer(self.c_t0)
         gpu = np.frombuffer(self.c_gpu, dtype=np.int8).astype(bool)
         rec = np.frombuffer(self.c_rec, dtype=np.int8).astype(bool)
-        t0, dur = np.frombuffer(self.c_t0), np.frombuffer(self.c_dur)
-        nbytes = np.frombuffer(self.c_bytes)
-        elem = np.frombuffer(self.c_elem, dtype=np.int8)
 
         def inside(windows, mask):
             if not windows:
@@ -174,11 +188,31 @@ class _Collector:
             return mask & (idx >= 0) & (t0 < e[np.maximum(idx, 0)])
 
         # a collective still open at the profiler's stop (duration nan) is sized, never timed
-        timed = ~rec & np.isfinite(dur)
+        timed = ~rec & np.isfinite(np.frombuffer(self.c_dur))
         timing = inside(gpu_windows, gpu & timed) | inside(cpu_windows, ~gpu & timed)
         sizes_from = rec if rec.any() else ~rec
         sized = inside(cpu_windows, sizes_from & ~gpu) | inside(gpu_windows, sizes_from & gpu)
-        sized &= np.isfinite(nbytes) & (nbytes > 0)
+        return timing, sized
+
+    def bucket_rebuild_calls(self, gpu_windows, cpu_windows) -> int:
+        """The calls of DDP's bucket rebuild (``bucket_rebuild``) inside the step windows."""
+        if not self.c_op:
+            return 0
+        timing, _ = self._in_steps(gpu_windows, cpu_windows)
+        return int((timing & np.frombuffer(self.c_rebuild, dtype=np.int8).astype(bool)).sum())
+
+    def comm_per_step(self, gpu_windows, cpu_windows) -> dict[str, CommStats]:
+        """Per op: calls, time and bytes per step, from the events inside the step windows
+        (``_in_steps``), less DDP's bucket rebuild (``bucket_rebuild``: once in a job)."""
+        op = np.frombuffer(self.c_op, dtype=np.int8)
+        if op.size == 0:
+            return {}
+        dur, nbytes = np.frombuffer(self.c_dur), np.frombuffer(self.c_bytes)
+        elem = np.frombuffer(self.c_elem, dtype=np.int8)
+        kept = ~np.frombuffer(self.c_rebuild, dtype=np.int8).astype(bool)
+        timing, sized = self._in_steps(gpu_windows, cpu_windows)
+        timing &= kept
+        sized &= kept & np.isfinite(nbytes) & (nbytes > 0)
         steps = max(len(cpu_windows), 1)
         out = {}
         for code in np.unique(op[timing | sized]):
@@ -258,6 +292,7 @@ class RankTrace:
     backward_share: list[float]
     comm: dict[str, CommStats]
     matched_gpu: bool
+    bucket_rebuild_calls: int = 0  # DDP's bucket rebuild in the steps, left out of ``comm``
 
 
 def read_rank(path: str | os.PathLike[str], index: int = 0) -> RankTrace:
@@ -290,7 +325,8 @@ def read_rank(path: str | os.PathLike[str], index: int = 0) -> RankTrace:
     kept = {st.step for st in summary.steps}
     cpu_w = [(w0, w1) for n, w0, w1 in col.cpu_steps if n in kept]
     gpu_w = [(st.start_s, st.end_s) for st in summary.steps] if gpu else cpu_w
-    return RankTrace(summary, opt, bwd, fb, share, col.comm_per_step(gpu_w, cpu_w), matched)
+    return RankTrace(summary, opt, bwd, fb, share, col.comm_per_step(gpu_w, cpu_w), matched,
+                     col.bucket_rebuild_calls(gpu_w, cpu_w))
 
 
 @dataclass
@@ -337,6 +373,10 @@ class BatchRun:
             q1, q3 = np.percentile(t, [25, 75])
             cvs.append((q3 - q1) / 1.349 / max(float(np.median(t)), 1e-12))
         return float(np.median(cvs))
+
+    def bucket_rebuild_calls(self) -> int:
+        """The median rank's calls of DDP's bucket rebuild in its steps (left out of ``comm``)."""
+        return int(np.median([r.bucket_rebuild_calls for r in self.ranks]))
 
     def comm(self) -> dict[str, CommStats]:
         """Per op, the median rank's calls, time and bytes per step."""
