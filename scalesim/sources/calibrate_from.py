@@ -25,7 +25,7 @@ from scalesim import presets
 from scalesim.attention_kernel import most_named_family
 from scalesim.billing import sizes_within
 from scalesim.errors import ScalesimError, cut_at_word
-from scalesim.figures import MIB_BYTES, count, latency_us, link_GBps, sig3
+from scalesim.figures import MIB_BYTES, count, latency_us, link_GBps, sig3, whole_percent
 from scalesim.jsonio import write_model
 from scalesim.model.compute import fit_compute_curve
 from scalesim.model.stragglers import (
@@ -396,6 +396,28 @@ def traced_gpu(runs: list[BatchRun]) -> str | None:
     return gpus[0] if gpus else None
 
 
+# an existing profile's parameter count and the gradient elements traces all-reduce a step within
+# this share of it read as one model (DDP all-reduces the trainable parameters: frozen ones and
+# buffers are not in its buckets); the count is kept either way
+SAME_MODEL_SHARE = 0.2
+
+
+def params_kept(params: float, traced: float) -> list[str]:
+    """The line an existing profile's parameter count ``params``, kept, gets where the traces
+    all-reduce another count of gradient elements a step (``traced``): both counts and the rule
+    (``SAME_MODEL_SHARE``); none where the two are one whole number."""
+    if round(traced) == round(params):
+        return []
+    share = traced / params - 1.0
+    apart = f"{sig3(100.0 * abs(share))}% {'more' if share > 0 else 'fewer'}"
+    rule = (f"within {whole_percent(SAME_MODEL_SHARE)}: read as the same model"
+            if abs(share) <= SAME_MODEL_SHARE else
+            f"over {whole_percent(SAME_MODEL_SHARE)}: another model, or parts of it not trained")
+    return [f"parameters: kept the profile's {params:,.0f}; the traces all-reduce {traced:,.0f} "
+            f"gradient elements a step, {apart} ({rule}); only a new profile takes the traces' "
+            "count (--out a new file, or --base PRESET)"]
+
+
 def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server: bool | None = None,
                 chosen: str | None = None) -> tuple[Profile, list[str], str | None]:
     """The profile with the traced compute curve, optimizer, backward share and jitter; on a new
@@ -450,11 +472,7 @@ def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server:
         f"({sum(len(r.ranks) for r in runs)} files)")
     ar = comm.get("all_reduce")
     if not fresh and ar and ar.bytes and ar.element_bytes:
-        traced = ar.bytes / ar.element_bytes
-        if abs(traced / profile.workload.params - 1.0) > 0.2:
-            said.append(f"the traces all-reduce {traced:,.0f} elements per step, the profile's "
-                        f"workload has {profile.workload.params:,.0f} parameters (kept: set the "
-                        "workload with --base or scalesim predict --workload)")
+        said += params_kept(profile.workload.params, ar.bytes / ar.element_bytes)
     if fresh and all(x.summary.device == "cpu" for r in runs for x in r.ranks):
         said.append(f"the traces ran on the CPU (no GPU kernel in any step), and this new "
                     f"profile's hardware is the presets' {profile.hardware.device_name}: its "
