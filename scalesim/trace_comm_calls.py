@@ -82,7 +82,11 @@ SET_ASIDE_KINDS = (*REDUCTION_KINDS, "all-gather")
 DTYPE_BYTES = {"float": 4, "float32": 4, "f32": 4, "double": 8, "float64": 8, "half": 2,
                "float16": 2, "f16": 2, "bfloat16": 2, "bf16": 2, "int": 4, "int32": 4,
                "long": 8, "int64": 8, "int8": 1, "uint8": 1, "byte": 1, "char": 1, "bool": 1,
-               "uint32": 4, "uint64": 8, "f8e4m3": 1, "f8e5m2": 1}
+               "uint32": 4, "uint64": 8, "f8e4m3": 1, "f8e5m2": 1,
+               # the C++ names torch.profiler writes in 'Input type' (torch 2.13, record_shapes)
+               "long int": 8, "short int": 2, "signed char": 1, "unsigned char": 1,
+               "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
+               "complex<half>": 4, "complex<float>": 8, "complex<double>": 16}
 
 
 def dtype_text(name) -> str:
