@@ -15,15 +15,16 @@ from dataclasses import replace
 
 from scalesim.cli.cmd_predict import COMPUTE_PIN_NOTE, layout_notes, overlap_word
 from scalesim.device_nouns import GPU_NOUNS, Nouns
-from scalesim.goal import plan_dp
+from scalesim.goal import GoalPlan, plan_dp
 from scalesim.layout import (
     ZERO_STRATEGIES,
     dp_ranks,
     replica_devices,
     schedule_words,
 )
-from scalesim.layout_change import SETTING_KNOBS, ZERO, LayoutTitle, Split
+from scalesim.layout_change import SETTING_KNOBS, ZERO, Arrowed, Changes, LayoutTitle, Split
 from scalesim.layout_predict import asked_knobs, layout_of, recompute_style_note, recompute_words
+from scalesim.plan import PlanRow
 from scalesim.remedies import RemedyResult
 from scalesim.schemas import Scenario
 
@@ -124,16 +125,19 @@ def page_title(title: str, words: Nouns) -> str:
 
 
 def page_layout(title: LayoutTitle, words: Nouns) -> str:
-    """The layout ``title`` carries, in the sidebar's labels."""
-    if title.row is not None:
-        return page_row_title(title.row, words)
-    if title.degrees is not None:
-        return page_split(title.degrees, words)
-    if title.plan is not None:
-        return page_plan_layout(title.plan, words)
-    if title.arrowed:  # a change of figures: the page's arrow
-        return title.arrowed.format(arrow=PAGE_ARROW)
-    return page_changes(title.changes, words)
+    """The layout ``title`` carries (its ``said``), in the sidebar's labels."""
+    match title.said:
+        case PlanRow() as row:
+            return page_row_title(row, words)
+        case Split() as split:
+            return page_split(split, words)
+        case GoalPlan() as plan:
+            return page_plan_layout(plan, words)
+        case Arrowed() as template:  # a change of figures: the page's arrow
+            return template.format(arrow=PAGE_ARROW)
+        case Changes() as changes:
+            return page_changes(changes, words)
+    raise TypeError(f"a layout title says {title.said!r}: no page words for it")
 
 
 def page_plan_layout(plan, words: Nouns) -> str:

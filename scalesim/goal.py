@@ -82,7 +82,7 @@ from scalesim.layout import (
     schedule_words,
     split_words,
 )
-from scalesim.layout_change import ZERO, LayoutTitle, joined, retitled, titled
+from scalesim.layout_change import ZERO, Changes, LayoutTitle, joined, retitled, titled
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
@@ -427,14 +427,14 @@ def kept_said(split, recompute: str | None = None, before: str = "",
               after: str = "") -> LayoutTitle:
     """'<before>tp 2 x pp 1, recompute none<after>': a scenario's split (``ScenarioLayout``,
     ``_split_of``) and, where given, its ``recompute``, which goal keeps at every count,
-    carrying each as a setting kept (``layout_change.titled``'s changes, old = new: a page
+    carrying each as a setting kept (``layout_change.Changes``, old = new: a page
     says it by its control, 'Tensor parallel 2, Pipeline stages 1, Activation recompute
     none')."""
     degrees = [("tp", split.tp), ("pp", split.pp), *([("cp", split.cp)] if split.cp > 1 else [])]
     kept = [(name, str(value), str(value)) for name, value in degrees]
     kept += [("recompute", recompute, recompute)] if recompute is not None else []
     text = _split_of(split) + (f", recompute {recompute}" if recompute is not None else "")
-    return titled(before, text, after, changes=kept)
+    return titled(before, text, after, said=Changes(kept))
 
 
 def kept_setting_refusal(base: Scenario):
@@ -484,7 +484,7 @@ def describe(p: GoalPlan, words: Nouns = GPU_NOUNS) -> str:
     if p.tp is None or p.pp is None:
         return joined(where, joined(batch_said(p, ", "), rest))
     batch = joined(batch_said(p, ", ", f" (global batch {p.global_batch:,})"), rest)
-    return titled(f"{where} as ", plan_layout_words(p), batch, plan=p)
+    return titled(f"{where} as ", plan_layout_words(p), batch, said=p)
 
 
 def batch_said(p: GoalPlan, before: str = "", after: str = "") -> LayoutTitle:
@@ -495,15 +495,15 @@ def batch_said(p: GoalPlan, before: str = "", after: str = "") -> LayoutTitle:
     micro, steps = str(p.micro_batch), str(p.accumulation)
     per = " per replica" if p.tp is not None and p.pp is not None else ""
     return joined(titled(before, f"micro-batch {micro}", f"{per} x ",
-                         changes=[("micro-batch", micro, micro)]),
+                         said=Changes([("micro-batch", micro, micro)])),
                   titled("", f"{steps} accumulation", after,
-                         changes=[("accumulation", steps, steps)]))
+                         said=Changes([("accumulation", steps, steps)])))
 
 
 def strategy_said(strategy: str, before: str = "", after: str = "") -> LayoutTitle:
-    """'<before>zero2<after>': a plan's ZeRO strategy, carried as a setting kept (``titled``'s
-    changes, old = new, as ``kept_said``: a page says it by its control, 'Strategy ZeRO-2')."""
-    return titled(before, strategy, after, changes=[(ZERO, strategy, strategy)])
+    """'<before>zero2<after>': a plan's ZeRO strategy, carried as a setting kept (a ``Changes``,
+    old = new, as ``kept_said``: a page says it by its control, 'Strategy ZeRO-2')."""
+    return titled(before, strategy, after, said=Changes([(ZERO, strategy, strategy)]))
 
 
 def plan_dp(p: GoalPlan) -> int:

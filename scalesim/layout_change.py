@@ -69,40 +69,35 @@ class Split:
         return ", ".join(w for w in (split, self.strategy) if w)
 
 
+class Changes(tuple):
+    """Settings a title names, (name, old, new) triples (``setting_changes``; old = new: a
+    setting kept, 'zero3'): 'tp 2 -> 4, ddp -> zero1'."""
+
+
+class Arrowed(str):
+    """A change of figures, '1 -> 2', as a template with ``ARROW_FIELD`` for its arrows
+    (``arrowed_said``)."""
+
+
 class LayoutTitle(str):
     """A title as the CLI writes it, '<before><layout><after>', a plain str to every reader
-    (printed, joined, compared, --json), with the layout it says: ``row`` (a ``plan.PlanRow``,
-    ``layout_predict.row_title``), ``changes`` (``setting_changes``' triples, 'tp 2 -> 4, ddp
-    -> zero1'), ``degrees`` (a ``Split``, 'dp 4 x tp 8 x pp 2') or ``plan`` (a goal plan,
-    ``goal.GoalPlan``: 'dp 8 x tp 2 x pp 1 (recompute full)') or ``arrowed`` (a change of
-    figures, '1 -> 2', as a template with '{arrow}' for its arrows: ``arrowed_said``). A page
-    says the layout in its
-    own labels from these and keeps ``before`` and ``after``, never reading the text
-    (``app.layout_titles.page_title``); ``after`` may be a ``LayoutTitle`` too, where a sentence
-    says a second layout (``joined``). What the str's methods return is a plain str. Build one
-    with ``titled``."""
+    (printed, joined, compared, --json; its str methods return plain strs), with what its
+    layout is, ``said``: a ``plan.PlanRow`` (``layout_predict.row_title``), a ``Split``, a
+    ``goal.GoalPlan``, ``Changes`` or ``Arrowed``. A page says ``said`` in its own labels
+    between ``before`` and ``after``, never reading the text (``app.layout_titles.page_title``);
+    ``after`` may be a ``LayoutTitle`` too: a second layout (``joined``). Built by ``titled``."""
 
-    before = after = layout = ""
-    row = None
-    changes: tuple[tuple[str, str, str], ...] = ()
-    degrees: Split | None = None
-    plan = None
-    arrowed = ""
-
-    def __new__(cls, text: str, **layout):  # text first: a pickled title (st.cache_data) loads
+    def __new__(cls, text: str, **parts):  # text first: a pickled title (st.cache_data) loads
         self = super().__new__(cls, text)
-        self.__dict__.update(layout)
+        self.__dict__.update(parts)
         return self
 
 
-def titled(before: str, layout: str, after: str = "", *, row=None, changes=(),
-           degrees: Split | None = None, plan=None, arrowed: str = "") -> LayoutTitle:
-    """'<before><layout><after>', ``layout`` the CLI's words of ``row``, ``changes``,
-    ``degrees``, ``plan`` or ``arrowed``, carrying it (``after`` kept as given: a
-    ``LayoutTitle`` stays one)."""
+def titled(before: str, layout: str, after: str = "", *, said) -> LayoutTitle:
+    """'<before><layout><after>', ``layout`` the CLI's words of ``said`` (``LayoutTitle``),
+    carrying it (``after`` kept as given: a ``LayoutTitle`` stays one)."""
     return LayoutTitle(f"{before}{layout}{after}", before=before, layout=layout, after=after,
-                       row=row, changes=tuple(changes), degrees=degrees, plan=plan,
-                       arrowed=arrowed)
+                       said=said)
 
 
 ARROW_FIELD = "{arrow}"  # where an ``arrowed_said`` template's arrow goes
@@ -113,7 +108,7 @@ def arrowed_said(before: str, template: str, after: str = "") -> LayoutTitle:
     ``ARROW_FIELD`` where each arrow goes (any other brace doubled, ``errors.as_literal``), the
     CLI's ``figures.CHANGE_ARROW`` in the text; a page writes its own arrow from the template
     (``app.layout_titles.PAGE_ARROW``), never reading the text."""
-    return titled(before, template.format(arrow=CHANGE_ARROW), after, arrowed=template)
+    return titled(before, template.format(arrow=CHANGE_ARROW), after, said=Arrowed(template))
 
 
 def retitled(title: str, before: str = "", after: str = "") -> str:
@@ -149,24 +144,23 @@ def lower_first(title: str) -> str:
 
 def _rewritten(title: LayoutTitle, before: str, after: str) -> LayoutTitle:
     """``title``'s layout between another ``before`` and ``after``."""
-    return titled(before, title.layout, after, row=title.row, changes=title.changes,
-                  degrees=title.degrees, plan=title.plan, arrowed=title.arrowed)
+    return titled(before, title.layout, after, said=title.said)
 
 
 def split_title(row) -> LayoutTitle:
     """'Split the model: dp 2 x tp 4 x pp 1, zero1, ...' of the planner's ``row``
     (``layout_predict.row_title``), carrying the row."""
-    return titled(f"{SPLIT_HEAD}: ", row_title(row), row=row)
+    return titled(f"{SPLIT_HEAD}: ", row_title(row), said=row)
 
 
 def row_layout(row) -> LayoutTitle:
     """The planner's ``row`` as ``layout_predict.row_title`` says it, carrying the row."""
-    return titled("", row_title(row), row=row)
+    return titled("", row_title(row), said=row)
 
 
 def split_said(split: Split, before: str = "", after: str = "") -> LayoutTitle:
     """'<before>dp 4 x tp 8 x pp 2<after>' (``Split.words``), carrying ``split``."""
-    return titled(before, split.words(), after, degrees=split)
+    return titled(before, split.words(), after, said=split)
 
 
 def change_title(head: str, before: dict[str, str], after: dict[str, str]) -> LayoutTitle:
@@ -185,13 +179,13 @@ def gloss_said(before: str, gloss: str, after: str = "") -> LayoutTitle:
     """'<before><gloss><after>': the CLI's gloss of a degree of 1 (' (dp 1)', ' (tp 1)') the
     layout, a ``Split`` that splits nothing, which a page's words leave out (the sentence says
     it already: 'the layout has no tensor parallelism')."""
-    return titled(before, gloss, after, degrees=Split(1, 1, 1))
+    return titled(before, gloss, after, said=Split(1, 1, 1))
 
 
 def changes_said(changes, before: str = "", after: str = "") -> LayoutTitle:
     """'<before>tp 2 -> 4, ddp -> zero1<after>' of ``changes`` (``setting_changes``' triples),
     carrying them."""
-    return titled(before, ", ".join(changes_words(changes)), after, changes=changes)
+    return titled(before, ", ".join(changes_words(changes)), after, said=Changes(changes))
 
 
 def setting_changes(before: dict[str, str],

@@ -38,6 +38,7 @@ from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
 from scalesim.layout_change import (
     ARROW_FIELD,
     ZERO,
+    Changes,
     arrowed_said,
     changes_said,
     gloss_said,
@@ -496,7 +497,7 @@ def _smaller_micro_batches(b: int, k: int, fb: int, fk: int, reason: str) -> str
     if reason:
         return head
     return titled(f"{head} (", f"{b} x {k} -> {fb} x {fk}", "; same global batch)",
-                  changes=[("micro-batch", str(b), str(fb)), ("accumulation", str(k), str(fk))])
+                  said=Changes([("micro-batch", str(b), str(fb)), ("accumulation", str(k), str(fk))]))
 
 
 # A DDP job that reduces its gradients in s >= 2 micro-steps of a step (no no_sync: traces,
@@ -558,7 +559,7 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Noun
         # control, the strategy kept by the Strategy control's choice
         title = titled(f"Shard the states over all {dp} data-parallel ranks (",
                        f"HSDP shard group {shard} -> {dp}, zero3", ")",
-                       changes=[("shard group", str(shard), str(dp)), (ZERO, "zero3", "zero3")])
+                       said=Changes([("shard group", str(shard), str(dp)), (ZERO, "zero3", "zero3")]))
         return Candidate("sharding", title, scenario.model_copy(update={
                              "layout": None if split == type(split)() else split}), profile, "",
                          f"saves memory: each rank holds 1/{dp} of the states, not 1/{shard}; the "

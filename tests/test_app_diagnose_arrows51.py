@@ -15,7 +15,7 @@ from scalesim.app.layout_titles import PAGE_ARROW
 from test_app_diagnose_words import _example, _shown
 
 from scalesim.figures import CHANGE_ARROW
-from scalesim.layout_change import LayoutTitle
+from scalesim.layout_change import Arrowed, LayoutTitle
 
 CLI_ARROW = re.compile(r" -\\?> ")  # '->', escaped for Markdown or not
 
@@ -36,7 +36,7 @@ def test_the_cli_keeps_its_arrow_in_every_evidence_line_and_the_remedy():
     report = runs_report(example_runs_csv(), "runs.csv", None, 100.0)
     lines = [e for f in [report.cause, *report.others] for e in f.evidence]
     titles = [r.title for r in report.remedies]
-    arrowed = [x for x in lines + titles if isinstance(x, LayoutTitle) and x.arrowed]
+    arrowed = [x for x in lines + titles if isinstance(x, LayoutTitle) and isinstance(x.said, Arrowed)]
     assert len(arrowed) >= 3  # the communication, the global batch, the shrink title
     for x in arrowed:
         assert CHANGE_ARROW in x and PAGE_ARROW not in x
