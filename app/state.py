@@ -927,29 +927,132 @@ def share_query(params: Mapping[str, str], date: str) -> dict[str, str]:
     return out
 
 
-MAX_CUT_CONTROLS = 4  # controls a cut link's key may be the start of, named; more: compare all
+MAX_CUT_CONTROLS = 4  # controls a cut link may have lost, named; more: the first and last
 
 
-def cut_before_fingerprint(flat: Mapping[str, str]) -> tuple[str, str] | None:
-    """A dated share link (``share_query``) that carries neither its preset fingerprint (``ph``)
-    nor its profile (``prof``), one of which ends it, was cut short where the copy stopped,
-    possibly inside its last value ('cbs=40' of 'cbs=4000&ph=...') or, where that value is
-    empty, inside its last key ('pr' of 'price=2.5', 'ta' of 'tab=goal'): (that key, a
-    sentence naming it and each control it may be the start of, so the receiver checks
-    them); None where the link has no value after its date."""
-    last = next(reversed(list(flat)), None)
-    if last is None:
+def written_controls(version: int) -> tuple[str, ...]:
+    """The controls a link of ``version`` may hold, in the order ``encode_query`` writes them
+    (a later version's keys are never written: ``link_since``)."""
+    return tuple(k for k in FIELDS
+                 if k not in LINK_KEY_ROWS or LINK_KEY_ROWS[k].link_since <= version)
+
+
+def controls_after(arrived: list[str], version: int) -> tuple[str, ...] | None:
+    """The controls a link of ``version`` writes after ``arrived`` (the controls it holds, in
+    its order): what a cut after them may have lost; None where ``arrived`` are not in the
+    writer's order (typed or edited by hand: the order proves nothing)."""
+    order = written_controls(version)
+    if any(k not in order for k in arrived):
         return None
-    value = flat[last]
-    longer = [k for k in FIELDS if k != last and k.startswith(last)] if not value else []
-    labels = [in_words(FIELD_LABELS[k], GPU_NOUNS) for k in (last, *longer) if k in FIELD_LABELS]
-    control = (f": check {' or '.join(labels)} in the sidebar" if len(labels) <= MAX_CUT_CONTROLS
-               else ": compare the sidebar with the sender's")
-    at = f"{_shown(last, 20)}" + ("" if longer else f"={_shown(value)}")
-    inside = ("inside that key or its value" if last in AppState.model_fields else
-              "inside that key") if longer else "inside that value"
-    return last, (f"the link ends at '{at}' without the preset fingerprint (ph) a share link "
-                  f"ends with: {CUT_SHORT}, perhaps {inside}{control if labels else ''}")
+    at = [order.index(k) for k in arrived]
+    if any(b <= a for a, b in zip(at, at[1:], strict=False)):
+        return None
+    return order[at[-1] + 1:] if at else order
+
+
+def _control_words(key: str) -> str:
+    """A control a cut may have lost, as the sidebar names it ('Price per device-hour'), or
+    its link key where no label names it ('b')."""
+    return in_words(FIELD_LABELS[key], GPU_NOUNS) if key in FIELD_LABELS else f"'{key}'"
+
+
+def _names(keys: tuple[str, ...]) -> str:
+    """Controls as the sidebar names them: 'A', 'A and B', 'A, B and C'."""
+    words = [_control_words(k) for k in keys]
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else words[0]
+
+
+def _lost_words(lost: tuple[str, ...], version: int) -> str:
+    """What to check for the controls ``lost`` (a link of ``version``'s, in its order, from the
+    one the cut is in on) a cut may have taken: each named (``MAX_CUT_CONTROLS`` at most), or
+    how many, the first and the last."""
+    if len(lost) <= MAX_CUT_CONTROLS:
+        return f"check {_names(lost)} in the sidebar"
+    return (f"compare the sidebar with the sender's for the {len(lost)} controls a v{version} "
+            f"link writes from {_control_words(lost[0])} to {_control_words(lost[-1])}")
+
+
+def _after_words(later: tuple[str, ...], version: int) -> str:
+    """What to check for the controls ``later`` a link of ``version`` writes after the value
+    a cut is in: none, each named (``MAX_CUT_CONTROLS`` at most), or how many, first to last."""
+    if not later:
+        return f"no control a v{version} link writes comes after it"
+    if len(later) <= MAX_CUT_CONTROLS:
+        return f"a v{version} link writes {_names(later)} after it, which may be lost: check them too"
+    return (f"a v{version} link writes {len(later)} controls after it, {_control_words(later[0])} "
+            f"to {_control_words(later[-1])}, which may be lost: compare the sidebar with the "
+            "sender's")
+
+
+def _end_key(flat: Mapping[str, str]) -> str:
+    """The key that ends a link the app writes: its profile (``prof``) where it names an
+    uploaded one, else its preset fingerprint (``ph``)."""
+    return "prof" if flat.get("src") == "custom" else "ph"
+
+
+END_WORDS = {"ph": "the preset fingerprint (ph)", "prof": "the profile (prof)"}
+ENDS_SHARE_LINK = f"a share link ends with: {CUT_SHORT}"
+BEFORE_WHOLE = "the values before it arrived whole"  # each ends at the '&' of the next
+COMPARE_ALL = "a control after it may be lost: compare the sidebar with the sender's"
+# what a cut inside the end key lost besides it (``cut_before_fingerprint``, ``read_link``)
+ONLY_END_LOST = "only that key was lost, and the controls before it arrived whole"
+
+
+def cut_before_fingerprint(flat: Mapping[str, str], version: int) -> tuple[str, str] | None:
+    """A dated share link (``share_query``) of ``version`` that carries neither its preset
+    fingerprint (``ph``) nor its profile (``prof``), one of which ends it, was cut short where
+    the copy stopped: inside its last value ('cbs=40' of 'cbs=4000&ph=...') or, where that
+    value is empty, inside its last key ('p' of 'pp=2', 'ph=...' or 'p2p=on'). (That key, a
+    sentence saying what the cut may have lost, by the writer's order (``controls_after``):
+    the values before it arrived whole; a value: it and the controls after it; a key: each
+    key after the whole ones that starts with it, and the controls from the first of those
+    on, or only the end key where no control does.) None where the link has no value after
+    its date."""
+    keys = list(flat)
+    if not keys:
+        return None
+    last, value = keys[-1], flat[keys[-1]]
+    end = _end_key(flat)
+    after = controls_after(keys[:-1], version)
+    starts = ([k for k in (*(FIELDS if after is None else after), end) if k.startswith(last)]
+              if not value else [])
+    if not starts or starts == [last]:
+        return last, _cut_in_value(keys, value, version, end)
+    head = f"the link ends at '{_shown(last, 20)}' without {END_WORDS[end]} {ENDS_SHARE_LINK}"
+    if after is None:  # not the writer's order: what follows the cut is unknown
+        return last, f"{head}, perhaps inside that key: {COMPARE_ALL}; {BEFORE_WHOLE}"
+    controls = [k for k in starts if k != end]
+    whose = " or ".join([*map(_control_words, controls), *([END_WORDS[end]] * (end in starts))])
+    since = f"'{keys[-2]}'" if len(keys) > 1 else "its checksum"
+    which = "the only key" if len(starts) == 1 else "the keys"
+    where = (f"inside the key of {whose} ({which} a v{version} link writes after {since} "
+             f"that start{'s' * (len(starts) == 1)} with '{_shown(last, 20)}')")
+    if not controls:
+        return last, f"{head}, {where}: {ONLY_END_LOST}"
+    lost = _lost_words(after[after.index(controls[0]):], version)
+    return last, f"{head}, {where}: {lost}; {BEFORE_WHOLE}"
+
+
+def ends_with_own_end(flat: Mapping[str, str], version: int) -> bool:
+    """Whether a link of ``version`` ends with the key that ends a link the app writes
+    (``_end_key``: its fingerprint or profile) after controls in the writer's order
+    (``controls_after``): a cut inside that key took nothing else."""
+    keys = list(flat)
+    return (bool(keys) and keys[-1] == _end_key(flat)
+            and controls_after(keys[:-1], version) is not None)
+
+
+def _cut_in_value(keys: list[str], value: str, version: int, end: str) -> str:
+    """``cut_before_fingerprint``'s sentence for a link cut inside its last value (``keys``
+    the link's, in its order): that control to check, and the controls a link of ``version``
+    writes after it, lost with it where it had any (all of them where the keys are not in the
+    writer's order)."""
+    last = keys[-1]
+    check = f": check {_control_words(last)} in the sidebar" if last in FIELDS else ""
+    later = controls_after(keys, version)
+    after = COMPARE_ALL if later is None else _after_words(later, version)
+    return (f"the link ends at '{_shown(last, 20)}={_shown(value)}' without {END_WORDS[end]} "
+            f"{ENDS_SHARE_LINK}, perhaps inside that value{check}; {after}; {BEFORE_WHOLE}")
 
 
 BLANK_KEY = "a field with no name"  # a link's '&=x', in the unknown fields' list
@@ -1032,10 +1135,11 @@ def read_link(params: Mapping[str, Any], today: datetime.date | None = None
         messages.append(f"the link holds nothing but {what}: {CUT_SHORT}; showing the defaults")
         return default_state(), preset_profile(AppState()), messages, None
     # before a later version's keys are dropped: the link's own last key ('pr' of 'price')
-    cut = (cut_before_fingerprint(flat) if (date is not None or check is not None)
+    cut = (cut_before_fingerprint(flat, int(version)) if (date is not None or check is not None)
            and "ph" not in flat and "prof" not in flat else None)
     if cut is not None and _cut_key(flat) == cut[0]:  # the start of a key: the cut says it
         flat.pop(cut[0])
+    end_last = ends_with_own_end(flat, int(version))  # before a later version's keys are dropped
     messages.extend(_ignore_later_keys(flat, int(version)))
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
@@ -1079,7 +1183,9 @@ def read_link(params: Mapping[str, Any], today: datetime.date | None = None
             profile = preset
             if fingerprint is not None and (why := _hex_problem("preset fingerprint", "ph",
                                                                 fingerprint)):
-                messages.append(why)
+                cut_in_it = end_last and why.endswith(CUT_SHORT)  # the cut took nothing else
+                messages.append(why + (f", inside that key, the last a link holds: {ONLY_END_LOST}"
+                                       if cut_in_it else ""))
             if (fingerprint is not None and re.fullmatch(r"[0-9a-fA-F]{8}", fingerprint)
                     and fingerprint.lower() != preset_fingerprint(preset)):
                 messages.append(f"the sender's presets '{state.hw}' + '{state.wl}' had other "

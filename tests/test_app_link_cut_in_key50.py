@@ -29,9 +29,13 @@ def test_a_link_cut_inside_price_names_price_not_the_value_before():
     assert list(query)[-2:] == ["strat", "pr"] and query["v"] == "2"
     at = open_app(query)
     box = _box(at)
+    # session 52: a v2 link holds no 'pr' (a v11 key), so its 'pr' after 'strat' is 'price'
+    # (was 'check Matmul precision or Price per device-hour'), and the controls after it
     assert (f"the link ends at 'pr' without the preset fingerprint (ph) a share link ends with: "
-            f"{CUT}, perhaps inside that key or its value: check Matmul precision or Price per "
-            "device-hour in the sidebar") in box, box
+            f"{CUT}, inside the key of Price per device-hour (the only key a v2 link writes after "
+            "'strat' that starts with 'pr'): compare the sidebar with the sender's for the 6 "
+            "controls a v2 link writes from Price per device-hour to Budget (USD); the values "
+            "before it arrived whole") in box, box
     assert "check Strategy" not in box  # before: 'the link ends at 'strat=zero1' ...'
     state = at.session_state["app_state"]
     assert (state.strat, state.price) == ("zero1", 3.673375)  # the preset's price: the cut's
@@ -41,6 +45,8 @@ def test_a_link_cut_inside_a_key_that_is_no_key_is_one_cut_not_an_unknown_field(
     at = open_app(_cut_at("ta", price=2.5, tab="goal"))
     box = _box(at)
     assert box.startswith(f"Share link: the link ends at 'ta' without the preset fingerprint "
-                          f"(ph) a share link ends with: {CUT}, perhaps inside that key."), box
+                          f"(ph) a share link ends with: {CUT}, inside the key of 'tab' (the "
+                          "only key a v2 link writes after 'price' that starts with 'ta'): check "
+                          "'tab', Deadline (hours) and Budget (USD) in the sidebar; "), box
     assert "unknown" not in box  # before: '2 problems: (1) ignored unknown link fields: ta'
     assert at.session_state["app_state"].price == 2.5  # the values before the cut kept

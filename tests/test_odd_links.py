@@ -45,7 +45,9 @@ def test_a_link_cut_inside_its_date_says_it_may_be_cut_short():
 def test_a_link_cut_inside_its_fingerprint_is_not_said_to_come_from_another_version():
     link = _link()
     state, _, messages = decode_query(_params(link[:-3]))
-    assert messages == [f"the link's preset fingerprint 'ph=db433' is not 8 hex digits: {CUT}"]
+    assert messages == [f"the link's preset fingerprint 'ph=db433' is not 8 hex digits: {CUT}, "
+                        "inside that key, the last a link holds: only that key was lost, and "
+                        "the controls before it arrived whole"]  # session 52: what was lost
     other = link[:-1] + "f"  # 8 digits, another number: the presets differ (as before)
     assert "another scalesim version" in decode_query(_params(other))[2][0]
 
@@ -77,7 +79,10 @@ def test_a_share_link_cut_inside_its_last_value_names_that_value():
     assert (cut.cbs, cut.price) == (4000.0, 2.0)  # what the cut link holds, said:
     assert messages == ["the link ends at 'price=2' without the preset fingerprint (ph) a share "
                         f"link ends with: {CUT}, perhaps inside that value: check Price per "
-                        "device-hour in the sidebar"]
+                        "device-hour in the sidebar; a v2 link writes 5 controls after it, Device "
+                        "count for remedies and A vs B to Budget (USD), which may be lost: "
+                        "compare the sidebar with the sender's; the values before it arrived "
+                        "whole"]
     assert decode_query(_params(link))[2] == []  # the whole link says nothing
     # a link nobody dated (typed by hand, the address bar's) is not taken for a cut one
     assert decode_query({"v": "2", "cbs": "40"})[2] == []
