@@ -1371,6 +1371,17 @@ def recompute_words(recompute: str, style: str) -> str:
                                        and op_sac_of(style) else "")
 
 
+def row_split_title(row) -> str:
+    """A plan row's split, schedule and ZeRO stage, ``row_title``'s start: 'dp 2 x tp 4 x pp 2
+    (1F1B), zero1', 'dp 1 x tp 8 x pp 1, no data parallelism'."""
+    schedule = (f" ({schedule_words(row.schedule, row.virtual_stages)})" if row.pp > 1
+                else "")
+    zero = ZERO_STRATEGIES[row.zero] if row.dp * row.cp > 1 else "no data parallelism"
+    zero += f" (HSDP: shard group {row.shard_group})" if row.hybrid else ""
+    split = split_words(row.dp, row.tp, row.pp, row.cp if row.cp > 1 else None)
+    return f"{split}{schedule}, {zero}"
+
+
 def row_title(row) -> str:
     """'dp 2 x tp 4 x pp 2 (1F1B), zero1, micro-batch 1 per replica x 8 accumulation, recompute
     none': ' x cp 2' after pp where context parallelism splits the sequence; the schedule as
@@ -1378,12 +1389,7 @@ def row_title(row) -> str:
     stages)'); 'recompute full (early stop)' in the early-stop style; ', TP overlap' where the
     framework overlaps a tp > 1 layout's collectives. At dp x cp = 1 'no data parallelism' in
     place of the ZeRO stage: one replica has nothing to exchange or shard (not 'ddp')."""
-    schedule = (f" ({schedule_words(row.schedule, row.virtual_stages)})" if row.pp > 1
-                else "")
-    zero = ZERO_STRATEGIES[row.zero] if row.dp * row.cp > 1 else "no data parallelism"
-    zero += f" (HSDP: shard group {row.shard_group})" if row.hybrid else ""
-    split = split_words(row.dp, row.tp, row.pp, row.cp if row.cp > 1 else None)
-    return (f"{split}{schedule}, {zero}, micro-batch {row.micro_batch} per replica x "
+    return (f"{row_split_title(row)}, micro-batch {row.micro_batch} per replica x "
             f"{row.accumulation} accumulation, {recompute_words(row.recompute, row.recompute_style)}"
             + (", sequence parallel" if row.sequence_parallel else "")
             + (", TP overlap" if row.tp_overlap and row.tp > 1 else ""))

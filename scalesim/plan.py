@@ -255,6 +255,9 @@ class RankedRows(list):
         return self._holders() if self._holders is not None else []
 
 
+ABOVE_LINEAR = 1.0005  # a count's scaling above this reads above 100.0% (``count_lines``)
+
+
 def count_scaling(by_count: list[CountBest]) -> list[float | None]:
     """Each count's best samples/s per device over that of the fewest devices with a best (1
     there, None for a count without one): how the best layouts scale across the counts."""
@@ -263,6 +266,39 @@ def count_scaling(by_count: list[CountBest]) -> list[float | None]:
         return [None] * len(by_count)
     base = bests[0].best.samples_per_s / bests[0].devices
     return [None if c.best is None else c.best.samples_per_s / c.devices / base for c in by_count]
+
+
+def above_linear_count_note(by_count: list[CountBest], nouns: Nouns) -> str | None:
+    """Why a count's best runs above 100% per device against the fewest devices' best
+    (``count_scaling``), at the highest, from the two rows: each best's layout
+    (``layout_predict.row_split_title``), the term that takes most of the fewer devices'
+    step, its share there and its seconds in the other, and the fewer devices' step against
+    the other's as a runner-up's why (``_why``); None where no count is above 100%."""
+    from scalesim.layout_predict import row_split_title
+
+    over = [(s, c) for s, c in zip(count_scaling(by_count), by_count, strict=True)
+            if s is not None and s > ABOVE_LINEAR]
+    if not over:
+        return None
+    scale, top = max(over, key=lambda sc: sc[0])
+    base = next(c for c in by_count if c.best is not None)
+    fewer, more = base.best, top.best
+    parts = {p: v for p, v in fewer.breakdown_s.items() if p in PARTS and np.isfinite(v)}
+    part = max(parts, key=parts.get)
+    name = PART_NAMES[part]
+    taken = [f"{name} takes {r.breakdown_s[part]:,.1f} s of its {r.step_time_s:,.1f} s step "
+             f"({r.breakdown_s[part] / r.step_time_s:.0%})" for r in (fewer, more)]
+    if row_split_title(more) == row_split_title(fewer):
+        bests = (f"both bests run {row_split_title(fewer)}: on {base.devices} its {taken[0]}; "
+                 f"on {top.devices} its {taken[1]}")
+    else:
+        bests = (f"the two bests are different layouts: on {base.devices}, "
+                 f"{row_split_title(fewer)}, whose {taken[0]}; on {top.devices}, "
+                 f"{row_split_title(more)}, whose {taken[1]}")
+    against = _why(more.model_dump(), fewer.model_dump(), "step", nouns.device)
+    return (f"per {nouns.device} above 100% ({scale:.1%} on {nouns.count(top.devices)} against "
+            f"the best on {base.devices}): {bests}; the best on {base.devices} against it: "
+            f"{against}")
 
 
 @dataclass(frozen=True)

@@ -232,7 +232,7 @@ def count_lines(by_count, words: Nouns = GPU_NOUNS) -> list[str]:
     rank among every count's layouts, its tokens/s per device and how that scales against the
     fewest devices' best (``plan.count_scaling``); then a note for each count that has none,
     saying why. Nothing for one count: the table's first row is its best."""
-    from scalesim.plan import count_scaling
+    from scalesim.plan import above_linear_count_note, count_scaling
 
     if len(by_count) < 2:
         return []
@@ -244,7 +244,9 @@ def count_lines(by_count, words: Nouns = GPU_NOUNS) -> list[str]:
              _header(words, f"per {words.device}", width)] if bests else []
     lines += [_line(c.best, f"{throughput(c.best.tokens_per_s / c.devices)} tokens/s, {scale:.1%}", width)
               for c, scale in zip(by_count, scaling, strict=True) if c.best is not None]
-    return lines + [f"note: {c.note}" for c in by_count if c.best is None]
+    above = above_linear_count_note(by_count, words)  # why a count's figure passes 100%
+    return (lines + ([f"note: {above}"] if above else [])
+            + [f"note: {c.note}" for c in by_count if c.best is None])
 
 
 def count_json(by_count, memory_notes: list[str | None] | None = None) -> list[dict]:
