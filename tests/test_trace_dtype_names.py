@@ -25,5 +25,5 @@ def test_each_input_type_the_profiler_writes_has_the_tensors_element_size(tmp_pa
     names = [e["args"]["Input type"][0] for e in clones]
     assert len(names) == len(DTYPES)
     assert {name: dtype_bytes(name) for name in names} == {
-        name: dtype.itemsize for name, dtype in zip(names, DTYPES)}
+        name: dtype.itemsize for name, dtype in zip(names, DTYPES, strict=True)}
     assert "long int" in names and dtype_bytes("long int") == 8
