@@ -70,7 +70,7 @@ def test_calibrate_says_the_rebuild_it_left_out(tmp_path, capsys):
     assert main(["calibrate", "--from-trace", *(f"8={p}" for p in paths),
                  "--out", str(tmp_path / "p.json")]) == 0
     out = capsys.readouterr().out
-    assert "    broadcast: 1 calls, 0.02 ms per step, 0.0004883 MiB per step" in out
+    assert "    broadcast: 1 call, 0.02 ms per step, 0.0004883 MiB per step" in out
     assert ("    left out: 2 broadcasts of 32-bit integers, DDP's bucket rebuild (once in a job: "
             "rank 0 sends the rebuilt buckets' parameter indices in the first forward after the "
             "first backward), no per-step communication") in out

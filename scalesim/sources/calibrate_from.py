@@ -367,7 +367,8 @@ def describe_run(run: BatchRun) -> list[str]:
             size = (f", {c.bytes / MIB_BYTES:.4g} MiB per step in "
                     f"{len(c.sizes)} distinct message size(s) "
                     f"{'/'.join(f'{s / MIB_BYTES:.4g}' for s in c.sizes[:4])} MiB")
-        out.append(f"  {op}: {c.count:g} calls, {c.time_s * 1e3:.3g} ms per step{size}")
+        calls = "call" if c.count == 1 else "calls"
+        out.append(f"  {op}: {c.count:g} {calls}, {c.time_s * 1e3:.3g} ms per step{size}")
     if rebuild := run.bucket_rebuild_calls():
         out.append(f"  left out: {count(rebuild, 'broadcast')} of 32-bit integers, DDP's bucket "
                    "rebuild (once in a job: rank 0 sends the rebuilt buckets' parameter indices "
