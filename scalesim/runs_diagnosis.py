@@ -1259,12 +1259,13 @@ def _as_replicas(runs, transformer, extrapolate_to: list[int] | None, tp_overlap
     words = nouns_for(runs.device_name)
     if transformer is not None and (tp_overlap or recompute_style != DEFAULT_RECOMPUTE_STYLE
                                     or not p2p_overlap):
-        flag = ("--tp-overlap" if tp_overlap else "--p2p-overlap off" if not p2p_overlap
-                else f"--recompute-style {recompute_style}")
-        raise ScalesimError(f"the runs split the model ({split}); {flag} is for the layouts of "
-                            "the split-the-model remedy, which runs fitted as model replicas do "
-                            "not get (another split is scalesim plan --workload's question): "
-                            f"drop {flag}")
+        # the option by its control (``knob_refusal``: the CLI's flag, the page's label)
+        option = (KNOB.tp_overlap if tp_overlap else f"{KNOB.p2p_overlap} off" if not p2p_overlap
+                  else f"{KNOB.recompute_style} {as_literal(recompute_style)}")
+        raise ScalesimError(knob_refusal(
+            f"the runs split the model ({as_literal(split)}); {option} is for the layouts of "
+            "the split-the-model remedy, which runs fitted as model replicas do not get "
+            f"(another split is scalesim plan --workload's question): drop {option}"))
     if extrapolate_to is not None:
         odd = [p for p in extrapolate_to if p % m]
         if odd:

@@ -1,0 +1,63 @@
+"""The Diagnose page says its controls where the lines of runs that split the model named
+diagnose's flags (session 52): the refusal of an option their replicas do not get ('drop
+--tp-overlap') and the split runs' note ('--workload gives the runs' parameter count and
+MFU'). The lines are templates (``layout.knob_refusal``); the CLI keeps its flags."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from app_harness import open_diagnose_page, run_clean
+from cli_harness import run_cli
+from streamlit.testing.v1 import AppTest
+from test_diagnose_model_split import SLOW_TP8
+
+# a flag, where it is not part of a command the user is told to run ('scalesim plan --workload')
+FLAG = re.compile(r"(?<![\w`-])--[a-z][\w-]*")
+COMMAND = re.compile(r"scalesim( [a-z-]+)? --[^;)]*")
+GPU = "H100-SXM5 80GB"  # the runs' GPU on the page (a preset's device name) and the CLI's --gpu
+
+
+def _bare_flags(text: str) -> list[str]:
+    return FLAG.findall(COMMAND.sub("", text))
+
+
+def _split_runs(toggle: str | None = None) -> AppTest:
+    """The page with SLOW_TP8's runs (tp 8) as llama3-8b on H100s, toggle ``toggle`` on."""
+    at = open_diagnose_page()
+    at.file_uploader(key="dg_runs").set_value(("tp8.csv", SLOW_TP8.encode(), "text/csv"))
+    at.selectbox(key="dg_workload").set_value("llama3-8b")
+    run_clean(at)
+    at.selectbox(key="dg_gpu").set_value(GPU)
+    if toggle is not None:
+        at.toggle(key=toggle).set_value(not at.toggle(key=toggle).value)
+    return run_clean(at)
+
+
+@pytest.fixture
+def tp8_csv(tmp_path):
+    path = tmp_path / "tp8.csv"
+    path.write_text(SLOW_TP8)
+    return str(path)
+
+
+def test_the_option_split_runs_do_not_get_is_refused_by_its_control(tp8_csv, capsys):
+    """Tensor-parallel overlap on for runs fitted as model replicas: the page's error box names
+    the toggle (it said '--tp-overlap ... drop --tp-overlap'); the CLI's line keeps the flag."""
+    (box,) = _split_runs("dg_tp_overlap").error
+    assert "; Tensor-parallel overlap is for the layouts of the split-the-model remedy" in box.value
+    assert box.value.endswith("drop Tensor-parallel overlap")
+    assert _bare_flags(box.value) == []
+    code, _, err = run_cli(capsys, ["diagnose", tp8_csv, "--workload", "llama3-8b", "--gpu", GPU,
+                                    "--tp-overlap"])
+    assert code == 2
+    assert err.strip().endswith("(another split is scalesim plan --workload's question): "
+                                "drop --tp-overlap")
+    assert "(tp 8 x pp 1 x cp 1); --tp-overlap is for the layouts" in err
+
+
+def test_pipeline_sends_off_for_split_runs_names_its_toggle():
+    (box,) = _split_runs("dg_p2p_overlap").error
+    assert box.value.endswith("drop Pipeline sends overlap compute off")
+    assert _bare_flags(box.value) == []
