@@ -35,7 +35,7 @@ from scalesim.diagnosis_text import (
     no_first_remedy,
     table_nouns,
 )
-from scalesim.errors import ScalesimError, in_words_of
+from scalesim.errors import ScalesimError
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     P2P_OVERLAP_HELP,
@@ -44,7 +44,6 @@ from scalesim.layout import (
     SHARD_GROUP_HELP,
     TP_OVERLAP_HELP,
 )
-from scalesim.layout_change import LayoutTitle
 from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS, TRACED_GRAD_SYNC_HELP
 from scalesim.remedies import SIZE_DEPENDENT, measure_words
 from scalesim.runs_shares import shares_words
@@ -103,10 +102,9 @@ def in_page_words(line, traced: bool = False, words: Nouns = GPU_NOUNS) -> str:
     by its template said as this page's control (``control_named``); a layout's title (the
     split-the-model or sharding remedy's ``layout_change.LayoutTitle``) in the planner's labels,
     ``words`` its nouns (``layout_titles.page_title``: the page opens the fitted model in the
-    planner); its own text where it names none. The text is never read."""
-    if isinstance(line, LayoutTitle):
-        return page_title(line, words)
-    return str(in_words_of(line, lambda f: control_named(f, traced)))
+    planner), the inputs its words around the layout name said as the page's controls too; its
+    own text where it names none. The text is never read."""
+    return page_title(line, words, named=lambda f: control_named(f, traced))
 
 
 def report_said(report: Report) -> Callable[[str], str]:

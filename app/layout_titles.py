@@ -11,10 +11,12 @@ degree of 1 left out: ``page_degrees``). The text is never read: any other title
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from scalesim.cli.cmd_predict import COMPUTE_PIN_NOTE, layout_notes, overlap_word
 from scalesim.device_nouns import GPU_NOUNS, Nouns
+from scalesim.errors import in_words_of
 from scalesim.goal import GoalPlan, plan_dp
 from scalesim.layout import (
     ZERO_STRATEGIES,
@@ -114,14 +116,17 @@ def short_legend(names, words: Nouns) -> str:
     return ", ".join(f"{n} = {labels[n]}" for n in names if n in labels)
 
 
-def page_title(title: str, words: Nouns) -> str:
+def page_title(title: str, words: Nouns, named: Callable[[str], str] | None = None) -> str:
     """``title`` as the page says it: a ``LayoutTitle``'s layout in the sidebar's labels
     (``page_row_title``, ``page_changes``, ``page_split``, ``page_plan_layout``) between its own
     words (its ``after`` said so too: a second layout, ``layout_change.joined``), any other
-    title as it is."""
+    title as it is; where ``named`` is given (a page's name of a knob: the Diagnose page's
+    controls), words that name knobs by a template (``errors.in_words_of``) say them so, around
+    a layout too ('... The runs' transformer gives the runs' parameter count ...')."""
     if not isinstance(title, LayoutTitle):
-        return title
-    return f"{title.before}{page_layout(title, words)}{page_title(title.after, words)}"
+        return title if named is None else str(in_words_of(title, named))
+    return (f"{page_title(title.before, words, named)}{page_layout(title, words)}"
+            f"{page_title(title.after, words, named)}")
 
 
 def page_layout(title: LayoutTitle, words: Nouns) -> str:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scalesim.errors import joined as errors_joined
+from scalesim.errors import template_of
 from scalesim.figures import CHANGE_ARROW
 from scalesim.layout import SCHEDULE_WORDS, model_split_words
 from scalesim.layout_predict import layout_of, recompute_words, row_title
@@ -122,11 +124,21 @@ def retitled(title: str, before: str = "", after: str = "") -> str:
 def joined(first: str, second: str) -> str:
     """``first`` then ``second``, a ``LayoutTitle`` where either is one, each layout kept: where
     both are, ``second`` follows in ``first``'s ``after``, so a sentence that says two plans
-    ('... Today's network is enough: ...') says both in a page's labels."""
+    ('... Today's network is enough: ...') says both in a page's labels; words around a layout
+    that name knobs by a template (``layout.knob_refusal``) keep it (``_words_joined``)."""
     if isinstance(first, LayoutTitle):
         return _rewritten(first, first.before, joined(first.after, second))
     if isinstance(second, LayoutTitle):
-        return _rewritten(second, first + second.before, second.after)
+        return _rewritten(second, _words_joined(first, second.before), second.after)
+    return _words_joined(first, second)
+
+
+def _words_joined(first: str, second: str) -> str:
+    """``first + second``, a ``Refusal`` with both templates where either has one
+    (``errors.joined``: a page says the knobs it names by its controls, ``errors.in_words_of``),
+    else a plain str."""
+    if template_of(first) or template_of(second):
+        return errors_joined("", (first, second))
     return first + second
 
 

@@ -658,9 +658,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     mfu, mfu_note = runs_mfu(measured, transformer)
     if transformer is not None and runs.replica_split:  # its parameters and MFU only
         transformer = None
-        split_note = retitled(split_note, after=" --workload gives the runs' parameter count "
-                              "and MFU; the remedies are the replicas' (which other split is "
-                              "faster is scalesim plan --workload's question).")
+        split_note = retitled(split_note, after=knob_refusal(  # the page says its control
+            f" {KNOB.workload} gives the runs' parameter count and MFU; the remedies are the "
+            "replicas' (which other split is faster is scalesim plan --workload's question)."))
     exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
     if transformer is not None:
         exchange = replace(exchange, blocks=transformer.shape.layers)

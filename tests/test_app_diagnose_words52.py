@@ -61,3 +61,21 @@ def test_pipeline_sends_off_for_split_runs_names_its_toggle():
     (box,) = _split_runs("dg_p2p_overlap").error
     assert box.value.endswith("drop Pipeline sends overlap compute off")
     assert _bare_flags(box.value) == []
+
+
+def test_the_split_runs_note_names_the_runs_transformer_control(tp8_csv, capsys):
+    """The note of runs that split the model with their transformer given: the page says the
+    control that gave it (it said '--workload gives the runs' parameter count and MFU'), the
+    rest of the note as the CLI's, its split's arrows the page's; the CLI keeps the flag."""
+    notes = [c.value for c in _split_runs().caption if "parameter count and MFU" in c.value]
+    assert len(notes) == 1, notes
+    (note,) = notes
+    assert "The runs' transformer gives the runs' parameter count and MFU; the remedies are" in note
+    assert "1 → 8 for 8 → 64 devices" in note  # the layout title's page arrow kept
+    assert _bare_flags(note) == []
+    code, out, err = run_cli(capsys, ["diagnose", tp8_csv, "--workload", "llama3-8b", "--gpu", GPU])
+    assert code == 0, err
+    assert ('"Runs that split the model") --workload gives the runs\' parameter count and MFU; '
+            "the remedies are the replicas' (which other split is faster is scalesim plan "
+            "--workload's question).") in out
+    assert "1 -> 8 for 8 -> 64 devices" in out
