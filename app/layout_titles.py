@@ -24,7 +24,15 @@ from scalesim.layout import (
     replica_devices,
     schedule_words,
 )
-from scalesim.layout_change import SETTING_KNOBS, ZERO, Arrowed, Changes, LayoutTitle, Split
+from scalesim.layout_change import (
+    REPLICA_MICRO_BATCH,
+    SETTING_KNOBS,
+    ZERO,
+    Arrowed,
+    Changes,
+    LayoutTitle,
+    Split,
+)
 from scalesim.layout_predict import asked_knobs, layout_of, recompute_style_note, recompute_words
 from scalesim.plan import PlanRow
 from scalesim.remedies import RemedyResult
@@ -212,7 +220,9 @@ def page_row_title(row, words: Nouns) -> str:
 def page_changes(changes, words: Nouns) -> str:
     """'Tensor parallel 2 → 4, Strategy DDP → ZeRO-1': each (setting, old, new) of
     ``layout_change.setting_changes`` by its control's label, a ZeRO stage by the Strategy
-    control's choices, as the page says a control's change (``state.reset_words``); a setting
+    control's choices (a split plan's micro-batch 'Micro-batch 4 per model replica',
+    ``layout_change.REPLICA_MICRO_BATCH``), as the page says a control's change
+    (``state.reset_words``); a setting
     a title keeps (old = new: the hybrid-sharding remedy's ZeRO-3) by its value alone,
     'Strategy ZeRO-3 / FSDP'."""
     def value(name: str, text: str) -> str:
@@ -224,7 +234,8 @@ def page_changes(changes, words: Nouns) -> str:
         # (``goal.kept_said``), the values of the sidebar's Layout controls the user chose to
         # keep at every count, and its no-fit note asks to change those very controls
         kept = "" if old == new else f"{value(name, old)}{PAGE_ARROW}"
-        return f"{control_label(SETTING_KNOBS[name], words)} {kept}{value(name, new)}"
+        per = f" {PER_REPLICA}" if name == REPLICA_MICRO_BATCH else ""
+        return f"{control_label(SETTING_KNOBS[name], words)} {kept}{value(name, new)}{per}"
 
     return ", ".join(change(*triple) for triple in changes)
 

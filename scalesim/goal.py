@@ -82,7 +82,15 @@ from scalesim.layout import (
     schedule_words,
     split_words,
 )
-from scalesim.layout_change import ZERO, Changes, LayoutTitle, joined, retitled, titled
+from scalesim.layout_change import (
+    REPLICA_MICRO_BATCH,
+    ZERO,
+    Changes,
+    LayoutTitle,
+    joined,
+    retitled,
+    titled,
+)
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
@@ -490,12 +498,13 @@ def describe(p: GoalPlan, words: Nouns = GPU_NOUNS) -> str:
 def batch_said(p: GoalPlan, before: str = "", after: str = "") -> LayoutTitle:
     """'<before>micro-batch 4 per replica x 8 accumulation<after>' (a split plan's micro-batch
     is per replica; 'micro-batch 64 x 1 accumulation' unsplit): each number carried as a setting
-    kept (as ``strategy_said``), so a page says it by its control, 'Micro-batch 4 per replica x
-    Gradient accumulation 8'."""
+    kept (as ``strategy_said``; a split plan's as ``REPLICA_MICRO_BATCH``), so a page says it
+    by its control, 'Micro-batch 4 per model replica x Gradient accumulation 8'."""
     micro, steps = str(p.micro_batch), str(p.accumulation)
-    per = " per replica" if p.tp is not None and p.pp is not None else ""
-    return joined(titled(before, f"micro-batch {micro}", f"{per} x ",
-                         said=Changes([("micro-batch", micro, micro)])),
+    split = p.tp is not None and p.pp is not None
+    setting, per = (REPLICA_MICRO_BATCH, " per replica") if split else ("micro-batch", "")
+    return joined(titled(before, f"micro-batch {micro}{per}", " x ",
+                         said=Changes([(setting, micro, micro)])),
                   titled("", f"{steps} accumulation", after,
                          said=Changes([("accumulation", steps, steps)])))
 

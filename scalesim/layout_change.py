@@ -206,10 +206,14 @@ def setting_changes(before: dict[str, str],
     return [(name, before[name], after[name]) for name in before if before[name] != after[name]]
 
 
+# a split plan's micro-batch, kept as a setting where a title says it per replica of tp x pp x
+# cp devices ('micro-batch 4 per replica': ``goal.batch_said``), which a page says so too
+REPLICA_MICRO_BATCH = "micro-batch per replica"
 # each setting's knob (``bounds.KNOBS``, ``bounds.LAYOUT_KNOBS``): a page names it by its control
 SETTING_KNOBS = {"tp": "tp", "pp": "pp", "cp": "cp", "pipeline schedule": "schedule",
                  "virtual stages": "virtual_stages", ZERO: "strategy",
                  "shard group": "shard_group", "micro-batch": "micro_batch",
+                 REPLICA_MICRO_BATCH: "micro_batch",
                  "accumulation": "accumulation", "recompute": "recompute",
                  "sequence parallel": "sequence_parallel", "TP overlap": "tp_overlap"}
 

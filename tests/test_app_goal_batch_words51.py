@@ -20,7 +20,7 @@ def test_a_split_plan_says_its_batch_by_the_controls():
     line = describe(_plan(tp=2, pp=1, strategy="zero1", micro_batch=4, accumulation=8,
                           global_batch=256))
     assert ", micro-batch 4 per replica x 8 accumulation (global batch 256), zero1," in line
-    assert ", Micro-batch 4 per replica x Gradient accumulation 8 (global batch 256), " \
+    assert ", Micro-batch 4 per model replica x Gradient accumulation 8 (global batch 256), " \
            "Strategy ZeRO-1, network as is" in page_title(line, GPU_NOUNS)
 
 

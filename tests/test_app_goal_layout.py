@@ -77,7 +77,7 @@ def test_the_goal_tab_answers_as_the_cli_in_each_mode(capsys, version, glay, fla
     # the batch by its controls since goal.batch_said (session 51, later still)
     page = cli.replace(cli_plan, page_plan).replace(", zero2, ", ", Strategy ZeRO-2, ")
     assert app == re.sub(r"micro-batch (\d+) per replica x (\d+) accumulation",
-                         r"Micro-batch \1 per replica x Gradient accumulation \2", page)
+                         r"Micro-batch \1 per model replica x Gradient accumulation \2", page)
     assert not app.startswith("No plan runs")
 
 

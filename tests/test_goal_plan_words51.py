@@ -31,7 +31,7 @@ SEARCHED = _plan(tp=2, pp=2, schedule="1f1b", virtual_stages=1, recompute="full"
 BATCH = ", micro-batch 4 per replica x 8 accumulation (global batch 256), zero1, network as is"
 # the page says the strategy by the Strategy control's choice (``goal.strategy_said``), the
 # micro-batch and accumulation by their controls (``goal.batch_said``)
-PAGE_BATCH = (", Micro-batch 4 per replica x Gradient accumulation 8 (global batch 256), "
+PAGE_BATCH = (", Micro-batch 4 per model replica x Gradient accumulation 8 (global batch 256), "
               "Strategy ZeRO-1, network as is")
 
 
@@ -76,7 +76,7 @@ def test_two_plans_in_one_sentence_are_both_said_by_the_labels():
         "8 data-parallel ranks x Tensor parallel 2 (Activation recompute none)").replace(
         ", zero1, ", ", Strategy ZeRO-1, ").replace(
         "micro-batch 4 per replica x 8 accumulation",
-        "Micro-batch 4 per replica x Gradient accumulation 8")
+        "Micro-batch 4 per model replica x Gradient accumulation 8")
 
 
 def test_a_note_that_names_a_plan_says_it_by_the_labels():
@@ -85,7 +85,7 @@ def test_a_note_that_names_a_plan_says_it_by_the_labels():
     assert note.startswith("16 devices (2 servers) as dp 8 x tp 2 x pp 1 (recompute none), micro")
     assert page_title(note, GPU_NOUNS).startswith(
         "16 devices (2 servers) as 8 data-parallel ranks x Tensor parallel 2 (Activation recompute "
-        "none), Micro-batch 4 per replica x Gradient accumulation 8")
+        "none), Micro-batch 4 per model replica x Gradient accumulation 8")
 
 
 def test_joined_keeps_each_layout_and_plain_words_stay_plain():

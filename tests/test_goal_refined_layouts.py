@@ -133,5 +133,5 @@ def test_the_app_goal_tab_shows_the_refined_answer(capsys):
     assert box.replace("\\$", "$").replace("\\", "") == line.replace(cli_plan, page_plan).replace(
         ", zero3, ", ", Strategy ZeRO-3 / FSDP, ").replace(
         "micro-batch 1 per replica x 2 accumulation",
-        "Micro-batch 1 per replica x Gradient accumulation 2")
+        "Micro-batch 1 per model replica x Gradient accumulation 2")
     assert cli_plan in line and "global batch 64" in line and ", zero3, " in line
