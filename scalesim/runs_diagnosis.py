@@ -363,7 +363,7 @@ def _rank_pattern(runs, words: Nouns = GPU_NOUNS) -> tuple[int | None, float, li
 def _implausible_links(fit, params: float | None, words: Nouns = GPU_NOUNS) -> list[str]:
     """A note per fitted link whose gradient rate (``params`` x wire bytes / fitted transfer
     time) is below the floor of a link's bus bandwidth (``busbw_GBps``: 1 MB/s), where the
-    model holds it: --params is then not the parameter count (340 for 340e6), or the transfer
+    model holds it: the parameters given are then not the count (340 for 340e6), or the transfer
     is latency, not bandwidth (a tiny model); either way its network remedies start there."""
     if not fit.params_known:
         return []
@@ -373,10 +373,11 @@ def _implausible_links(fit, params: float | None, words: Nouns = GPU_NOUNS) -> l
             if fit.busbw_GBps(level) < floor]
     if not slow:
         return []
-    return [f"--params {params:g}: the fitted links move the gradients at {', '.join(slow)}, "
-            f"below the {floor:g} GB/s floor of any link, where the model holds them (and the "
-            "network remedies start): check --params is the model's parameter count (e.g. 340e6, "
-            "not 340)"]
+    return [knob_refusal(  # the input by its control: the CLI's flag, the page's label
+        f"{KNOB.params} {params:g}: the fitted links move the gradients at "
+        f"{as_literal(', '.join(slow))}, below the {floor:g} GB/s floor of any link, where the "
+        f"model holds them (and the network remedies start): check {KNOB.params} is the model's "
+        "parameter count (e.g. 340e6, not 340)")]
 
 
 # Efficiency against the first run above these (per sample, so per-device batches may differ):

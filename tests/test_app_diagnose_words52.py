@@ -79,3 +79,25 @@ def test_the_split_runs_note_names_the_runs_transformer_control(tp8_csv, capsys)
             "the remedies are the replicas' (which other split is faster is scalesim plan "
             "--workload's question).") in out
     assert "1 -> 8 for 8 -> 64 devices" in out
+
+
+def test_the_note_of_a_parameter_count_too_small_names_its_control(tmp_path, capsys):
+    """Model parameters 340 (340e6 meant) for the example runs: the fitted links move the
+    gradients below 0.001 GB/s, and the page's note names the control (it said '--params 340:
+    ... check --params is ...'); the CLI keeps the flag."""
+    from scalesim.app.diagnose_page import example_runs_csv
+
+    at = open_diagnose_page()
+    at.toggle(key="dg_example").set_value(True)
+    at.number_input(key="dg_params").set_value(340.0)
+    notes = [c.value for c in run_clean(at).caption if "floor of any link" in c.value]
+    assert len(notes) == 1, notes
+    assert notes[0].startswith("note: Model parameters 340: the fitted links move the gradients")
+    assert "check Model parameters is the model's parameter count (e.g. 340e6, not 340)" in notes[0]
+    assert _bare_flags(notes[0]) == []
+    path = tmp_path / "runs.csv"
+    path.write_text(example_runs_csv())
+    code, out, err = run_cli(capsys, ["diagnose", str(path), "--params", "340"])
+    assert code == 0, err
+    assert "note: --params 340: the fitted links move the gradients at intra-server" in out
+    assert "check --params is the model's parameter count (e.g. 340e6, not 340)" in out
