@@ -56,7 +56,7 @@ def test_a_title_keeps_each_payload_through_pickle():
         "As is: 64 devices (4 data-parallel ranks x Tensor parallel 8 x Pipeline stages 2); add "
         "devices (64 → 72), Tensor parallel 8 → 4, Strategy DDP → ZeRO-1; or 16 devices (2 "
         "servers) as 4 data-parallel ranks x Tensor parallel 2 x Pipeline stages 2 (1F1B, "
-        "Activation recompute full), Micro-batch 4 per replica x Gradient accumulation 8 "
+        "Activation recompute full), Micro-batch 4 per model replica x Gradient accumulation 8 "
         "(global batch 256), Strategy ZeRO-1, network as is")
 
 
