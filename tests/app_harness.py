@@ -1,6 +1,6 @@
 """Shared helpers of the app tests under Streamlit's AppTest: the planner script, a run that
-must not raise, a sidebar choice changed, a link parameter, a link round trip, a profile upload
-and the headline's knee line."""
+must not raise, the Diagnose page and a file uploaded to it, a sidebar choice changed, a link
+parameter, a link round trip, a profile upload and the headline's knee line."""
 
 from __future__ import annotations
 
@@ -34,9 +34,20 @@ def _diagnose_page():
     render()
 
 
-def open_diagnose_page() -> AppTest:
-    """The Diagnose page alone, run once; no exception raised."""
-    return run_clean(AppTest.from_function(_diagnose_page, default_timeout=TIMEOUT_S))
+def open_diagnose_page(runs: str | None = None) -> AppTest:
+    """The Diagnose page alone, run once; with ``runs`` (a runs file's text), that text then
+    uploaded as runs.csv (``upload_file``); no exception raised."""
+    at = run_clean(AppTest.from_function(_diagnose_page, default_timeout=TIMEOUT_S))
+    return at if runs is None else upload_file(at, "dg_runs", "runs.csv", runs)
+
+
+def upload_file(at: AppTest, key: str, name: str, text: str | bytes,
+                mime: str = "text/csv") -> AppTest:
+    """``text`` (or bytes) uploaded as the file ``name`` through the page's uploader ``key``,
+    rerun; no exception raised."""
+    data = text.encode() if isinstance(text, str) else text
+    at.file_uploader(key=key).set_value((name, data, mime))
+    return run_clean(at)
 
 
 def change_select(query: dict, key: str, start: str, value: str):

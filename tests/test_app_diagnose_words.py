@@ -12,7 +12,7 @@ import json
 import re
 
 import diagnose_cases as cases
-from app_harness import TIMEOUT_S, run_clean
+from app_harness import open_diagnose_page, run_clean, upload_file
 from cli_harness import run_cli
 from streamlit.testing.v1 import AppTest
 from test_sources_nvidia_smi import smi_csv
@@ -21,16 +21,6 @@ from test_traces import gpu_trace
 # a flag, where it is not part of a command the user is told to run ('scalesim plan --workload')
 FLAG = re.compile(r"(?<![\w`-])--[a-z][\w-]*")
 COMMAND = re.compile(r"(nvidia-smi|scalesim( [a-z-]+)?) --[^;)]*")
-
-
-def _page():
-    from scalesim.app.diagnose_page import render
-
-    render()
-
-
-def _app() -> AppTest:
-    return run_clean(AppTest.from_function(_page, default_timeout=TIMEOUT_S))
 
 
 def _shown(at: AppTest) -> list[str]:
@@ -46,7 +36,7 @@ def _flags(at: AppTest) -> list[str]:
 
 
 def _example(**numbers) -> AppTest:
-    at = _app()
+    at = open_diagnose_page()
     at.toggle(key="dg_example").set_value(True)
     for key, value in numbers.items():
         at.number_input(key=key).set_value(value)
@@ -95,15 +85,11 @@ def test_the_cli_keeps_the_flags(capsys, tmp_path):
 def test_a_log_or_trace_given_as_runs_names_the_page_source(tmp_path, capsys):
     path = tmp_path / "smi.csv"
     smi_csv(path, slow=3)
-    at = _app()
-    at.file_uploader(key="dg_runs").set_value(("smi.csv", path.read_bytes(), "text/csv"))
-    run_clean(at)
+    at = upload_file(open_diagnose_page(), "dg_runs", "smi.csv", path.read_bytes())
     assert at.error[0].value.startswith("smi.csv: an nvidia-smi log, not a runs file; give it "
                                         "with nvidia-smi log (scalesim diagnose --smi smi.csv")
-    at = _app()
-    at.file_uploader(key="dg_runs").set_value(
-        ("rank0.json", json.dumps(gpu_trace(0)).encode(), "application/json"))
-    run_clean(at)
+    at = upload_file(open_diagnose_page(), "dg_runs", "rank0.json", json.dumps(gpu_trace(0)),
+                     "application/json")
     assert at.error[0].value == ("rank0.json: this is a profiler trace, not a runs file; give "
                                  "it with Profiler traces (scalesim diagnose --trace rank0.json)")
     code, _, err = run_cli(capsys, ["diagnose", str(path)])
@@ -111,7 +97,7 @@ def test_a_log_or_trace_given_as_runs_names_the_page_source(tmp_path, capsys):
 
 
 def test_a_traced_jobs_strategy_is_named_by_its_control():
-    at = _app()
+    at = open_diagnose_page()
     at.radio(key="dg_source").set_value("Profiler traces")
     run_clean(at)
     at.selectbox(key="dg_tr_strategy").set_value("zero3")

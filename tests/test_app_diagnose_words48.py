@@ -13,7 +13,7 @@ import json
 import re
 
 import pytest
-from app_harness import TIMEOUT_S, run_clean
+from app_harness import open_diagnose_page, run_clean
 from cli_harness import run_cli
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
@@ -26,18 +26,12 @@ FLAG = re.compile(r"(?<![\w`-])--[a-z][\w-]*")
 COMMAND = re.compile(r"(nvidia-smi|scalesim( [a-z-]+)?) --[^;)]*")
 
 
-def _page():
-    from scalesim.app.diagnose_page import render
-
-    render()
-
-
 def _bare_flags(texts) -> list[str]:
     return [t for t in texts if FLAG.search(COMMAND.sub("", t))]
 
 
 def _traced(tmp_path=None) -> AppTest:
-    at = run_clean(AppTest.from_function(_page, default_timeout=TIMEOUT_S))
+    at = open_diagnose_page()
     at.radio(key="dg_source").set_value("Profiler traces")
     run_clean(at)
     files = [(f"rank{r}.json", json.dumps(gpu_trace(r, slow_us=200.0 * r)).encode(),
@@ -112,7 +106,7 @@ def test_the_html_report_of_traces_says_the_pages_controls(deferred):
 
 
 def test_the_html_report_of_runs_says_the_pages_controls(deferred):
-    at = run_clean(AppTest.from_function(_page, default_timeout=TIMEOUT_S))
+    at = open_diagnose_page()
     at.toggle(key="dg_example").set_value(True)
     at.number_input(key="dg_gpus_per_node").set_value(16)
     run_clean(at)

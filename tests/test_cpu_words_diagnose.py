@@ -13,7 +13,7 @@ import json
 import re
 
 import pytest
-from app_harness import TIMEOUT_S, open_app, run_clean, upload_profile
+from app_harness import open_app, open_diagnose_page, run_clean, upload_profile
 from cli_harness import diagnosed_once, run_cli
 from scalesim.app import charts
 from scalesim.app.control_labels import B_LABELS, GRID_LABELS, LABELS, MODE_LABELS, label
@@ -120,19 +120,6 @@ def test_a_cpu_trace_asks_for_runs_at_several_process_counts(capsys):
 
 # ------------------------------------------------------------------ the Diagnose page
 
-def _page():
-    from scalesim.app.diagnose_page import render
-
-    render()
-
-
-def _upload_runs(text: str) -> AppTest:
-    at = run_clean(AppTest.from_function(_page, default_timeout=TIMEOUT_S))
-    at.file_uploader(key="dg_runs").set_value(("runs.csv", text.encode(), "text/csv")).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _axes(at: AppTest) -> list[tuple[str, str]]:
     """(x title, the device count's tooltip title) of each chart on the page."""
     out = []
@@ -147,7 +134,7 @@ def _axes(at: AppTest) -> list[tuple[str, str]]:
 
 
 def test_the_diagnose_page_counts_processes_for_cpu_runs():
-    at = _upload_runs(runs_csv("CPU: AMD EPYC"))
+    at = open_diagnose_page(runs_csv("CPU: AMD EPYC"))
     assert at.subheader[0].value == "Likely cause: Inter-host link"
     assert "in one host" in at.markdown[0].value
     assert _axes(at) == [("processes (log scale)", "processes"), ("processes", "processes")]
@@ -155,7 +142,7 @@ def test_the_diagnose_page_counts_processes_for_cpu_runs():
 
 
 def test_the_diagnose_page_keeps_the_gpu_words():
-    at = _upload_runs(runs_csv())
+    at = open_diagnose_page(runs_csv())
     assert at.subheader[0].value == "Likely cause: Inter-server link"
     assert _axes(at) == [("devices (log scale)", "devices"), ("devices", "devices")]
     assert list(at.dataframe[-1].value.columns[:2]) == ["devices", "nodes"]

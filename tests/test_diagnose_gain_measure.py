@@ -11,8 +11,7 @@ from types import SimpleNamespace
 
 import diagnose_cases as cases
 import pytest
-from app_harness import run_clean
-from streamlit.testing.v1 import AppTest
+from app_harness import open_diagnose_page
 
 import scalesim.runs_diagnosis as runs_diagnosis
 from scalesim.cli.main import main
@@ -186,14 +185,7 @@ def test_the_diagnose_page_and_html_report_show_the_figure_the_text_shows():
 
     from scalesim.diagnosis_text import gain_text
 
-    def page():
-        from scalesim.app.diagnose_page import render
-
-        render()
-
-    at = run_clean(AppTest.from_function(page, default_timeout=60))
-    at.file_uploader(key="dg_runs").set_value(
-        ("runs.csv", cases.to_csv(cases.below_noise_scale()).encode(), "text/csv")).run()
+    at = open_diagnose_page(cases.to_csv(cases.below_noise_scale()))
     table = at.dataframe[0].value
     # session 21: the page's gain and its band are numbers (percent), so the columns sort by
     # value; session 24: the band's two ends, over the parameters the runs allow, as the text

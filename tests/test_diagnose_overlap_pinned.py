@@ -125,17 +125,9 @@ def test_a_faster_link_and_the_loader_are_cautioned_where_their_parameter_is_not
 
 
 def test_the_app_shows_the_caution_under_the_first_remedy():
-    from app_harness import TIMEOUT_S, run_clean
-    from streamlit.testing.v1 import AppTest
+    from app_harness import open_diagnose_page
 
-    def page():
-        from scalesim.app.diagnose_page import render
-
-        render()
-
-    at = run_clean(AppTest.from_function(page, default_timeout=TIMEOUT_S))
-    at.file_uploader(key="dg_runs").set_value(("runs.csv", NOISY.encode(), "text/csv")).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = open_diagnose_page(NOISY)
     # no parameter count given: the overlap depends on the gradient size (session 44), so the
     # faster network leads, cautioned on its unpinned transfer, as diagnose's text says
     assert "Faster inter-server network" in at.success[0].value

@@ -7,21 +7,11 @@ import re
 
 import diagnose_cases as cases
 import pytest
-from app_harness import TIMEOUT_S, open_app, run_clean
+from app_harness import open_app, open_diagnose_page, run_clean, upload_file
 from cli_harness import kept_diagnoses, run_cli
 from streamlit.testing.v1 import AppTest
 from test_sources_nvidia_smi import smi_csv
 from test_traces import gpu_trace
-
-
-def _page():
-    from scalesim.app.diagnose_page import render
-
-    render()
-
-
-def _app() -> AppTest:
-    return run_clean(AppTest.from_function(_page, default_timeout=TIMEOUT_S))
 
 
 def _charts(at: AppTest) -> int:
@@ -29,14 +19,14 @@ def _charts(at: AppTest) -> int:
 
 
 def test_opens_with_format_help_and_no_report():
-    at = _app()
+    at = open_diagnose_page()
     assert at.title[0].value == "Diagnose"
     assert "Upload a runs file" in at.info[0].value
     assert _charts(at) == 0
 
 
 def test_example_runs_show_the_cause_remedy_and_charts():
-    at = _app()
+    at = open_diagnose_page()
     at.toggle(key="dg_example").set_value(True).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.subheader[0].value == "Likely cause: Inter-server link"
@@ -46,7 +36,7 @@ def test_example_runs_show_the_cause_remedy_and_charts():
 
 
 def test_uploaded_csv_is_diagnosed():
-    at = _app()
+    at = open_diagnose_page()
     data = cases.to_csv(cases.slow_device()).encode()
     at.file_uploader(key="dg_runs").set_value(("runs.csv", data, "text/csv")).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -54,7 +44,7 @@ def test_uploaded_csv_is_diagnosed():
 
 
 def test_bad_upload_is_one_line_error():
-    at = _app()
+    at = open_diagnose_page()
     at.file_uploader(key="dg_runs").set_value(
         ("runs.csv", b"devices,nodes,samples_per_s\n1,1,10\n", "text/csv")).run()
     assert not at.exception
@@ -63,7 +53,7 @@ def test_bad_upload_is_one_line_error():
 
 
 def test_traces_are_diagnosed_with_charts():
-    at = _app()
+    at = open_diagnose_page()
     at.radio(key="dg_source").set_value("Profiler traces").run()
     files = [(f"rank{r}.json", json.dumps(gpu_trace(r, slow_us=200.0 * r)).encode(),
               "application/json") for r in (0, 1)]
@@ -74,7 +64,7 @@ def test_traces_are_diagnosed_with_charts():
 
 
 def test_truncated_trace_upload_names_the_file():
-    at = _app()
+    at = open_diagnose_page()
     at.radio(key="dg_source").set_value("Profiler traces").run()
     text = json.dumps(gpu_trace(0))
     at.file_uploader(key="dg_traces").set_value(
@@ -135,7 +125,7 @@ def test_the_diagnose_page_uses_the_planners_words_and_offers_the_planner():
 
     assert ("data stall", PALETTE["data stall"]) in [(p[1], p[2]) for p in RUN_PARTS]
     assert "data stall" in [p[1] for p in TRACE_PARTS]
-    at = _app()
+    at = open_diagnose_page()
     at.toggle(key="dg_example").set_value(True)
     at.run()
     assert not at.exception
@@ -150,11 +140,6 @@ def _report_text(at: AppTest) -> str:
     texts = [c.value for c in at.code if c.value.startswith("Diagnosis of")]
     assert len(texts) == 1, [c.value[:40] for c in at.code]
     return texts[0]
-
-
-def _upload(at: AppTest, key: str, name: str, text: str, mime: str = "text/csv") -> AppTest:
-    at.file_uploader(key=key).set_value((name, text.encode(), mime))
-    return run_clean(at)
 
 
 def _cli(capsys, argv: list[str]) -> str:
@@ -238,7 +223,7 @@ def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, m
     3 x 32 x 2048 x (24 x (24 h^2 + 4 s h) + 2 h V) / 312e12 = 2361 ms at the 312 TFLOP/s peak,
     h 2304, s 2048, V 51200): one error line, as the CLI's; named as bert-large (sequence 128,
     their own model) on their own A100 they give the report."""
-    at = _upload(_app(), "dg_runs", "runs.csv", runs_here)
+    at = open_diagnose_page(runs_here)
     assert not at.get("toggle") or all(t.key != "dg_tp_overlap" for t in at.get("toggle"))
     at.selectbox(key="dg_workload").set_value("gpt-1.7b")
     run_clean(at)
@@ -273,7 +258,7 @@ def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, m
 def test_wire_bytes_and_extrapolation_as_the_cli(capsys, runs_here):
     """Bytes per gradient element 2 (bf16 gradients) halves the fitted link bandwidths as
     --wire-bytes 2 does; the device counts typed are the CLI's --extrapolate."""
-    at = _upload(_app(), "dg_runs", "runs.csv", runs_here)
+    at = open_diagnose_page(runs_here)
     at.number_input(key="dg_params").set_value(336e6)
     run_clean(at)
     fp32 = _report_text(at)
@@ -299,7 +284,7 @@ def test_wire_bytes_and_extrapolation_as_the_cli(capsys, runs_here):
 def test_bad_extrapolation_counts_are_one_error_line(typed, message):
     from scalesim.app.markdown_text import escape_markdown
 
-    at = _app()
+    at = open_diagnose_page()
     at.toggle(key="dg_example").set_value(True)
     at.text_input(key="dg_extrapolate").set_value(typed)
     run_clean(at)
@@ -314,13 +299,13 @@ def test_bad_extrapolation_counts_are_one_error_line(typed, message):
 def test_the_nvidia_smi_log_joins_the_runs_report(tmp_path, capsys, runs_here):
     """The uploaded nvidia-smi log names its slow device in the report, as --smi does; a file
     that is not one is one error line, and the page keeps working with the next upload."""
-    at = _upload(_app(), "dg_runs", "runs.csv", runs_here)
-    at = _upload(at, "dg_smi", "smi.csv", "a,b,c\n1,2,3\n")
+    at = open_diagnose_page(runs_here)
+    at = upload_file(at, "dg_smi", "smi.csv", "a,b,c\n1,2,3\n")
     assert len(at.error) == 1 and "\n" not in at.error[0].value
     assert at.error[0].value.startswith("smi.csv") and "not an nvidia-smi" in at.error[0].value
     assert not at.subheader
     smi_csv(tmp_path / "smi.csv", slow=5)
-    at = _upload(at, "dg_smi", "smi.csv", (tmp_path / "smi.csv").read_text())
+    at = upload_file(at, "dg_smi", "smi.csv", (tmp_path / "smi.csv").read_text())
     assert not at.error
     text = _report_text(at)
     assert "device 5 runs at 1,110 MHz of 1,410" in text
@@ -330,7 +315,7 @@ def test_the_nvidia_smi_log_joins_the_runs_report(tmp_path, capsys, runs_here):
 
 def test_the_nvidia_smi_log_joins_the_traces_report(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    at = _app()
+    at = open_diagnose_page()
     at.radio(key="dg_source").set_value("Profiler traces").run()
     files = []
     for r in (0, 1):
@@ -339,7 +324,7 @@ def test_the_nvidia_smi_log_joins_the_traces_report(tmp_path, capsys, monkeypatc
         files.append((f"rank{r}.json", text.encode(), "application/json"))
     at.file_uploader(key="dg_traces").set_value(files)
     smi_csv(tmp_path / "smi.csv", slow=1, devices=2)
-    at = _upload(at, "dg_traces_smi", "smi.csv", (tmp_path / "smi.csv").read_text())
+    at = upload_file(at, "dg_traces_smi", "smi.csv", (tmp_path / "smi.csv").read_text())
     text = _report_text(at)
     assert "nvidia-smi" in text and "device 1 runs at 1,110 MHz" in text
     assert text == _cli(capsys, ["--trace", "rank0.json", "rank1.json", "--smi", "smi.csv"])
@@ -354,19 +339,19 @@ def test_an_uploaded_workload_json_is_the_clis_workload_file(tmp_path, capsys, r
     workload = json.dumps({"name": "bert-large at 128", "params": 336e6,
                            "transformer": shape.model_dump()})
     (tmp_path / "bert128.json").write_text(workload)
-    at = _upload(_app(), "dg_runs", "runs.csv", runs_here)
+    at = open_diagnose_page(runs_here)
     at.selectbox(key="dg_workload").set_value("a workload JSON (upload)")
     run_clean(at)
     assert "Upload the workload JSON" in at.info[0].value and not at.subheader
-    at = _upload(at, "dg_workload_file", "bert128.json", workload, "application/json")
+    at = upload_file(at, "dg_workload_file", "bert128.json", workload, "application/json")
     text = _report_text(at)
     assert text == _cli(capsys, ["runs.csv", "--workload", "bert128.json", "--gpu",
                                  "A100-SXM4 40GB"])
     assert "the shape of --workload bert128.json on A100-SXM4 40GB" in text
     assert any(t.startswith("Split the model: ") and "data-parallel ranks x" in t
                for t in at.dataframe[0].value["remedy"])  # in the planner's labels
-    at = _upload(at, "dg_workload_file", "bert.json", json.dumps({"name": "bert", "params": 3e8}),
-                 "application/json")
+    at = upload_file(at, "dg_workload_file", "bert.json",
+                     json.dumps({"name": "bert", "params": 3e8}), "application/json")
     assert len(at.error) == 1 and "\n" not in at.error[0].value
     assert at.error[0].value.startswith("bert.json: the workload has no 'transformer' shape")
 
@@ -374,7 +359,7 @@ def test_an_uploaded_workload_json_is_the_clis_workload_file(tmp_path, capsys, r
 def test_the_runs_strategy_reaches_the_report():
     """Session 25: how the runs sharded (the CLI's --strategy, --zero-framework, --grad-sync);
     the framework control shows for ZeRO only, the gradient sync for ZeRO-2/3 under FSDP."""
-    at = _app()
+    at = open_diagnose_page()
     at.toggle(key="dg_example").set_value(True).run()
     assert not [s for s in at.selectbox if s.key in ("dg_zero_framework", "dg_grad_sync")]
     at.selectbox(key="dg_strategy").set_value("zero3").run()
@@ -393,7 +378,7 @@ def test_a_sharded_jobs_traces_are_read_off_their_collectives_and_can_be_overrid
     here: two all-gathers a reduce-scatter) unless one is chosen, as `--trace ... --strategy`."""
     from test_diagnose_runs_strategy import _fsdp_trace
 
-    at = _app()
+    at = open_diagnose_page()
     at.radio(key="dg_source").set_value("Profiler traces").run()
     assert at.selectbox(key="dg_tr_strategy").value is None
     files = [(f"rank{r}.json", json.dumps(_fsdp_trace(r, 2)).encode(), "application/json")
@@ -464,7 +449,7 @@ def test_the_traces_gradient_sync_defaults_to_what_they_show(tmp_path):
     files = [(f"r{r}.json", (tmp_path / f"r{r}.json").read_bytes(), "application/json")
              for r in (0, 1)]
     assert [x.path for x in s] == [str(tmp_path / f"r{r}.json") for r in (0, 1)]
-    at = _app()
+    at = open_diagnose_page()
     at.radio(key="dg_source").set_value("Profiler traces").run()
     at.file_uploader(key="dg_traces").set_value(files).run()
     at.selectbox(key="dg_tr_strategy").set_value("zero2").run()
@@ -490,7 +475,7 @@ def test_a_traced_ddp_jobs_gradient_sync_is_offered_and_overrides_as_the_cli():
     report's notes are the CLI's."""
     from test_trace_metric_collectives import ddp_job
 
-    at = _app()
+    at = open_diagnose_page()
     at.radio(key="dg_source").set_value("Profiler traces").run()
     assert at.selectbox(key="dg_tr_grad_sync").value is None  # as the traces show
     events = ddp_job(sized=True)

@@ -210,23 +210,16 @@ def test_a_gpus_per_node_column_is_refused_in_one_line(tmp_path, capsys, monkeyp
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def _diagnose_page():
-    from scalesim.app.diagnose_page import render
-
-    render()
-
-
 def test_the_diagnose_page_takes_gpus_per_node_as_the_cli(capsys, tmp_path, monkeypatch):
     """The Diagnose page's "GPUs per server" control (0: not given) is ``--gpus-per-node``: at
     8, the page's report is the CLI's with ``--gpus-per-node 8``, HDR at the GPU's NIC share.
     Before: ``DiagnoseOptions`` carried it, but the page had no control to set it."""
-    from app_harness import TIMEOUT_S, run_clean
-    from streamlit.testing.v1 import AppTest
+    from app_harness import open_diagnose_page, run_clean, upload_file
 
     monkeypatch.chdir(tmp_path)  # the CLI names the runs 'runs.csv', as the page the upload
     text = _csv()
     (tmp_path / "runs.csv").write_text(text)
-    at = run_clean(AppTest.from_function(_diagnose_page, default_timeout=TIMEOUT_S))
+    at = open_diagnose_page()
     at.file_uploader(key="dg_runs").set_value(("runs.csv", text.encode(), "text/csv"))
     at.number_input(key="dg_params").set_value(PARAMS)
     assert at.number_input(key="dg_gpus_per_node").value == 0
@@ -244,9 +237,7 @@ def test_the_diagnose_page_takes_gpus_per_node_as_the_cli(capsys, tmp_path, monk
     run_clean(at)
     assert not at.error  # 1 GPU a server: the runs' own, allowed
     (tmp_path / "two.csv").write_text("devices,nodes,step_time_s\n2,1,0.1\n4,2,0.12\n")
-    at.file_uploader(key="dg_runs").set_value(("two.csv", b"devices,nodes,step_time_s\n"
-                                               b"2,1,0.1\n4,2,0.12\n", "text/csv"))
-    run_clean(at)
+    at = upload_file(at, "dg_runs", "two.csv", "devices,nodes,step_time_s\n2,1,0.1\n4,2,0.12\n")
     # the page names its control, the CLI its flag (session 48: the page said the flag)
     assert [e.value for e in at.error] == [
         "GPUs per server 1: the run on 2 devices over 1 server put 2 on each; give at least 2"]

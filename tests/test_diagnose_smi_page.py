@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-from app_harness import TIMEOUT_S, run_clean
+from app_harness import open_diagnose_page, run_clean, upload_file
 from cli_harness import run_cli
 from streamlit.testing.v1 import AppTest
 from test_sources_nvidia_smi import smi_csv
 
 
-def _page():
-    from scalesim.app.diagnose_page import render
-
-    render()
-
-
 def _smi_page() -> AppTest:
-    at = run_clean(AppTest.from_function(_page, default_timeout=TIMEOUT_S))
+    at = open_diagnose_page()
     at.radio(key="dg_source").set_value("An nvidia-smi log")
     return run_clean(at)
 
 
 def _upload(at: AppTest, name: str, text: str) -> AppTest:
-    at.file_uploader(key="dg_smi_only").set_value((name, text.encode(), "text/csv"))
-    return run_clean(at)
+    return upload_file(at, "dg_smi_only", name, text)
 
 
 def test_a_log_alone_names_the_slow_device_as_the_cli_does(tmp_path, capsys, monkeypatch):

@@ -152,25 +152,18 @@ def test_runs_that_split_the_model_refuse_blocking_sends():
         diagnose_runs(runs, p2p_overlap=False)  # no model: nothing to split
 
 
-def _diagnose_page():
-    from scalesim.app.diagnose_page import render
-
-    render()
-
-
 def test_the_diagnose_page_takes_blocking_sends_as_the_cli(capsys, tmp_path, monkeypatch,
                                                            gpt_runs):
     """The Diagnose page's "Pipeline sends overlap compute" toggle (shown with the runs'
     transformer, on by default) is ``--p2p-overlap``: off, the page's report is the CLI's with
     ``--p2p-overlap off``, its split not interleaved. Before: no such toggle (the page priced
     the split with overlapped sends whatever the framework)."""
-    from app_harness import TIMEOUT_S, run_clean
-    from streamlit.testing.v1 import AppTest
+    from app_harness import open_diagnose_page, run_clean
 
     monkeypatch.chdir(tmp_path)  # the CLI names the runs 'runs.csv', as the page the upload
     text = Path(gpt_runs).read_text()
     (tmp_path / "runs.csv").write_text(text)
-    at = run_clean(AppTest.from_function(_diagnose_page, default_timeout=TIMEOUT_S))
+    at = open_diagnose_page()
     at.file_uploader(key="dg_runs").set_value(("runs.csv", text.encode(), "text/csv"))
     at.selectbox(key="dg_wire").set_value(2.0)
     at.selectbox(key="dg_workload").set_value("gpt-1.7b")

@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from app_harness import TIMEOUT_S, run_clean
+from app_harness import open_diagnose_page
 from cli_harness import run_cli
-from streamlit.testing.v1 import AppTest
 from test_pipeline_trace import STEP_UNITS, UNIT_US, _reading, _stage_trace
 
 from scalesim import trace_ranks
@@ -107,15 +106,9 @@ def test_the_cli_gives_both_gains(tmp_path, capsys):
     assert row["other_gain"] == pytest.approx(4 * 17 / 59 - 1)
 
 
-def _page():
-    from scalesim.app.diagnose_page import render
-
-    render()
-
-
 def test_the_diagnose_page_gives_both_gains(tmp_path):
     """The page's remedy table carries the caution with both gains."""
-    at = run_clean(AppTest.from_function(_page, default_timeout=TIMEOUT_S))
+    at = open_diagnose_page()
     at.radio(key="dg_source").set_value("Profiler traces").run()
     files = [(f"rank{r}.json", json.dumps(_with_fetch(_stage_trace(r), 2.0)).encode(),
               "application/json") for r in (0, 1)]

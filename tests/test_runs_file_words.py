@@ -5,9 +5,8 @@ CLI's `diagnose` and the app's Diagnose page share (`runs.parse_runs_text`)."""
 from __future__ import annotations
 
 import pytest
-from app_harness import TIMEOUT_S, run_clean
+from app_harness import open_diagnose_page
 from cli_harness import run_cli
-from streamlit.testing.v1 import AppTest
 
 from scalesim.errors import ScalesimError
 from scalesim.runs import parse_runs_text, unknown_columns_note
@@ -17,18 +16,6 @@ TABS = "devices\tnodes\tsamples_per_s\n1\t1\t100\n2\t1\t190\n4\t1\t370\n"
 EXTRA = ("devices,nodes,samples_per_s,gpu_util,comm_time_s\n1,1,100,90,0\n2,1,190,88,0.001\n"
          "4,1,370,85,0.001\n")
 SAVE = "save the file with commas between values and a point as the decimal mark"
-
-
-def _page():
-    from scalesim.app.diagnose_page import render
-
-    render()
-
-
-def _upload(text: str) -> AppTest:
-    at = run_clean(AppTest.from_function(_page, default_timeout=TIMEOUT_S))
-    at.file_uploader(key="dg_runs").set_value(("runs.csv", text.encode(), "text/csv"))
-    return run_clean(at)
 
 
 @pytest.mark.parametrize("text, said", [
@@ -44,7 +31,7 @@ def test_a_file_of_another_separator_says_so_and_how_to_save_it(capsys, tmp_path
     code, out, err = run_cli(capsys, ["diagnose", str(path)])
     assert code == 2 and out == "" and err.count("\n") == 1
     assert f"runs.csv: {said}; {SAVE}" in err and "missing column" not in err
-    at = _upload(text)  # the app's Diagnose page: the same line
+    at = open_diagnose_page(text)  # the app's Diagnose page: the same line
     assert len(at.error) == 1 and said in at.error[0].value and SAVE in at.error[0].value
 
 
@@ -62,7 +49,7 @@ def test_a_column_diagnose_does_not_read_is_named_with_a_near_name_on_cli_and_pa
     path.write_text(EXTRA)
     code, out, _ = run_cli(capsys, ["diagnose", str(path)])
     assert code == 0 and f"note: {note}" in out
-    at = _upload(EXTRA)
+    at = open_diagnose_page(EXTRA)
     shown = f"note: {note}".replace("_", "\\_")  # the page's markdown escapes underscores
     assert any(c.value.startswith(shown) for c in at.caption)
 

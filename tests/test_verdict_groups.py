@@ -11,10 +11,9 @@ from types import SimpleNamespace
 
 import diagnose_cases as cases
 import pytest
-from app_harness import run_clean
+from app_harness import open_diagnose_page
 from cli_harness import kept_diagnoses
 from scalesim.app.charts import layout_label
-from streamlit.testing.v1 import AppTest
 
 from scalesim.cli.main import main
 from scalesim.diagnosis import model_remedies
@@ -118,15 +117,7 @@ def test_the_diagnose_page_and_its_html_report_give_the_verdict(monkeypatch):
     runs_report.clear()  # the page diagnoses the upload here, not from an earlier test's cache
     made = kept_diagnoses(monkeypatch)
 
-    def page():
-        from scalesim.app.diagnose_page import render
-
-        render()
-
-    at = run_clean(AppTest.from_function(page, default_timeout=60))
-    at.file_uploader(key="dg_runs").set_value(
-        ("runs.csv", cases.to_csv(cases.slow_device()).encode(), "text/csv")
-    ).run()
+    at = open_diagnose_page(cases.to_csv(cases.slow_device()))
     table = at.dataframe[0].value
     assert "standing" not in table.columns
     verdicts = list(table["verdict"])
@@ -239,14 +230,7 @@ def test_remedies_under_no_first_one_are_headed_remedies_not_other_remedies():
 def test_the_diagnose_page_says_why_there_is_no_first_remedy():
     """It said 'None of the seed remedies is predicted to help.' above a table whose first row
     helps (verdict 'remedy'); it now says what diagnose's text says."""
-    def page():
-        from scalesim.app.diagnose_page import render
-
-        render()
-
-    at = run_clean(AppTest.from_function(page, default_timeout=60))
-    at.file_uploader(key="dg_runs").set_value(
-        ("runs.csv", cases.to_csv(cases.below_noise_scale()).encode(), "text/csv")).run()
+    at = open_diagnose_page(cases.to_csv(cases.below_noise_scale()))
     infos = [i.value for i in at.info]
     # uploaded without a parameter count, its one remedy, the smaller batch, helps at gradients
     # up to 100 MB and loses at 10 GB (session 44): the page says so, as the text does, in
