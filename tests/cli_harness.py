@@ -15,6 +15,14 @@ def run_cli(capsys, argv: list[str]):
     return code, out, err
 
 
+def diagnose_file(capsys, tmp_path, text: str, *args: str):
+    """Exit code, stdout, stderr of ``scalesim diagnose`` on ``text`` written as the runs file
+    ``tmp_path``/runs.csv, ``args`` after its path."""
+    path = tmp_path / "runs.csv"
+    path.write_text(text)
+    return run_cli(capsys, ["diagnose", str(path), *args])
+
+
 def scenario_file(tmp_path, name: str, scenario: dict) -> str:
     """The path of a --scenario file ``name`` under ``tmp_path`` holding ``scenario`` as JSON."""
     import json

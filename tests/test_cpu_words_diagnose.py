@@ -14,7 +14,7 @@ import re
 
 import pytest
 from app_harness import open_app, open_diagnose_page, run_clean, upload_profile
-from cli_harness import diagnosed_once, run_cli
+from cli_harness import diagnose_file, diagnosed_once, run_cli
 from scalesim.app import charts
 from scalesim.app.control_labels import B_LABELS, GRID_LABELS, LABELS, MODE_LABELS, label
 from scalesim.app.plan import make_plan
@@ -40,14 +40,9 @@ def runs_csv(device: str | None = None) -> str:
     return "\n".join([head, *rows]) + "\n"
 
 
-def _diagnose(capsys, tmp_path, text: str, *args: str) -> tuple[int, str, str]:
-    path = tmp_path / "runs.csv"
-    path.write_text(text)
-    return run_cli(capsys, ["diagnose", str(path), *args])
-
-
 def test_diagnose_of_cpu_runs_says_processes_and_hosts(capsys, tmp_path):
-    code, out, err = _diagnose(capsys, tmp_path, runs_csv("CPU: AMD EPYC"), "--extrapolate", "64")
+    code, out, err = diagnose_file(capsys, tmp_path, runs_csv("CPU: AMD EPYC"),
+                                   "--extrapolate", "64")
     assert code == 0, err
     lines = out.splitlines()
     assert "Likely cause: Inter-host link" in lines
@@ -73,16 +68,16 @@ def test_diagnose_of_cpu_runs_says_processes_and_hosts(capsys, tmp_path):
 def test_the_same_runs_without_a_device_keep_the_gpu_words_and_the_numbers(capsys, tmp_path,
                                                                           monkeypatch):
     diagnosed_once(monkeypatch)  # the text of the GPU file prints the report of its --json
-    code, gpu, err = _diagnose(capsys, tmp_path, runs_csv(), "--json")
+    code, gpu, err = diagnose_file(capsys, tmp_path, runs_csv(), "--json")
     assert code == 0, err
-    code, cpu, err = _diagnose(capsys, tmp_path, runs_csv("cpu"), "--json")
+    code, cpu, err = diagnose_file(capsys, tmp_path, runs_csv("cpu"), "--json")
     assert code == 0, err
     gpu, cpu = json.loads(gpu), json.loads(cpu)
     assert gpu["table"] == cpu["table"] and gpu["details"]["fit"] == cpu["details"]["fit"]
     assert gpu["cause"]["label"] == "Inter-server link" and cpu["cause"]["label"] == "Inter-host link"
     assert gpu["details"]["fitted_profile"]["hardware"]["device_name"] == "measured"
     assert cpu["details"]["fitted_profile"]["hardware"]["device_name"] == "CPU: cpu"
-    code, text, err = _diagnose(capsys, tmp_path, runs_csv())
+    code, text, err = diagnose_file(capsys, tmp_path, runs_csv())
     assert any(line.startswith("devices nodes   samples/s") for line in text.splitlines())
     assert "knee: 8 -> 16 devices, efficiency -24.2 points, crossing a server boundary" in text
 
@@ -93,7 +88,7 @@ def test_the_same_runs_without_a_device_keep_the_gpu_words_and_the_numbers(capsy
     (runs_csv("x" * 201), "device: a name of at most 200 characters"),
 ])
 def test_a_runs_file_names_one_device(capsys, tmp_path, text, words):
-    code, out, err = _diagnose(capsys, tmp_path, text)
+    code, out, err = diagnose_file(capsys, tmp_path, text)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and words in err
 
 
@@ -105,8 +100,8 @@ def test_a_gpu_name_keeps_the_fitted_device_and_a_row_without_one_takes_the_file
 
 
 def test_cpu_runs_with_a_gpu_transformer_are_refused_in_one_line(capsys, tmp_path):
-    code, out, err = _diagnose(capsys, tmp_path, runs_csv("cpu"), "--workload", "bert-large",
-                               "--gpu", "A100 80GB")
+    code, out, err = diagnose_file(capsys, tmp_path, runs_csv("cpu"), "--workload",
+                                   "bert-large", "--gpu", "A100 80GB")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "the runs ran on CPU processes (device 'CPU: cpu'); --workload" in err
 

@@ -15,7 +15,7 @@ import json
 
 import diagnose_cases as cases
 import pytest
-from cli_harness import fitted_of, run_cli
+from cli_harness import diagnose_file, fitted_of, run_cli
 
 from scalesim.diagnosis_text import render_text
 from scalesim.network_upgrades import UPGRADES_BY_KEY
@@ -117,9 +117,9 @@ def test_the_cli_takes_gpus_per_node_and_refuses_bad_values_in_one_line(tmp_path
 
 
 def test_gpus_per_node_is_for_a_runs_file_and_data_parallel_runs(tmp_path, capsys):
-    path = tmp_path / "runs.csv"
-    path.write_text("devices,nodes,step_time_s,tp\n8,1,0.1,8\n16,2,0.12,8\n")
-    code, out, err = run_cli(capsys, ["diagnose", str(path), "--gpus-per-node", "8"])
+    code, out, err = diagnose_file(capsys, tmp_path,
+                                   "devices,nodes,step_time_s,tp\n8,1,0.1,8\n16,2,0.12,8\n",
+                                   "--gpus-per-node", "8")
     assert code == 2 and "not for runs that split the model (tp 8 x pp 1 x cp 1)" in err
     assert len(err.strip().splitlines()) == 1
     trace = tmp_path / "rank0.json"

@@ -9,7 +9,7 @@ import json
 
 import diagnose_cases as cases
 import pytest
-from cli_harness import diagnosed_once, run_cli
+from cli_harness import diagnose_file, diagnosed_once
 
 # two 8-device rows of 0.06 and 0.6 s (medianed to 0.33 s) between a 1-device run of 60 ms and
 # a 16-device run of 130 ms on two servers: no fit describes them (rms residual 40 %)
@@ -19,11 +19,9 @@ AUDIT_RUNS = "devices,nodes,step_time_s\n1,1,0.06\n8,1,0.06\n8,1,0.6\n16,2,0.13\
 def _diagnose(tmp_path, capsys, monkeypatch, text: str):
     """(text, JSON) of ``scalesim diagnose`` on ``text`` as runs.csv, the runs fitted once."""
     diagnosed_once(monkeypatch)
-    path = tmp_path / "runs.csv"
-    path.write_text(text)
-    code, out, err = run_cli(capsys, ["diagnose", str(path)])
+    code, out, err = diagnose_file(capsys, tmp_path, text)
     assert code == 0, err
-    code, js, err = run_cli(capsys, ["diagnose", str(path), "--json"])
+    code, js, err = diagnose_file(capsys, tmp_path, text, "--json")
     assert code == 0, err
     return out, json.loads(js)
 

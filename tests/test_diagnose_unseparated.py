@@ -14,7 +14,7 @@ import json
 
 import numpy as np
 import pytest
-from cli_harness import diagnosed_once, run_cli
+from cli_harness import diagnose_file, diagnosed_once
 
 from scalesim.diagnosis import OTHER_CAUSE_SHARE
 from scalesim.figures import whole_percent
@@ -30,10 +30,8 @@ FLAGS = ["--params", "336e6", "--wire-bytes", "2"]
 
 
 def _diagnose(capsys, tmp_path, text, json_out=True):
-    runs = tmp_path / "runs.csv"
-    runs.write_text(text)
-    code, out, err = run_cli(capsys, ["diagnose", str(runs), *FLAGS]
-                             + (["--json"] if json_out else []))
+    code, out, err = diagnose_file(capsys, tmp_path, text, *FLAGS,
+                                   *(["--json"] if json_out else []))
     assert code == 0, err
     return json.loads(out) if json_out else out
 

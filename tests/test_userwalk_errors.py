@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_harness import run_cli, whole_lines
+from cli_harness import diagnose_file, run_cli, whole_lines
+from test_diagnose_unseparated import WALK_RUNS
+from test_diagnose_unseparated import _diagnose as _diagnose_json  # the runs' --json, as a dict
 
 from scalesim.presets import TRANSFORMERS, WORKLOADS
 
@@ -59,10 +61,9 @@ def test_plan_of_an_unknown_model_names_the_workload_file_and_that_file_plans(ca
 
 
 def test_diagnose_of_a_shapeless_workload_preset_says_it_has_no_shape(capsys, tmp_path):
-    runs = tmp_path / "runs.csv"
-    runs.write_text("devices,nodes,samples_per_s\n1,1,100\n8,1,450\n")
-    code, _, err = run_cli(capsys, ["diagnose", str(runs), "--workload", "gpt-7b",
-                                    "--gpu", "A100 80GB"])
+    code, _, err = diagnose_file(capsys, tmp_path,
+                                 "devices,nodes,samples_per_s\n1,1,100\n8,1,450\n",
+                                 "--workload", "gpt-7b", "--gpu", "A100 80GB")
     line = _one_error_line(err)
     assert code == 2
     assert "workload preset 'gpt-7b' is a parameter count with no transformer shape" in line
@@ -103,19 +104,6 @@ def test_goal_note_leaves_recompute_out_where_it_is_full_already(capsys):
 
 
 # --- diagnose: "no data stall" said of the run it is true of ------------------------------------
-
-WALK_RUNS = ("devices,nodes,samples_per_s,per_device_batch\n1,1,400,32\n2,1,720,32\n"
-             "4,1,1240,32\n8,1,1800,32\n16,2,2100,32\n")
-
-
-def _diagnose_json(capsys, tmp_path, text):
-    runs = tmp_path / "runs.csv"
-    runs.write_text(text)
-    code, out, err = run_cli(capsys, ["diagnose", str(runs), "--params", "336e6",
-                                      "--wire-bytes", "2", "--json"])
-    assert code == 0, err
-    return json.loads(out)
-
 
 def test_loader_remedy_does_not_deny_the_stall_its_table_shows(capsys, tmp_path):
     """1, 2, 4, 8 GPUs in one server at 4.5x on 8, then 16 on two: the fit paces the 8-GPU run
