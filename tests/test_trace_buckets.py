@@ -69,6 +69,19 @@ def by_hand(shares, backward_ms: float, comm_ms: float) -> float:
     return max(end, backward_ms) - backward_ms
 
 
+def assert_timeline_of(now, shares) -> None:
+    """The traced job's prediction ``now`` exposes the bucket timeline of ``shares`` (3 ms of
+    exchange over a 6 ms backward, 0.9 ms after it by hand for 10/40/40/10 %) over the last
+    device's backward: the model's spread of device speeds makes that backward longer by its
+    wait over the 9 ms of passes (docs/model.md §3, session 48), by under 2 %."""
+    assert by_hand(shares, 6.0, 3.0) == pytest.approx(0.9)
+    assert float(now.comm_total_s) * 1e3 == pytest.approx(3.0, rel=1e-6)
+    stretch = 1.0 + float(now.straggler_s) * 1e3 / 9.0
+    assert 1.0 < stretch < 1.02
+    assert float(now.exposed_comm_s) * 1e3 == pytest.approx(by_hand(shares, 6.0 * stretch, 3.0),
+                                                            rel=1e-6)
+
+
 def test_the_traced_buckets_leave_exposed_what_the_trace_shows(tmp_path):
     """By hand: the timeline of the traced buckets (10, 40, 40, 10 % of 3 ms) over a 6 ms
     backward ends 0.9 ms after it, as the trace shows; the model now says the same timeline
@@ -76,15 +89,7 @@ def test_the_traced_buckets_leave_exposed_what_the_trace_shows(tmp_path):
     0.5 % longer) and 9 ms of passes before it. Before, DDP's default buckets over the nominal
     100 MB: 0.609 ms (its last bucket, 20.3 % of the exchange), a 9.609 ms step."""
     report, now = modelled(tmp_path, job())
-    shares = [n / sum(ELEMENTS) for n in ELEMENTS]
-    assert by_hand(shares, 6.0, 3.0) == pytest.approx(0.9)
-    assert float(now.comm_total_s) * 1e3 == pytest.approx(3.0, rel=1e-6)
-    # the model's spread of device speeds makes the last device's backward longer by its wait
-    # over the 9 ms of passes (docs/model.md §3, session 48): the same timeline over it
-    stretch = 1.0 + float(now.straggler_s) * 1e3 / 9.0
-    assert 1.0 < stretch < 1.02
-    assert float(now.exposed_comm_s) * 1e3 == pytest.approx(by_hand(shares, 6.0 * stretch, 3.0),
-                                                            rel=1e-6)
+    assert_timeline_of(now, [n / sum(ELEMENTS) for n in ELEMENTS])
     # the step: compute, the exposed exchange, and the model's spread of device speeds
     assert float(now.step_time_s - now.straggler_s) * 1e3 == pytest.approx(
         9.0 + float(now.exposed_comm_s) * 1e3, rel=1e-6)

@@ -18,10 +18,9 @@ elements 1/14, 4/14, 8/14, 1/14), at 0.3 ms per 4,000 bytes (3 ms in all), start
 from __future__ import annotations
 
 import pytest
-from test_trace_buckets import by_hand
-from trace_events import BACKWARD, diagnosed_model, nccl_kernel, op, summaries
+from test_trace_buckets import assert_timeline_of, by_hand, modelled
+from trace_events import BACKWARD, nccl_kernel, op
 
-from scalesim.predict import predict
 from scalesim.trace_buckets import KERNEL_SIZES
 
 STEP_MS, STEPS = 9.9, 4
@@ -59,11 +58,6 @@ def job(sized: bool = True, host: str | None = None):
     return events
 
 
-def _modelled(tmp_path, events):
-    report, profile, scenario = diagnosed_model(summaries(tmp_path, events))
-    return report, predict(profile, scenario)[0]
-
-
 @pytest.mark.parametrize("host", [None, "c10d::allreduce_"])
 def test_the_kernels_bytes_are_the_buckets_where_the_host_records_none(tmp_path, host):
     """The buckets read are the kernels' bytes, in order (the metric's set aside), and the
@@ -74,7 +68,7 @@ def test_the_kernels_bytes_are_the_buckets_where_the_host_records_none(tmp_path,
     1.714, 0.214 ms, ready at 6 x 1/14, 5/14, 13/14, 14/14 ms of backward) the timeline would
     end 1.5 ms after it (the third bucket ready at 5.571 ms, done at 7.286, the last then to
     7.5): the bytes, not the elements, are the buckets' shares."""
-    report, now = _modelled(tmp_path, job(host=host))
+    report, now = modelled(tmp_path, job(host=host))
     nbytes = [n_el * ELEMENT_BYTES[d] for n_el, d in BUCKETS]
     assert nbytes == [4000, 16000, 16000, 4000]
     st = report.details["per_step"]["0"][1]
@@ -84,13 +78,7 @@ def test_the_kernels_bytes_are_the_buckets_where_the_host_records_none(tmp_path,
     assert buckets["elements"] == nbytes
     assert buckets["sizes_from"] == KERNEL_SIZES
     assert buckets["last_share"] == pytest.approx(0.1)
-    shares = [b / sum(nbytes) for b in nbytes]
-    assert by_hand(shares, 6.0, 3.0) == pytest.approx(0.9)
-    assert float(now.comm_total_s) * 1e3 == pytest.approx(3.0, rel=1e-6)
-    stretch = 1.0 + float(now.straggler_s) * 1e3 / 9.0
-    assert 1.0 < stretch < 1.02
-    assert float(now.exposed_comm_s) * 1e3 == pytest.approx(by_hand(shares, 6.0 * stretch, 3.0),
-                                                            rel=1e-6)
+    assert_timeline_of(now, [b / sum(nbytes) for b in nbytes])
     # by elements instead of bytes the model would say otherwise: the read is the bytes'
     by_elements = [n_el / 14000 for n_el, _ in BUCKETS]
     assert by_hand(by_elements, 6.0, 3.0) == pytest.approx(1.5)
@@ -100,7 +88,7 @@ def test_the_kernels_bytes_are_the_buckets_where_the_host_records_none(tmp_path,
 def test_without_sizes_on_host_or_kernels_the_defaults_stay_and_the_note_says_why(tmp_path):
     """An older Kineto's kernels (no collective arguments) and no host post: DDP's default
     buckets, 0.609 ms exposed as before, and a note that names the kernels and what to record."""
-    report, now = _modelled(tmp_path, job(sized=False))
+    report, now = modelled(tmp_path, job(sized=False))
     assert float(now.exposed_comm_s) * 1e3 == pytest.approx(0.6092, abs=1e-4)
     assert report.details["exchange_buckets"]["elements"] == []
     assert report.details["exchange_buckets"]["sizes_from"] == ""
