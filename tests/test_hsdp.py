@@ -33,22 +33,32 @@ def _ring_s(size, ranks, per_node, alpha_intra, alpha_inter, busbw_Bps, phases=1
                      + (ranks - 1) / ranks * size / busbw_Bps)
 
 
+def exchange_by_hand_s() -> tuple[float, float]:
+    """The exposed exchange by hand, in seconds, of dp 16 on two 8-GPU servers, FSDP
+    SHARD_GRAD_OP, one micro-batch, overlap off (per block an all-gather and a reduce-scatter
+    of P w / L): (full sharding, rings over 16 ranks across the servers at min(intra, inter);
+    HSDP at s = 8, rings over one server's 8 ranks on NVLink, then each block's 1/8 shard
+    all-reduced over the r = 2 replicas, one rank a server at 1/8 of its NICs)."""
+    a_in, a_out = HW["intra_latency_s"], HW["inter_latency_s"]
+    intra, inter = HW["intra_busbw_GBps"] * 1e9, HW["inter_busbw_GBps"] * 1e9
+    unit = P_BYTES / L
+    ring16 = _ring_s(unit, 16, 8, a_in, a_out, min(intra, inter))
+    ring8 = _ring_s(unit, 8, 8, a_in, a_out, intra)
+    all_reduce2 = _ring_s(unit / 8, 2, 1, a_in, a_out, inter / 8, phases=2.0)
+    return L * 2 * ring16, L * (2 * ring8 + all_reduce2)
+
+
 def test_hsdp_exchange_by_hand():
     """dp 16 on two 8-GPU servers, FSDP SHARD_GRAD_OP, one micro-batch, overlap off: per block
     an all-gather and a reduce-scatter of P w / L. Full sharding (s = 16): rings over 16 ranks
     across the servers at min(intra, inter) busbw. HSDP (s = 8): the rings stay on NVLink
     (8 ranks of one server), then each block's 1/8 shard is all-reduced over the r = 2 replicas
     (one rank per server, each rank 1/8 of the server's NICs)."""
-    a_in, a_out = HW["intra_latency_s"], HW["inter_latency_s"]
-    intra, inter = HW["intra_busbw_GBps"] * 1e9, HW["inter_busbw_GBps"] * 1e9
-    unit = P_BYTES / L
+    full_s, hsdp_s = exchange_by_hand_s()
     full = evaluate_layouts(_inputs())
-    ring16 = _ring_s(unit, 16, 8, a_in, a_out, min(intra, inter))
-    assert float(full.dp_exposed_s) == pytest.approx(L * 2 * ring16, rel=1e-9)
+    assert float(full.dp_exposed_s) == pytest.approx(full_s, rel=1e-9)
     hsdp = evaluate_layouts(_inputs(shard_group=8))
-    ring8 = _ring_s(unit, 8, 8, a_in, a_out, intra)
-    all_reduce2 = _ring_s(unit / 8, 2, 1, a_in, a_out, inter / 8, phases=2.0)
-    assert float(hsdp.dp_exposed_s) == pytest.approx(L * (2 * ring8 + all_reduce2), rel=1e-9)
+    assert float(hsdp.dp_exposed_s) == pytest.approx(hsdp_s, rel=1e-9)
     # nothing else moves but the optimizer step (1/8 of the states, not 1/16)
     for part in ("tp_comm_s", "cp_comm_s", "bubble_s", "p2p_s", "straggler_s"):
         assert float(getattr(hsdp, part)) == float(getattr(full, part)), part

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from cli_harness import run_cli
 from test_collective_waits import GPT, HW
-from test_hsdp import BAD_SHARD_GROUPS, _ring_s
+from test_hsdp import BAD_SHARD_GROUPS, exchange_by_hand_s
 from test_hsdp import _inputs as layout_inputs
 
 from scalesim.figures import throughput
@@ -42,16 +42,10 @@ def test_dp_hsdp_exchange_by_hand():
     across the servers at min(intra, inter); HSDP (s = 8) rings over the 8 devices of a server
     on NVLink, then all-reduces each block's 1/8 shard over the r = 2 replicas (one device per
     server, 1/8 of its NICs each)."""
-    a_in, a_out = HW["intra_latency_s"], HW["inter_latency_s"]
-    intra, inter = HW["intra_busbw_GBps"] * 1e9, HW["inter_busbw_GBps"] * 1e9
-    unit = PARAMS * 2.0 / L
+    full_s, expected = exchange_by_hand_s()
     full = evaluate(_step())
-    ring16 = _ring_s(unit, 16, 8, a_in, a_out, min(intra, inter))
-    assert float(full.exposed_comm_s) == pytest.approx(L * 2 * ring16, rel=1e-9)
+    assert float(full.exposed_comm_s) == pytest.approx(full_s, rel=1e-9)
     hsdp = evaluate(_step(shard_group=8))
-    ring8 = _ring_s(unit, 8, 8, a_in, a_out, intra)
-    all_reduce2 = _ring_s(unit / 8, 2, 1, a_in, a_out, inter / 8, phases=2.0)
-    expected = L * (2 * ring8 + all_reduce2)
     assert float(hsdp.exposed_comm_s) == pytest.approx(expected, rel=1e-9)
     assert float(hsdp.comm_total_s) == pytest.approx(expected, rel=1e-9)  # nothing hidden
     # bytes sent: 2 rings of (s-1)/s P w, and the all-reduce of the P w / s shard over r = 2
