@@ -68,6 +68,26 @@ def link_param(at: AppTest, name: str) -> str:
     return value[0] if isinstance(value, list) else value
 
 
+def select_into_link(query: dict, key: str, field: str, start: str, value: str, version: int):
+    """``change_select`` of the sidebar select ``key`` from ``start`` to ``value``; the state's
+    ``field`` and the share link's parameter ``field`` then say ``value``, the link v``version``.
+    Returns (app, state before, state after)."""
+    at, before, after = change_select(query, key, start, value)
+    assert getattr(after, field) == value
+    assert (link_param(at, field), link_param(at, "v")) == (value, str(version))
+    return at, before, after
+
+
+def focus_samples_per_s(state, *others) -> list[float]:
+    """Samples/s at the plan's focus device count of ``state`` and of each of ``others``, all on
+    ``state``'s preset profile."""
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import preset_profile
+
+    profile = preset_profile(state)
+    return [make_plan(profile, s).focus.samples_per_s for s in (state, *others)]
+
+
 def link_round_trip(query: dict, field: str, value: str, version: int):
     """``query`` decoded without a message, ``field`` set to ``value`` and encoded: a
     v``version`` link that carries it and decodes back to the same state and profile.

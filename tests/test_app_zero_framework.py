@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from app_harness import change_select, link_param, link_round_trip, open_app
+from app_harness import link_round_trip, open_app, select_into_link
 from cli_harness import run_cli
 from scalesim.app.plan import build_scenario, make_plan
 from scalesim.app.state import AppState, decode_query, preset_profile
@@ -64,9 +64,8 @@ def test_settings_that_change_nothing_are_noted_not_refused():
 def test_the_sidebar_control_sets_the_link_and_is_off_for_ddp():
     at = open_app({"v": "2"})
     assert at.sidebar.selectbox(key="k_zfw").disabled
-    at, _, after = change_select({"v": "2", "strat": "zero3"}, "k_zfw", "fsdp", "deepspeed")
-    assert after.zfw == "deepspeed" and link_param(at, "v") == "10"
-    assert link_param(at, "zfw") == "deepspeed"
+    at, _, _ = select_into_link({"v": "2", "strat": "zero3"}, "k_zfw", "zfw", "fsdp",
+                                "deepspeed", 10)
     assert not at.sidebar.selectbox(key="k_zfw").disabled
 
 

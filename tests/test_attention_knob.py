@@ -227,18 +227,12 @@ def test_old_links_run_the_vendor_kernel_and_v6_keeps_the_gradient_sync():
 
 
 def test_the_app_control_sets_the_kernel_and_the_link():
-    from app_harness import change_select, link_param
-    from scalesim.app.plan import make_plan
-    from scalesim.app.state import preset_profile
+    from app_harness import focus_samples_per_s, select_into_link
 
-    at, before, state = change_select(LLAMA_LINK, "k_ak", "", "flash2")
-    assert state.ak == "flash2"
-    assert (link_param(at, "ak"), link_param(at, "v")) == ("flash2", "6")
-    at, _, _ = change_select(LLAMA_LINK, "k_ak", "", "fused-vendor")
-    assert (link_param(at, "ak"), link_param(at, "v")) == ("fused-vendor", "13")
-    profile = preset_profile(state)
-    assert make_plan(profile, state).focus.samples_per_s < \
-        make_plan(profile, before).focus.samples_per_s
+    _, before, state = select_into_link(LLAMA_LINK, "k_ak", "ak", "", "flash2", 6)
+    select_into_link(LLAMA_LINK, "k_ak", "ak", "", "fused-vendor", 13)
+    now, was = focus_samples_per_s(state, before)
+    assert now < was
 
 
 def test_the_report_names_the_kernel_and_the_app_leaves_it_out_where_it_cannot_apply():

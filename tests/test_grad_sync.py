@@ -275,16 +275,12 @@ def test_old_links_reduce_every_micro_step():
 
 
 def test_the_app_control_sets_no_sync_and_the_link():
-    from app_harness import change_select, link_param
-    from scalesim.app.plan import make_plan
-    from scalesim.app.state import preset_profile
+    from app_harness import focus_samples_per_s, select_into_link
 
-    at, before, state = change_select(ZERO3_LINK, "k_gs", "every-micro-step", "once-per-step")
-    assert state.gs == "once-per-step"
-    assert (link_param(at, "gs"), link_param(at, "v")) == ("once-per-step", "5")
-    profile = preset_profile(state)
-    assert make_plan(profile, state).focus.samples_per_s > \
-        make_plan(profile, before).focus.samples_per_s
+    _, before, state = select_into_link(ZERO3_LINK, "k_gs", "gs", "every-micro-step",
+                                        "once-per-step", 5)
+    now, was = focus_samples_per_s(state, before)
+    assert now > was
 
 
 @pytest.mark.parametrize("command", ["predict", "sweep", "decide", "goal", "plan"])

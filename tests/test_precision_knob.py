@@ -223,16 +223,11 @@ def test_the_report_names_it_and_the_app_leaves_it_out_where_it_cannot_apply():
 
 
 def test_the_app_control_sets_the_precision_and_the_link():
-    from app_harness import change_select, link_param
-    from scalesim.app.plan import make_plan
-    from scalesim.app.state import preset_profile
+    from app_harness import focus_samples_per_s, select_into_link
 
-    at, before, state = change_select(LLAMA_LINK, "k_pr", "bf16", "fp8")
-    assert state.pr == "fp8"
-    assert (link_param(at, "pr"), link_param(at, "v")) == ("fp8", "11")
-    profile = preset_profile(state)
-    assert make_plan(profile, state).focus.samples_per_s > \
-        make_plan(profile, before).focus.samples_per_s
+    _, before, state = select_into_link(LLAMA_LINK, "k_pr", "pr", "bf16", "fp8", 11)
+    now, was = focus_samples_per_s(state, before)
+    assert now > was
 
 
 def test_plan_refuses_it_on_measured_timings_and_every_command_says_it(capsys):

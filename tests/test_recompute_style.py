@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from app_harness import change_select, link_param, link_round_trip
+from app_harness import link_round_trip, select_into_link
 from scalesim.app.plan import build_scenario, make_plan
 from scalesim.app.state import AppState, decode_query, encode_query, preset_profile
 
@@ -233,9 +233,7 @@ def test_the_style_on_a_parameter_count_or_without_full_recompute_is_noted_not_r
 
 
 def test_the_app_control_sets_the_style_and_the_link():
-    at, before, state = change_select(GPT_LINK, "k_rs", "whole-forward", "early-stop")
-    assert state.rs == "early-stop"
-    assert (link_param(at, "rs"), link_param(at, "v")) == ("early-stop", "4")
+    at, before, state = select_into_link(GPT_LINK, "k_rs", "rs", "whole-forward", "early-stop", 4)
     profile = preset_profile(state)
     faster = make_plan(profile, state).focus
     assert faster.samples_per_s > make_plan(profile, before).focus.samples_per_s
