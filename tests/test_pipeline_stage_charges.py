@@ -38,6 +38,10 @@ PREDICT_405B = [
     "32",
     "--json",
 ]
+# one replica split by tp 2, micro-batch 1: no ZeRO, context parallelism, recompute or sequence
+# parallelism (the tests below add pp, the batch and the schedule)
+ONE_REPLICA_TP2 = dict(dp=1, tp=2, cp=1, zero=0, micro_batch=1, recompute=0,
+                       sequence_parallel=False)
 
 
 def _grid():
@@ -94,17 +98,11 @@ def _grid_inputs(pp_min=2):
     x = LayoutInputs(
         **{**GPT, "layers": L, "seq_len": 16, "vocab": 1000},
         **{**A100_SERVERS, "device_cv": 0.0},
-        dp=1,
-        tp=2,
+        **ONE_REPLICA_TP2,
         pp=pp,
-        cp=1,
-        zero=0,
-        micro_batch=1,
         global_batch=m,
         schedule=np.where(v > 1, INTERLEAVED, ONE_F_ONE_B),
         virtual_stages=v,
-        recompute=0,
-        sequence_parallel=False,
     )
     return rows, x, m
 
@@ -144,17 +142,11 @@ def test_a_middle_stage_fuller_than_the_first_holds_the_memory():
     x = LayoutInputs(
         **{**GPT, "layers": 32},
         **{**A100_SERVERS, "device_cv": 0.0},
-        dp=1,
-        tp=2,
+        **ONE_REPLICA_TP2,
         pp=12,
-        cp=1,
-        zero=0,
-        micro_batch=1,
         global_batch=24,
         schedule=ONE_F_ONE_B,
         virtual_stages=1,
-        recompute=0,
-        sequence_parallel=False,
     )
     r = evaluate_layouts(x)
     assert float(r.weights_bytes) == 3 * 63_710_208
@@ -224,17 +216,11 @@ def _per_micro_batch(layers, pp, v=1, **changes):
     out = []
     for m in (4, 8):
         layout = dict(
-            dp=1,
-            tp=2,
+            **ONE_REPLICA_TP2,
             pp=pp,
-            cp=1,
-            zero=0,
-            micro_batch=1,
             global_batch=m,
             schedule=INTERLEAVED if v > 1 else ONE_F_ONE_B,
             virtual_stages=v,
-            recompute=0,
-            sequence_parallel=False,
             device_cv=0.0,
             **changes,
         )
