@@ -27,7 +27,7 @@ from scalesim.decision import (
     decide,
     duration_text,
 )
-from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
+from scalesim.device_nouns import GPU_NOUNS, Nouns, hardware_nouns
 from scalesim.errors import (
     ScalesimError,
     controls_named_of,
@@ -174,8 +174,9 @@ class Plan:
 
     @property
     def words(self) -> Nouns:
-        """The devices' nouns: processes and hosts for a CPU calibration (``nouns_for``)."""
-        return nouns_for(self.profile.hardware.device_name)
+        """The devices' nouns: processes and hosts for a CPU calibration, racks for a GB200
+        NVL72's NVLink domain (``hardware_nouns``)."""
+        return hardware_nouns(self.profile.hardware)
 
 
 def valid_device_counts(counts, devices_per_node: int,
@@ -508,7 +509,7 @@ def top_count_refusal(state: AppState, profile: Profile, scenario: Scenario) -> 
     ``profile``."""
     from .named_controls import controls_to_change, in_control_words
 
-    (g, unit), words = count_unit(state, profile), nouns_for(profile.hardware.device_name)
+    (g, unit), words = count_unit(state, profile), hardware_nouns(profile.hardware)
     top = max(device_counts(state, g, words, unit)[0])
     if top in scenario.devices:
         return None
@@ -525,7 +526,7 @@ def top_count_refusal(state: AppState, profile: Profile, scenario: Scenario) -> 
 
 def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[str]]:
     """The Scenario the controls describe (device counts that cannot run are left out, noted)."""
-    (g, unit), words = count_unit(state, profile), nouns_for(profile.hardware.device_name)
+    (g, unit), words = count_unit(state, profile), hardware_nouns(profile.hardware)
     devices, notes = device_counts(state, g, words, unit)
     fields: dict = {
         "devices_per_node": g, "accumulation": state.acc, "overlap": state.ovl,
@@ -628,7 +629,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         scenario = scenario.model_copy(update={"devices": counts})
     if note := slow_device_note(state.slow, scenario.devices, nouns=words):
         notes.append(note)
-    words = nouns_for(profile.hardware.device_name)
+    words = hardware_nouns(profile.hardware)
     used = server_use_words(profile.hardware, scenario, f"the {label('dpn', words)} setting")
     if used:  # predict's header words, as the CLI shows them
         notes.append(used)
@@ -694,7 +695,7 @@ def _added_servers(decision: DecisionCard | None, focus: Prediction, profile: Pr
         if not added.changed and added.option.devices in {r.devices for r in rows}:
             return []
         return [_option("more devices", added.option.title, added.p, goal, reference_batch)]
-    words, more = nouns_for(profile.hardware.device_name), _more_devices(focus, profile, scenario)
+    words, more = hardware_nouns(profile.hardware), _more_devices(focus, profile, scenario)
     if more in {r.devices for r in rows}:
         return []
     counts = counts_said(focus.devices, more)
@@ -859,7 +860,7 @@ def sequence_profile(profile: Profile, state: AppState) -> tuple[Profile, list[s
         at = resolve_profile(None, state.hw, state.wl, state.seq)
     else:
         at, _ = profile_at_sequence(profile, state.seq)
-    named = control_namer(state, nouns_for(profile.hardware.device_name))
+    named = control_namer(state, hardware_nouns(profile.hardware))
     return at, [in_words_of(n, named) for n in at.notes if n not in profile.notes]
 
 
@@ -885,11 +886,11 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     knee = _knee(rows)
     focus = _focus(state, rows)
     if state.focus is not None and focus.devices != state.focus:  # a count the plan left out
-        words = nouns_for(profile.hardware.device_name)
+        words = hardware_nouns(profile.hardware)
         notes.append(f"focus {words.count(state.focus)} is not among the counts predicted "
                      f"(see the note above on what was left out); showing "
                      f"{words.count(focus.devices)}")
-    words = nouns_for(profile.hardware.device_name)
+    words = hardware_nouns(profile.hardware)
     named = control_namer(state, words)
     _, ranked = rank_remedies(profile, scenario, focus.devices)
     remedies = with_page_titles(in_control_reasons(ranked, named), words)  # the page's labels
@@ -983,7 +984,7 @@ def layout_memory_note(profile: Profile, scenario: Scenario, focus: Prediction,
         kept = scenario.model_copy(update={"memory_margin": share})
         return layout_ranking(profile, kept, focus, top=1)[0]
 
-    words = nouns_for(profile.hardware.device_name)
+    words = hardware_nouns(profile.hardware)
     return margin_note(best, scenario.memory_margin, rerank, words,
                        f"the sidebar's {in_words(FIELD_LABELS['mm'], words)} at")
 

@@ -28,7 +28,7 @@ from scalesim.bounds import LAYOUT_KNOB_BY_FIELD
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
 from scalesim.cli.options import MEMORY_MARGIN_HELP, SEQ_LEN_HELP
 from scalesim.decision import DOES_NOT_FIT, card_rows
-from scalesim.device_nouns import Nouns, nouns_for
+from scalesim.device_nouns import Nouns, hardware_nouns
 from scalesim.errors import ScalesimError, in_words_of
 from scalesim.figures import GIB_BYTES, MIB_BYTES, amount, rate, signed_percent, throughput
 from scalesim.goal import GoalControls, seek
@@ -172,7 +172,7 @@ def _set_profile(profile: Profile, src: str, origin: str) -> tuple[list[str], st
     state: AppState = ss["app_state"]
     messages: list[str] = []
     defaults = profile_defaults(profile, messages, messages)  # the loaded message says both
-    resets = reset_words(state, ss["profile"], defaults, nouns_for(profile.hardware.device_name))
+    resets = reset_words(state, ss["profile"], defaults, hardware_nouns(profile.hardware))
     ss["profile"], ss["profile_origin"] = profile, origin
     ss["app_state"] = state.model_copy(update={**defaults, "src": src})
     for name, value in defaults.items():
@@ -277,7 +277,7 @@ class _Controls:
     @property
     def words(self) -> Nouns:
         """The loaded profile's nouns, which the labels take ('processes' on a CPU profile)."""
-        return nouns_for(ss["profile"].hardware.device_name)
+        return hardware_nouns(ss["profile"].hardware)
 
     def label(self, field: str) -> str:
         """The label of ``field``'s control in the profile's nouns (``control_labels``)."""
@@ -322,7 +322,7 @@ def _profile_section(c: _Controls) -> None:
         # make leaving it an explicit action (a preset pick never drops an upload silently).
         st.sidebar.info(f"Using **{_md(profile.name)}** ({_md(profile.hardware.device_name)}, "
                         f"{profile.hardware.devices_per_node} per "
-                        f"{nouns_for(profile.hardware.device_name).server}; "
+                        f"{hardware_nouns(profile.hardware).server}; "
                         f"{_md(profile.workload.name)}) from {_md(ss['profile_origin'])}.")
         st.sidebar.button("Leave this profile: use the presets", key="leave_profile",
                           on_click=_on_leave_profile)
@@ -349,7 +349,7 @@ def _profile_section(c: _Controls) -> None:
         st.sidebar.caption(f"Predicting with **{_md(profile.name)}** "
                            f"(from {_md(ss['profile_origin'])})")
     with st.sidebar.expander("Where these numbers come from"):
-        named = control_namer(ss["app_state"], nouns_for(profile.hardware.device_name))
+        named = control_namer(ss["app_state"], hardware_nouns(profile.hardware))
         for part, source in provenance(profile):  # a knob it names, as its control
             st.markdown(f"**{part}**: {_md(in_words_of(source, named))}")
 
@@ -445,7 +445,7 @@ def _layout_section(c: _Controls) -> None:
     """The model split (tensor, pipeline, schedule, recompute, sequence parallel), folded away;
     ZeRO is the strategy control and the micro-batch the batch control."""
     profile = ss["profile"]
-    shape, words = splittable_shape(profile), nouns_for(profile.hardware.device_name)
+    shape, words = splittable_shape(profile), hardware_nouns(profile.hardware)
     devices = words.devices  # 'processes' for a CPU calibration
     box = st.sidebar.expander("Layout: split the model (tensor / pipeline)")
     if shape is None:
@@ -652,7 +652,7 @@ def _sent_figure_note(opened: dict) -> str | None:
     the same count: both figures and that the model changed since
     (``sent_figure.changed_note``); None where they agree."""
     sent, profile = opened["sent"], opened["profile"]
-    words = nouns_for(profile.hardware.device_name)
+    words = hardware_nouns(profile.hardware)
     try:
         theirs = _plan(profile, opened["state"])
     except ScalesimError:  # the error box says why
@@ -808,7 +808,7 @@ def _tab_cost(plan: Plan) -> None:
         _chart(money)
     goal = resolve_goal(plan.profile, plan.scenario)
     billing = billing_words(goal.server_devices, goal.instance_sizes,
-                            plan.profile.hardware.device_name)
+                            plan.profile.hardware.device_name, plan.words)
     st.caption(f"Cost counts the {plan.words.devices} a cloud bills: {billing} (the hardware's "
                "instance_sizes; docs/model.md §9).")
     if note := zero_price_note(goal):  # predict's note under its cost column
@@ -915,7 +915,7 @@ def _cached_goal(profile_json: str, scenario_json: str, deadline_s: float, budge
     ``goal_layout_mode`` (before the scenario's JSON, which marks every field given)."""
     profile = Profile.model_validate_json(profile_json)
     return seek(profile, Scenario.model_validate_json(scenario_json), deadline_s, budget_usd,
-                max_devices, controls=goal_controls(nouns_for(profile.hardware.device_name)),
+                max_devices, controls=goal_controls(hardware_nouns(profile.hardware)),
                 layout=layout)
 
 
@@ -1136,7 +1136,7 @@ def _named_resets(profile: Profile, state: AppState,
     words ('this what-if with NICs per server at its default'): the link's other values kept."""
     defaults = profile_defaults(profile)
     named = named_controls(error, state, defaults)
-    words = nouns_for(profile.hardware.device_name)
+    words = hardware_nouns(profile.hardware)
     out = []
     for keys in [*([k] for k in named), *([named] if len(named) > 1 else [])]:
         reset = state.model_copy(update={
@@ -1164,15 +1164,15 @@ def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
               if last is not None and last[0] == profile else []),
             *_named_resets(profile, state, exc),
             *([(weak, "this what-if at a per-"
-                f"{nouns_for(profile.hardware.device_name).device} batch of "
+                f"{hardware_nouns(profile.hardware).device} batch of "
                 f"{state.mb or profile.workload.micro_batch} (weak scaling)")]
               if weak != state else []),
-            *([(unsplit, _unsplit_words(state, nouns_for(profile.hardware.device_name)))]
+            *([(unsplit, _unsplit_words(state, hardware_nouns(profile.hardware)))]
               if unsplit != state else []),
             (with_profile_defaults(AppState(src=state.src, hw=state.hw, wl=state.wl), profile),
              "this profile's defaults"),
         ]
-        words = nouns_for(profile.hardware.device_name)
+        words = hardware_nouns(profile.hardware)
         exc = in_control_words(exc, state, words)  # the knobs its line names, as the sidebar's
         for fallback, shown in fallbacks:
             try:

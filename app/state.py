@@ -51,7 +51,7 @@ from scalesim.bounds import (
     url_bound,
     url_field,
 )
-from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
+from scalesim.device_nouns import GPU_NOUNS, Nouns, hardware_nouns
 from scalesim.errors import NOT_NUMBER, NOT_WHOLE, ScalesimError, cut_at_word, printable
 from scalesim.figures import count_list, exact, number
 from scalesim.jsonio import error_text, parse_json_text
@@ -478,7 +478,7 @@ def profile_caveats(profile: Profile) -> list[str]:
     duplicates dropped)."""
     from scalesim.profiles import unmeasured_links, unmeasured_origin
 
-    words = nouns_for(profile.hardware.device_name)
+    words = hardware_nouns(profile.hardware)
     out: list[str] = []
     for level, link in unmeasured_links(profile).items():
         origin = unmeasured_origin(link)

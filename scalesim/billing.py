@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from scalesim.bounds import list_text
-from scalesim.device_nouns import nouns_for, replica_of
+from scalesim.device_nouns import Nouns, nouns_for, replica_of
 from scalesim.errors import ScalesimError
 
 
@@ -106,12 +106,13 @@ def sizes_within(sizes: Sequence[int] | None, server_devices: int) -> list[int] 
 
 
 def billing_words(server_devices: int, sizes: Sequence[int] | None,
-                  device_name: str = "") -> str:
+                  device_name: str = "", words: Nouns | None = None) -> str:
     """How devices are billed, in words, for notes and the app; a CPU calibration's devices
     (``device_nouns.is_cpu_device``) are its processes on a host (``nouns_for``): 'billed per
-    whole host of 2 processes'."""
+    whole host of 2 processes'. ``words``: the hardware's nouns (``hardware_nouns``: a GB200
+    NVL72's server is a rack), else ``nouns_for(device_name)``'s."""
     listed = [server_devices] if sizes is None else sorted({int(s) for s in sizes})
-    words = nouns_for(device_name)
+    words = words or nouns_for(device_name)
     unit, one, server = words.gpus, words.gpu, words.server
     if len(listed) == 1 and listed[0] >= server_devices and listed[0] > 1:
         text = f"billed per whole {server} of {listed[0]} {unit}"
@@ -121,7 +122,7 @@ def billing_words(server_devices: int, sizes: Sequence[int] | None,
         text = f"billed per {listed[0]} {unit} (the devices of one of the runs' {words.servers})"
     elif len(listed) == 1 and listed[0] == _tray_of(device_name):  # GB200 NVL72's 4-GPU trays
         text = (f"billed per allocation unit of {listed[0]} {unit} (the compute tray a scheduler "
-                f"hands out: whole trays of the job's {unit}, not whole {server}s of "
+                f"hands out: whole trays of the job's {unit}, not whole {words.servers} of "
                 f"{server_devices})")
     elif len(listed) == 1:  # one shape smaller than the GPUs used per server: as many as hold them
         text = (f"billed per instance of {listed[0]} {unit} (as many as hold a {server}'s "

@@ -60,7 +60,15 @@ from scalesim.accuracy import median_error
 from scalesim.billing import billing_words
 from scalesim.bounds import bound
 from scalesim.cheapest import cheapest, plainest, same_money, same_speed
-from scalesim.device_nouns import CPU_HOUR, GPU_NOUNS, Nouns, is_cpu_device, named_count, nouns_for
+from scalesim.device_nouns import (
+    CPU_HOUR,
+    GPU_NOUNS,
+    Nouns,
+    hardware_nouns,
+    is_cpu_device,
+    named_count,
+    nouns_for,
+)
 from scalesim.errors import KNOB, ScalesimError, as_literal, said_at, within
 from scalesim.figures import amount, gib, link_GBps, rate, whole
 from scalesim.figures import signed_percent as pct_text
@@ -186,6 +194,15 @@ CPU_ASSUMPTIONS = {
                     "whole host, gloo over TCP scaling as the model predicts "
                     "(docs/model.md §4, §9, §20)",
 }
+
+
+def assumptions_for(words: Nouns) -> dict[str, str]:
+    """The options' assumptions in ``words``: ASSUMPTIONS; a CPU calibration's with
+    CPU_ASSUMPTIONS in their place; a rack's (``device_nouns.hardware_nouns``: GB200 NVL72)
+    with its server named so ('the extra rack's devices', 'the inter-rack link')."""
+    if words.cpu:
+        return {**ASSUMPTIONS, **CPU_ASSUMPTIONS}
+    return {key: text.replace(GPU_NOUNS.server, words.server) for key, text in ASSUMPTIONS.items()}
 # What the more-devices search tries at each doubling, where nothing fits at the focus count
 # (``_fits_at``); it doubles up to the device-count bound (``bounds``, ``_most_devices``).
 MORE_DEVICES_SEARCHED = ("the planner's tensor x pipeline splits, ZeRO stages and recompute for "
@@ -275,9 +292,9 @@ class _Ctx:
         self.profile, self.scenario, self.now = profile, scenario, now
         # how an option's title is said (``decide``'s ``said``); the CLI's: as written
         self.said = said or (lambda title: title)
-        self.words = nouns_for(profile.hardware.device_name)
+        self.words = hardware_nouns(profile.hardware)
         self.unit = profile.workload.sample_unit  # throughput's unit words (figures.rate)
-        self.assumptions = {**ASSUMPTIONS, **CPU_ASSUMPTIONS} if self.words.cpu else ASSUMPTIONS
+        self.assumptions = assumptions_for(self.words)
         self.goal = training_time.resolve_goal(profile, scenario)
         self.price = self.goal.price_per_device_hour
         # a run that does not fit has no time and no money; nothing is measured against it
@@ -377,7 +394,8 @@ def _server_size(profile: Profile, scenario: Scenario) -> int:
 def _price_source(profile: Profile, scenario: Scenario) -> str:
     goal = training_time.resolve_goal(profile, scenario)
     device = profile.hardware.device_name
-    billing = billing_words(goal.server_devices, goal.instance_sizes, device)
+    billing = billing_words(goal.server_devices, goal.instance_sizes, device,
+                            hardware_nouns(profile.hardware))
     if scenario.price_per_device_hour is not None:
         return f"price per {nouns_for(device).device}-hour given by the user, {billing}"
     if profile.hardware.price_per_device_hour is not None:
@@ -889,9 +907,9 @@ def network_enough(profile: Profile, scenario: Scenario, devices: int,
 def network_enough_words(profile: Profile, scenario: Scenario, devices: int,
                          error: float) -> str:
     """Where the card names a faster network: ``network_enough`` in words."""
-    need = network_enough(profile, scenario, devices, error)
-    return (f"inter-server network enough for this run (its step within the model's median "
-            f"error of {error:.1%} of an unlimited bandwidth's): {need.words}")
+    need, words = network_enough(profile, scenario, devices, error), hardware_nouns(profile.hardware)
+    return (f"inter-{words.server} network enough for this run (its step within the model's "
+            f"median error of {error:.1%} of an unlimited bandwidth's): {need.said(words)}")
 
 
 def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServers | None]:

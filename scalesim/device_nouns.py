@@ -12,8 +12,12 @@ in more than their nouns (a GPU remedy that does not apply to processes) sit in 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from scalesim.figures import CHANGE_ARROW, whole
+
+if TYPE_CHECKING:
+    from scalesim.schemas import Hardware
 
 # How ``scalesim calibrate`` names the device of a run on CPUs (calibration/runner.py), and how
 # diagnose names a traced CPU job's: its devices are processes, which no cloud GPU price applies to.
@@ -36,7 +40,7 @@ class Nouns:
     devices: str
     gpu: str  # where a GPU sentence names the GPU: 'GPU' / 'process'
     gpus: str
-    server: str  # 'server' / 'host'
+    server: str  # 'server' / 'rack' (an NVL72's NVLink domain of trays) / 'host'
     servers: str
     memory: str  # 'device memory' / 'the host's memory'
     holders: str  # what holds more memory: 'devices' / 'hosts'
@@ -63,8 +67,9 @@ class Nouns:
         was ('devices', 'nodes', 'servers', 'GPUs'), a CPU calibration's in its nouns
         ('processes', 'hosts'); ``HEADER_NOUNS`` says which noun each header is. A fitted
         replica profile's count headers say 'replicas' (its servers keep the GPU words), as a
-        CPU replica profile's do: its 'devices' had headed a column of replicas."""
-        if self.cpu:
+        CPU replica profile's do: its 'devices' had headed a column of replicas. A rack's
+        (``hardware_nouns``: GB200 NVL72) server headers say 'racks'."""
+        if self.cpu or (self.server == RACK and HEADER_NOUNS[gpu_header] == "servers"):
             return getattr(self, HEADER_NOUNS[gpu_header])
         if self.device == "replica" and HEADER_NOUNS[gpu_header] in ("devices", "gpus"):
             return self.devices
@@ -74,6 +79,9 @@ class Nouns:
         """'intra-server link' / 'inter-host link' of a link level ('intra_node', 'inter_node')."""
         return f"{'intra' if level == 'intra_node' else 'inter'}-{self.server} link"
 
+
+# the server of a hardware whose NVLink domain is a rack of allocation units (``hardware_nouns``)
+RACK, RACKS = "rack", "racks"
 
 # the count headers GPU tables and charts print, and the noun each is ('nodes' is predict's word
 # for servers)
@@ -164,3 +172,19 @@ def nouns_for(device_name: str) -> Nouns:
     if inner is not None:
         return CPU_REPLICA_NOUNS if is_cpu_device(inner) else REPLICA_NOUNS
     return CPU_NOUNS if is_cpu_device(device_name) else GPU_NOUNS
+
+
+def is_rack(hardware: Hardware) -> bool:
+    """Whether ``hardware``'s server, its NVLink domain, is a rack of several allocation units
+    (GB200 NVL72: 72 GPUs in 18 compute trays of 4, ``Hardware.devices_per_allocation``)."""
+    allocation = hardware.devices_per_allocation
+    return allocation is not None and allocation < hardware.devices_per_node
+
+
+def hardware_nouns(hardware: Hardware) -> Nouns:
+    """The nouns of ``hardware``'s devices (``nouns_for``), its server a 'rack' where the NVLink
+    domain is a rack of trays (``is_rack``: GB200 NVL72); a CPU calibration's stays a 'host'."""
+    words = nouns_for(hardware.device_name)
+    if words.cpu or not is_rack(hardware):
+        return words
+    return replace(words, server=RACK, servers=RACKS)

@@ -42,7 +42,7 @@ from scalesim.accuracy import median_error
 from scalesim.device_nouns import (
     GPU_NOUNS,
     Nouns,
-    nouns_for,
+    hardware_nouns,
 )
 from scalesim.fit_runs import Z95
 from scalesim.jsonio import to_json_text
@@ -298,7 +298,7 @@ def model_remedies(profile, scenario, devices: int, cause: str | tuple[str, ...]
                 s="s" if traced_micro_steps != 1 else "")
         elif nominal_batch and r.key in NOMINAL_BATCH_TITLES:
             title = NOMINAL_BATCH_TITLES[r.key].format(
-                device=nouns_for(profile.hardware.device_name).device, factor=r.factor)
+                device=hardware_nouns(profile.hardware).device, factor=r.factor)
         split = r.key == "split_model" and r.applicable
         remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason, r.verdict,
                                float(r.objective_gain), r.measure,

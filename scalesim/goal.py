@@ -49,7 +49,7 @@ from scalesim import training_time
 from scalesim.accuracy import median_error
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, LAYOUT_KNOB_BY_FIELD, bound
 from scalesim.cheapest import cheapest, choose
-from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
+from scalesim.device_nouns import GPU_NOUNS, Nouns, hardware_nouns, is_cpu_device
 from scalesim.errors import KNOB, ScalesimError
 from scalesim.figures import (
     amount,
@@ -345,12 +345,13 @@ class GoalAnswer:
         if need is None or (need.reaches == "none" and self.unlimited is None):
             return ""
         if need.reaches != "none":
-            return (f"Least inter-server network with which a plan meets the goal (on today's "
-                    f"{self.words.servers} and billing, the {self.words.devices}' money alone, "
-                    f"the network's price not counted): "
-                    f"{need.words}.")
+            return (f"Least inter-{self.words.server} network with which a plan meets the goal "
+                    f"(on today's {self.words.servers} and billing, the {self.words.devices}' "
+                    f"money alone, the network's price not counted): "
+                    f"{need.said(self.words)}.")
         p = self.unlimited
-        return retitled(self.describe(p), "No inter-server network reaches the goal: on an "
+        return retitled(self.describe(p), f"No inter-{self.words.server} network reaches the "
+                        "goal: on an "
                         f"unlimited one ({link_GBps(UNLIMITED_BUSBW_GBps)} busbw, 0 us a hop) "
                         "the closest plan is ",
                         f": {self.time_of(p)} for ${amount(p.cost_usd)} (misses "
@@ -636,7 +637,7 @@ def no_fit_note(profile: Profile, base: Scenario, max_devices: int,
     ``held``: the presets whose devices hold its layout needing least memory (``memory_words``)."""
     from scalesim.layout_predict import layout_of
 
-    nouns = nouns_for(profile.hardware.device_name)
+    nouns = hardware_nouns(profile.hardware)
     # where the caller can search further, say how; else how far it searched
     more = (f"search more {nouns.devices} ({controls.max_devices}, now {whole(max_devices)})"
             if controls.max_devices else None)
@@ -699,7 +700,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     # tp x pp devices, so one server of 8 at tp 8 runs one replica (dp 1), not 8
     split = layout_of(base)
     if mode == "given" and (why := tp_server_refusal(  # at every count: predict's refusal,
-            split.tp, g, nouns_for(profile.hardware.device_name),  # not 'no count'
+            split.tp, g, hardware_nouns(profile.hardware),  # not 'no count'
             profile.hardware.devices_per_node)):
         raise ScalesimError(why)
     if mode == "given" and (unused := kept_setting_refusal(base)):
@@ -725,7 +726,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     faster = network_scenarios(profile, base)
     nets: list[NetworkScenario | None] = [None, *(faster if grid[-1] > g else [])]
     if faster and grid[-1] <= g:  # one server: no inter-server link for a faster one to speed
-        nouns = nouns_for(profile.hardware.device_name)
+        nouns = hardware_nouns(profile.hardware)
         searched = f" ({controls.max_devices})" if controls.max_devices else ""
         notes.append(f"no faster network searched: every {nouns.device} count up to "
                      f"{whole(max_devices)}{searched} runs on one {nouns.server}, which no "
@@ -733,7 +734,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     for net in nets[1:]:
         if not net.priced:
             notes.append(unpriced_network_note(net.upgrade.name,
-                                               nouns_for(profile.hardware.device_name)))
+                                               hardware_nouns(profile.hardware)))
     axes = {
         "devices": grid,
         "micro_batch": searched_micro_batches(b0),
@@ -752,7 +753,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     graded = _graded_on(profile, base, nets, groups, goal, reference)
     res = graded[0][0]
     if res.size == 0:  # every combination broke a layout rule: nothing to rank
-        split, nouns = layout_of(base), nouns_for(profile.hardware.device_name)
+        split, nouns = layout_of(base), hardware_nouns(profile.hardware)
         raise ScalesimError(
             f"no {nouns.device} count up to {whole(max_devices)} can run the layout "
             f"{_split_of(split)}: all {res.dropped:,} combinations break a "
@@ -773,7 +774,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                          budget_usd, error)
         if extra is not None:
             tried = (tried[0] + extra.layouts_tried, tried[1])
-            notes.append(refined_note(extra, nouns_for(profile.hardware.device_name)))
+            notes.append(refined_note(extra, hardware_nouns(profile.hardware)))
         if extra is not None and extra.groups:  # priced beside the others, on every network
             more = _graded_on(profile, base, nets, extra.groups, goal, reference)
             graded = [_joined(a, b) for a, b in zip(graded, more, strict=True)]
@@ -806,7 +807,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             best = plan(answer_i)
             lowest_i = _best_on(ok, runs_ok, meets, time_s, cost, deadline_s, budget_usd, 0.0)
             lead_i = _best_on(ok, runs_ok, meets, time_s, cost, deadline_s, budget_usd, error)
-            words = nouns_for(profile.hardware.device_name)
+            words = hardware_nouns(profile.hardware)
             if lead_i != answer_i:  # the soonest of the same money, tied in speed
                 notes.append(same_speed_note(best, plan(lead_i), error, words))
             if lowest_i not in (answer_i, lead_i):
@@ -856,7 +857,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             at_most.append(f"{net.upgrade.name}'s row")
     if at_most:
         notes.append(most_searched_note(at_most, grid[-1], controls,
-                                        nouns_for(profile.hardware.device_name)))
+                                        hardware_nouns(profile.hardware)))
     answer = best or closest
     if answer is not None and (note := training_time.partial_batch_note(
             goal, answer.global_batch, reference)):
@@ -873,7 +874,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                       goal=goal.label(), train_samples=goal.train_samples,
                       reference_batch=int(reference), best=best, closest=closest, front=front,
                       evaluated=int(costed.sum()), runnable=int(ok.sum()), notes=notes,
-                      words=nouns_for(profile.hardware.device_name), network_need=need,
+                      words=hardware_nouns(profile.hardware), network_need=need,
                       unlimited=unlimited, unlimited_compute_s=compute_s, today=today,
                       layout=mode, layouts_tried=None if tried is None else tried[0],
                       kept_layout=kept_layout_words(profile, base) if mode == "given" else None,
@@ -982,7 +983,7 @@ def _nothing_fits(profile: Profile, base: Scenario, deadline_s: float, budget_us
                       goal=goal.label(), train_samples=goal.train_samples,
                       reference_batch=int(reference), best=None, closest=None, front=[],
                       evaluated=0, runnable=0, notes=notes,
-                      words=nouns_for(profile.hardware.device_name), layout="search",
+                      words=hardware_nouns(profile.hardware), layout="search",
                       layouts_tried=tried[0], layout_counts=tried[1])
 
 

@@ -827,11 +827,11 @@ def presets_holding_layout(setting, layout: ParallelLayout) -> list[tuple[str, f
     memory model's need against its device memory less the setting's margin), its count run
     there (``runs_on_count``). The presets a plan where nothing fits names beside 'use devices
     with more memory' (``memory_ways``); [] for a CPU profile's host (no preset is one)."""
-    from scalesim.device_nouns import nouns_for
+    from scalesim.device_nouns import hardware_nouns
     from scalesim.plan import evaluate_layout
     from scalesim.presets import HARDWARE
 
-    if nouns_for(setting.hardware.device_name).cpu:
+    if hardware_nouns(setting.hardware).cpu:
         return []
     devices = layout.dp * layout.tp * layout.pp * layout.cp
     held = []

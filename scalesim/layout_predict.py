@@ -42,7 +42,7 @@ from scalesim.counts_left_out import (
     shard_group_left_out,
     split_left_out,
 )
-from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
+from scalesim.device_nouns import GPU_NOUNS, Nouns, hardware_nouns
 from scalesim.errors import (
     KNOB,
     ScalesimError,
@@ -640,7 +640,7 @@ def first_problem(profile: Profile, dp, tp, pp, zero, micro, global_batch, split
                             recompute_style=split.recompute_style,
                             sequence_parallel=split.sequence_parallel)
     problems = layout_problems(layout, g, layers=s.layers, heads=s.heads, kv_heads=s.kv_of(),
-                               seq_len=s.seq_len, nouns=nouns_for(profile.hardware.device_name),
+                               seq_len=s.seq_len, nouns=hardware_nouns(profile.hardware),
                                allocation=allocation)
     return problems[0] if problems else ""
 
@@ -787,7 +787,7 @@ def _judged_counts(profile: Profile, scenario: Scenario, skip=(), which: str = "
     from scalesim.layout import tp_server_refusal
     from scalesim.predict import job_unit, layout
 
-    nouns = nouns_for(profile.hardware.device_name)
+    nouns = hardware_nouns(profile.hardware)
     g, unit = job_unit(profile.hardware, scenario)
     layout(scenario.devices, g, nouns, unit)
     split = layout_of(scenario)
@@ -837,7 +837,7 @@ def count_refusal(profile: Profile, scenario: Scenario, outs: dict[str, LeftOut]
     devices, global batch 3 does not split evenly over dp x accumulation 2'."""
     from scalesim.predict import job_unit, micro_batches
 
-    nouns = nouns_for(profile.hardware.device_name)
+    nouns = hardware_nouns(profile.hardware)
     split = layout_of(scenario)
     p = np.asarray(scenario.devices, dtype=np.int64)
     model = replica_devices(split.tp, split.pp, split.cp) if on_layouts else 1
@@ -941,11 +941,11 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     cp = split.cp if cp is None else cp
     zero = ZERO_OF_STRATEGY[scenario.strategy] if zero is None else zero
     p = np.asarray(devices, dtype=np.int64)
-    dp = split_devices(p, tp, pp, nouns_for(profile.hardware.device_name), cp)
+    dp = split_devices(p, tp, pp, hardware_nouns(profile.hardware), cp)
     if shard_group is None:
         check_shard_group(split.shard_group, p, dp, zero,  # a sweep's framework axis per row
                           (overrides or {}).get("framework", scenario.zero_framework),
-                          nouns_for(profile.hardware.device_name), cp)
+                          hardware_nouns(profile.hardware), cp)
         shard_group = split.shard_group or 0
     k = np.asarray(accumulation, dtype=np.int64)
     b = np.asarray(micro_batch, dtype=np.int64)

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from scalesim.bounds import bound
+from scalesim.device_nouns import GPU_NOUNS, Nouns
 from scalesim.figures import busbw_words, latency_us, link_GBps, sig3
 from scalesim.network_upgrades import NetworkScenario
 from scalesim.predict import inter_nic_share, server_part_words
@@ -96,13 +97,18 @@ class NetworkNeed:
 
     @property
     def words(self) -> str:
+        """The answer in a GPU server's words (``said``)."""
+        return self.said(GPU_NOUNS)
+
+    def said(self, nouns: Nouns) -> str:
         """The answer in words, for a sentence that names its goal ('' for "none": the caller
-        says what bounds it)."""
+        says what bounds it); the server in ``nouns`` ('any inter-rack bandwidth' on a GB200
+        NVL72: ``device_nouns.hardware_nouns``)."""
         now = latency_us(self.today_latency_s)
         today = f"today {link_GBps(self.today_busbw_GBps)} busbw, {now} a hop"
         if self.reaches == "any":
-            return (f"any inter-server bandwidth (even {link_GBps(LEAST_BUSBW_GBps)} busbw); "
-                    f"{today}")
+            return (f"any inter-{nouns.server} bandwidth (even {link_GBps(LEAST_BUSBW_GBps)} "
+                    f"busbw); {today}")
         if self.reaches == "latency":
             return (f"no bandwidth at today's {now} a hop; an unlimited one with at most "
                     f"{latency_us(self.latency_s)} a hop ({today}){self.upgrades_words}")
@@ -111,7 +117,7 @@ class NetworkNeed:
         line = self.gbit_per_server
         nic = (f", {sig3(line / self.nics_per_node)} Gb/s per NIC on {self.nics_per_node}"
                if self.nics_per_node and self.nics_per_node > 1 else "")
-        rate = (f"{sig3(line)} Gb/s line rate per server over RDMA at {IB_EFFICIENCY:g} "
+        rate = (f"{sig3(line)} Gb/s line rate per {nouns.server} over RDMA at {IB_EFFICIENCY:g} "
                 f"efficiency{nic}")
         if self.partial:
             need = (f"{busbw_words(self.busbw_GBps, self.reached_GBps, self.server_part)} on "

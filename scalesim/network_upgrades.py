@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from scalesim import presets
 from scalesim.billing import billing_words
-from scalesim.device_nouns import is_cpu_device
+from scalesim.device_nouns import hardware_nouns, is_cpu_device
 from scalesim.predict import inter_busbw_GBps_of
 from scalesim.schemas import Hardware, LinkLevel, Profile, Scenario
 
@@ -186,7 +186,7 @@ def network_scenario(profile: Profile, scenario: Scenario,
     link = up.link()
     sizes = up.billed_sizes(hw.devices_per_node)
     billing = billing_words(scenario.devices_per_node or hw.devices_per_node, sizes,
-                            hw.device_name)
+                            hw.device_name, hardware_nouns(hw))
     source = f"{up.source} (as of {up.as_of}); {billing}"
     if up.extra_usd_per_server_hour is None:
         source += "; price not known, so its cost is left blank"

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, field_serializer
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices, job_sizes
 from scalesim.bounds import bound, check_number, check_values, clip, list_text
-from scalesim.device_nouns import Nouns, nouns_for
+from scalesim.device_nouns import Nouns, hardware_nouns
 from scalesim.errors import KNOB, Refusal, ScalesimError
 from scalesim.figures import MIB_BYTES, count, gib, latency_us, link_GBps
 from scalesim.layout import (
@@ -663,7 +663,7 @@ def evaluate_layout(setting: Setting, layout: ParallelLayout) -> LayoutResult:
     check_layout(
         layout,
         setting.hardware.devices_per_node,
-        nouns_for(setting.hardware.device_name),
+        hardware_nouns(setting.hardware),
         allocation=setting.hardware.allocation_devices,
         layers=s.layers,
         heads=s.heads,
@@ -731,7 +731,7 @@ def no_layout_words(devices: list[int], setting: Setting, cp_values=(1,)) -> str
     Every split has more replicas than divide the batch (``fewest_replicas``: a multiple of
     that many; more devices only add replicas), or else too many micro-steps."""
     hardware = setting.hardware
-    g, nouns = hardware.devices_per_node, nouns_for(hardware.device_name)
+    g, nouns = hardware.devices_per_node, hardware_nouns(hardware)
     head = (f"no valid layout for {nouns.devices} {list_text(devices)} and global batch "
             f"{setting.global_batch} on {nouns.servers} of {g}")
     if not _splits(sorted(set(devices)), g, sorted(set(cp_values))):  # cp divides no count
@@ -1067,7 +1067,7 @@ def rank_layouts(
                             "(None: every layout)")
     if rank_by not in ("throughput", "cost"):
         raise ScalesimError(f"rank_by '{rank_by}': use throughput or cost")
-    g, nouns = hardware.devices_per_node, nouns_for(hardware.device_name)
+    g, nouns = hardware.devices_per_node, hardware_nouns(hardware)
     a = hardware.allocation_devices
     for n in devices:
         if a != g and (problem := count_problem(n, g, a, nouns)):  # trays of an NVL72 rack

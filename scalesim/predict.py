@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.counts_left_out import callers_words
-from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
+from scalesim.device_nouns import GPU_NOUNS, Nouns, hardware_nouns
 from scalesim.errors import KNOB, Refusal, ScalesimError, require_model, within
 from scalesim.figures import MIB_BYTES, count_list, either, link_GBps, sig3
 from scalesim.layout import (
@@ -285,7 +285,7 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
     of tp x pp x cp devices); None: every device is a replica (data parallel). ``named``: a
     knob's name in a refusal's fix (``too_big_micro_batch``; the CLI flag by default)."""
     replicas = devices if dp is None else dp
-    k, nouns = scenario.accumulation, nouns_for(profile.hardware.device_name)  # 'processes' on CPU
+    k, nouns = scenario.accumulation, hardware_nouns(profile.hardware)  # 'processes' on CPU
     if scenario.global_batch is None:
         b = scenario.micro_batch or profile.workload.micro_batch
         return (np.full(replicas.shape, b, dtype=np.int64),
@@ -356,12 +356,12 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         p = check_values("devices", np.ravel(devices) if isinstance(devices, np.ndarray)
                          else devices, "devices")
     g_max, unit = job_unit(hw, scenario)
-    _, per_node = layout(p, g_max, nouns_for(hw.device_name), unit)
+    _, per_node = layout(p, g_max, hardware_nouns(hw), unit)
     b, base_b = micro_batches(scenario, profile, p)
     supply, supply_alone = loader_supply(profile, scenario, per_node)
 
     cv = jitter_cv_of(profile, scenario)
-    shard_group = shard_group_of(scenario, p, nouns_for(hw.device_name))
+    shard_group = shard_group_of(scenario, p, hardware_nouns(hw))
     slow = np.where(
         (scenario.slow_device is not None) & (p > (scenario.slow_device or 0)),
         scenario.slow_factor, 1.0,
@@ -499,7 +499,7 @@ def server_part_words(hw: Hardware, scenario: Scenario) -> str:
     used = scenario.devices_per_node
     if used is None or used >= hw.devices_per_node:
         return ""
-    words = nouns_for(hw.device_name)
+    words = hardware_nouns(hw)
     return f"{used} of {hw.devices_per_node} {words.gpus} per {words.server}"
 
 
@@ -520,7 +520,7 @@ def server_use_words(hw: Hardware, scenario: Scenario,
         return None
     from scalesim.billing import billing_words, job_sizes
 
-    words = nouns_for(hw.device_name)  # 'processes per host' for a CPU calibration
+    words = hardware_nouns(hw)  # 'processes per host' for a CPU calibration
     if used > hw.devices_per_node:
         return (f"{used} {words.gpus} per {words.server} ({setting}), more than the "
                 f"{hw.devices_per_node} of {hw.name}: its {words.link('intra_node')} "
@@ -534,7 +534,7 @@ def server_use_words(hw: Hardware, scenario: Scenario,
     sizes = job_sizes(scenario.instance_sizes, hw.instance_sizes, hw.devices_per_node)
     return (f"{server_part_words(hw, scenario)}: intra {sig3(intra)}, inter "
             f"{link_GBps(inter_busbw_GBps_of(hw, scenario))} busbw (the links and NICs they "
-            f"reach), {billing_words(hw.devices_per_node, sizes, hw.device_name)}")
+            f"reach), {billing_words(hw.devices_per_node, sizes, hw.device_name, words)}")
 
 
 def cores_shared_note(profile: Profile, scenario: Scenario) -> str | None:
@@ -546,7 +546,7 @@ def cores_shared_note(profile: Profile, scenario: Scenario) -> str | None:
     on c < g cores time-share them, so each computes at least g / c times slower than alone,
     which the rows do not model; None otherwise (GPUs, whose host cores do not run the compute)."""
     hw, curve = profile.hardware, profile.compute
-    words = nouns_for(hw.device_name)
+    words = hardware_nouns(hw)
     used = scenario.devices_per_node or hw.devices_per_node
     cores, timed = hw.cpu_cores_per_node, curve.colocated_devices
     if not words.cpu or (used <= max(hw.devices_per_node, timed) and used <= cores):
@@ -588,7 +588,7 @@ def _split_rows(profile: Profile, scenario: Scenario):
     split = lp.layout_of(scenario)
     p = np.asarray(scenario.devices, dtype=np.int64)
     g_max, unit = job_unit(profile.hardware, scenario)
-    nouns = nouns_for(profile.hardware.device_name)
+    nouns = hardware_nouns(profile.hardware)
     layout(p, g_max, nouns, unit)
     if why := tp_server_refusal(split.tp, g_max, nouns, profile.hardware.devices_per_node):
         raise ScalesimError(why)  # at every count, before the counts tp x pp divides

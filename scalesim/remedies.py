@@ -31,7 +31,7 @@ from scalesim import training_time
 from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import QUANTITIES
-from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for, replica_of
+from scalesim.device_nouns import GPU_NOUNS, Nouns, hardware_nouns, replica_of
 from scalesim.errors import ScalesimError, as_literal
 from scalesim.figures import CHANGE_ARROW, busbw_words, multiple, percents_apart
 from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
@@ -306,7 +306,7 @@ def _fitting_split(profile: Profile, scenario: Scenario, now: Prediction):
     b, k = now.micro_batch, scenario.accumulation
     factors = [2**j for j in range(1, MAX_SPLIT_HALVINGS + 1) if b // 2**j >= 1]
     if not factors:
-        return scenario, f"per-{nouns_for(profile.hardware.device_name).device} batch is 1 already"
+        return scenario, f"per-{hardware_nouns(profile.hardware).device} batch is 1 already"
     factors = [f for f in factors if k * f <= accumulation_max()]
     if not factors:
         return scenario, (f"accumulation {k:,} cannot double within the bounds table's "
@@ -368,7 +368,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     ``relative_links``, ``split_layout`` and ``ddp_reductions`` as ``rank_remedies``'."""
     strong = scenario.global_batch is not None
     b = now.micro_batch
-    words = nouns_for(profile.hardware.device_name)
+    words = hardware_nouns(profile.hardware)
     # a split model's micro-batch is per replica of tp x pp devices (``Prediction.dp``)
     per = ("per-replica" if now.dp is not None and now.tp * now.pp > 1
            else f"per-{words.device}")
@@ -763,7 +763,7 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
                          f"model's median error ({MODEL_PARALLEL_MEDIAN_ERROR:.1%}), so no split can pay",
                          "")
     if now.devices < 2:
-        one = nouns_for(profile.hardware.device_name).device
+        one = hardware_nouns(profile.hardware).device
         return Candidate("split_model", title, scenario, profile, f"one {one} cannot split the model", "")
     if split_layout is not None:  # the layout given, with its title
         change = {k: v for k, v in split_layout.items() if k != "title"}
@@ -790,7 +790,7 @@ def _kernel_knob_reason(profile: Profile, key: str, fixed: str, no_shape: str) -
     the scenario, in one clause, or '': CPU processes (``CPU_NOT_APPLICABLE``), timings that
     cannot take another value of the knob (``fixed``: why, '' where they can), or a parameter
     count (``no_shape``: what it lacks)."""
-    if nouns_for(profile.hardware.device_name).cpu:
+    if hardware_nouns(profile.hardware).cpu:
         return CPU_NOT_APPLICABLE[key]
     if fixed:
         return fixed
@@ -918,7 +918,7 @@ def tp_overlap_reason(profile: Profile, scenario: Scenario) -> str:
     split = lp.layout_of(scenario)
     if replica_of(profile.hardware.device_name) is not None:
         return REPLICA_REASONS["tp_overlap"]
-    if nouns_for(profile.hardware.device_name).cpu:
+    if hardware_nouns(profile.hardware).cpu:
         return CPU_NOT_APPLICABLE["tp_overlap"]
     if lp.with_measured_shape(profile).workload.transformer is None:
         return (f"workload '{profile.workload.name}' is a parameter count: no tensor "
@@ -1029,7 +1029,7 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     if devices < 1:
         raise ScalesimError("devices must be 1 or more", knobs=("devices",))
     now = _one(profile, scenario, devices)
-    memory = nouns_for(profile.hardware.device_name).memory
+    memory = hardware_nouns(profile.hardware).memory
     goal = training_time.resolve_goal(profile, scenario)
     measure = _objective(goal, objective)
     if measure == "throughput" and objective == "auto" and goal.critical_batch is not None:

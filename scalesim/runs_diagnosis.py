@@ -14,6 +14,7 @@ from scalesim.bounds import bound
 from scalesim.device_nouns import (
     GPU_NOUNS,
     Nouns,
+    hardware_nouns,
     measured_nouns,
     nouns_for,
 )
@@ -325,7 +326,7 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float,
     ratio, after, factor = best
     throughput = float(after.samples_per_s / now.samples_per_s - 1.0)
     note = f"gain in time to quality (McCandlish et al. 2018); throughput {throughput:+.1%}"
-    words = nouns_for(profile.hardware.device_name)
+    words = hardware_nouns(profile.hardware)
     memory = words.memory
     verdict = gain_verdict(float(ratio - 1.0))
     if not after.fits:
@@ -1472,7 +1473,7 @@ def _ran_beyond_memory(profile, scenario, devices: int, transformer, exchange) -
     now = predict(profile, scenario.model_copy(update={"devices": [devices]}))[0]
     if now.fits:
         return ""
-    words = nouns_for(profile.hardware.device_name)
+    words = hardware_nouns(profile.hardware)
     how = ("sharding (--strategy zero1-3 says so)" if not exchange.sharded
            else "offloading" if exchange.strategy == "zero3"
            else "more sharding than " + exchange.strategy)

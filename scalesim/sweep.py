@@ -28,7 +28,7 @@ from scalesim.bounds import (
     flag_of,
     values_flag,
 )
-from scalesim.device_nouns import Nouns, nouns_for
+from scalesim.device_nouns import Nouns, hardware_nouns, nouns_for
 from scalesim.errors import (
     KNOB,
     ScalesimError,
@@ -347,7 +347,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
     g_max, unit = job_unit(profile.hardware, base)
     # a clear error for counts that do not fill allocation units (servers; hosts of a CPU
     # calibration)
-    layout(np.unique(arrays["devices"]), g_max, nouns_for(profile.hardware.device_name), unit)
+    layout(np.unique(arrays["devices"]), g_max, hardware_nouns(profile.hardware), unit)
     if refuse_counts:
         _counts_left_out(profile, base, arrays, refuse=True)  # none run: predict's words
     shape = [len(v) for v in arrays.values()]
@@ -675,7 +675,7 @@ def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
         base_micro = global_batch // k
     said_kept = said[keep]  # of the rows whose batch splits
     shard, examples = _shard_groups_at(
-        base, grid, p, strategy, nouns_for(profile.hardware.device_name), said_kept)
+        base, grid, p, strategy, hardware_nouns(profile.hardware), said_kept)
     refused = _grad_sync_refused_rows(base, grid, p) & (shard >= 0)
     if refused.any():  # DeepSpeed with once-per-step reduction: dropped, as broken layouts
         examples = _either(examples, _first_words(refused, said_kept, lambda _: _row_rule(
@@ -703,7 +703,7 @@ def _evaluate_grid(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
     ignored = {}
     if "shard_group" in plan.ignorable:  # a one-value group some ddp rows run without
         columns["shard_group"] = _shard_group_column(shard, p)
-        ignored = _ddp_rows_ignored(shard, p, nouns_for(profile.hardware.device_name))
+        ignored = _ddp_rows_ignored(shard, p, hardware_nouns(profile.hardware))
     columns["nodes"] = result.nodes.astype(np.int64)
     columns["micro_batch"] = micro
     columns["accumulation"] = k
@@ -948,7 +948,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     if deepspeed_piped.any():
         examples = _either(examples, _first_words(deepspeed_piped, said, lambda i: _row_rule(
             f"{_split_words(tp[i], pp[i], cp[i])} on "
-            f"{nouns_for(profile.hardware.device_name).count(int(p[i]))}",
+            f"{hardware_nouns(profile.hardware).count(int(p[i]))}",
             deepspeed_pipeline_error(ZERO_STRATEGIES[int(zero[i])], int(pp[i])))))
         layout_ok &= ~deepspeed_piped
     refused = layout_ok & _grad_sync_refused_rows(base, grid, p)
@@ -959,7 +959,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     shard = _row_shard_groups(base, grid, p, zero)  # swept, or the one value (0 at ddp rows)
     if shard is not None:  # a row the shard group cannot run is dropped, as a broken layout
         why, first = _shard_group_problems_of_rows(base, grid, shard, p, dp, zero,
-                                                   nouns_for(profile.hardware.device_name),
+                                                   hardware_nouns(profile.hardware),
                                                    rows=layout_ok, cp=cp, said=said)
         examples = _either(examples, first)
         layout_ok &= why == ""
@@ -979,7 +979,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
         shard = shard[keep]
         if "shard_group" in plan.ignorable:  # a one-value group some ddp rows run without
             ignored.update(_ddp_rows_ignored(shard, p[keep],
-                                             nouns_for(profile.hardware.device_name)))
+                                             hardware_nouns(profile.hardware)))
     grid = {name: col[keep] for name, col in grid.items()}
     p, k, tp, pp, cp, micro, base_micro, zero = (
         a[keep] for a in (p, k, tp, pp, cp, micro, base_micro, zero))
@@ -1080,7 +1080,7 @@ def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp,
     if not bad.size:
         return ""
     i = int(bad[0])
-    nouns = nouns_for(profile.hardware.device_name)  # 'processes' on a CPU profile
+    nouns = hardware_nouns(profile.hardware)  # 'processes' on a CPU profile
     n = int(p[i])
     where = f"{_split_words(tp[i], pp[i], cp[i])} on {n} {nouns.noun(n)}"  # '1 device'
     devices = nouns.devices

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from scalesim.device_nouns import GPU_NOUNS
+from scalesim.device_nouns import hardware_nouns
 from scalesim.errors import in_words_of
 from scalesim.goal import device_grid
 from scalesim.layout import count_problem
@@ -23,10 +23,11 @@ from scalesim.presets import HARDWARE
 
 GB200 = HARDWARE["gb200-nvl72"]
 # the one refusal of 130 GPUs on 72-GPU racks of 4-GPU trays, every command's
-REFUSAL_130 = str(count_problem(130, 72, 4, GPU_NOUNS))
+# (the rack's nouns: its server is the NVLink rack, session 52)
+REFUSAL_130 = str(count_problem(130, 72, 4, hardware_nouns(GB200)))
 # ... as the page says it (session 48: its template, without the hardware file's
 # devices_per_allocation, which the page takes no file of)
-PAGE_REFUSAL_130 = str(in_words_of(count_problem(130, 72, 4, GPU_NOUNS), str))
+PAGE_REFUSAL_130 = str(in_words_of(count_problem(130, 72, 4, hardware_nouns(GB200)), str))
 
 
 def _cli(*args):
@@ -37,6 +38,7 @@ def _cli(*args):
 def test_the_refusal_names_the_tray_and_a_count_that_runs():
     assert REFUSAL_130.startswith("130 devices do not fill whole allocation units of 4 GPUs")
     assert "e.g. 128 or 132" in REFUSAL_130
+    assert "72 to a rack)" in REFUSAL_130  # was '72 to a server' before session 52
     assert REFUSAL_130.replace("the hardware's devices_per_allocation: ", "") == PAGE_REFUSAL_130
 
 

@@ -40,8 +40,10 @@ def test_a_tp_the_server_cannot_hold_is_said_in_the_pages_words(fields, said):
         assert (f"an uploaded calibration profile whose servers hold a multiple of "
                 f"{fields['tp']} GPUs") in box, box
     # the line names Tensor parallel itself: not listed again below it
-    assert "Control to change: Devices per server" in box or \
-        "Controls to change: Devices per server, Hardware preset." in box, box
+    # the sidebar's label: a GB200 NVL72's server is its rack (session 52)
+    per = "Devices per rack" if fields["hw"] == "gb200-nvl72" else "Devices per server"
+    assert f"Control to change: {per}" in box or \
+        f"Controls to change: {per}, Hardware preset." in box, box
 
 
 def test_the_cli_keeps_its_lines_of_a_tp_the_server_cannot_hold(capsys):
@@ -70,11 +72,11 @@ def test_a_count_past_whole_allocation_units_names_no_hardware_field_on_the_page
     # a sentence, as the page's other notes (was 'left out 6: ...' before session 49)
     (note,) = [i.value for i in at.info if i.value.startswith("Left out 6: ")]
     assert "do not fill whole allocation units of 4 GPUs (the tray or node a scheduler hands " \
-           "out, 72 to a server); give a multiple of 4, e.g. 4 or 8" in note, note
+           "out, 72 to a rack); give a multiple of 4, e.g. 4 or 8" in note, note
     assert "devices" + "\\_per" not in note and "_per_" not in note, note
     code, _, err = run_cli(capsys, ["predict", "--hardware", "gb200-nvl72", "--workload",
                                     "llama3-8b", "--devices", "6"])
     assert code == 2 and err == (
         "scalesim predict: error: 6 devices do not fill whole allocation units of 4 GPUs (the "
         "hardware's devices_per_allocation: the tray or node a scheduler hands out, 72 to a "
-        "server); give a multiple of 4, e.g. 4 or 8\n")
+        "rack); give a multiple of 4, e.g. 4 or 8\n")

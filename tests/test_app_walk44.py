@@ -27,11 +27,12 @@ def test_fewer_servers_on_several_racks_does_not_say_one_server(capsys):
     assert main([*GB200_70B, "--json"]) == 0
     card = json.loads(capsys.readouterr().out)
     (fewer,) = [o for o in card["options"] if o["key"] == "fewer_servers"]
-    assert fewer["title"].startswith("Run on 6 servers (512 -> 432 devices)")
-    assert fewer["assumption"].startswith(ASSUMPTIONS["fewer_servers_several"])
-    assert card["recommendation"].startswith("Run on 6 servers")
-    assert "on one server" not in card["assumption"]
-    assert "the inter-server link among them" in card["assumption"]
+    assert fewer["title"].startswith("Run on 6 racks (512 -> 432 devices)")  # servers before 52
+    assert fewer["assumption"].startswith(
+        ASSUMPTIONS["fewer_servers_several"].replace("inter-server", "inter-rack"))
+    assert card["recommendation"].startswith("Run on 6 racks")
+    assert "on one server" not in card["assumption"] and "on one rack" not in card["assumption"]
+    assert "the inter-rack link among them" in card["assumption"]
     assert "on one server" in ASSUMPTIONS["fewer_servers"]  # the one-server words unchanged
     assert "one host" not in CPU_ASSUMPTIONS["fewer_servers_several"]
 
@@ -47,7 +48,7 @@ GB200_LINK = {"v": "18", "hw": "gb200-nvl72", "wl": "llama3-70b", "grid": "list"
     ("k_seq", 2**30, "scenario: Sequence length 1,073,741,824: the model cannot", 8192),
     # tp 1024 > 72 GPUs per server: a rule of both (test_a_tp_past_a_server_names_both_...);
     # the line names Tensor parallel itself (session 48)
-    ("k_tp", 1024, " Control to change: Devices per server. Below: the last", 4),
+    ("k_tp", 1024, " Control to change: Devices per rack. Below: the last", 4),  # its label
     # the split's line names Tensor parallel and Pipeline stages itself (session 49; before,
     # 'tp x pp' and all three controls listed after it)
     ("k_pp", 100_000, "not divisible by Tensor parallel 4 x Pipeline stages 100000 = 400,000; "

@@ -61,10 +61,10 @@ def test_fewer_gpus_per_server_than_the_hardware_holds_names_more(capsys):
     code, _, err = run_cli(capsys, ["predict", *LLAMA, "--hardware", "dgx-h100",
                                     "--gpus-per-node", "8", "--tp", "8", "--devices", "16"])
     assert code == 0, err
-    # gb200-nvl72 at 8 GPUs per server: its own rack holds tp 16 at 64 per server
+    # gb200-nvl72 at 8 GPUs per rack: its own rack holds tp 16 at 64 per rack
     line = _cli_refusal(capsys, ["predict", *LLAMA, "--hardware", "gb200-nvl72",
                                  "--gpus-per-node", "8", "--tp", "16", "--devices", "64"])
-    assert line.endswith("use tp <= 8, or 64 GPUs per server (the hardware's servers hold 72)")
+    assert line.endswith("use tp <= 8, or 64 GPUs per rack (the hardware's racks hold 72)")
 
 
 def test_the_library_raises_the_same_line_with_both_knobs():
@@ -103,8 +103,8 @@ def test_the_presets_named_are_those_whose_server_holds_tp():
 def test_a_tp_that_does_not_divide_the_server_names_the_gpus_per_server_it_divides(capsys):
     line = _cli_refusal(capsys, ["predict", *LLAMA, "--hardware", "gb200-nvl72", "--tp", "16",
                                  "--devices", "64"])
-    assert line.endswith("tp 16 does not divide the 72 GPUs per server; use tp 1, 2, 3, 4, 6, 8, "
-                         "9, 12, 18, 24, 36 or 72, or 64 GPUs per server")
+    assert line.endswith("tp 16 does not divide the 72 GPUs per rack; use tp 1, 2, 3, 4, 6, 8, "
+                         "9, 12, 18, 24, 36 or 72, or 64 GPUs per rack")
 
 
 def test_the_app_box_says_the_same_ways_out():

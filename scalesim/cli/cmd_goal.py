@@ -14,7 +14,7 @@ from scalesim.cli.options import (
     profile_from_args,
     scenario_from_args,
 )
-from scalesim.device_nouns import nouns_for
+from scalesim.device_nouns import hardware_nouns
 from scalesim.errors import KNOB, Refusal, excerpt
 from scalesim.figures import DAYS_PER_YEAR
 from scalesim.layout import knob_refusal
@@ -213,7 +213,7 @@ def check_goal_inputs(profile, scenario) -> None:
     if goal.price_per_device_hour is None:
         raise ScalesimError(
             f"goal needs a price: hardware '{profile.hardware.name}' lists none; "
-            f"give --price USD per {nouns_for(profile.hardware.device_name).device}-hour",
+            f"give --price USD per {hardware_nouns(profile.hardware).device}-hour",
             knobs=("price_per_device_hour",))
 
 

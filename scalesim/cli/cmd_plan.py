@@ -27,7 +27,7 @@ from scalesim.cli.options import (
     p2p_overlap_of,
     positive_int,
 )
-from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
+from scalesim.device_nouns import GPU_NOUNS, Nouns, hardware_nouns
 from scalesim.errors import ScalesimError, file_path
 from scalesim.figures import GIB_BYTES, throughput
 from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS
@@ -344,8 +344,8 @@ def run(args: argparse.Namespace) -> int:
                jitter_cv, supply, params)
     rows, note = _ranked(args, *ranking)
     reranked = _reranker(args, ranking)
-    memory_note = _memory_note(args, rows, nouns_for(hardware.device_name), reranked)
-    count_notes = _count_memory_notes(args, rows, nouns_for(hardware.device_name), reranked)
+    memory_note = _memory_note(args, rows, hardware_nouns(hardware), reranked)
+    count_notes = _count_memory_notes(args, rows, hardware_nouns(hardware), reranked)
     if args.json:
         from scalesim.jsonio import to_json_text
 
@@ -359,7 +359,7 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(note + (f"; --efficiency {args.efficiency:g} used instead"
                           if args.efficiency else ""))
-        if conditions := conditions_line(args, jitter_cv, used, nouns_for(hardware.device_name)):
+        if conditions := conditions_line(args, jitter_cv, used, hardware_nouns(hardware)):
             print(conditions)
         if words := priced_kernel_words(priced, kernel, hardware.device_name):
             print(words)
@@ -375,7 +375,7 @@ def run(args: argparse.Namespace) -> int:
                     intra=g > 1 and any(r.devices > 1 for r in rows)
                     and args.intra_busbw is None):
                 print(f"note: {line}")
-        print(render_text(rows, args.global_batch, nouns_for(hardware.device_name)))
+        print(render_text(rows, args.global_batch, hardware_nouns(hardware)))
         if legend := strategy_legend(rows):  # what each ZeRO number runs as (plan.PlanRow)
             print(f"note: {legend}")
         if memory_note:
@@ -563,7 +563,7 @@ def _on_the_measured_curve(args, base, workload, own=None):
     note = (f"profile {base.name}: {what}; every layout's matmul efficiency "
             "pinned to that curve at its micro-batch, as predict pins it (docs/model.md §22)"
             + (f"; its optimizer step as measured, x the parameters each "
-               f"{nouns_for(profile.hardware.device_name).device} updates"
+               f"{hardware_nouns(profile.hardware).device} updates"
                if optimizer_measured(profile.compute) else "") + "; links from the profile")
     if device_peak_tflops(profile.hardware.device_name, profile.hardware) is None:
         note += f"; {NO_MFU}"

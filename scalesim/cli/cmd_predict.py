@@ -11,7 +11,7 @@ from scalesim.cli.options import (
     profile_from_args,
     scenario_from_args,
 )
-from scalesim.device_nouns import nouns_for
+from scalesim.device_nouns import hardware_nouns
 from scalesim.errors import KNOB, ScalesimError, as_literal
 from scalesim.figures import GIB_BYTES, link_GBps, sig3, throughput
 from scalesim.jsonio import to_json_text
@@ -201,7 +201,7 @@ def json_rows(profile, scenario, rows) -> list[dict]:
     before; each row carries its own note, as plan's ``by_count`` entries do."""
     from scalesim.memory_margin import rows_note
 
-    words = nouns_for(profile.hardware.device_name)
+    words = hardware_nouns(profile.hardware)
     memory = profile.hardware.device_memory_bytes
     return [runnable_fields(r, rows_note([r], memory, scenario.memory_margin, words))
             for r in rows]
@@ -211,7 +211,7 @@ def hardware_line(hw) -> str:
     """'hardware: dgx-h100 (H100-SXM5 80GB, 8 per server; intra 370 GB/s, inter 384 GB/s
     busbw)' (predict's second line, plan's first; a DGX-1: 'intra 120 GB/s (2 GPUs 20, 4 GPUs
     80)')."""
-    server = nouns_for(hw.device_name).server  # 'host' for a CPU calibration's processes
+    server = hardware_nouns(hw).server  # 'host' for a CPU calibration's processes
     return (f"hardware: {hw.name} ({hw.device_name}, {hw.devices_per_node} per {server}; intra "
             f"{intra_words(hw.intra_node)}, inter {link_GBps(hw.inter_node.busbw_GBps)} busbw)")
 
@@ -253,7 +253,7 @@ def _fit_hints(profile, scenario, unfit) -> str:
     if scenario.memory_margin and not ceiling:
         hints.insert(0, f"a --memory-margin below {scenario.memory_margin:g}")
     return ", ".join(hints[:-1]) + " or " + hints[-1] if len(hints) > 1 else (
-        hints[0] if hints else f"more {nouns_for(profile.hardware.device_name).devices} per model replica")
+        hints[0] if hints else f"more {hardware_nouns(profile.hardware).devices} per model replica")
 
 
 def render_table(profile, scenario, rows, left_out: list[str] | None = None,
@@ -303,11 +303,11 @@ def render_table(profile, scenario, rows, left_out: list[str] | None = None,
            else f"strong scaling (global batch {scenario.global_batch})")
         + "".join(f", {part}" for part in condition_words(
             True, scenario.slow_device, scenario.slow_factor, scenario.straggler_cv,
-            nouns_for(profile.hardware.device_name).device)),
+            hardware_nouns(profile.hardware).device)),
     ]
     if scenario.memory_margin:
         lines[-1] += (f", {100 * scenario.memory_margin:g}% of each "
-                      f"{nouns_for(profile.hardware.device_name).device}'s memory kept free")
+                      f"{hardware_nouns(profile.hardware).device}'s memory kept free")
     if used := server_use_words(profile.hardware, scenario):
         lines[-1] += f"; {used}"
     if shared := cores_shared_note(profile, scenario):  # more processes than timed or cores
@@ -320,7 +320,7 @@ def render_table(profile, scenario, rows, left_out: list[str] | None = None,
         lines.append(layout_line(profile, scenario, rows))
     else:
         if (shard := layout_of(scenario).shard_group) is not None:  # data parallel: every device
-            devices = nouns_for(profile.hardware.device_name).devices  # 'processes' on CPU
+            devices = hardware_nouns(profile.hardware).devices  # 'processes' on CPU
             lines.append(f"sharding: {hsdp_words(shard, devices)}, where the {devices} exceed "
                          f"it{shard_cap_words(shard, rows, devices, devices)} (docs/model.md §16)")
         if note := recompute_style_note(profile, scenario):
@@ -329,7 +329,7 @@ def render_table(profile, scenario, rows, left_out: list[str] | None = None,
         lines.append(note if split else f"note: {note}")
     if note := precision_note(profile, scenario):  # its words, or ignored (no shape)
         lines.append(note if split else f"note: {note}")
-    words = nouns_for(profile.hardware.device_name)  # 'processes', 'host' on a CPU calibration
+    words = hardware_nouns(profile.hardware)  # 'processes', 'host' on a CPU calibration
     # the count columns: as wide as their header ('processes' on a CPU calibration)
     (dev_h, dev_w), (node_h, node_w) = count_columns(words)
     # (header, least width, cell of a row): a column is as wide as its widest cell, so a
@@ -375,7 +375,7 @@ def render_table(profile, scenario, rows, left_out: list[str] | None = None,
         goal = resolve_goal(profile, scenario)
         if goal.price_per_device_hour is not None:
             billing = billing_words(goal.server_devices, goal.instance_sizes,
-                                    profile.hardware.device_name)
+                                    profile.hardware.device_name, hardware_nouns(profile.hardware))
             # the price as given: exactly, thousands-separated ('$1,000,000', not '$1e+06';
             # '$4.123456', not '$4.12346')
             lines.append(f"cost: billed {words.devices} x hours x ${number(goal.price_per_device_hour)} per "
@@ -500,7 +500,7 @@ def notes_before(profile, scenario, counts, of: str) -> list[str]:
 
     said = scenario_notes(profile, scenario)  # as predict says them
     if note := slow_device_note(scenario.slow_device, counts, of,
-                                nouns_for(profile.hardware.device_name)):
+                                hardware_nouns(profile.hardware)):
         said.append(note)
     return said
 
@@ -522,7 +522,7 @@ def unmeasured_link_notes(profile, inter: bool, intra: bool) -> list[str]:
     which the table does not show (predict, sweep, plan)."""
     from scalesim.profiles import unmeasured_links, unmeasured_origin
 
-    words = nouns_for(profile.hardware.device_name)
+    words = hardware_nouns(profile.hardware)
     used = {"inter_node": (inter, f"several {words.servers}", "--inter-busbw"),
             "intra_node": (intra, f"several {words.devices} of a {words.server}",
                            "--intra-busbw")}

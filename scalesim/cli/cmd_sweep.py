@@ -26,7 +26,7 @@ from scalesim.cli.options import (
     profile_from_args,
     scenario_from_args,
 )
-from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
+from scalesim.device_nouns import GPU_NOUNS, Nouns, hardware_nouns
 from scalesim.errors import (
     KNOB,
     Refusal,
@@ -268,7 +268,7 @@ class BubbleRows:
         from scalesim.pipeline_bubble import sweep_bubble_note
 
         strong = plan.base.global_batch is not None or "global_batch" in plan.axes
-        words = nouns_for(plan.profile.hardware.device_name)
+        words = hardware_nouns(plan.profile.hardware)
         if self.first is None:
             return None
         # the schedule of the first row's pp (a swept pp's default: 1f1b, not pp 1's none)
@@ -318,7 +318,7 @@ class BaselineRows:
         100 %, then the one-device baseline that does not fit."""
         from scalesim.predict import above_linear_note, one_device_note
 
-        words = nouns_for(plan.profile.hardware.device_name)
+        words = hardware_nouns(plan.profile.hardware)
         notes = (above_linear_note([self.top] if self.top else [], words),
                  one_device_note(self.short, words))
         return [n for n in notes if n]
@@ -385,7 +385,7 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
     drops = Drops(drops.counts, tuple(knobs_said(e, grid_flags(plan.axes)) for e in drops.examples))
     if not written:  # every drop, as no left-out note is printed
         dropped, layout, example = drops.noted(left_out=True)
-        reasons = _dropped_reasons(dropped, layout, example, nouns_for(plan.profile.hardware.device_name))
+        reasons = _dropped_reasons(dropped, layout, example, hardware_nouns(plan.profile.hardware))
         raise ScalesimError(within(reasons, f"no combination of the sweep is left: all "
                                             f"{dropped} dropped ({reasons}); nothing written"))
     if fmt == "json":
@@ -663,7 +663,7 @@ def sweep_notes(plan, written: PipelinesWritten | None = None) -> list[str]:
     # others kept as slots (a --scenario file's by its key: ``run``)
     out = [knobs_said(note, grid_flags(plan.axes)) for note in out]
     devices = [int(d) for d in plan.axes["devices"]]
-    nouns = nouns_for(profile.hardware.device_name)
+    nouns = hardware_nouns(profile.hardware)
     if note := slow_device_note(base.slow_device, devices, nouns=nouns):
         out.append(note)
     g, unit = job_unit(profile.hardware, base)
@@ -742,7 +742,7 @@ def run(args: argparse.Namespace) -> int:
     # the rows no left-out note names (``sweep_notes``); a --scenario file's setting in the
     # example's rule by its key, the file first, as main's error line says it (``given_words``)
     note = in_given_words(dropped_note(*drops.noted(),
-                                       words=nouns_for(profile.hardware.device_name)), args)
+                                       words=hardware_nouns(profile.hardware)), args)
     if args.out is not None:
         print(f"wrote {written} scenarios to {args.out}" + (f" ({note})" if note else ""), file=sys.stderr)
     elif note:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scalesim.device_nouns import nouns_for
+from scalesim.device_nouns import hardware_nouns
 from scalesim.errors import within
 from scalesim.predict import STALL_NOT_MODELLED, input_pipeline_modelled
 from scalesim.schemas import Profile
@@ -13,7 +13,7 @@ def provenance(profile: Profile) -> list[tuple[str, str]]:
     names a knob keeps its template (``errors.within``: the CLI's flag, the app's label)."""
     hw, wl, c = profile.hardware, profile.workload, profile.compute
     measured = "measured" if c.measured else "estimated"
-    words = nouns_for(hw.device_name)
+    words = hardware_nouns(hw)
     rows = [
         ("compute", f"{measured}: {c.source or 'no source recorded'}"),
         (words.link("intra_node"), hw.intra_node.source or "no source recorded"),
