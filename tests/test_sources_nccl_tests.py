@@ -149,6 +149,14 @@ def _mutated(tmp_path, src, name, change):
                                               "16384     float     sum      -1    15.69"),
      r"line 37: its size is 65,536 bytes, but algbw x time \(1.27 GB/s x 15.69 us\) is 19,926 "
      r"\(19,842 to 20,011 as printed; .*edited or garbled"),
+    # session 52 fuzz: a header column that lost its name paired one half's time with the
+    # other half's algbw: an IndexError on h100_8gpu_all_reduce.txt (calibrate's traceback), a
+    # row blamed as garbled here ('line 31: its size is 1,024 bytes, but ...'); a lost busbw
+    # name was read in silence
+    ("lost_algbw.txt", lambda t: t.replace("root     time   algbw", "root     time   nan"),
+     r"line 22: the column header holds 2 time, 1 algbw, 2 busbw columns, where each half"),
+    ("renamed_busbw.txt", lambda t: t.replace("busbw #wrong     time", "busbx #wrong     time"),
+     r"line 22: the column header holds 2 time, 2 algbw, 1 busbw columns"),
 ])
 def test_bad_logs_are_one_line_errors(tmp_path, name, change, message):
     path = _mutated(tmp_path, A100_2N, name, change)
@@ -267,6 +275,20 @@ def test_cli_writes_the_profile_and_refuses_bad_input_in_one_line(tmp_path, caps
     assert main(["calibrate", "--from-nccl-tests", str(FAILED), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "FAILED" in err[0]
+
+
+def test_a_header_that_lost_a_column_name_is_one_line_not_a_traceback(tmp_path, capsys):
+    """Session 52 fuzz: calibrate raised IndexError where the out-of-place 'algbw' of this log's
+    header (line 14) was overwritten: the in-place time had no algbw to pair with."""
+    log = _mutated(tmp_path, FIX / "h100_8gpu_all_reduce.txt", "h.txt",
+                   lambda t: t.replace("root     time   algbw", "root     time   nan"))
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--from-nccl-tests", str(log), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"scalesim calibrate: error: {log} line 14: the column header holds 2 time, "
+                   "1 algbw, 2 busbw columns, where each half of the table (out-of-place, "
+                   "in-place) has one of each; keep the header nccl-tests printed"]
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("flag", [["--quick"], ["--nproc-per-node", "4"], ["--phases", "compute"],

@@ -431,6 +431,18 @@ CPU_TIME_NOTE = ("its printed times are CPU-side (the 'cputime' header of nccl-t
                  "GPU-timed one")
 
 
+def halves_problem(index: dict[str, list[int]]) -> str | None:
+    """Why a table header's time, algbw and busbw columns do not come in whole halves (each
+    once, or once out-of-place and once in-place), or None: a renamed or lost column name would
+    pair one half's time with the other's algbw, or none."""
+    counts = {name: len(index[name]) for name in TIME_COLUMNS}
+    if len(set(counts.values())) == 1:
+        return None
+    said = ", ".join(f"{n} {name}" for name, n in counts.items())
+    return (f"the column header holds {said} columns, where each half of the table (out-of-place, "
+            "in-place) has one of each; keep the header nccl-tests printed")
+
+
 def _columns(line: str) -> list[str] | None:
     """Column names of a table header line (``size count type ... busbw #wrong ...``);
     ``cputime`` (``-C``) read as ``time``."""
@@ -673,6 +685,8 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
         index[name] = [i for i, c in enumerate(header) if c == name]
     if not index["time"] or not index["busbw"] or not index["algbw"]:
         raise ScalesimError(f"{source}: the table has no time/algbw/busbw columns")
+    if problem := halves_problem(index):
+        raise ScalesimError(f"{source} line {header_line}: {problem}")
     check = index["#wrong"] or index["error"]
     unchecked = False
     for tokens, number in zip(rows, row_lines, strict=True):
