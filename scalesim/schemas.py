@@ -128,6 +128,15 @@ def _field_number_kind(model: type, field: str) -> str | None:
     return _number_kind(model.model_fields[field].annotation)
 
 
+# text fields printed as words of every answer, so never blank: field -> what to give
+_SAID_WORDS = {
+    "name": "give the name it is printed under",
+    # a throughput's unit ("images/s", "sequences of 2048 tokens/s"; the table's column header
+    # is its first word)
+    "sample_unit": "give what one sample is, such as images or sequences of 2048 tokens",
+}
+
+
 class _Strict(BaseModel):
     """Unknown fields, infinities and NaN are refused; every number has bounds (scalesim.bounds);
     true/false is refused where a number goes (pydantic would read true as 1), and so is a
@@ -162,8 +171,8 @@ class _Strict(BaseModel):
             raise ValueError(f"{shown} is text (in quotes); this field takes {kind}: {fix}")
         if info.field_name == "name" and isinstance(value, str) and (why := name_problem(value)):
             raise ValueError(why)
-        if info.field_name == "name" and isinstance(value, str) and not value.strip():
-            raise ValueError("is empty; give the name it is printed under")
+        if isinstance(value, str) and not value.strip() and info.field_name in _SAID_WORDS:
+            raise ValueError(f"is empty; {_SAID_WORDS[info.field_name]}")
         if isinstance(value, float) and value == 0.0:
             return 0.0  # -0.0 (a file's "-0.0") printed as "-0" and "$-0"
         if isinstance(value, str):
