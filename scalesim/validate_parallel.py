@@ -778,6 +778,26 @@ def _stats(errors: list[float]) -> dict:
     return {"cases": len(errors), **abs_error_figures(errors)}
 
 
+def _peak_said(case: ParallelCase, inputs: LayoutInputs) -> str:
+    """A case's GPU and the 16-bit peak the model gives it ('no datasheet peak' where nominal)."""
+    peak = inputs.peak16_flops_per_s / 1e12
+    said = ("no datasheet peak" if peak == UNLISTED_PEAK_TFLOPS
+            else f"a 16-bit peak of {peak:g} TFLOP/s")
+    return f"'{case.hardware.gpu}' ({said})"
+
+
+def other_gpu_problem(case: ParallelCase, inputs: LayoutInputs, anchor: ParallelCase,
+                      anchor_inputs: LayoutInputs) -> str | None:
+    """Why ``case`` cannot take its group's anchor's efficiency (a share of the anchor GPU's
+    16-bit peak): its GPU's peak is another, or None."""
+    if case.anchor or inputs.peak16_flops_per_s == anchor_inputs.peak16_flops_per_s:
+        return None
+    return (f"case {case.id!r}: its GPU {_peak_said(case, inputs)} is not its group's anchor's "
+            f"{_peak_said(anchor, anchor_inputs)}: the anchor's efficiency is a share of its own "
+            f"GPU's peak; a group is one system (parallel_cases.md): give this GPU its own group "
+            "and anchor")
+
+
 def validate_parallel_cases(cases: list[ParallelCase],
                             skipped: list[Skipped] = ()) -> ParallelReport:
     """Anchor each group on its anchor case, predict every other case, report the errors; the
@@ -798,8 +818,14 @@ def validate_parallel_cases(cases: list[ParallelCase],
                 efficiency[case.group] = _solve_efficiency(case, inputs, flags)
             except ScalesimError as exc:
                 skipped.append(Skipped(id=case.id, reason=str(exc)))
+    anchor_inputs = {case.group: (case, inputs) for case, inputs, _, _ in prepared.values()
+                     if case.anchor}
     results = []
     for case, inputs, _layout, flags in prepared.values():
+        if case.group in efficiency and (why := other_gpu_problem(
+                case, inputs, *anchor_inputs[case.group])):
+            skipped.append(Skipped(id=case.id, reason=why))
+            continue
         if case.group not in efficiency:
             if not case.anchor:  # the anchor is listed with its own reason
                 where = f"case {case.id!r}"

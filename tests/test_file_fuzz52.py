@@ -36,3 +36,40 @@ def test_a_sample_unit_of_words_is_its_column(tmp_path, capsys):
                                | {"sample_unit": "tokens of text"}))
     assert main(["predict", "--workload", str(path), "--devices", "1"]) == 0
     assert "tokens/s" in capsys.readouterr().out
+
+
+def _two_case_group(tmp_path, anchor_gpu: str):
+    from scalesim.shipped import validation_path
+
+    data = json.loads(validation_path("parallel_cases.json").read_text())
+    anchor, other = data["cases"][:2]  # narayanan2021_table1: 1.7B anchor, 3.6B on A100 80GB
+    assert anchor["anchor"] and not other["anchor"] and anchor["group"] == other["group"]
+    anchor["hardware"]["gpu"] = anchor_gpu
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({**data, "cases": [anchor, other]}))
+    return path, other["id"]
+
+
+@pytest.mark.parametrize("anchor_gpu, said", [
+    ("Z100 99GB", "'Z100 99GB' (no datasheet peak)"),
+    ("H100 SXM 80GB", "'H100 SXM 80GB' (a 16-bit peak of 989 TFLOP/s)"),
+])
+def test_a_case_on_another_gpu_than_its_anchor_is_not_predicted(tmp_path, capsys, anchor_gpu,
+                                                                said):
+    """The anchor's efficiency is a share of its own GPU's peak: an anchor on a GPU no table
+    lists (a nominal 1,000 TFLOP/s) gave its A100 case 46.1 TFLOP/s of a published 138
+    (-66.6%, exit 0), flagged only in --json."""
+    path, other = _two_case_group(tmp_path, anchor_gpu)
+    assert main(["validate", str(path)]) == 2
+    out = capsys.readouterr()
+    assert (f"  case '{other}': its GPU 'NVIDIA A100 80GB (DGX A100 node, Selene)' (a 16-bit "
+            f"peak of 312 TFLOP/s) is not its group's anchor's {said}: the anchor's efficiency "
+            "is a share of its own GPU's peak; a group is one system (parallel_cases.md): give "
+            "this GPU its own group and anchor") in out.out.splitlines()
+    assert len(out.err.strip().splitlines()) == 1
+
+
+def test_a_case_on_its_anchors_gpu_is_predicted(tmp_path, capsys):
+    path, other = _two_case_group(tmp_path, "NVIDIA A100 80GB (DGX A100 node, Selene)")
+    assert main(["validate", str(path)]) == 0
+    assert "-0.7%" in capsys.readouterr().out  # 137 predicted of a published 138
