@@ -134,6 +134,9 @@ _SAID_WORDS = {
     # a throughput's unit ("images/s", "sequences of 2048 tokens/s"; the table's column header
     # is its first word)
     "sample_unit": "give what one sample is, such as images or sequences of 2048 tokens",
+    # a hardware's and a reference's device: datasheet peaks, memory bandwidth, prices and a
+    # reference's conversion are matched by it
+    "device_name": "give the device as its datasheet names it, such as A100-SXM4 80GB",
 }
 
 

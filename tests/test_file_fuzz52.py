@@ -7,7 +7,7 @@ import json
 import pytest
 
 from scalesim.cli.main import main
-from scalesim.presets import get_workload
+from scalesim.presets import get_hardware, get_workload
 
 
 def _one_line(capsys) -> str:
@@ -36,6 +36,19 @@ def test_a_sample_unit_of_words_is_its_column(tmp_path, capsys):
                                | {"sample_unit": "tokens of text"}))
     assert main(["predict", "--workload", str(path), "--devices", "1"]) == 0
     assert "tokens/s" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_a_blank_device_name_is_refused_by_its_field(tmp_path, capsys, name):
+    """A hardware's device is what datasheet peaks, memory bandwidth and prices are matched by:
+    a blank one was read in silence (an unnamed device in every answer)."""
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps(get_hardware("dgx-a100").model_dump(mode="json")
+                               | {"device_name": name}))
+    assert main(["predict", "--hardware", str(path), "--devices", "1,8"]) == 2
+    assert _one_line(capsys) == (
+        f"scalesim predict: error: {path}: field 'device_name': is empty; give the device as its "
+        "datasheet names it, such as A100-SXM4 80GB")
 
 
 def _two_case_group(tmp_path, anchor_gpu: str):
