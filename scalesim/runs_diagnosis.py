@@ -1467,21 +1467,23 @@ def _ran_beyond_memory(profile, scenario, devices: int, transformer, exchange) -
     by it would call today's run "does not fit" and any change "makes it fit" (session-24
     audit: GPT 1.7B at 4 a GPU on A100 40GB). Then the note that says so (with the flag that
     says how the runs sharded, where they were read as DDP: ``exchange``); the caller treats
-    memory as unknown."""
+    memory as unknown. A template (``knob_refusal``): the Diagnose page says its control."""
     from scalesim.predict import predict
 
     now = predict(profile, scenario.model_copy(update={"devices": [devices]}))[0]
     if now.fits:
         return ""
     words = hardware_nouns(profile.hardware)
-    how = ("sharding (--strategy zero1-3 says so)" if not exchange.sharded
+    # the input that says how the runs sharded by its control (the CLI's flag, the page's label)
+    how = (f"sharding ({KNOB.strategy} zero1-3 says so)" if not exchange.sharded
            else "offloading" if exchange.strategy == "zero3"
            else "more sharding than " + exchange.strategy)
-    return (f"the model estimates {now.memory_bytes / GIB_BYTES:.1f} GiB per {words.device} for the "
-            f"largest run's own layout ({exchange.strategy}), more than the {transformer.gpu}'s "
-            f"{transformer.memory_bytes / GIB_BYTES:.4g} GiB, yet the runs ran (with recompute, "
-            f"{how} or a shorter sequence than the shape says?): memory is treated as unknown, "
-            "so every remedy is assumed to fit")
+    return knob_refusal(
+        f"the model estimates {now.memory_bytes / GIB_BYTES:.1f} GiB per {words.device} for the "
+        f"largest run's own layout ({exchange.strategy}), more than the "
+        f"{as_literal(transformer.gpu)}'s {transformer.memory_bytes / GIB_BYTES:.4g} GiB, yet the "
+        f"runs ran (with recompute, {how} or a shorter sequence than the shape says?): memory is "
+        "treated as unknown, so every remedy is assumed to fit")
 
 
 def _check_runs_model(profile, scenario, runs, transformer, fit) -> str:

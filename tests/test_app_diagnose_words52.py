@@ -1,7 +1,9 @@
-"""The Diagnose page says its controls where the lines of runs that split the model named
-diagnose's flags (session 52): the refusal of an option their replicas do not get ('drop
---tp-overlap') and the split runs' note ('--workload gives the runs' parameter count and
-MFU'). The lines are templates (``layout.knob_refusal``); the CLI keeps its flags."""
+"""The Diagnose page says its controls where the lines of the diagnosis named diagnose's
+flags (session 52): the refusal of an option the replicas of runs that split the model do not
+get ('drop --tp-overlap'), the split runs' note ('--workload gives the runs' parameter count
+and MFU'), the note of a parameter count too small ('--params 340'), of runs past the memory
+estimate ('--strategy zero1-3 says so'). The lines are templates (``layout.knob_refusal``);
+the CLI keeps its flags."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import re
 
 import pytest
 from app_harness import open_diagnose_page, run_clean
-from cli_harness import run_cli
+from cli_harness import diagnose_file, run_cli
 from streamlit.testing.v1 import AppTest
 from test_diagnose_model_split import SLOW_TP8
 
@@ -101,3 +103,25 @@ def test_the_note_of_a_parameter_count_too_small_names_its_control(tmp_path, cap
     assert code == 0, err
     assert "note: --params 340: the fitted links move the gradients at intra-server" in out
     assert "check --params is the model's parameter count (e.g. 340e6, not 340)" in out
+
+
+def test_the_note_of_runs_past_the_memory_estimate_names_the_sharding_control(tmp_path, capsys):
+    """Llama 3 8B at 4 a GPU on 8-32 A100 40GB, read as DDP: the model's estimate is past the
+    GPU's memory, yet they ran; the note's guess 'sharding' names the page's control that says
+    so (it said '--strategy zero1-3 says so'); the CLI keeps the flag."""
+    from test_diagnose_model import llama_runs_csv
+
+    runs = llama_runs_csv()
+    at = open_diagnose_page(runs)
+    at.selectbox(key="dg_workload").set_value("llama3-8b")
+    run_clean(at)
+    at.selectbox(key="dg_gpu").set_value("A100-SXM4 40GB")
+    notes = [c.value for c in run_clean(at).caption if "yet the runs ran" in c.value]
+    assert len(notes) == 1, notes
+    assert "(with recompute, sharding (How the runs sharded zero1-3 says so) or a shorter" in notes[0]
+    assert _bare_flags(notes[0]) == []
+    code, out, err = diagnose_file(capsys, tmp_path, runs, "--workload", "llama3-8b", "--gpu",
+                                   "A100 40GB")
+    assert code == 0, err
+    assert "(with recompute, sharding (--strategy zero1-3 says so) or a shorter sequence" in out
+

@@ -204,6 +204,11 @@ def test_a_slow_device_keeps_the_shape_for_the_remedies():
 
 @pytest.fixture(scope="module")
 def llama_runs():
+    """``llama_runs_csv``, made once for the module."""
+    return llama_runs_csv()
+
+
+def llama_runs_csv() -> str:
     """Llama 3 8B at 4 sequences per GPU on 8-32 A100s of a2-highgpu-8g: the model's estimate
     for them data parallel is 281 GiB per GPU, past the 40 GB A100's memory."""
     profile = resolve_profile(None, "a2-highgpu-8g", "llama3-8b")
