@@ -650,9 +650,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         runs, extrapolate_to, split_note = _as_replicas(runs, transformer, extrapolate_to,
                                                         tp_overlap, recompute_style, p2p_overlap)
     if transformer is not None and nouns_for(runs.device_name).cpu:
-        raise ScalesimError(f"the runs ran on CPU processes (device '{measured.device_name}'); "
-                            "--workload predicts their transformer on a GPU (--gpu): drop "
-                            "--workload, or the runs' device column")
+        raise ScalesimError(knob_refusal(  # the inputs by their controls on the page
+            f"the runs ran on CPU processes (device '{as_literal(measured.device_name)}'); "
+            f"{KNOB.workload} predicts their transformer on a GPU ({KNOB.gpu}): drop "
+            f"{KNOB.workload}, or the runs' device column"))
     if transformer is not None and params is None:
         params = transformer.params
     if runs.replica_split:  # no fitted micro-step of theirs is held to the peak (below)

@@ -2,8 +2,8 @@
 flags (session 52): the refusal of an option the replicas of runs that split the model do not
 get ('drop --tp-overlap'), the split runs' note ('--workload gives the runs' parameter count
 and MFU'), the note of a parameter count too small ('--params 340'), of runs past the memory
-estimate ('--strategy zero1-3 says so'). The lines are templates (``layout.knob_refusal``);
-the CLI keeps its flags."""
+estimate ('--strategy zero1-3 says so'), the refusal of CPU runs with a transformer ('drop
+--workload'). The lines are templates (``layout.knob_refusal``); the CLI keeps its flags."""
 
 from __future__ import annotations
 
@@ -125,3 +125,21 @@ def test_the_note_of_runs_past_the_memory_estimate_names_the_sharding_control(tm
     assert code == 0, err
     assert "(with recompute, sharding (--strategy zero1-3 says so) or a shorter sequence" in out
 
+
+def test_cpu_runs_with_a_transformer_are_refused_by_the_pages_controls(tmp_path, capsys):
+    """Runs on CPU processes with the runs' transformer chosen: the error box names the two
+    controls (it said '--workload predicts their transformer on a GPU (--gpu): drop
+    --workload'); the CLI keeps the flags."""
+    from test_cpu_words_diagnose import runs_csv
+
+    at = open_diagnose_page(runs_csv("cpu"))
+    at.selectbox(key="dg_workload").set_value("bert-large")
+    (box,) = run_clean(at).error
+    assert box.value == ("the runs ran on CPU processes (device 'CPU: cpu'); The runs' transformer "
+                         "predicts their transformer on a GPU (The runs' GPU): drop The runs' "
+                         "transformer, or the runs' device column")
+    code, _, err = diagnose_file(capsys, tmp_path, runs_csv("cpu"), "--workload", "bert-large",
+                                 "--gpu", "A100 80GB")
+    assert code == 2
+    assert err.strip().endswith("; --workload predicts their transformer on a GPU (--gpu): drop "
+                                "--workload, or the runs' device column")
