@@ -216,9 +216,10 @@ def _check_smi_matches(smi, runs, traces) -> None:
     device = traced_device_name(traces) if traces is not None else runs.device_name
     if nouns_for(device).cpu:
         what = "traces" if traces is not None else "runs"
-        raise ScalesimError(f"--smi: the {what} ran on CPU processes ('{device}'), so an "
-                            "nvidia-smi log cannot be theirs; drop --smi, or give it with the "
-                            f"GPU job's {what}")
+        raise ScalesimError(knob_refusal(  # the log by its upload on the page
+            f"{KNOB.smi}: the {what} ran on CPU processes ('{as_literal(device)}'), so an "
+            f"nvidia-smi log cannot be theirs; drop {KNOB.smi}, or give it with the GPU job's "
+            f"{what}"))
     hosts = {t.host for t in traces} if traces is not None else set()
     if traces is not None and len(hosts) <= 1 and len(smi.devices) != len(traces):
         smi.notes.append(f"the log lists {len(smi.devices)} GPUs and the traces {len(traces)} "

@@ -2,15 +2,17 @@
 flags (session 52): the refusal of an option the replicas of runs that split the model do not
 get ('drop --tp-overlap'), the split runs' note ('--workload gives the runs' parameter count
 and MFU'), the note of a parameter count too small ('--params 340'), of runs past the memory
-estimate ('--strategy zero1-3 says so'), the refusal of CPU runs with a transformer ('drop
---workload'). The lines are templates (``layout.knob_refusal``); the CLI keeps its flags."""
+estimate ('--strategy zero1-3 says so'), the refusals of CPU runs with a transformer ('drop
+--workload') or beside a GPU log ('drop --smi'). The lines are templates
+(``layout.knob_refusal``); the CLI keeps its flags."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
-from app_harness import open_diagnose_page, run_clean
+from app_harness import open_diagnose_page, run_clean, upload_file
 from cli_harness import diagnose_file, run_cli
 from streamlit.testing.v1 import AppTest
 from test_diagnose_model_split import SLOW_TP8
@@ -143,3 +145,32 @@ def test_cpu_runs_with_a_transformer_are_refused_by_the_pages_controls(tmp_path,
     assert code == 2
     assert err.strip().endswith("; --workload predicts their transformer on a GPU (--gpu): drop "
                                 "--workload, or the runs' device column")
+
+
+def test_a_gpu_log_beside_cpu_runs_or_traces_is_refused_by_its_upload(tmp_path, capsys):
+    """An nvidia-smi log uploaded beside runs or traces of CPU processes: the error box names
+    the upload (it said '--smi: ... drop --smi'); the CLI keeps the flag."""
+    from test_cpu_words import TRACES
+    from test_cpu_words_diagnose import runs_csv
+    from test_sources_nvidia_smi import smi_csv
+
+    log = smi_csv(tmp_path / "smi.csv").read_text()
+    at = upload_file(open_diagnose_page(runs_csv("cpu")), "dg_smi", "smi.csv", log)
+    (box,) = at.error
+    assert box.value == ("nvidia-smi log: the runs ran on CPU processes ('CPU: cpu'), so an "
+                         "nvidia-smi log cannot be theirs; drop nvidia-smi log, or give it with "
+                         "the GPU job's runs")
+    at = open_diagnose_page()
+    at.radio(key="dg_source").set_value("Profiler traces")
+    upload_file(run_clean(at), "dg_traces_smi", "smi.csv", log)
+    at.file_uploader(key="dg_traces").set_value(
+        [(Path(t).name, Path(t).read_bytes(), "application/gzip") for t in TRACES])
+    (box,) = run_clean(at).error
+    assert box.value.startswith("nvidia-smi log: the traces ran on CPU processes")
+    assert box.value.endswith("; drop nvidia-smi log, or give it with the GPU job's traces")
+    code, _, err = diagnose_file(capsys, tmp_path, runs_csv("cpu"), "--smi",
+                                 str(tmp_path / "smi.csv"))
+    assert code == 2
+    assert err.strip().endswith("error: --smi: the runs ran on CPU processes ('CPU: cpu'), so an "
+                                "nvidia-smi log cannot be theirs; drop --smi, or give it with "
+                                "the GPU job's runs")
