@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from scalesim.errors import ScalesimError, excerpt, name_problem
+from scalesim.errors import KNOB, ScalesimError, as_literal, excerpt, joined, name_problem
+from scalesim.layout import knob_refusal
 from scalesim.schemas import TransformerShape
 
 
@@ -139,9 +140,14 @@ def runs_model(model: str, gpu: str | None, params: float | None = None,
                             "GPU as the presets do (e.g. 'H100 SXM', 'H100 PCIe', 'A100 80GB', "
                             "'A100 40GB', 'V100', 'GB200')")
     count = params if params is not None else (listed or float(shape.param_count()))
-    # the workload schema refuses a count more than 5 % from the shape's, naming both
-    parse_model({"name": model, "params": count, "transformer": shape.model_dump()}, Workload,
-                f"--params with --workload {model}")
+    # the workload schema refuses a count more than 5 % from the shape's, naming both; the
+    # inputs by their controls (the CLI's flags, the Diagnose page's labels), its words after
+    given = knob_refusal(f"{KNOB.params} with {KNOB.workload} {as_literal(model)}")
+    try:
+        parse_model({"name": model, "params": count, "transformer": shape.model_dump()},
+                    Workload, given)
+    except ScalesimError as exc:
+        raise ScalesimError(joined(": ", (given, str(exc).removeprefix(f"{given}: ")))) from None
     if problem := stated_memory_problem(gpu):  # "A100 4GB" would plan on 4 GiB devices
         raise ScalesimError(f"--gpu '{shown}' {problem}; fix the size or leave it out")
     peak = peak_tflops_of(gpu)

@@ -3,7 +3,8 @@ flags (session 52): the refusal of an option the replicas of runs that split the
 get ('drop --tp-overlap'), the split runs' note ('--workload gives the runs' parameter count
 and MFU'), the note of a parameter count too small ('--params 340'), of runs past the memory
 estimate ('--strategy zero1-3 says so'), the refusals of CPU runs with a transformer ('drop
---workload') or beside a GPU log ('drop --smi'). The lines are templates
+--workload') or beside a GPU log ('drop --smi'), of a parameter count off the transformer's
+('--params with --workload'). The lines are templates
 (``layout.knob_refusal``); the CLI keeps its flags."""
 
 from __future__ import annotations
@@ -174,3 +175,23 @@ def test_a_gpu_log_beside_cpu_runs_or_traces_is_refused_by_its_upload(tmp_path, 
     assert err.strip().endswith("error: --smi: the runs ran on CPU processes ('CPU: cpu'), so an "
                                 "nvidia-smi log cannot be theirs; drop --smi, or give it with "
                                 "the GPU job's runs")
+
+
+def test_a_parameter_count_off_the_transformers_is_refused_by_the_pages_controls(tmp_path,
+                                                                                capsys):
+    """Model parameters 1e9 beside the runs' transformer bert-large (3.337e8 by its shape, 199.7 %
+    off, more than the workload schema's 5 %): the error box names the two controls (it said
+    '--params with --workload bert-large: ...'); the CLI keeps the flags."""
+    from scalesim.app.diagnose_page import example_runs_csv
+
+    at = open_diagnose_page(example_runs_csv())
+    at.number_input(key="dg_params").set_value(1e9)
+    at.selectbox(key="dg_workload").set_value("bert-large")
+    (box,) = run_clean(at).error
+    rule = ("params 1e+09 disagrees with the transformer shape's 3.337e+08 by 199.7% (more than "
+            "5%); fix params or the shape")
+    assert box.value == f"Model parameters with The runs' transformer bert-large: {rule}"
+    code, _, err = diagnose_file(capsys, tmp_path, example_runs_csv(), "--params", "1e9",
+                                 "--workload", "bert-large", "--gpu", "A100 40GB")
+    assert code == 2
+    assert err.strip().endswith(f"error: --params with --workload bert-large: {rule}")
