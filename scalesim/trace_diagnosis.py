@@ -871,44 +871,44 @@ def _given_grad_sync(summaries, exchange, grad_sync: str, traced: str, degrees: 
     changes nothing (``sharding.grad_sync_unused`` at the micro-steps the traces show: DDP and
     ZeRO-1 reduce once a step anyway, one micro-step a step reduces once either way). Where it
     changes nothing, the exchange reduces in every micro-step (each micro-step is the step's
-    last), so it is not named as under no_sync."""
+    last), so it is not named as under no_sync. The note a template (``knob_refusal``): the
+    Diagnose page says the gradient sync by its control."""
     from scalesim.model.sharding import grad_sync_unused
     from scalesim.trace_ranks import traced_micro_steps
 
     k = traced_micro_steps(summaries)[0] or 1
     read_k, reductions = ddp_reductions(summaries, degrees, exchange)
+    given = f"{KNOB.grad_sync} {grad_sync}"  # by its control: the CLI's flag, the page's label
     if grad_sync == "once-per-step" and reductions >= 2:
-        return exchange, (f"--grad-sync once-per-step is used, overriding what the traces show "
-                          f"(all-reduces in {reductions} of the {read_k} micro-steps a step, "
-                          "read as DDP reducing its gradients in each): the exchange is priced "
-                          "as DDP's once a step (under no_sync), one exchange carrying all the "
-                          "traced all-reduces' time, and no no_sync remedy is offered")
+        return exchange, knob_refusal(
+            f"{given} is used, overriding what the traces show (all-reduces in {reductions} of "
+            f"the {read_k} micro-steps a step, read as DDP reducing its gradients in each): the "
+            "exchange is priced as DDP's once a step (under no_sync), one exchange carrying all "
+            "the traced all-reduces' time, and no no_sync remedy is offered")
     told_k, told = ddp_reductions(summaries, degrees, exchange, grad_sync)
     if grad_sync == "every-micro-step" and told >= 2:
         if told == reductions:
-            return exchange, (f"--grad-sync every-micro-step changes nothing here: the traces "
-                              f"show DDP reducing its gradients in each of the {told_k} "
-                              "micro-steps a step already")
-        return exchange, (f"--grad-sync every-micro-step is used, overriding what the traces "
-                          f"show (gradient all-reduces in {reductions} of the {read_k} "
-                          f"micro-steps a step, read as DDP reducing "
-                          + ("them once a step under no_sync" if reductions == 1 else
-                             f"in {reductions} of them")
-                          + f"): the exchange is priced as DDP's reducing in each of the "
-                          f"{told_k} micro-steps, the traced all-reduces' time carried by "
-                          f"{told_k} all-reduces a step (its link read {told_k}x slower than "
-                          "the traces' one exchange), and the no_sync remedy is offered")
+            return exchange, knob_refusal(
+                f"{given} changes nothing here: the traces show DDP reducing its gradients in "
+                f"each of the {told_k} micro-steps a step already")
+        return exchange, knob_refusal(
+            f"{given} is used, overriding what the traces show (gradient all-reduces in "
+            f"{reductions} of the {read_k} micro-steps a step, read as DDP reducing "
+            + ("them once a step under no_sync" if reductions == 1 else f"in {reductions} of them")
+            + f"): the exchange is priced as DDP's reducing in each of the {told_k} micro-steps, "
+            f"the traced all-reduces' time carried by {told_k} all-reduces a step (its link read "
+            f"{told_k}x slower than the traces' one exchange), and the no_sync remedy is offered")
     if why := grad_sync_unused(exchange.strategy, k, grad_sync):
         return (replace(exchange, grad_sync="every-micro-step"),
-                f"--grad-sync {grad_sync} changes nothing here: {why}")
+                knob_refusal(f"{given} changes nothing here: {as_literal(why)}"))
     if exchange.strategy not in ("zero2", "zero3"):  # every-micro-step on DDP or ZeRO-1
-        return exchange, (f"--grad-sync {grad_sync} changes nothing here: strategy "
-                          f"{exchange.strategy} reduces gradients once per step anyway (it "
-                          "applies to ZeRO-2/3)")
+        return exchange, knob_refusal(
+            f"{given} changes nothing here: strategy {exchange.strategy} reduces gradients once "
+            "per step anyway (it applies to ZeRO-2/3)")
     exchange = replace(exchange, grad_sync=grad_sync)
-    return exchange, ("" if traced == grad_sync else
-                      f"--grad-sync {grad_sync} is used, overriding what the traces show "
-                      f"({traced_grad_sync(summaries)[1] or traced})")
+    return exchange, ("" if traced == grad_sync else knob_refusal(
+        f"{given} is used, overriding what the traces show "
+        f"({as_literal(traced_grad_sync(summaries)[1] or traced)})"))
 
 
 # why a remedy that acts on the exchange is not predicted where no collective of it was traced

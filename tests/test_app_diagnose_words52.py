@@ -4,11 +4,13 @@ get ('drop --tp-overlap'), the split runs' note ('--workload gives the runs' par
 and MFU'), the note of a parameter count too small ('--params 340'), of runs past the memory
 estimate ('--strategy zero1-3 says so'), the refusals of CPU runs with a transformer ('drop
 --workload') or beside a GPU log ('drop --smi'), of a parameter count off the transformer's
-('--params with --workload'). The lines are templates
+('--params with --workload'); the traces' notes of the gradient sync chosen ('--grad-sync
+once-per-step is used'). The lines are templates
 (``layout.knob_refusal``); the CLI keeps its flags."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -17,6 +19,8 @@ from app_harness import open_diagnose_page, run_clean, upload_file
 from cli_harness import diagnose_file, run_cli
 from streamlit.testing.v1 import AppTest
 from test_diagnose_model_split import SLOW_TP8
+from test_trace_metric_collectives import ddp_job
+from test_trace_zero_accumulation import zero_trace
 
 # a flag, where it is not part of a command the user is told to run ('scalesim plan --workload')
 FLAG = re.compile(r"(?<![\w`-])--[a-z][\w-]*")
@@ -195,3 +199,48 @@ def test_a_parameter_count_off_the_transformers_is_refused_by_the_pages_controls
                                  "--workload", "bert-large", "--gpu", "A100 40GB")
     assert code == 2
     assert err.strip().endswith(f"error: --params with --workload bert-large: {rule}")
+
+
+def _zero2_without_gathers() -> list[dict]:
+    """``zero_trace``'s ZeRO-2 job under no_sync with its all-gathers left out: read as DDP."""
+    return [e for e in zero_trace(2, 4, no_sync=True)
+            if e["args"].get("Collective name") != "_allgather_base"]
+
+
+GRAD_SYNC = "Gradient sync under accumulation"
+
+
+@pytest.mark.parametrize(("events", "sync", "said"), [
+    (lambda: ddp_job(sized=False), "once-per-step", "once-per-step is used, overriding what the "
+     "traces show (all-reduces in 4 of the 4 micro-steps a step, read as DDP reducing"),
+    (lambda: ddp_job(sized=True), "once-per-step", "once-per-step changes nothing here: "
+     "strategy ddp reduces gradients once per step anyway (it applies to ZeRO-2/3)"),
+    (lambda: ddp_job(sized=True), "every-micro-step", "every-micro-step is used, overriding "
+     "what the traces show (gradient all-reduces in 1 of the 4 micro-steps a step"),
+    (lambda: ddp_job(sized=True, no_sync=False), "every-micro-step", "every-micro-step changes "
+     "nothing here: the traces show DDP reducing its gradients in each of the 4 micro-steps"),
+    (_zero2_without_gathers, "every-micro-step", "every-micro-step changes nothing here: "
+     "strategy ddp reduces gradients once per step anyway"),
+])
+def test_the_traces_gradient_sync_notes_name_its_control(tmp_path, events, sync, said):
+    """A 2-rank job's traces with the gradient sync chosen: its note names the page's control
+    (it said '--grad-sync once-per-step is used, ...'), as the CLI's note with the flag
+    (``diagnose_request`` of the same traces) says the rest."""
+    from trace_events import summaries
+
+    from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
+
+    job = events()
+    files = [(f"rank{r}.json", json.dumps({
+        "distributedInfo": {"backend": "gloo", "rank": r, "world_size": 2},
+        "traceEvents": job}).encode(), "application/json") for r in (0, 1)]
+    at = open_diagnose_page()
+    at.radio(key="dg_source").set_value("Profiler traces")
+    run_clean(at).file_uploader(key="dg_traces").set_value(files)
+    run_clean(at).selectbox(key="dg_tr_grad_sync").set_value(sync)
+    notes = " ".join(c.value.replace("\\_", "_") for c in run_clean(at).caption)
+    assert f"{GRAD_SYNC} {said}" in notes
+    assert _bare_flags(notes) == []
+    cli = diagnose_request(DiagnoseOptions(grad_sync=sync), traces=summaries(tmp_path, job),
+                           trace_source="r*.json")
+    assert f"--grad-sync {said}" in " ".join(cli.notes)
