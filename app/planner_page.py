@@ -30,8 +30,8 @@ from scalesim.cli.options import MEMORY_MARGIN_HELP, SEQ_LEN_HELP
 from scalesim.decision import DOES_NOT_FIT, card_rows
 from scalesim.device_nouns import Nouns, hardware_nouns
 from scalesim.errors import ScalesimError, in_words_of
-from scalesim.figures import GIB_BYTES, MIB_BYTES, amount, rate, signed_percent, throughput
-from scalesim.goal import GoalControls, seek
+from scalesim.figures import GIB_BYTES, MIB_BYTES, amount, rate, signed_percent, throughput, whole
+from scalesim.goal import GoalControls, device_grid, seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import (
     CP_HELP,
@@ -513,10 +513,25 @@ def _data_section(c: _Controls) -> None:
 
 
 GOAL_SECTION = "Training goal and price"  # the sidebar section of the Goal tab's controls
-GOAL_MAX_HELP = ("How far the Goal tab searches: powers of two below one server, then whole "
-                 "servers up to this count (scalesim goal --max-devices). Its own control, not "
-                 "the largest count the charts plot: goal looks for the cheapest plan that "
-                 "meets the deadline, often far past the counts plotted.")
+GOAL_MAX_SHOWN = 12  # the first device counts goal searches that its control's help lists
+
+
+def goal_max_help(devices_per_node: int, allocation: int, max_devices: int, words: Nouns) -> str:
+    """The help of the largest count the Goal tab searches: the device counts ``goal.seek``
+    searches on the hardware shown (``goal.device_grid`` of the server's ``devices_per_node``
+    and its ``allocation`` unit, up to ``max_devices``), the first ``GOAL_MAX_SHOWN`` and the
+    largest; ``words``: the hardware's nouns (a GB200 NVL72's rack)."""
+    counts = device_grid(devices_per_node, max_devices, allocation)
+    shown = [whole(n) for n in counts]
+    if len(shown) > GOAL_MAX_SHOWN + 1:
+        shown = [*shown[:GOAL_MAX_SHOWN], "...", shown[-1]]
+    return (f"How far the Goal tab searches: the {words.device} counts {', '.join(shown)} on "
+            f"this hardware ({words.count(devices_per_node)} a {words.server}), up to this count "
+            "(scalesim goal --max-devices). Its own control, not the largest count the charts "
+            "plot: goal looks for the cheapest plan that meets the deadline, often far past the "
+            "counts plotted.")
+
+
 GOAL_LAYOUT_HELP = ("How the Goal tab chooses each plan's layout (scalesim goal --layout): "
                     "search runs the planner's best layout at each device count (tp x pp x cp, "
                     "schedule, recompute, sequence parallelism, as the Layouts tab ranks them); "
@@ -535,7 +550,11 @@ def _goal_section(c: _Controls) -> None:
     c(st.sidebar.number_input, "price", c.label("price"), step=0.5, format="%.2f")
     c(st.sidebar.number_input, "dl", c.label("dl"), step=24.0, format="%.1f")
     c(st.sidebar.number_input, "bud", c.label("bud"), step=1000.0, format="%.0f")
-    c(st.sidebar.number_input, "gmax", c.label("gmax"), step=64, help=GOAL_MAX_HELP)
+    # the counts goal searches at the server size and largest count the controls give now
+    now = c.state.model_copy(update={"dpn": c.values.get("dpn", c.state.dpn)})
+    devices_per_node, allocation = count_unit(now, ss["profile"])
+    c(st.sidebar.number_input, "gmax", c.label("gmax"), step=64, help=goal_max_help(
+        devices_per_node, allocation, ss.get(_key("gmax"), c.state.gmax), c.words))
     labels = control_labels.choice_labels(control_labels.GOAL_LAYOUT_LABELS, c.words)
     c(st.sidebar.selectbox, "glay", c.label("glay"), options=list(labels),
       format_func=labels.get, help=GOAL_LAYOUT_HELP,
