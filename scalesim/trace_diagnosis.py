@@ -825,13 +825,15 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
         if exchange.strategy in ("zero2", "zero3"):
             shown, synced = traced_grad_sync(summaries)
         if exchange.zero_framework == "deepspeed" and shown == "once-per-step":
-            # DeepSpeed stage 2/3 reduce in every backward: what the traces show is not it
-            notes.append(f"the traces show {synced}, but DeepSpeed stage {exchange.strategy[-1]} "
-                         "reduces its gradients in every micro-step (its no_sync raises for "
-                         "stage 2/3): the exchange is priced as DeepSpeed's, every micro-step, "
-                         "on the collective time of the one that reduces, so its link reads "
-                         "faster than the traces show; if the job accumulated unsharded gradients (FSDP "
-                         "no_sync, a framework of its own), give --zero-framework fsdp")
+            # DeepSpeed stage 2/3 reduce in every backward: what the traces show is not it (a
+            # template: the page names its framework control)
+            notes.append(knob_refusal(
+                f"the traces show {as_literal(synced)}, but DeepSpeed stage "
+                f"{exchange.strategy[-1]} reduces its gradients in every micro-step (its no_sync "
+                "raises for stage 2/3): the exchange is priced as DeepSpeed's, every micro-step, "
+                "on the collective time of the one that reduces, so its link reads faster than "
+                "the traces show; if the job accumulated unsharded gradients (FSDP no_sync, a "
+                f"framework of its own), give {KNOB.zero_framework} fsdp"))
             shown, synced = "every-micro-step", ""
         told = ""
         if grad_sync is None:

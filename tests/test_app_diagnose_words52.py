@@ -5,7 +5,8 @@ and MFU'), the note of a parameter count too small ('--params 340'), of runs pas
 estimate ('--strategy zero1-3 says so'), the refusals of CPU runs with a transformer ('drop
 --workload') or beside a GPU log ('drop --smi'), of a parameter count off the transformer's
 ('--params with --workload'); the traces' notes of the gradient sync chosen ('--grad-sync
-once-per-step is used'). The lines are templates
+once-per-step is used'), of DeepSpeed on traces that reduce once a step ('give --zero-framework
+fsdp'). The lines are templates
 (``layout.knob_refusal``); the CLI keeps its flags."""
 
 from __future__ import annotations
@@ -210,6 +211,21 @@ def _zero2_without_gathers() -> list[dict]:
 GRAD_SYNC = "Gradient sync under accumulation"
 
 
+def _traced_notes(job: list[dict], **choices: str) -> str:
+    """The page's captions (its notes among them, Markdown's escapes undone) for ``job``'s
+    events as the traces of a 2-rank gloo job, with each select box of ``choices`` (its key:
+    its value) set in order."""
+    files = [(f"rank{r}.json", json.dumps({
+        "distributedInfo": {"backend": "gloo", "rank": r, "world_size": 2},
+        "traceEvents": job}).encode(), "application/json") for r in (0, 1)]
+    at = open_diagnose_page()
+    at.radio(key="dg_source").set_value("Profiler traces")
+    run_clean(at).file_uploader(key="dg_traces").set_value(files)
+    for key, value in choices.items():
+        run_clean(at).selectbox(key=key).set_value(value)
+    return " ".join(c.value.replace("\\_", "_") for c in run_clean(at).caption)
+
+
 @pytest.mark.parametrize(("events", "sync", "said"), [
     (lambda: ddp_job(sized=False), "once-per-step", "once-per-step is used, overriding what the "
      "traces show (all-reduces in 4 of the 4 micro-steps a step, read as DDP reducing"),
@@ -231,16 +247,29 @@ def test_the_traces_gradient_sync_notes_name_its_control(tmp_path, events, sync,
     from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
 
     job = events()
-    files = [(f"rank{r}.json", json.dumps({
-        "distributedInfo": {"backend": "gloo", "rank": r, "world_size": 2},
-        "traceEvents": job}).encode(), "application/json") for r in (0, 1)]
-    at = open_diagnose_page()
-    at.radio(key="dg_source").set_value("Profiler traces")
-    run_clean(at).file_uploader(key="dg_traces").set_value(files)
-    run_clean(at).selectbox(key="dg_tr_grad_sync").set_value(sync)
-    notes = " ".join(c.value.replace("\\_", "_") for c in run_clean(at).caption)
+    notes = _traced_notes(job, dg_tr_grad_sync=sync)
     assert f"{GRAD_SYNC} {said}" in notes
     assert _bare_flags(notes) == []
     cli = diagnose_request(DiagnoseOptions(grad_sync=sync), traces=summaries(tmp_path, job),
                            trace_source="r*.json")
     assert f"--grad-sync {said}" in " ".join(cli.notes)
+
+
+def test_the_note_of_deepspeed_on_traces_that_reduce_once_names_the_framework_control(tmp_path):
+    """ZeRO-2 traces reduce-scattering in 1 of their 4 micro-steps (as under no_sync), the job
+    named as ZeRO-2 under DeepSpeed: the note that DeepSpeed reduces in every micro-step names
+    the page's framework control (it said 'give --zero-framework fsdp'); the CLI's note keeps
+    the flag."""
+    from trace_events import summaries
+
+    from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
+
+    job = zero_trace(2, 4, no_sync=True)
+    said = "if the job accumulated unsharded gradients (FSDP no_sync, a framework of its own), give"
+    notes = _traced_notes(job, dg_tr_strategy="zero2", dg_tr_zero_framework="deepspeed")
+    assert "but DeepSpeed stage 2 reduces its gradients in every micro-step" in notes
+    assert f"{said} ZeRO framework fsdp" in notes
+    assert _bare_flags(notes) == []
+    cli = diagnose_request(DiagnoseOptions(strategy="zero2", zero_framework="deepspeed"),
+                           traces=summaries(tmp_path, job), trace_source="r*.json")
+    assert f"{said} --zero-framework fsdp" in " ".join(cli.notes)
