@@ -12,7 +12,9 @@ import numpy as np
 from scalesim.device_nouns import (
     CPU_DEVICE_PREFIX,
 )
+from scalesim.errors import KNOB
 from scalesim.figures import milliseconds, whole, whole_percent
+from scalesim.layout import knob_refusal
 from scalesim.process_groups import (
     ROLES,
     UNNAMED_ROLE,
@@ -446,7 +448,8 @@ def unsized_reductions_note(summaries, exchange) -> str:
     all-reduces of no recorded size (``TraceSummary.unsized_reductions``): k >= 2 micro-steps a
     step, s >= 2 of them posting all-reduces (``micro_step_syncs``), the job read as DDP or
     reducing with all-reduce (``reduction_kind``); a metric's all-reduce in each micro-step
-    cannot be told from a gradient's there; '' otherwise."""
+    cannot be told from a gradient's there; '' otherwise. A template (``knob_refusal``): the
+    Diagnose page names its gradient sync control."""
     if not any(s.unsized_reductions for s in summaries):
         return ""
     roles = DP_ROLES if by_group(summaries) else None
@@ -456,14 +459,14 @@ def unsized_reductions_note(summaries, exchange) -> str:
     k, syncing = micro_step_syncs(summaries, "all-reduce")
     if syncing < 2:
         return ""
-    return (f"the traces record no message size for their all-reduces, so those posted in "
-            f"{syncing} of the {k} micro-steps a step are all read as reducing gradients: a "
-            "metric or the loss all-reduced for logging in each micro-step "
-            "(dist.all_reduce(loss)) cannot be told from a gradient bucket (sizes set them "
-            "apart: record_shapes=True records gloo's, NCCL kernels and record_param_comms "
-            "carry theirs in recent torch; durations do not, a 1-element all-reduce takes a "
-            "latency as long as a small model's bucket). If the job reduced its gradients "
-            "once a step (no_sync), give --grad-sync once-per-step")
+    return knob_refusal(
+        f"the traces record no message size for their all-reduces, so those posted in {syncing} "
+        f"of the {k} micro-steps a step are all read as reducing gradients: a metric or the loss "
+        "all-reduced for logging in each micro-step (dist.all_reduce(loss)) cannot be told from "
+        "a gradient bucket (sizes set them apart: record_shapes=True records gloo's, NCCL "
+        "kernels and record_param_comms carry theirs in recent torch; durations do not, a "
+        "1-element all-reduce takes a latency as long as a small model's bucket). If the job "
+        f"reduced its gradients once a step (no_sync), give {KNOB.grad_sync} once-per-step")
 
 
 def ddp_reductions_note(k: int, reductions: int) -> str:

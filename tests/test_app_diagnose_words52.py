@@ -6,7 +6,7 @@ estimate ('--strategy zero1-3 says so'), the refusals of CPU runs with a transfo
 --workload') or beside a GPU log ('drop --smi'), of a parameter count off the transformer's
 ('--params with --workload'); the traces' notes of the gradient sync chosen ('--grad-sync
 once-per-step is used'), of DeepSpeed on traces that reduce once a step ('give --zero-framework
-fsdp'). The lines are templates
+fsdp'), of all-reduces of no size ('give --grad-sync once-per-step'). The lines are templates
 (``layout.knob_refusal``); the CLI keeps its flags."""
 
 from __future__ import annotations
@@ -253,6 +253,20 @@ def test_the_traces_gradient_sync_notes_name_its_control(tmp_path, events, sync,
     cli = diagnose_request(DiagnoseOptions(grad_sync=sync), traces=summaries(tmp_path, job),
                            trace_source="r*.json")
     assert f"--grad-sync {said}" in " ".join(cli.notes)
+
+
+def test_the_note_of_all_reduces_of_no_size_names_the_gradient_sync_control(tmp_path):
+    """A DDP job's traces with no message sizes, all-reduces in 4 of its 4 micro-steps: the
+    note that a metric's cannot be told from a gradient's names the page's control (it said
+    'give --grad-sync once-per-step'); the CLI's note keeps the flag."""
+    from test_trace_metric_collectives import diagnosed
+
+    said = "If the job reduced its gradients once a step (no_sync), give"
+    notes = _traced_notes(ddp_job(sized=False))
+    assert f"{said} {GRAD_SYNC} once-per-step" in notes
+    assert _bare_flags(notes) == []
+    cli = " ".join(diagnosed(tmp_path, ddp_job(sized=False)).notes)
+    assert f"{said} --grad-sync once-per-step" in cli
 
 
 def test_the_note_of_deepspeed_on_traces_that_reduce_once_names_the_framework_control(tmp_path):
