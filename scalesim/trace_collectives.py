@@ -443,13 +443,16 @@ def set_aside_note(summaries, cadence: str = "") -> str:
             + (f"({cadence})" if cadence else "(the model's overhead, paid each micro-step)"))
 
 
-def unsized_reductions_note(summaries, exchange) -> str:
+def unsized_reductions_note(summaries, exchange, strategy_given: bool = False) -> str:
     """A note where the reading of how often the job reduced its gradients rests on
     all-reduces of no recorded size (``TraceSummary.unsized_reductions``): k >= 2 micro-steps a
     step, s >= 2 of them posting all-reduces (``micro_step_syncs``), the job read as DDP or
     reducing with all-reduce (``reduction_kind``); a metric's all-reduce in each micro-step
-    cannot be told from a gradient's there; '' otherwise. A template (``knob_refusal``): the
-    Diagnose page names its gradient sync control."""
+    cannot be told from a gradient's there; '' otherwise. Its advice: the gradient sync, which
+    applies to a strategy read off the traces or a given ZeRO-2/3; a given DDP or ZeRO-1
+    (``strategy_given``) takes none (``diagnose_request`` refuses it: they reduce once a step
+    anyway), so the note says to drop the strategy or trace the sizes. A template
+    (``knob_refusal``): the Diagnose page names its controls."""
     if not any(s.unsized_reductions for s in summaries):
         return ""
     roles = DP_ROLES if by_group(summaries) else None
@@ -459,6 +462,10 @@ def unsized_reductions_note(summaries, exchange) -> str:
     k, syncing = micro_step_syncs(summaries, "all-reduce")
     if syncing < 2:
         return ""
+    advice = f"give {KNOB.grad_sync} once-per-step"
+    if strategy_given and exchange.strategy not in ("zero2", "zero3"):
+        advice = (f"drop {KNOB.strategy} {exchange.strategy} and {advice}, or trace with "
+                  "record_shapes=True")
     return knob_refusal(
         f"the traces record no message size for their all-reduces, so those posted in {syncing} "
         f"of the {k} micro-steps a step are all read as reducing gradients: a metric or the loss "
@@ -466,7 +473,7 @@ def unsized_reductions_note(summaries, exchange) -> str:
         "a gradient bucket (sizes set them apart: record_shapes=True records gloo's, NCCL "
         "kernels and record_param_comms carry theirs in recent torch; durations do not, a "
         "1-element all-reduce takes a latency as long as a small model's bucket). If the job "
-        f"reduced its gradients once a step (no_sync), give {KNOB.grad_sync} once-per-step")
+        f"reduced its gradients once a step (no_sync), {advice}")
 
 
 def ddp_reductions_note(k: int, reductions: int) -> str:

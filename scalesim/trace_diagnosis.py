@@ -131,6 +131,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         require_model(s, TraceSummary, "summaries")
     source = require_text(source, "source")
     degrees = traced_layout(summaries)
+    strategy_given = exchange is not None
     exchange, exchange_note = _traced_or_given(summaries, degrees, exchange, shard_group,
                                                grad_sync)
 
@@ -352,7 +353,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         notes.append(reduced)
     if aside := set_aside_note(summaries, aside_words):
         notes.append(aside)
-    if grad_sync is None and (unsized := unsized_reductions_note(summaries, exchange)):
+    if grad_sync is None and (unsized := unsized_reductions_note(summaries, exchange,
+                                                                      strategy_given)):
         notes.append(unsized)
     if buckets_note:
         notes.append(buckets_note)

@@ -287,3 +287,28 @@ def test_the_note_of_deepspeed_on_traces_that_reduce_once_names_the_framework_co
     cli = diagnose_request(DiagnoseOptions(strategy="zero2", zero_framework="deepspeed"),
                            traces=summaries(tmp_path, job), trace_source="r*.json")
     assert f"{said} --zero-framework fsdp" in " ".join(cli.notes)
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "zero1"])
+def test_the_no_size_notes_advice_is_one_the_cli_takes_with_a_given_strategy(tmp_path, strategy):
+    """The note of all-reduces of no size told a job given as DDP or ZeRO-1 to give the
+    gradient sync, which diagnose refuses for them ('--grad-sync is for a job that sharded its
+    gradients'); it now says to drop the strategy (the traces then read it) or trace the sizes,
+    and that advice runs."""
+    from trace_events import summaries
+
+    from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
+    from scalesim.errors import ScalesimError
+
+    traces = summaries(tmp_path, ddp_job(sized=False))
+    notes = " ".join(diagnose_request(DiagnoseOptions(strategy=strategy), traces=traces,
+                                      trace_source="r*.json").notes)
+    assert ("If the job reduced its gradients once a step (no_sync), drop --strategy "
+            f"{strategy} and give --grad-sync once-per-step, or trace with record_shapes=True"
+            in notes)
+    with pytest.raises(ScalesimError, match="--grad-sync is for a job that sharded"):
+        diagnose_request(DiagnoseOptions(strategy=strategy, grad_sync="once-per-step"),
+                         traces=traces, trace_source="r*.json")
+    taken = diagnose_request(DiagnoseOptions(grad_sync="once-per-step"), traces=traces,
+                             trace_source="r*.json")
+    assert any("once-per-step is used, overriding what the traces show" in n for n in taken.notes)
