@@ -44,7 +44,7 @@ def test_a_split_plan_says_it_after_its_layout():
     line = describe(_plan(tp=2, pp=1, strategy="zero3", micro_batch=2, accumulation=64))
     assert line.endswith("(global batch 1,024), zero3, network as is")
     assert page_title(line, GPU_NOUNS) == (
-        "16 devices (2 servers) as 8 data-parallel ranks x Tensor parallel 2, Micro-batch 2 per "
+        "16 devices (2 servers) as 8 data-parallel ranks x Tensor parallel 2, Micro-batch 2 per model "
         "replica x Gradient accumulation 64 (global batch 1,024), Strategy ZeRO-3 / FSDP, "
         "network as is")
 
