@@ -115,7 +115,8 @@ BAND_SAMPLES = 400  # parameter draws for the extrapolation band
 # optimum the RESTART_KEEP best of those already below the two starts' cost, keeping the lowest.
 # On 225 synthetic fits (model-made runs, seven parameters drawn at random) two starts missed the
 # true optimum 10 times, the restart 2-3 (within 4 % of its cost, residuals under 0.5 %); on noisy
-# runs it finds nothing better and costs the screening, ~0.2-0.4 s (benchmarks/fit_restart.py).
+# runs it finds nothing better and costs the screening, ~0.2-0.4 s (benchmarks/fit_restart.py;
+# before session 52 solved the starts one after another, now in lockstep: ``solve_all``).
 RESTART_RMS = 0.01
 RESTART_POINTS = 16
 SCREEN_NFEV = 20
@@ -498,20 +499,23 @@ class FitProblem:
             vals["inter_transfer_s"] = vals["intra_transfer_s"]
         return vals
 
-    def residuals(self, x: np.ndarray) -> np.ndarray:
-        return self.residual_rows(np.asarray(x, dtype=float)[None, :])[0]
+    def residuals(self, x: np.ndarray, rows: Callable | None = None) -> np.ndarray:
+        """The residuals at ``x``, through ``rows`` (default ``residual_rows``)."""
+        rows = self.residual_rows if rows is None else rows
+        return rows(np.asarray(x, dtype=float)[None, :])[0]
 
     def cost(self, x: np.ndarray) -> float:
         """What the fit minimises: half the sum of squared residuals (data and priors)."""
         return 0.5 * float(np.sum(self.residuals(x) ** 2))
 
-    def jacobian(self, x: np.ndarray) -> np.ndarray:
+    def jacobian(self, x: np.ndarray, rows: Callable | None = None) -> np.ndarray:
         """Forward differences as least_squares' '2-point' with ``diff_step`` takes them (same
-        steps, turned back at a bound), its columns evaluated in one broadcast call."""
+        steps, turned back at a bound), its columns evaluated in one broadcast call (through
+        ``rows``, default ``residual_rows``)."""
         step = _forward_steps(x, self.lower, self.upper)
-        rows = np.repeat(x[None, :], len(x) + 1, axis=0)
-        rows[np.arange(1, len(x) + 1), np.arange(len(x))] += step
-        f = self.residual_rows(rows)
+        stack = np.repeat(x[None, :], len(x) + 1, axis=0)
+        stack[np.arange(1, len(x) + 1), np.arange(len(x))] += step
+        f = (self.residual_rows if rows is None else rows)(stack)
         return ((f[1:] - f[0]) / ((x + step) - x)[:, None]).T
 
     def data_rms(self, fun: np.ndarray) -> float:
@@ -526,16 +530,17 @@ class FitProblem:
         cells = np.stack([(rng.permutation(m) + 0.5) / m for _ in self.free], axis=1)
         return self.lower + cells * (self.upper - self.lower)
 
-    def solve(self, x0: np.ndarray, max_nfev: int = MAX_NFEV):
+    def solve(self, x0: np.ndarray, max_nfev: int = MAX_NFEV, rows: Callable | None = None):
         """``least_squares`` from ``x0`` to the tolerances of an optimum, not of a stall
-        (``max_nfev`` evaluations at most)."""
+        (``max_nfev`` evaluations at most), evaluating through ``rows`` (default
+        ``residual_rows``; ``solve_all``'s batched one)."""
         from scipy.optimize import least_squares
 
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return least_squares(
-                self.residuals,
+                lambda x: self.residuals(x, rows),
                 x0,
-                jac=self.jacobian,
+                jac=lambda x: self.jacobian(x, rows),
                 bounds=(self.lower, self.upper),
                 method="dogbox",
                 x_scale=1.0,
@@ -550,16 +555,24 @@ class FitProblem:
         ``RESTART_RMS``, also from the ``RESTART_KEEP`` best of ``spread_starts`` whose cost
         after ``SCREEN_NFEV`` evaluations is already below it (a local minimum of the two starts
         is left behind)."""
-        sol = min((self.solve(x0) for x0 in self.starts), key=lambda s: s.cost)
+        sol = min(self.solve_all(self.starts), key=lambda s: s.cost)
         if not np.all(np.isfinite(sol.fun)) or self.data_rms(sol.fun) <= RESTART_RMS:
             return sol
-        screened = [self.solve(x0, max_nfev=SCREEN_NFEV) for x0 in self.spread_starts(RESTART_POINTS)]
+        screened = self.solve_all(self.spread_starts(RESTART_POINTS), SCREEN_NFEV)
         screened = [s for s in screened if np.isfinite(s.cost) and s.cost < sol.cost]
-        for s in sorted(screened, key=lambda s: s.cost)[:RESTART_KEEP]:
-            trial = self.solve(s.x)
+        best = sorted(screened, key=lambda s: s.cost)[:RESTART_KEEP]
+        for trial in self.solve_all([s.x for s in best]):
             if trial.cost < sol.cost:
                 sol = trial
         return sol
+
+    def solve_all(self, starts, max_nfev: int = MAX_NFEV) -> list:
+        """``solve`` from each of ``starts``, in order, their evaluations batched into one
+        broadcast call a round (``lockstep.solve_in_lockstep``: the same solutions)."""
+        from scalesim.lockstep import solve_in_lockstep
+
+        return solve_in_lockstep(lambda x0, rows: self.solve(x0, max_nfev, rows),
+                                 self.residual_rows, starts)
 
 
 # The fitted parameter that gives each part of the step the runs may leave unmeasured, and the
