@@ -55,17 +55,19 @@ def kept_diagnoses(monkeypatch) -> list:
     return made
 
 
-def diagnosed_once(monkeypatch) -> None:
+def diagnosed_once(monkeypatch, made: dict | None = None) -> None:
     """From now on ``runs_diagnosis.diagnose_runs`` (the CLI's, the app's) fits the same
     arguments (the same runs, source name and options) once in the test: a repeat, e.g. the
     text beside the --json of one file, gets a deep copy of the first report, which is what a
-    fit of the same runs gives (the fit is deterministic); the command still renders it."""
+    fit of the same runs gives (the fit is deterministic); the command still renders it.
+    ``made``: a dict the reports are kept in, e.g. one of a test module's, so that the tests
+    that pass it fit the same arguments once in the module (each gets its own copy)."""
     import copy
     import pickle
 
     from scalesim import runs_diagnosis
 
-    made, real = {}, runs_diagnosis.diagnose_runs
+    made, real = {} if made is None else made, runs_diagnosis.diagnose_runs
 
     def diagnose_once(*args, **kwargs):
         key = pickle.dumps((args, sorted(kwargs.items())))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from app_harness import open_app, open_diagnose_page, run_clean, upload_profile
@@ -31,6 +32,7 @@ from scalesim.runs import parse_runs_text
 RUNS = [(1, 1, 0.100), (2, 1, 0.102), (4, 1, 0.105), (8, 1, 0.110), (16, 2, 0.150),
         (32, 4, 0.170)]
 GPU_WORDS = ("device", "server", "node", "GPU")
+DIAGNOSES: dict = {}  # the reports of the tests that share them (diagnosed_once), by arguments
 
 
 def runs_csv(device: str | None = None) -> str:
@@ -67,17 +69,21 @@ def test_diagnose_of_cpu_runs_says_processes_and_hosts(capsys, tmp_path):
 
 def test_the_same_runs_without_a_device_keep_the_gpu_words_and_the_numbers(capsys, tmp_path,
                                                                           monkeypatch):
-    diagnosed_once(monkeypatch)  # the text of the GPU file prints the report of its --json
-    code, gpu, err = diagnose_file(capsys, tmp_path, runs_csv(), "--json")
+    # the text of the GPU file prints the report of its --json; the file is named runs.csv as
+    # the Diagnose page names an upload, so that page's test below reads the same report
+    diagnosed_once(monkeypatch, DIAGNOSES)
+    monkeypatch.chdir(tmp_path)
+    here = Path()
+    code, gpu, err = diagnose_file(capsys, here, runs_csv(), "--json")
     assert code == 0, err
-    code, cpu, err = diagnose_file(capsys, tmp_path, runs_csv("cpu"), "--json")
+    code, cpu, err = diagnose_file(capsys, here, runs_csv("cpu"), "--json")
     assert code == 0, err
     gpu, cpu = json.loads(gpu), json.loads(cpu)
     assert gpu["table"] == cpu["table"] and gpu["details"]["fit"] == cpu["details"]["fit"]
     assert gpu["cause"]["label"] == "Inter-server link" and cpu["cause"]["label"] == "Inter-host link"
     assert gpu["details"]["fitted_profile"]["hardware"]["device_name"] == "measured"
     assert cpu["details"]["fitted_profile"]["hardware"]["device_name"] == "CPU: cpu"
-    code, text, err = diagnose_file(capsys, tmp_path, runs_csv())
+    code, text, err = diagnose_file(capsys, here, runs_csv())
     assert any(line.startswith("devices nodes   samples/s") for line in text.splitlines())
     assert "knee: 8 -> 16 devices, efficiency -24.2 points, crossing a server boundary" in text
 
@@ -136,7 +142,8 @@ def test_the_diagnose_page_counts_processes_for_cpu_runs():
     assert list(at.dataframe[-1].value.columns[:2]) == ["processes", "hosts"]
 
 
-def test_the_diagnose_page_keeps_the_gpu_words():
+def test_the_diagnose_page_keeps_the_gpu_words(monkeypatch):
+    diagnosed_once(monkeypatch, DIAGNOSES)  # the report of the GPU runs' CLI test above
     at = open_diagnose_page(runs_csv())
     assert at.subheader[0].value == "Likely cause: Inter-server link"
     assert _axes(at) == [("devices (log scale)", "devices"), ("devices", "devices")]
