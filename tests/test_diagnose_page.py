@@ -8,7 +8,7 @@ import re
 import diagnose_cases as cases
 import pytest
 from app_harness import open_app, open_diagnose_page, run_clean, upload_file
-from cli_harness import kept_diagnoses, run_cli
+from cli_harness import diagnosed_once, kept_diagnoses, run_cli
 from streamlit.testing.v1 import AppTest
 from test_sources_nvidia_smi import smi_csv
 from test_traces import gpu_trace
@@ -157,12 +157,18 @@ def _cli_and_json(capsys, monkeypatch, argv: list[str]) -> tuple[str, dict]:
     return text, json.loads(report.to_json())
 
 
+DIAGNOSES: dict = {}  # the reports of the runs_here tests, by arguments (diagnosed_once)
+
+
 @pytest.fixture
 def runs_here(tmp_path, monkeypatch):
     """The example runs as runs.csv in the working folder: the CLI names them 'runs.csv', as the
-    page names the upload, so the two reports can be compared whole."""
+    page names the upload, so the two reports can be compared whole. The runs are fitted once
+    for the same options in this module: the page and the CLI given the same options render
+    copies of one report (options that differ fit again)."""
     from scalesim.app.diagnose_page import example_runs_csv
 
+    diagnosed_once(monkeypatch, DIAGNOSES)
     monkeypatch.chdir(tmp_path)
     text = example_runs_csv()
     (tmp_path / "runs.csv").write_text(text)
