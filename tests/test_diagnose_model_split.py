@@ -2,6 +2,8 @@
 of model replicas, reported in devices and replicas (docs/diagnose.md "Runs that split the
 model")."""
 
+import copy
+import functools
 import json
 import subprocess
 import sys
@@ -29,6 +31,17 @@ REPLICAS = """devices,nodes,step_time_s,global_batch
 4,4,1.20,256
 8,8,1.26,512
 """
+
+
+@functools.cache
+def _tp8_diagnosis():
+    """The report of ``TP8`` at 7e9 parameters, fitted once in this module (``tp8_diagnosis``)."""
+    return diagnose_runs(parse_runs_text(TP8, "r.csv"), params=7e9)
+
+
+def tp8_diagnosis():
+    """A copy of the report of ``TP8`` at 7e9 parameters (a test may change its copy)."""
+    return copy.deepcopy(_tp8_diagnosis())
 
 
 def test_split_columns_are_read_and_a_replica_is_their_product():
@@ -107,7 +120,7 @@ def test_runs_without_a_split_are_their_own_replicas():
 def test_split_runs_diagnose_as_the_data_parallel_runs_of_their_replicas():
     """The fit, the cause and every remedy's gain of tp-8 runs are those of the same runs given
     as data-parallel runs of replicas (one per server); the report keeps the devices given."""
-    split = diagnose_runs(parse_runs_text(TP8, "r.csv"), params=7e9)
+    split = tp8_diagnosis()
     plain = diagnose_runs(parse_runs_text(REPLICAS, "r.csv"), params=7e9)
     assert split.details["fit"]["parameters"] == pytest.approx(plain.details["fit"]["parameters"])
     assert split.cause.key == plain.cause.key
@@ -132,7 +145,8 @@ def test_split_runs_diagnose_as_the_data_parallel_runs_of_their_replicas():
 
 
 def test_split_runs_report_text_says_devices_and_replicas():
-    text = diagnose_runs(parse_runs_text(TP8, "r.csv"), params=7e9).to_text()
+    report = tp8_diagnosis()
+    text = report.to_text()
     assert ("efficiency 100% at 1 replica, their data-parallel exchange inside one server; 91% "
             "at 2 replicas, the exchange across 2 servers") in text
     assert ("knee: 8 -> 16 devices (1 -> 2 replicas), efficiency -9.1 points, the data-parallel "
@@ -141,7 +155,6 @@ def test_split_runs_report_text_says_devices_and_replicas():
     assert head.split()[:3] == ["devices", "nodes", "replicas"]
     assert "16 replicas (128 devices) on  16 servers" in text
     # the remedies of the split itself are not predicted from step times, and say why
-    report = diagnose_runs(parse_runs_text(TP8, "r.csv"), params=7e9)
     reasons = {r.key: r.note for r in report.remedies if not r.applicable}
     assert REPLICA_REASONS["split_model"] in reasons["split_model"]
     assert REPLICA_REASONS["tp_overlap"] in reasons["tp_overlap"]
