@@ -789,8 +789,12 @@ def _peak_said(case: ParallelCase, inputs: LayoutInputs) -> str:
 def other_gpu_problem(case: ParallelCase, inputs: LayoutInputs, anchor: ParallelCase,
                       anchor_inputs: LayoutInputs) -> str | None:
     """Why ``case`` cannot take its group's anchor's efficiency (a share of the anchor GPU's
-    16-bit peak): its GPU's peak is another, or None."""
-    if case.anchor or inputs.peak16_flops_per_s == anchor_inputs.peak16_flops_per_s:
+    16-bit peak), or None: one of the two GPUs has no datasheet peak (a nominal one) and the
+    other another, so the share means nothing on the case's GPU. Two listed peaks take the
+    anchor's share on the case's own peak, as every case of a group does."""
+    peaks = (inputs.peak16_flops_per_s, anchor_inputs.peak16_flops_per_s)
+    nominal = UNLISTED_PEAK_TFLOPS * 1e12
+    if case.anchor or peaks[0] == peaks[1] or nominal not in peaks:
         return None
     return (f"case {case.id!r}: its GPU {_peak_said(case, inputs)} is not its group's anchor's "
             f"{_peak_said(anchor, anchor_inputs)}: the anchor's efficiency is a share of its own "

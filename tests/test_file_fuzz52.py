@@ -65,7 +65,7 @@ def _two_case_group(tmp_path, anchor_gpu: str):
 
 @pytest.mark.parametrize("anchor_gpu, said", [
     ("Z100 99GB", "'Z100 99GB' (no datasheet peak)"),
-    ("H100 SXM 80GB", "'H100 SXM 80GB' (a 16-bit peak of 989 TFLOP/s)"),
+    ("", "'' (no datasheet peak)"),
 ])
 def test_a_case_on_another_gpu_than_its_anchor_is_not_predicted(tmp_path, capsys, anchor_gpu,
                                                                 said):
@@ -80,6 +80,20 @@ def test_a_case_on_another_gpu_than_its_anchor_is_not_predicted(tmp_path, capsys
             "is a share of its own GPU's peak; a group is one system (parallel_cases.md): give "
             "this GPU its own group and anchor") in out.out.splitlines()
     assert len(out.err.strip().splitlines()) == 1
+
+
+def test_a_case_on_another_listed_gpu_takes_the_anchors_share_of_its_own_peak(tmp_path,
+                                                                             capsys):
+    """Two GPUs with datasheet peaks: the case is scored at the anchor's share of its own
+    peak (a group is one system, but a file that mixes two listed GPUs is still scored). The
+    anchor's A100 figure read as an H100's is a share of 989 TFLOP/s, about 312 / 989 of the
+    A100 one, so the A100 case comes out near that fraction of the 137 it gets on its own GPU
+    (the exchange does not shrink with it)."""
+    path, other = _two_case_group(tmp_path, "H100 SXM 80GB")
+    assert main(["validate", str(path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if other in line)
+    predicted = float(row.split()[3])
+    assert 312 / 989 * 137 < predicted < 0.4 * 137, row
 
 
 def test_a_case_on_its_anchors_gpu_is_predicted(tmp_path, capsys):
