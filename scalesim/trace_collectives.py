@@ -12,7 +12,7 @@ import numpy as np
 from scalesim.device_nouns import (
     CPU_DEVICE_PREFIX,
 )
-from scalesim.errors import KNOB
+from scalesim.errors import KNOB, as_literal
 from scalesim.figures import milliseconds, whole, whole_percent
 from scalesim.layout import knob_refusal
 from scalesim.process_groups import (
@@ -277,33 +277,35 @@ def traced_exchange(summaries, degrees: dict | None = None):
              "DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
              else "Megatron-Core's ZeRO-1 alike")
     unnamed = grouped and any(UNNAMED_ROLE in s.groups for s in summaries)
-    whose = (f"the shard group {found.desc}'s collectives" if hybrid else
+    whose = (f"the shard group {as_literal(found.desc)}'s collectives" if hybrid else
              "the traces' collectives" if not grouped else
              "the collectives of the data-parallel groups and of groups no name places"
              if unnamed else "the data-parallel groups' collectives")
-    caveat = ("To say otherwise, give --strategy (--shard-group for hybrid sharding)"
+    # a template (``knob_refusal``): the Diagnose page names its controls
+    caveat = (f"To say otherwise, give {KNOB.strategy} ({KNOB.shard_group} for hybrid sharding)"
               if grouped and not unnamed else
               "Tensor parallelism with sequence parallelism also gathers and reduce-scatters "
               "(activations), and these traces do not say which parallelism each collective "
-              "served: for such a job, or to say otherwise, give --strategy (--shard-group for "
-              "hybrid sharding)")
+              f"served: for such a job, or to say otherwise, give {KNOB.strategy} "
+              f"({KNOB.shard_group} for hybrid sharding)")
     if found is not None and not hybrid and 1 < found.size < ranks:
         caveat += (f". Its sharding collectives ran in groups of {found.size} of the "
-                   f"{ranks} data-parallel ranks ({found.desc}) with no all-reduce across them "
-                   f"traced: read as full sharding; if it sharded hybrid, give --shard-group "
-                   f"{found.size}")
+                   f"{ranks} data-parallel ranks ({as_literal(found.desc)}) with no all-reduce "
+                   "across them traced: read as full sharding; if it sharded hybrid, give "
+                   f"{KNOB.shard_group} {found.size}")
     if not sized:
         caveat += (". The traces record no message sizes (record_shapes=True records gloo's; "
                    "NCCL kernels carry theirs in recent torch): a DDP job that all-gathers a "
-                   "metric once every two reductions or more often reads alike; give --strategy "
-                   "ddp for one")
+                   "metric once every two reductions or more often reads alike; give "
+                   f"{KNOB.strategy} ddp for one")
     per = (f"all-gathered elements per {reduced} element {ratio:.2g} (the messages' sizes)"
            if sized else f"all-gathers per {reduction} {ratio:.2g}")
     if syncing < k:
         per += (f" a micro-step ({ratio * k / syncing:.2g} a step, over {k} micro-steps of "
                 f"which {syncing} post{'s' if syncing == 1 else ''} {reduction}s)")
-    return exchange, (f"{whose}, all ranks and steps: {seen}: {per}, read as "
-                      f"{exchange.label(alike)}; the remedies start from it. {caveat}")
+    return exchange, knob_refusal(f"{whose}, all ranks and steps: {seen}: {per}, read as "
+                                  f"{as_literal(exchange.label(alike))}; the remedies start "
+                                  f"from it. {caveat}")
 
 
 def traced_framework(summaries, strategy: str, reduction: str, k: int, syncing: int,

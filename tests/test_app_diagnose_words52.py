@@ -6,8 +6,9 @@ estimate ('--strategy zero1-3 says so'), the refusals of CPU runs with a transfo
 --workload') or beside a GPU log ('drop --smi'), of a parameter count off the transformer's
 ('--params with --workload'); the traces' notes of the gradient sync chosen ('--grad-sync
 once-per-step is used'), of DeepSpeed on traces that reduce once a step ('give --zero-framework
-fsdp'), of all-reduces of no size ('give --grad-sync once-per-step'). The lines are templates
-(``layout.knob_refusal``); the CLI keeps its flags."""
+fsdp'), of all-reduces of no size ('give --grad-sync once-per-step'), of a job read as sharded
+off its collectives ('give --strategy (--shard-group for hybrid sharding)'). The lines are
+templates (``layout.knob_refusal``); the CLI keeps its flags."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from cli_harness import diagnose_file, run_cli
 from streamlit.testing.v1 import AppTest
 from test_diagnose_model_split import SLOW_TP8
 from test_trace_metric_collectives import ddp_job
+from test_trace_metric_gathers import ddp_gathering
 from test_trace_zero_accumulation import zero_trace
 
 # a flag, where it is not part of a command the user is told to run ('scalesim plan --workload')
@@ -215,9 +217,14 @@ def _traced_notes(job: list[dict], **choices: str) -> str:
     """The page's captions (its notes among them, Markdown's escapes undone) for ``job``'s
     events as the traces of a 2-rank gloo job, with each select box of ``choices`` (its key:
     its value) set in order."""
-    files = [(f"rank{r}.json", json.dumps({
-        "distributedInfo": {"backend": "gloo", "rank": r, "world_size": 2},
-        "traceEvents": job}).encode(), "application/json") for r in (0, 1)]
+    return _notes_of_traces([{"distributedInfo": {"backend": "gloo", "rank": r, "world_size": 2},
+                              "traceEvents": job} for r in (0, 1)], **choices)
+
+
+def _notes_of_traces(traces: list[dict], **choices: str) -> str:
+    """``_traced_notes`` of ``traces``, each rank's trace (rank<r>.json) as uploaded."""
+    files = [(f"rank{r}.json", json.dumps(t).encode(), "application/json")
+             for r, t in enumerate(traces)]
     at = open_diagnose_page()
     at.radio(key="dg_source").set_value("Profiler traces")
     run_clean(at).file_uploader(key="dg_traces").set_value(files)
@@ -312,3 +319,53 @@ def test_the_no_size_notes_advice_is_one_the_cli_takes_with_a_given_strategy(tmp
     taken = diagnose_request(DiagnoseOptions(grad_sync="once-per-step"), traces=traces,
                              trace_source="r*.json")
     assert any("once-per-step is used, overriding what the traces show" in n for n in taken.notes)
+
+
+SHARDED = "How the job sharded"
+
+
+@pytest.mark.parametrize(("events", "said"), [
+    (lambda: zero_trace(2, 4, no_sync=True), []),
+    (lambda: ddp_gathering(sized=False), [
+        "a DDP job that all-gathers a metric once every two reductions or more often reads "
+        "alike; give {strategy} ddp for one"]),
+])
+def test_the_sharded_reading_of_unnamed_collectives_names_the_pages_controls(tmp_path, events,
+                                                                             said):
+    """Traces whose collectives name no group, read as sharded: the note's way to say
+    otherwise names the page's controls (it said 'give --strategy (--shard-group for hybrid
+    sharding)'; without sizes, 'give --strategy ddp for one'); the CLI's note keeps the
+    flags."""
+    from test_trace_metric_collectives import diagnosed
+
+    said = ["served: for such a job, or to say otherwise, give {strategy} ({shard_group} for "
+            "hybrid sharding)", *said]
+    notes = _traced_notes(events())
+    for line in said:
+        assert line.format(strategy=SHARDED, shard_group="Shard group") in notes
+    assert _bare_flags(notes) == []
+    cli = " ".join(diagnosed(tmp_path, events()).notes)
+    for line in said:
+        assert line.format(strategy="--strategy", shard_group="--shard-group") in cli
+
+
+def test_the_sharded_reading_of_a_shard_group_names_the_pages_controls(tmp_path):
+    """An 8-rank FSDP job sharding over groups of 4 with no all-reduce across them traced: the
+    note's ways to say otherwise name the page's controls (it said 'give --strategy
+    (--shard-group for hybrid sharding)', 'give --shard-group 4', 'give --strategy ddp for
+    one'); the CLI's note keeps the flags."""
+    from test_process_groups import _hsdp_summaries, _hsdp_trace
+
+    from scalesim.trace_collectives import traced_exchange
+
+    said = ["To say otherwise, give {strategy} ({shard_group} for hybrid sharding). Its sharding "
+            "collectives ran in groups of 4 of the 8 data-parallel ranks (mesh_dp_shard)",
+            "read as full sharding; if it sharded hybrid, give {shard_group} 4",
+            "reads alike; give {strategy} ddp for one"]
+    notes = _notes_of_traces([_hsdp_trace(r, replicate_group=False) for r in range(8)])
+    for line in said:
+        assert line.format(strategy=SHARDED, shard_group="Shard group") in notes
+    assert _bare_flags(notes) == []
+    _, cli = traced_exchange(_hsdp_summaries(tmp_path, replicate_group=False))
+    for line in said:
+        assert line.format(strategy="--strategy", shard_group="--shard-group") in cli
