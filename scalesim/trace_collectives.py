@@ -223,11 +223,12 @@ def traced_exchange(summaries, degrees: dict | None = None):
     if splits_the_model(degrees) and exchange_replicas(degrees) < 2:
         return DDP_EXCHANGE, ""  # no data-parallel exchange to read
     if splits_the_model(degrees) and not grouped:
-        return DDP_EXCHANGE, (
+        return DDP_EXCHANGE, knob_refusal(  # a template: the Diagnose page names its control
             f"the traces' process groups split the model ({layout_words(degrees)}: "
-            f"{', '.join(degrees['named'])}), but not every trace's collectives say which group "
-            "each served (gloo records none; NCCL kernels name theirs in recent torch): the "
-            "data-parallel exchange is read as DDP; if it sharded, give --strategy")
+            f"{as_literal(', '.join(degrees['named']))}), but not every trace's collectives say "
+            "which group each served (gloo records none; NCCL kernels name theirs in recent "
+            f"torch): the data-parallel exchange is read as DDP; if it sharded, give "
+            f"{KNOB.strategy}")
     ranks = exchange_ranks(summaries, degrees)
     found = shard_groups(summaries, ranks) if grouped else None
     hybrid = found.hybrid if found is not None else 0

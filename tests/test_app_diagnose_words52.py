@@ -7,8 +7,9 @@ estimate ('--strategy zero1-3 says so'), the refusals of CPU runs with a transfo
 ('--params with --workload'); the traces' notes of the gradient sync chosen ('--grad-sync
 once-per-step is used'), of DeepSpeed on traces that reduce once a step ('give --zero-framework
 fsdp'), of all-reduces of no size ('give --grad-sync once-per-step'), of a job read as sharded
-off its collectives ('give --strategy (--shard-group for hybrid sharding)'). The lines are
-templates (``layout.knob_refusal``); the CLI keeps its flags."""
+off its collectives ('give --strategy (--shard-group for hybrid sharding)'), of a split job's
+collectives that name no group ('if it sharded, give --strategy'). The lines are templates
+(``layout.knob_refusal``); the CLI keeps its flags."""
 
 from __future__ import annotations
 
@@ -369,3 +370,21 @@ def test_the_sharded_reading_of_a_shard_group_names_the_pages_controls(tmp_path)
     _, cli = traced_exchange(_hsdp_summaries(tmp_path, replicate_group=False))
     for line in said:
         assert line.format(strategy="--strategy", shard_group="--shard-group") in cli
+
+
+def test_the_note_of_a_split_job_whose_collectives_name_no_group_names_the_strategy_control(
+        tmp_path):
+    """A tp 2 x dp 2 job whose kernels name no group (an older torch): the exchange is read as
+    DDP, and the note's way to say it sharded names the page's control (it said 'if it sharded,
+    give --strategy'); the CLI's note keeps the flag."""
+    from test_process_groups import _summaries, _trace
+
+    from scalesim.trace_collectives import traced_exchange
+
+    said = "the data-parallel exchange is read as DDP; if it sharded, give"
+    notes = _notes_of_traces([_trace(r, named_kernels=False) for r in range(4)])
+    assert "the traces' process groups split the model (tp 2 x dp 2: DATA_PARALLEL_GROUP" in notes
+    assert f"{said} {SHARDED}" in notes
+    assert _bare_flags(notes) == []
+    _, cli = traced_exchange(_summaries(tmp_path, named_kernels=False))
+    assert cli.endswith(f"{said} --strategy")
