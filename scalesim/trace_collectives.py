@@ -257,13 +257,12 @@ def traced_exchange(summaries, degrees: dict | None = None):
         gathered = elements[0] * syncing / max(elements[1], 1.0)
         if gathered < SHARDED_GATHERED_ELEMENTS:
             of = "them" if syncing == 1 else f"a micro-step's, {syncing} of {k} reducing"
-            return DDP_EXCHANGE, ("" if not counted else
-                                  f"the traces' collectives, all ranks and steps: {seen}; their "
-                                  f"sizes say {elements[0]:,.0f} elements all-gathered for "
-                                  f"{elements[1]:,.0f} {reduced} ({gathered:.2g} of {of}, "
-                                  f"under {SHARDED_GATHERED_ELEMENTS:g}): no gather of the "
-                                  "parameters (a metric or another tensor), read as DDP; to say "
-                                  "otherwise, give --strategy")
+            return DDP_EXCHANGE, ("" if not counted else knob_refusal(  # the page: its control
+                f"the traces' collectives, all ranks and steps: {seen}; their sizes say "
+                f"{elements[0]:,.0f} elements all-gathered for {elements[1]:,.0f} {reduced} "
+                f"({gathered:.2g} of {of}, under {SHARDED_GATHERED_ELEMENTS:g}): no gather of the "
+                "parameters (a metric or another tensor), read as DDP; to say otherwise, give "
+                f"{KNOB.strategy}"))
     if not sized and not counted:
         return DDP_EXCHANGE, ""
     # per micro-step: a pass's gathers over the k micro-steps

@@ -8,7 +8,8 @@ estimate ('--strategy zero1-3 says so'), the refusals of CPU runs with a transfo
 once-per-step is used'), of DeepSpeed on traces that reduce once a step ('give --zero-framework
 fsdp'), of all-reduces of no size ('give --grad-sync once-per-step'), of a job read as sharded
 off its collectives ('give --strategy (--shard-group for hybrid sharding)'), of a split job's
-collectives that name no group ('if it sharded, give --strategy'). The lines are templates
+collectives that name no group ('if it sharded, give --strategy'), of gathers too small for
+the parameters ('to say otherwise, give --strategy'). The lines are templates
 (``layout.knob_refusal``); the CLI keeps its flags."""
 
 from __future__ import annotations
@@ -387,4 +388,23 @@ def test_the_note_of_a_split_job_whose_collectives_name_no_group_names_the_strat
     assert f"{said} {SHARDED}" in notes
     assert _bare_flags(notes) == []
     _, cli = traced_exchange(_summaries(tmp_path, named_kernels=False))
+    assert cli.endswith(f"{said} --strategy")
+
+
+def test_the_note_of_gathers_too_small_for_the_parameters_names_the_strategy_control(tmp_path):
+    """A 2-rank gloo job all-gathering 50,000 elements a rank against a 263,169-element
+    all-reduce each step (100,000 / 263,169 = 0.38, under 0.5; over 2 traces of 4 steps, 800,000
+    gathered for 2,105,352): read as DDP, and the note's way to say otherwise names the page's
+    control (it said 'to say otherwise, give --strategy'); the CLI's note keeps the flag."""
+    from test_trace_gather_sizes import summaries_of, trace
+
+    from scalesim.trace_collectives import traced_exchange
+
+    said = "no gather of the parameters (a metric or another tensor), read as DDP; to say " \
+           "otherwise, give"
+    notes = _notes_of_traces([trace(r, 50_000) for r in (0, 1)])
+    assert "their sizes say 800,000 elements all-gathered for 2,105,352 all-reduced" in notes
+    assert f"{said} {SHARDED}" in notes
+    assert _bare_flags(notes) == []
+    _, cli = traced_exchange(summaries_of(tmp_path, 50_000))
     assert cli.endswith(f"{said} --strategy")
