@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from app_harness import open_diagnose_page, run_clean, upload_file
-from cli_harness import diagnose_file, run_cli
+from cli_harness import diagnose_file, diagnosed_once, run_cli
 from streamlit.testing.v1 import AppTest
 from test_diagnose_model_split import SLOW_TP8
 from test_trace_metric_collectives import ddp_job
@@ -31,6 +31,7 @@ from test_trace_zero_accumulation import zero_trace
 FLAG = re.compile(r"(?<![\w`-])--[a-z][\w-]*")
 COMMAND = re.compile(r"scalesim( [a-z-]+)? --[^;)]*")
 GPU = "H100-SXM5 80GB"  # the runs' GPU on the page (a preset's device name) and the CLI's --gpu
+DIAGNOSES: dict = {}  # the reports of the tests that share them (diagnosed_once), by arguments
 
 
 def _bare_flags(text: str) -> list[str]:
@@ -138,12 +139,14 @@ def test_the_note_of_runs_past_the_memory_estimate_names_the_sharding_control(tm
     assert "(with recompute, sharding (--strategy zero1-3 says so) or a shorter sequence" in out
 
 
-def test_cpu_runs_with_a_transformer_are_refused_by_the_pages_controls(tmp_path, capsys):
+def test_cpu_runs_with_a_transformer_are_refused_by_the_pages_controls(tmp_path, capsys,
+                                                                        monkeypatch):
     """Runs on CPU processes with the runs' transformer chosen: the error box names the two
     controls (it said '--workload predicts their transformer on a GPU (--gpu): drop
     --workload'); the CLI keeps the flags."""
     from test_cpu_words_diagnose import runs_csv
 
+    diagnosed_once(monkeypatch, DIAGNOSES)  # the page's CPU runs, as in the GPU log's test below
     at = open_diagnose_page(runs_csv("cpu"))
     at.selectbox(key="dg_workload").set_value("bert-large")
     (box,) = run_clean(at).error
@@ -157,13 +160,18 @@ def test_cpu_runs_with_a_transformer_are_refused_by_the_pages_controls(tmp_path,
                                 "--workload, or the runs' device column")
 
 
-def test_a_gpu_log_beside_cpu_runs_or_traces_is_refused_by_its_upload(tmp_path, capsys):
+def test_a_gpu_log_beside_cpu_runs_or_traces_is_refused_by_its_upload(tmp_path, capsys,
+                                                                       monkeypatch):
     """An nvidia-smi log uploaded beside runs or traces of CPU processes: the error box names
     the upload (it said '--smi: ... drop --smi'); the CLI keeps the flag."""
     from test_cpu_words import TRACES
     from test_cpu_words_diagnose import runs_csv
     from test_sources_nvidia_smi import smi_csv
 
+    # the page's CPU runs, as in the transformer's test above; the CLI's file is named runs.csv
+    # as the page names an upload, so it fits the same runs with the same options once too
+    diagnosed_once(monkeypatch, DIAGNOSES)
+    monkeypatch.chdir(tmp_path)
     log = smi_csv(tmp_path / "smi.csv").read_text()
     at = upload_file(open_diagnose_page(runs_csv("cpu")), "dg_smi", "smi.csv", log)
     (box,) = at.error
@@ -178,8 +186,7 @@ def test_a_gpu_log_beside_cpu_runs_or_traces_is_refused_by_its_upload(tmp_path, 
     (box,) = run_clean(at).error
     assert box.value.startswith("nvidia-smi log: the traces ran on CPU processes")
     assert box.value.endswith("; drop nvidia-smi log, or give it with the GPU job's traces")
-    code, _, err = diagnose_file(capsys, tmp_path, runs_csv("cpu"), "--smi",
-                                 str(tmp_path / "smi.csv"))
+    code, _, err = diagnose_file(capsys, Path(), runs_csv("cpu"), "--smi", "smi.csv")
     assert code == 2
     assert err.strip().endswith("error: --smi: the runs ran on CPU processes ('CPU: cpu'), so an "
                                 "nvidia-smi log cannot be theirs; drop --smi, or give it with "
