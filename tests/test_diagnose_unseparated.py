@@ -11,6 +11,7 @@ straggler wait in its place is one these runs cannot rule out."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ WALK_RUNS = HEADER + "1,1,400,32\n2,1,720,32\n4,1,1240,32\n8,1,1800,32\n16,2,210
 # the same shape, but 1,900 at 8 and 2,500 at 16: no fit without a stall at 8 matches them
 SEPARATED_RUNS = HEADER + "1,1,400,32\n2,1,760,32\n4,1,1400,32\n8,1,1900,32\n16,2,2500,32\n"
 FLAGS = ["--params", "336e6", "--wire-bytes", "2"]
+DIAGNOSES: dict = {}  # the reports of the tests that share them (diagnosed_once), by arguments
 
 
 def _diagnose(capsys, tmp_path, text, json_out=True):
@@ -34,6 +36,14 @@ def _diagnose(capsys, tmp_path, text, json_out=True):
                                    *(["--json"] if json_out else []))
     assert code == 0, err
     return json.loads(out) if json_out else out
+
+
+def _diagnose_walk(capsys, tmp_path, monkeypatch, json_out=True):
+    """``_diagnose`` of WALK_RUNS, written as runs.csv in ``tmp_path`` (the working directory
+    now), fitted once in the module (``DIAGNOSES``): each test gets its own copy."""
+    diagnosed_once(monkeypatch, DIAGNOSES)
+    monkeypatch.chdir(tmp_path)
+    return _diagnose(capsys, Path(), WALK_RUNS, json_out)
 
 
 def _runs(text):
@@ -53,15 +63,14 @@ def test_the_walk_s_stall_at_8_is_said_where_it_is_and_as_undecided_in_text(caps
     20 % and 16 % quoted here: pinned as '20%' and '16%' (before session 49) they sat 0.2 and
     0.4 points from rounding to 19 and 15 (19.68 %, 15.88 %), a rounding the sentence does not
     turn on."""
-    diagnosed_once(monkeypatch)  # the text and the --json of one fit
-    report = _diagnose(capsys, tmp_path, WALK_RUNS)
+    report = _diagnose_walk(capsys, tmp_path, monkeypatch)  # its text below is of this fit
     (one,) = report["details"]["unseparated"]
     stall = [whole_percent(r["data_share"]) for r in report["table"]]
     at8, rival = whole_percent(one["share"]), whole_percent(one["rival_shares"]["straggler"])
     assert stall == ["0%", "0%", "0%", at8, "0%"] and one["devices"] == 8
     # the 20 % and 16 % this docstring quotes, to the point the text rounds to
     assert abs(one["share"] - 0.20) <= 0.01 and abs(one["rival_shares"]["straggler"] - 0.16) <= 0.01
-    out = _diagnose(capsys, tmp_path, WALK_RUNS, json_out=False)
+    out = _diagnose_walk(capsys, tmp_path, monkeypatch, json_out=False)
     lines = out.splitlines()
     also = lines.index("Also: Input pipeline (0% of the largest run's time)")
     evidence = lines[also + 1], lines[also + 2]
@@ -81,7 +90,7 @@ def test_the_walk_s_stall_at_8_is_said_where_it_is_and_as_undecided_in_text(caps
     assert "cannot tell which" not in out
 
 
-def test_the_walk_s_json_gives_the_other_fit_and_it_holds(capsys, tmp_path):
+def test_the_walk_s_json_gives_the_other_fit_and_it_holds(capsys, tmp_path, monkeypatch):
     """``details.unseparated`` names the part, the run, the share (the table's), the other
     fit's shares there and its misfit inside the region; the other fit, made again here, has no
     stall, ~16 % straggler wait at 8 (of its own step, as the fit's shares are of its: 19 % of
@@ -89,7 +98,7 @@ def test_the_walk_s_json_gives_the_other_fit_and_it_holds(capsys, tmp_path):
     misses the runs by more than the fit does (it is worse, not equal: what the report says is
     that the runs cannot rule it out). At twice the batch it predicts 2,529 samples/s (2,399
     before the straggler stretch, which hides more of its exchange behind the longer passes)."""
-    report = _diagnose(capsys, tmp_path, WALK_RUNS)
+    report = _diagnose_walk(capsys, tmp_path, monkeypatch)
     (one,) = report["details"]["unseparated"]
     at8 = next(r for r in report["table"] if r["devices"] == 8)
     assert (one["part"], one["devices"], one["taken_by"]) == ("data", 8, ["straggler"])
