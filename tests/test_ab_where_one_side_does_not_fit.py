@@ -27,18 +27,15 @@ def _plan(update: dict):
     return state, make_plan(preset_profile(state), state)
 
 
-def _ab_tab(state):
-    """The page open on the A/B tab, and the tab's two columns (A's, B's)."""
+def _ab_tab(state, plan):
+    """The page open on the A/B tab of ``state`` (``plan`` its plan, for the words of its
+    count), and the tab's two columns (A's, B's)."""
     at = open_app(encode_query(state.model_copy(update={"tab": "ab"}), preset_profile(state)))
     left = next(c for c in at.columns if [h.value for h in c.subheader][:1] == [
-        f"A: now, {plan_words(state).count(state.focus)}"])
+        f"A: now, {plan.words.count(state.focus)}"])
     right = at.columns[list(at.columns).index(left) + 1]
     assert right.subheader[0].value.startswith("B: ")
     return at, (left, right)
-
-
-def plan_words(state):
-    return _plan(state.model_dump())[1].words
 
 
 def _metrics(column) -> dict[str, str | None]:
@@ -63,7 +60,7 @@ def test_the_words_say_what_it_needs_of_what(a_fits_b_not):
 
 def test_a_b_that_does_not_fit_shows_no_numbers_and_no_deltas(a_fits_b_not):
     state, plan = a_fits_b_not
-    at, (left, right) = _ab_tab(state)
+    at, (left, right) = _ab_tab(state, plan)
     shown = _metrics(left)
     assert {f"Throughput ({plan.unit}/s)", *LABELS} <= set(shown)
     assert not any(shown.values())  # A's own numbers, no change
@@ -96,7 +93,7 @@ def test_the_report_s_a_b_chart_text_says_b_does_not_fit(a_fits_b_not):
 def test_where_neither_fits_no_side_has_numbers_and_there_is_no_chart():
     state, plan = _plan(NEITHER)
     assert not plan.focus.fits and plan.b_focus is not None and not plan.b_focus.fits
-    at, (left, right) = _ab_tab(state)
+    at, (left, right) = _ab_tab(state, plan)
     assert _metrics(left) == {} and _metrics(right) == {}
     assert [e.value for e in left.error] == [f"{ab_misfit(plan, 'A')}."]
     assert [e.value for e in right.error] == [f"{ab_misfit(plan, 'B')}."]
@@ -107,7 +104,7 @@ def test_where_neither_fits_no_side_has_numbers_and_there_is_no_chart():
 def test_where_a_does_not_fit_b_has_its_own_numbers_and_makes_it_run():
     state, plan = _plan({**NEITHER, "b": "split_model"})
     assert not plan.focus.fits and plan.b_focus.fits
-    at, (left, right) = _ab_tab(state)
+    at, (left, right) = _ab_tab(state, plan)
     assert _metrics(left) == {} and [e.value for e in left.error] == [f"{ab_misfit(plan, 'A')}."]
     shown = _metrics(right)
     assert {f"Throughput ({plan.unit}/s)", *LABELS} <= set(shown) and not any(shown.values())
@@ -121,7 +118,7 @@ def test_where_a_does_not_fit_b_has_its_own_numbers_and_makes_it_run():
 def test_where_both_fit_b_keeps_its_deltas_and_both_bars():
     state, plan = _plan(BOTH)
     assert plan.focus.fits and plan.b_focus.fits
-    at, (left, right) = _ab_tab(state)
+    at, (left, right) = _ab_tab(state, plan)
     a, b = plan.focus, plan.b_focus
     shown = _metrics(right)
     assert shown["Step time"] == f"{b.step_time_s / a.step_time_s - 1:+.1%}"
