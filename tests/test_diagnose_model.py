@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import diagnose_cases as cases
 import pytest
-from cli_harness import run_cli
+from cli_harness import diagnosed_once, run_cli
 
 from scalesim import presets
 from scalesim.diagnosis import model_remedies, shown_gain
@@ -407,11 +407,12 @@ def test_runs_faster_than_the_named_model_can_run_are_refused(tmp_path, capsys):
     assert f"faster than {workload} (" in err and "sequence 512" in err
 
 
-def test_the_seed_runs_named_bert_large_are_accepted(tmp_path, capsys):
+def test_the_seed_runs_named_bert_large_are_accepted(tmp_path, capsys, monkeypatch):
     """The same runs named --workload bert-large: the preset is their model (sequence 128,
     pre-training phase 1, the workload preset's shape), so the report comes, its remedies from
     the layout model at that shape, and its faster-network gain is the plain fit's within a few
     points (before, the preset was at sequence 512 and these runs were refused)."""
+    diagnosed_once(monkeypatch)  # the named runs' --json, read again for their network gain
     runs = _example_runs(tmp_path, capsys)
     assert get_transformer("bert-large").seq_len == 128
     code, out, err = run_cli(capsys, ["diagnose", str(runs), "--workload", "bert-large", "--gpu",
