@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_fit_restart import COMM_MEASURED
 
 from scalesim import fit_runs as fr
 from scalesim.lockstep import solve_in_lockstep
 from scalesim.runs import runs_from_records
-from tests.test_fit_restart import COMM_MEASURED
 
 
 def _counted(problem):
