@@ -194,23 +194,19 @@ class _Collector:
         sized = inside(cpu_windows, sizes_from & ~gpu) | inside(gpu_windows, sizes_from & gpu)
         return timing, sized
 
-    def bucket_rebuild_calls(self, gpu_windows, cpu_windows) -> int:
-        """The calls of DDP's bucket rebuild (``bucket_rebuild``) inside the step windows."""
-        if not self.c_op:
-            return 0
-        timing, _ = self._in_steps(gpu_windows, cpu_windows)
-        return int((timing & np.frombuffer(self.c_rebuild, dtype=np.int8).astype(bool)).sum())
-
-    def comm_per_step(self, gpu_windows, cpu_windows) -> dict[str, CommStats]:
+    def comm_per_step(self, gpu_windows, cpu_windows) -> tuple[dict[str, CommStats], int]:
         """Per op: calls, time and bytes per step, from the events inside the step windows
-        (``_in_steps``), less DDP's bucket rebuild (``bucket_rebuild``: once in a job)."""
+        (``_in_steps``), less DDP's bucket rebuild (``bucket_rebuild``: once in a job); and the
+        rebuild's calls in those windows, left out."""
         op = np.frombuffer(self.c_op, dtype=np.int8)
         if op.size == 0:
-            return {}
+            return {}, 0
         dur, nbytes = np.frombuffer(self.c_dur), np.frombuffer(self.c_bytes)
         elem = np.frombuffer(self.c_elem, dtype=np.int8)
-        kept = ~np.frombuffer(self.c_rebuild, dtype=np.int8).astype(bool)
+        rebuild = np.frombuffer(self.c_rebuild, dtype=np.int8).astype(bool)
+        kept = ~rebuild
         timing, sized = self._in_steps(gpu_windows, cpu_windows)
+        rebuild_calls = int((timing & rebuild).sum())
         timing &= kept
         sized &= kept & np.isfinite(nbytes) & (nbytes > 0)
         steps = max(len(cpu_windows), 1)
@@ -226,7 +222,7 @@ class _Collector:
                 bytes=float(nbytes[z].sum()) / steps if z.any() else None,
                 element_bytes=int(np.median(elem[z])) if z.any() else None,
                 sizes=distinct[:16])
-        return out
+        return out, rebuild_calls
 
     def phase_sets(self, gpu: bool, launches: KernelLaunches) -> tuple[tuple, tuple, bool]:
         """(backward, optimizer) merged intervals on the timeline compute is measured on (GPU:
@@ -325,8 +321,8 @@ def read_rank(path: str | os.PathLike[str], index: int = 0) -> RankTrace:
     kept = {st.step for st in summary.steps}
     cpu_w = [(w0, w1) for n, w0, w1 in col.cpu_steps if n in kept]
     gpu_w = [(st.start_s, st.end_s) for st in summary.steps] if gpu else cpu_w
-    return RankTrace(summary, opt, bwd, fb, share, col.comm_per_step(gpu_w, cpu_w), matched,
-                     col.bucket_rebuild_calls(gpu_w, cpu_w))
+    comm, rebuild_calls = col.comm_per_step(gpu_w, cpu_w)
+    return RankTrace(summary, opt, bwd, fb, share, comm, matched, rebuild_calls)
 
 
 @dataclass
