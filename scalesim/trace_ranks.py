@@ -86,7 +86,9 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
     slowest rank's own time less the most any rank's own time but its data wait comes to (the
     waiting ranks' wait plus that part where the slowest rank waits as long as they do or
     longer; its own where it waits less, theirs then hidden in their wait for it), median over
-    steps.
+    steps. ``idle_s``: the idle every rank has in the same step (each step's least, median over
+    steps), the host overhead no rank escapes; the rest of a slow rank's idle keeps the others
+    waiting, the stragglers'.
     """
     common = set.intersection(*(set(s.step for s in x.steps) for x in summaries))
     by_rank = [{s.step: s for s in x.steps} for x in summaries]
@@ -99,7 +101,8 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
     own = np.array([[x.median("step_s") - x.median("exposed_comm_s")
                      - x.median("set_aside_exposed_s")] for x in summaries])[:, 0]
     result = dict(med)
-    # Idle common to every rank (the slowest rank's own idle is the straggler, not overhead).
+    # Idle common to every rank (the slowest rank's own idle is the straggler, not overhead);
+    # with steps to compare, each step's least idle rank's, below
     result["idle_s"] = float(np.min([x.median("idle_s") for x in summaries]))
     result["overlap_share"] = total_overlap / total_comm if total_comm > 0 else 0.0
     result["own_s"] = own.tolist()
@@ -122,7 +125,7 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         )
         return result
     slowest, waits, intrinsic, intrinsic_comm, aside, factors = [], [], [], [], [], []
-    waiting_compute, waiting_data, loader_waits, path_waits = [], [], [], []
+    waiting_compute, waiting_data, loader_waits, path_waits, common_idle = [], [], [], [], []
     for n in sorted(common):
         st = [r[n] for r in by_rank]
         # waiting on peers: in the exchange's collectives or in those set aside (a loss
@@ -145,6 +148,7 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         data = np.array([s.data_wait_s for s in st])
         path_waits.append(max(float(own_n[i] - np.max(own_n - data)), 0.0))
         waits.append(wait)
+        common_idle.append(min(s.idle_s for s in st))
     mode, count = Counter(slowest).most_common(1)[0]
     loader_wait = float(np.median(loader_waits))
     result.update(
@@ -161,6 +165,11 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
         waiting_data_wait_s=float(np.median(waiting_data)),
         loader_wait_s=loader_wait,
         input_wait_s=float(np.median(path_waits)),
+        # idle every rank has in the same step, median over steps: a step's slowest rank's own
+        # idle is the straggler's (a rank slowed in turn has it in half the steps, so its own
+        # median would count it), and a step where a waiting rank's wait reads as idle rather
+        # than in the collective moves only that step's minimum
+        idle_s=float(np.median(common_idle)),
     )
     return result
 
