@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from trace_job import launch
+from trace_job import assert_finished_calls, launch
 
 from scalesim import trace_ranks
 from scalesim.trace_collectives import traced_exchange
@@ -120,13 +120,14 @@ def test_a_real_ddp_jobs_metric_gather_is_not_zero2(jobs):
     """The MLP of width 256 (131,841 parameters) all-reduces in one DDP bucket a step: 1
     gather a reduction, past the count rule's half (its time share decides the rest: 30 % at
     width 512 in the session's run, past 15 %, so read as ZeRO-2); its sizes, 2 x 4 elements
-    gathered a rank against 4 x 131,841 reduced, say DDP whatever the times."""
+    gathered a rank against 4 x 131,841 reduced, say DDP whatever the times (each finished
+    call counted with its size: ``assert_finished_calls``)."""
     summaries = trace_ranks.load_traces(jobs["metric"])
     for s in summaries:
-        assert s.collectives["gloo:all_gather"]["count"] == 4
-        assert s.collectives["gloo:all_gather"]["elements"] == 4  # one element a step
-        assert s.collectives["gloo:all_reduce"]["count"] == 4
-        assert s.collectives["gloo:all_reduce"]["elements"] == 4 * 131_841
+        assert_finished_calls(s, {"gloo:all_gather": 4, "gloo:all_reduce": 4})
+        gathers, reduces = s.collectives["gloo:all_gather"], s.collectives["gloo:all_reduce"]
+        assert gathers["elements"] == gathers["count"]  # one element a step
+        assert reduces["elements"] == reduces["count"] * 131_841
     report = diagnose_traces(summaries, "metric")
     assert report.details["exchange"]["strategy"] == "ddp"
 
