@@ -91,7 +91,8 @@ def test_a_cpu_jobs_idle_is_said_in_a_cpu_jobs_words(capsys):
     assert {row["device"] for row in report["table"]} == {"cpu"}
     idle = next(f for f in report["others"] if f["key"] == "idle")
     assert idle["label"] == "Idle time between operations"
-    assert idle["evidence"][0].startswith("process idle 2.01 ms per step")  # 2.18 before session 53 (least rank median)
+    # 2.18 ms before session 53 (the least of each rank's median)
+    assert idle["evidence"][0].startswith("process idle 2.01 ms per step")
     assert "host overhead between operators" in idle["evidence"][0]
     assert "launch" not in idle["evidence"][0]
     assert "strong scaling" not in out and "device idle" not in out
