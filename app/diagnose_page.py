@@ -35,7 +35,7 @@ from scalesim.diagnosis_text import (
     no_first_remedy,
     table_nouns,
 )
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, with_text_removed
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     P2P_OVERLAP_HELP,
@@ -75,7 +75,8 @@ GPUS = tuple(dict.fromkeys([presets.HARDWARE[presets.DEFAULT_HARDWARE].device_na
 UPLOAD_WORKLOAD = "a workload JSON (upload)"
 # How a line of the diagnosis names each input of ``scalesim diagnose`` on this page: its
 # control's label (the CLI's flag, ``bounds.flag_of``, in its template: ``errors.in_words_of``);
-# the controls' labels start with these words. A source of the page, not a control of the runs'
+# the controls' labels start with these words. A source of the page (the runs file,
+# diagnose's FILE; the traces), not a control of the runs'
 DIAGNOSE_CONTROLS = {
     "params": "Model parameters", "critical_batch_size": "Critical batch size",
     "wire_bytes": "Bytes per gradient element on the wire", "extrapolate": "Extrapolate to",
@@ -84,7 +85,7 @@ DIAGNOSE_CONTROLS = {
     "tp_overlap": "Tensor-parallel overlap", "p2p_overlap": "Pipeline sends overlap compute",
     "strategy": "How the runs sharded", "zero_framework": "ZeRO framework",
     "grad_sync": "Gradient sync under accumulation", "shard_group": "Shard group",
-    "trace": "Profiler traces", "smi": "nvidia-smi log",
+    "trace": "Profiler traces", "smi": "nvidia-smi log", "runs": "Measured runs",
 }
 # the traced job's own words where they differ from the runs'
 TRACED_CONTROLS = {**DIAGNOSE_CONTROLS, "strategy": "How the job sharded"}
@@ -218,7 +219,7 @@ def traces_report(files: tuple[tuple[str, bytes], ...],
         try:
             summaries = load_traces(paths)
         except ScalesimError as exc:  # name the uploaded file, not the temporary copy
-            raise ScalesimError(re.sub(re.escape(tmp) + r"/\d+/", "", str(exc))) from None
+            raise ScalesimError(with_text_removed(exc, re.escape(tmp) + r"/\d+/")) from None
         for s in summaries:
             s.path = Path(s.path).name
         options = DiagnoseOptions(strategy=strategy, zero_framework=zero_framework,
@@ -753,7 +754,7 @@ def _smi_section() -> None:
     show_smi(report)
 
 
-SOURCES = {"Measured runs": _runs_section, DIAGNOSE_CONTROLS["trace"]: _traces_section,
+SOURCES = {DIAGNOSE_CONTROLS["runs"]: _runs_section, DIAGNOSE_CONTROLS["trace"]: _traces_section,
            "An nvidia-smi log": _smi_section}
 
 

@@ -91,6 +91,20 @@ def within(value, message: str) -> Refusal:
                    quoted(getattr(value, "cli_template", "")) if at >= 0 else "")
 
 
+def with_text_removed(value, pattern: str) -> Refusal:
+    """``value`` (a refusal) with each match of ``pattern`` (a regular expression that matches
+    no brace: a temporary folder's path) removed from its line and its templates alike, its
+    knobs and controls named kept: a caller that hides where it copied a file keeps what its
+    readers say (``in_words_of``)."""
+    import re
+
+    def cut(text: str) -> str:
+        return re.sub(pattern, "", text)
+
+    return Refusal(cut(str(value)), knobs_of(value), controls_named_of(value),
+                   cut(template_of(value)), cut(getattr(value, "cli_template", "")))
+
+
 def said_at(where: str, value) -> Refusal:
     """``value`` (a refusal) said of ``where`` ('16 devices') as one sentence: 'at 16 devices,
     shard group 3 does not divide dp 16; ...', not a parenthesis after its own ('(e.g. 16:

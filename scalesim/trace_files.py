@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import IO
 
-from scalesim.errors import ScalesimError, require_path
+from scalesim.errors import KNOB, Refusal, ScalesimError, as_literal, require_path
 from scalesim.jsonio import (
     GZIP_ERRORS,
     bad_gzip,
@@ -25,6 +25,7 @@ from scalesim.jsonio import (
     open_text,
     unreadable,
 )
+from scalesim.layout import knob_refusal
 
 CHUNK_CHARS = 1 << 20
 MAX_VALUE_CHARS = 64 << 20  # one JSON value (event or metadata) larger than this is malformed
@@ -35,6 +36,16 @@ PLAIN_NUMBERS = (int, float)  # exact types (``type(x) in``): bool, an int subcl
 
 class _Truncated(Exception):
     pass
+
+
+def not_a_trace_file(line: str) -> Refusal:
+    """``line`` (a file's first character is not a trace's) with where a runs file goes: the
+    CLI reads it without --trace ('scalesim diagnose FILE'), the Diagnose page under its runs
+    source (a template, ``layout.knob_refusal``: the page names the source by its label)."""
+    what = (f"{as_literal(line)}; a trace is the JSON object torch.profiler writes, and a runs "
+            "file (CSV, or a JSON list of runs) is ")
+    return knob_refusal(f"{what}given with {KNOB.runs} (scalesim diagnose FILE)",
+                        cli=f"{what}read without {KNOB.trace}: scalesim diagnose FILE")
 
 
 class _Stream:
@@ -70,13 +81,9 @@ class _Stream:
         what else the file may be)."""
         ch = self.peek()
         if ch not in expected:
-            hint = ("; a trace is the JSON object torch.profiler writes, and a runs file (CSV, "
-                    "or a JSON list of runs) is read without --trace: scalesim diagnose FILE"
-                    if opening else "")
-            raise ScalesimError(
-                f"{self.source}: not a Chrome trace (expected {expected!r}, found "
-                f"{ch!r} at character {self.pos}){hint}"
-            )
+            line = (f"{self.source}: not a Chrome trace (expected {expected!r}, found {ch!r} "
+                    f"at character {self.pos})")
+            raise ScalesimError(not_a_trace_file(line) if opening else line)
         self.pos += 1
 
     def value(self, what: str):
