@@ -98,14 +98,24 @@ def control_named(field: str, traced: bool = False) -> str:
     return (TRACED_CONTROLS if traced else DIAGNOSE_CONTROLS).get(field) or flag_of(field)
 
 
+def control_in_line(field: str, traced: bool = False) -> str:
+    """Input ``field`` as a line of the diagnosis names it on this page: its control's label in
+    double quotes, as the page shows it, wherever the line splices it ('drop "The runs'
+    transformer"', not 'drop The runs' transformer': a label is a phrase with its own capital,
+    'How the job sharded'); an input without a control by its CLI flag, bare
+    (``control_named``)."""
+    label = (TRACED_CONTROLS if traced else DIAGNOSE_CONTROLS).get(field)
+    return f'"{label}"' if label else flag_of(field)
+
+
 def in_page_words(line, traced: bool = False, words: Nouns = GPU_NOUNS) -> str:
     """A line of the diagnosis (a note, evidence, a caveat, a refusal) with each input it names
-    by its template said as this page's control (``control_named``); a layout's title (the
+    by its template said as this page's control (``control_in_line``); a layout's title (the
     split-the-model or sharding remedy's ``layout_change.LayoutTitle``) in the planner's labels,
     ``words`` its nouns (``layout_titles.page_title``: the page opens the fitted model in the
     planner), the inputs its words around the layout name said as the page's controls too; its
     own text where it names none. The text is never read."""
-    return page_title(line, words, named=lambda f: control_named(f, traced))
+    return page_title(line, words, named=lambda f: control_in_line(f, traced))
 
 
 def report_said(report: Report) -> Callable[[str], str]:

@@ -47,14 +47,14 @@ def test_the_example_runs_say_the_parameter_control_not_the_flag():
     at = _example(dg_gpus_per_node=16)
     assert _flags(at) == []
     caution = next(w.value for w in at.warning if w.value.startswith("**Caution:**"))
-    assert "Model parameters (the model's parameter count) pins it" in caution
-    assert caution.endswith("give Model parameters (the model's parameter count) to rank them")
+    assert '"Model parameters" (the model\'s parameter count) pins it' in caution
+    assert caution.endswith('give "Model parameters" (the model\'s parameter count) to rank them')
     notes = [c.value for c in at.caption if c.value.startswith("note: ")]
-    assert [n for n in notes if n.startswith("note: no Model parameters: link speeds are ")]
-    assert [n for n in notes if n.startswith("note: GPUs per server 16: the runs used at most 8")]
+    assert [n for n in notes if n.startswith('note: no "Model parameters": link speeds are ')]
+    assert [n for n in notes if n.startswith('note: "GPUs per server" 16: the runs used at most 8')]
     (table,) = [d.value for d in at.dataframe if "remedy" in d.value.columns]
-    assert [n for n in table["note"] if "give The runs' transformer with their 'transformer' "
-            "shape" in n and "together with The runs' GPU, the GPU they ran on" in n]
+    assert [n for n in table["note"] if "give \"The runs' transformer\" with their 'transformer' "
+            "shape" in n and "together with \"The runs' GPU\", the GPU they ran on" in n]
 
 
 def test_the_page_names_each_input_by_a_label_it_shows():
@@ -87,11 +87,11 @@ def test_a_log_or_trace_given_as_runs_names_the_page_source(tmp_path, capsys):
     smi_csv(path, slow=3)
     at = upload_file(open_diagnose_page(), "dg_runs", "smi.csv", path.read_bytes())
     assert at.error[0].value.startswith("smi.csv: an nvidia-smi log, not a runs file; give it "
-                                        "with nvidia-smi log (scalesim diagnose --smi smi.csv")
+                                        "with \"nvidia-smi log\" (scalesim diagnose --smi smi.csv")
     at = upload_file(open_diagnose_page(), "dg_runs", "rank0.json", json.dumps(gpu_trace(0)),
                      "application/json")
     assert at.error[0].value == ("rank0.json: this is a profiler trace, not a runs file; give "
-                                 "it with Profiler traces (scalesim diagnose --trace rank0.json)")
+                                 "it with \"Profiler traces\" (scalesim diagnose --trace rank0.json)")
     code, _, err = run_cli(capsys, ["diagnose", str(path)])
     assert code == 2 and "an nvidia-smi log, not a runs file; give it with --smi (" in err
 
@@ -107,5 +107,5 @@ def test_a_traced_jobs_strategy_is_named_by_its_control():
     at.file_uploader(key="dg_traces").set_value(files)
     run_clean(at)
     notes = [c.value for c in at.caption]
-    assert [n for n in notes if "(How the job sharded): the remedies start from it" in n]
+    assert [n for n in notes if '("How the job sharded"): the remedies start from it' in n]
     assert not [n for n in notes if "--strategy" in n]

@@ -49,16 +49,18 @@ def test_the_traced_jobs_notes_name_the_pages_controls():
     notes = _remedy_notes(_traced())
     assert _bare_flags(notes.values()) == [], notes
     split = notes["Split the model (tensor / pipeline parallelism)"]
-    assert "(The runs' transformer is not read with Profiler traces): scalesim plan --workload" in split
+    assert ("(\"The runs' transformer\" is not read with \"Profiler traces\"): scalesim plan "
+            "--workload") in split
     kernel = next(n for n in notes.values() if n.startswith("the traced steps ran their own "
                                                             "attention kernel"))
     assert kernel.startswith("the traced steps ran their own attention kernel (a model read from "
-                             "Profiler traces prices the vendor kernel from FlashAttention-2-class kernels")
-    assert "and no other attention kernel is read with Profiler traces: scalesim plan" in kernel
+                             "\"Profiler traces\" prices the vendor kernel from "
+                             "FlashAttention-2-class kernels")
+    assert "and no other attention kernel is read with \"Profiler traces\": scalesim plan" in kernel
     precision = next(n for n in notes.values() if n.startswith("the traced steps ran at their "
                                                                "own precision"))
     assert precision.startswith("the traced steps ran at their own precision, and no other "
-                                "precision is read with Profiler traces: scalesim plan --workload")
+                                "precision is read with \"Profiler traces\": scalesim plan --workload")
 
 
 def test_the_cli_keeps_the_traced_jobs_flags(tmp_path, capsys):
@@ -101,8 +103,8 @@ def test_the_html_report_of_traces_says_the_pages_controls(deferred):
     page = deferred["scalesim-diagnosis.html"]()
     texts = _html_texts(page)
     assert _bare_flags(texts) == [], _bare_flags(texts)
-    assert [t for t in texts if "(The runs' transformer is not read with Profiler traces)" in t]
-    assert [t for t in texts if "and no other precision is read with Profiler traces" in t]
+    assert [t for t in texts if "(\"The runs' transformer\" is not read with \"Profiler traces\")" in t]
+    assert [t for t in texts if "and no other precision is read with \"Profiler traces\"" in t]
 
 
 def test_the_html_report_of_runs_says_the_pages_controls(deferred):
@@ -113,9 +115,9 @@ def test_the_html_report_of_runs_says_the_pages_controls(deferred):
     page = deferred["scalesim-diagnosis.html"]()
     texts = _html_texts(page)
     assert _bare_flags(texts) == [], _bare_flags(texts)
-    assert [t for t in texts if t.startswith("no Model parameters: link speeds are ")]
-    assert [t for t in texts if t.startswith("GPUs per server 16: the runs used at most 8")]
-    assert [t for t in texts if "give The runs' transformer with their" in t]
+    assert [t for t in texts if t.startswith('no "Model parameters": link speeds are ')]
+    assert [t for t in texts if t.startswith('"GPUs per server" 16: the runs used at most 8')]
+    assert [t for t in texts if "give \"The runs' transformer\" with their" in t]
 
 
 # a schema field's name ('per_sample_s', 'devices_per_node') in a box's words

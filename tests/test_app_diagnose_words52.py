@@ -61,8 +61,8 @@ def test_the_option_split_runs_do_not_get_is_refused_by_its_control(tp8_csv, cap
     """Tensor-parallel overlap on for runs fitted as model replicas: the page's error box names
     the toggle (it said '--tp-overlap ... drop --tp-overlap'); the CLI's line keeps the flag."""
     (box,) = _split_runs("dg_tp_overlap").error
-    assert "; Tensor-parallel overlap is for the layouts of the split-the-model remedy" in box.value
-    assert box.value.endswith("drop Tensor-parallel overlap")
+    assert '; "Tensor-parallel overlap" is for the layouts of the split-the-model remedy' in box.value
+    assert box.value.endswith('drop "Tensor-parallel overlap"')
     assert _bare_flags(box.value) == []
     code, _, err = run_cli(capsys, ["diagnose", tp8_csv, "--workload", "llama3-8b", "--gpu", GPU,
                                     "--tp-overlap"])
@@ -74,7 +74,7 @@ def test_the_option_split_runs_do_not_get_is_refused_by_its_control(tp8_csv, cap
 
 def test_pipeline_sends_off_for_split_runs_names_its_toggle():
     (box,) = _split_runs("dg_p2p_overlap").error
-    assert box.value.endswith("drop Pipeline sends overlap compute off")
+    assert box.value.endswith('drop "Pipeline sends overlap compute" off')
     assert _bare_flags(box.value) == []
 
 
@@ -85,7 +85,7 @@ def test_the_split_runs_note_names_the_runs_transformer_control(tp8_csv, capsys)
     notes = [c.value for c in _split_runs().caption if "parameter count and MFU" in c.value]
     assert len(notes) == 1, notes
     (note,) = notes
-    assert "The runs' transformer gives the runs' parameter count and MFU; the remedies are" in note
+    assert "\"The runs' transformer\" gives the runs' parameter count and MFU; the remedies are" in note
     assert "1 → 8 for 8 → 64 devices" in note  # the layout title's page arrow kept
     assert _bare_flags(note) == []
     code, out, err = run_cli(capsys, ["diagnose", tp8_csv, "--workload", "llama3-8b", "--gpu", GPU])
@@ -107,8 +107,8 @@ def test_the_note_of_a_parameter_count_too_small_names_its_control(tmp_path, cap
     at.number_input(key="dg_params").set_value(340.0)
     notes = [c.value for c in run_clean(at).caption if "floor of any link" in c.value]
     assert len(notes) == 1, notes
-    assert notes[0].startswith("note: Model parameters 340: the fitted links move the gradients")
-    assert "check Model parameters is the model's parameter count (e.g. 340e6, not 340)" in notes[0]
+    assert notes[0].startswith('note: "Model parameters" 340: the fitted links move the gradients')
+    assert "check \"Model parameters\" is the model's parameter count (e.g. 340e6, not 340)" in notes[0]
     assert _bare_flags(notes[0]) == []
     path = tmp_path / "runs.csv"
     path.write_text(example_runs_csv())
@@ -131,7 +131,7 @@ def test_the_note_of_runs_past_the_memory_estimate_names_the_sharding_control(tm
     at.selectbox(key="dg_gpu").set_value("A100-SXM4 40GB")
     notes = [c.value for c in run_clean(at).caption if "yet the runs ran" in c.value]
     assert len(notes) == 1, notes
-    assert "(with recompute, sharding (How the runs sharded zero1-3 says so) or a shorter" in notes[0]
+    assert '(with recompute, sharding ("How the runs sharded" zero1-3 says so) or a shorter' in notes[0]
     assert _bare_flags(notes[0]) == []
     code, out, err = diagnose_file(capsys, tmp_path, runs, "--workload", "llama3-8b", "--gpu",
                                    "A100 40GB")
@@ -150,9 +150,9 @@ def test_cpu_runs_with_a_transformer_are_refused_by_the_pages_controls(tmp_path,
     at = open_diagnose_page(runs_csv("cpu"))
     at.selectbox(key="dg_workload").set_value("bert-large")
     (box,) = run_clean(at).error
-    assert box.value == ("the runs ran on CPU processes (device 'CPU: cpu'); The runs' transformer "
-                         "predicts their transformer on a GPU (The runs' GPU): drop The runs' "
-                         "transformer, or the runs' device column")
+    assert box.value == ("the runs ran on CPU processes (device 'CPU: cpu'); \"The runs' "
+                         "transformer\" predicts their transformer on a GPU (\"The runs' GPU\"): "
+                         "drop \"The runs' transformer\", or the runs' device column")
     code, _, err = diagnose_file(capsys, tmp_path, runs_csv("cpu"), "--workload", "bert-large",
                                  "--gpu", "A100 80GB")
     assert code == 2
@@ -175,8 +175,8 @@ def test_a_gpu_log_beside_cpu_runs_or_traces_is_refused_by_its_upload(tmp_path, 
     log = smi_csv(tmp_path / "smi.csv").read_text()
     at = upload_file(open_diagnose_page(runs_csv("cpu")), "dg_smi", "smi.csv", log)
     (box,) = at.error
-    assert box.value == ("nvidia-smi log: the runs ran on CPU processes ('CPU: cpu'), so an "
-                         "nvidia-smi log cannot be theirs; drop nvidia-smi log, or give it with "
+    assert box.value == ("\"nvidia-smi log\": the runs ran on CPU processes ('CPU: cpu'), so an "
+                         "nvidia-smi log cannot be theirs; drop \"nvidia-smi log\", or give it with "
                          "the GPU job's runs")
     at = open_diagnose_page()
     at.radio(key="dg_source").set_value("Profiler traces")
@@ -184,8 +184,8 @@ def test_a_gpu_log_beside_cpu_runs_or_traces_is_refused_by_its_upload(tmp_path, 
     at.file_uploader(key="dg_traces").set_value(
         [(Path(t).name, Path(t).read_bytes(), "application/gzip") for t in TRACES])
     (box,) = run_clean(at).error
-    assert box.value.startswith("nvidia-smi log: the traces ran on CPU processes")
-    assert box.value.endswith("; drop nvidia-smi log, or give it with the GPU job's traces")
+    assert box.value.startswith('"nvidia-smi log": the traces ran on CPU processes')
+    assert box.value.endswith("; drop \"nvidia-smi log\", or give it with the GPU job's traces")
     code, _, err = diagnose_file(capsys, Path(), runs_csv("cpu"), "--smi", "smi.csv")
     assert code == 2
     assert err.strip().endswith("error: --smi: the runs ran on CPU processes ('CPU: cpu'), so an "
@@ -206,7 +206,7 @@ def test_a_parameter_count_off_the_transformers_is_refused_by_the_pages_controls
     (box,) = run_clean(at).error
     rule = ("params 1e+09 disagrees with the transformer shape's 3.337e+08 by 199.7% (more than "
             "5%); fix params or the shape")
-    assert box.value == f"Model parameters with The runs' transformer bert-large: {rule}"
+    assert box.value == f"\"Model parameters\" with \"The runs' transformer\" bert-large: {rule}"
     code, _, err = diagnose_file(capsys, tmp_path, example_runs_csv(), "--params", "1e9",
                                  "--workload", "bert-large", "--gpu", "A100 40GB")
     assert code == 2
@@ -219,7 +219,7 @@ def _zero2_without_gathers() -> list[dict]:
             if e["args"].get("Collective name") != "_allgather_base"]
 
 
-GRAD_SYNC = "Gradient sync under accumulation"
+GRAD_SYNC = '"Gradient sync under accumulation"'  # as a line names the control
 
 
 def _traced_notes(job: list[dict], **choices: str) -> str:
@@ -298,7 +298,7 @@ def test_the_note_of_deepspeed_on_traces_that_reduce_once_names_the_framework_co
     said = "if the job accumulated unsharded gradients (FSDP no_sync, a framework of its own), give"
     notes = _traced_notes(job, dg_tr_strategy="zero2", dg_tr_zero_framework="deepspeed")
     assert "but DeepSpeed stage 2 reduces its gradients in every micro-step" in notes
-    assert f"{said} ZeRO framework fsdp" in notes
+    assert f'{said} "ZeRO framework" fsdp' in notes
     assert _bare_flags(notes) == []
     cli = diagnose_request(DiagnoseOptions(strategy="zero2", zero_framework="deepspeed"),
                            traces=summaries(tmp_path, job), trace_source="r*.json")
@@ -330,7 +330,7 @@ def test_the_no_size_notes_advice_is_one_the_cli_takes_with_a_given_strategy(tmp
     assert any("once-per-step is used, overriding what the traces show" in n for n in taken.notes)
 
 
-SHARDED = "How the job sharded"
+SHARDED = '"How the job sharded"'  # as a line names the control
 
 
 @pytest.mark.parametrize(("events", "said"), [
@@ -351,7 +351,7 @@ def test_the_sharded_reading_of_unnamed_collectives_names_the_pages_controls(tmp
             "hybrid sharding)", *said]
     notes = _traced_notes(events())
     for line in said:
-        assert line.format(strategy=SHARDED, shard_group="Shard group") in notes
+        assert line.format(strategy=SHARDED, shard_group='"Shard group"') in notes
     assert _bare_flags(notes) == []
     cli = " ".join(diagnosed(tmp_path, events()).notes)
     for line in said:
@@ -373,7 +373,7 @@ def test_the_sharded_reading_of_a_shard_group_names_the_pages_controls(tmp_path)
             "reads alike; give {strategy} ddp for one"]
     notes = _notes_of_traces([_hsdp_trace(r, replicate_group=False) for r in range(8)])
     for line in said:
-        assert line.format(strategy=SHARDED, shard_group="Shard group") in notes
+        assert line.format(strategy=SHARDED, shard_group='"Shard group"') in notes
     assert _bare_flags(notes) == []
     _, cli = traced_exchange(_hsdp_summaries(tmp_path, replicate_group=False))
     for line in said:

@@ -469,7 +469,7 @@ def test_the_traces_gradient_sync_defaults_to_what_they_show(tmp_path):
     at.selectbox(key="dg_tr_grad_sync").set_value("every-micro-step").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     notes = [c.value for c in at.caption if c.value.startswith("note: ")]
-    assert any("Gradient sync under accumulation every-micro-step is used, overriding what "
+    assert any('"Gradient sync under accumulation" every-micro-step is used, overriding what '
                "the traces show (once-per-step: 1 of the 4 micro-steps" in n for n in notes), notes
 
 

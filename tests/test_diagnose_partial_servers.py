@@ -240,7 +240,7 @@ def test_the_diagnose_page_takes_gpus_per_node_as_the_cli(capsys, tmp_path, monk
     at = upload_file(at, "dg_runs", "two.csv", "devices,nodes,step_time_s\n2,1,0.1\n4,2,0.12\n")
     # the page names its control, the CLI its flag (session 48: the page said the flag)
     assert [e.value for e in at.error] == [
-        "GPUs per server 1: the run on 2 devices over 1 server put 2 on each; give at least 2"]
+        '"GPUs per server" 1: the run on 2 devices over 1 server put 2 on each; give at least 2']
     code, out, err = run_cli(capsys, ["diagnose", "two.csv", "--gpus-per-node", "1"])
     assert code == 2 and err.strip().endswith(
         "--gpus-per-node 1: the run on 2 devices over 1 server put 2 on each; give at least 2")

@@ -236,7 +236,7 @@ def test_the_diagnose_page_says_why_there_is_no_first_remedy():
     # up to 100 MB and loses at 10 GB (session 44): the page says so, as the text does, in
     # its control's words (session 47's helper: the CLI's line says --params)
     assert any(i.startswith("**First remedy to try:** none is predicted to help at every "
-                            "gradient size these runs allow; give Model parameters (the "
+                            "gradient size these runs allow; give \"Model parameters\" (the "
                             "model's parameter count) to judge those that depend on it")
                for i in infos), infos
     assert not any("None of the seed remedies" in i for i in infos)
