@@ -75,8 +75,8 @@ GPUS = tuple(dict.fromkeys([presets.HARDWARE[presets.DEFAULT_HARDWARE].device_na
 UPLOAD_WORKLOAD = "a workload JSON (upload)"
 # How a line of the diagnosis names each input of ``scalesim diagnose`` on this page: its
 # control's label (the CLI's flag, ``bounds.flag_of``, in its template: ``errors.in_words_of``);
-# the controls' labels start with these words. A source of the page (the runs file,
-# diagnose's FILE; the traces), not a control of the runs'
+# the controls' labels start with these words. The page's sources (the runs file, diagnose's
+# FILE; the traces; the nvidia-smi log) are named by their upload's label, as controls are
 DIAGNOSE_CONTROLS = {
     "params": "Model parameters", "critical_batch_size": "Critical batch size",
     "wire_bytes": "Bytes per gradient element on the wire", "extrapolate": "Extrapolate to",
