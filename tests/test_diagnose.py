@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import diagnose_cases as cases
 import numpy as np
 import pytest
+from cli_harness import diagnosed_once
 
 from scalesim import presets
 from scalesim.cli.main import main
@@ -31,8 +32,22 @@ FIRST_REMEDY = {
 }
 
 
+# the reports of the CLI tests' diagnoses by their arguments: the text and the --json of one
+# runs file, or one file with one set of flags in two tests, are fitted once in the module
+DIAGNOSES: dict = {}
+
+
 def runs_of(rows, name="runs.csv"):
     return parse_runs_text(cases.to_csv(rows), name)
+
+
+@pytest.fixture(scope="module")
+def inter_server_file(tmp_path_factory) -> str:
+    """The inter-server case as one runs.csv for the module: the CLI tests of it name one
+    source, so their diagnoses with the same flags are one (``DIAGNOSES``)."""
+    path = tmp_path_factory.mktemp("inter_server") / "runs.csv"
+    path.write_text(cases.to_csv(cases.inter_server()))
+    return str(path)
 
 
 @pytest.mark.parametrize("cause", sorted(cases.CASES))
@@ -162,9 +177,9 @@ def test_unmeasured_inter_server_link_is_flagged():
     assert out[1].high / out[1].low > out[0].high / out[0].low
 
 
-def test_cli_text_and_json(tmp_path, capsys):
-    path = tmp_path / "runs.csv"
-    path.write_text(cases.to_csv(cases.inter_server()))
+def test_cli_text_and_json(capsys, monkeypatch, inter_server_file):
+    diagnosed_once(monkeypatch, DIAGNOSES)  # the text's report read again for the --json
+    path = inter_server_file
     assert main(["diagnose", str(path)]) == 0
     text = capsys.readouterr().out
     assert text.index("Likely cause: Inter-server link") < text.index("First remedy to try")
@@ -521,18 +536,20 @@ def test_traced_overlap_is_the_nearer_case(monkeypatch, share, overlap):
     assert seen[-1].overlap is overlap
 
 
-def test_params_too_small_for_the_measured_transfer_is_said(tmp_path, capsys):
+def test_params_too_small_for_the_measured_transfer_is_said(capsys, monkeypatch,
+                                                            inter_server_file):
     """--params 340 (meant 340e6) made the fitted inter-server link move the gradients at
     0.00014 GB/s, held at the 1 MB/s floor of a link, and the remedies compared networks from
     there ("0.001 -> 192 GB/s busbw") without a word. A note names the fitted rate, the floor
-    and the likely slip; the model's own parameter count gives no such note."""
-    path = tmp_path / "runs.csv"
-    path.write_text(cases.to_csv(cases.inter_server()))
+    and the likely slip; the model's own parameter count (BERT-large's 336e6, the --params the
+    tests below give these runs) gives no such note."""
+    diagnosed_once(monkeypatch, DIAGNOSES)
+    path = inter_server_file
     assert main(["diagnose", str(path), "--params", "340", "--json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
     slow = [n for n in notes if "--params 340" in n]
     assert len(slow) == 1 and "below the 0.001 GB/s" in slow[0], notes
-    assert main(["diagnose", str(path), "--params", "340e6", "--json"]) == 0
+    assert main(["diagnose", str(path), "--params", "336e6", "--json"]) == 0
     assert not [n for n in json.loads(capsys.readouterr().out)["notes"] if "--params" in n]
 
 
@@ -708,14 +725,14 @@ def test_a_traces_idle_is_not_called_strong_scaling_and_a_gpu_job_keeps_device_w
     assert "(launch or host overhead)" in report.cause.evidence[0]
 
 
-def test_throughputs_past_ten_thousand_are_written_whole_not_in_e_notation(tmp_path, capsys):
+def test_throughputs_past_ten_thousand_are_written_whole_not_in_e_notation(capsys, monkeypatch,
+                                                                          inter_server_file):
     """The extrapolation table wrote ``:.4g``: '3.433e+04 samples/s [3.015e+04 .. 3.865e+04]'
     for the inter-server runs at 256 devices (session 39). Every throughput now reads as the
     other commands write one (``figures.throughput`` since session 43, ``amount`` before it):
     4 significant digits, thousands-separated, as the runs table writes its samples/s."""
-    path = tmp_path / "runs.csv"
-    path.write_text(cases.to_csv(cases.inter_server()))
-    args = ["diagnose", str(path), "--params", "336e6", "--extrapolate", "64,256"]
+    diagnosed_once(monkeypatch, DIAGNOSES)  # the text's report read again for the --json
+    args = ["diagnose", inter_server_file, "--params", "336e6", "--extrapolate", "64,256"]
     assert main(args) == 0
     text = capsys.readouterr().out
     assert main([*args, "--json"]) == 0
@@ -730,7 +747,8 @@ def test_throughputs_past_ten_thousand_are_written_whole_not_in_e_notation(tmp_p
     assert "e+" not in text, text
 
 
-def test_split_the_model_tells_diagnose_what_diagnose_takes(tmp_path, capsys):
+def test_split_the_model_tells_diagnose_what_diagnose_takes(capsys, monkeypatch,
+                                                            inter_server_file):
     """The split-the-model remedy's reason on a fitted parameter count was predict's: 'recalibrate
     (scalesim calibrate --model gpt ...) or give --workload with its 'transformer' shape', where
     diagnose has nothing to recalibrate and takes --workload only with --gpu (session 39). Runs
@@ -739,8 +757,8 @@ def test_split_the_model_tells_diagnose_what_diagnose_takes(tmp_path, capsys):
     (tests/test_profile_split.py)."""
     import scalesim.trace_diagnosis as trace_diagnosis
 
-    path = tmp_path / "runs.csv"
-    path.write_text(cases.to_csv(cases.inter_server()))
+    diagnosed_once(monkeypatch, DIAGNOSES)  # --params 336e6: the report of the tests beside
+    path = inter_server_file
 
     def split(*flags):
         assert main(["diagnose", str(path), *flags, "--json"]) == 0
@@ -762,7 +780,8 @@ def test_split_the_model_tells_diagnose_what_diagnose_takes(tmp_path, capsys):
     assert "recalibrate" not in reason, reason
 
 
-def test_kernel_and_fp8_remedies_tell_diagnose_what_prices_them(tmp_path, capsys):
+def test_kernel_and_fp8_remedies_tell_diagnose_what_prices_them(capsys, monkeypatch,
+                                                                inter_server_file):
     """The Hopper-kernel and fp8 remedies' reasons on runs diagnose fitted spoke of a calibration
     the user never ran ('... holds timings measured with its own attention kernel and its
     calibration did not record which', '... timings measured at their own precision', session
@@ -772,8 +791,8 @@ def test_kernel_and_fp8_remedies_tell_diagnose_what_prices_them(tmp_path, capsys
     tests/test_attention_remedy.py)."""
     import scalesim.trace_diagnosis as trace_diagnosis
 
-    path = tmp_path / "runs.csv"
-    path.write_text(cases.to_csv(cases.inter_server()))
+    diagnosed_once(monkeypatch, DIAGNOSES)  # --params 336e6: the report of the tests beside
+    path = inter_server_file
     flags = {"attention_kernel": "--attention-kernel fused-vendor", "fp8": "--precision fp8"}
     for given in (["--params", "336e6"], ["--workload", "bert-large", "--gpu", "H100 SXM"]):
         assert main(["diagnose", str(path), *given, "--json"]) == 0
@@ -797,13 +816,15 @@ def test_kernel_and_fp8_remedies_tell_diagnose_what_prices_them(tmp_path, capsys
         assert "calibration" not in note and flags[key] in note, note
 
 
-def test_diagnose_s_sentences_write_a_throughput_as_its_table_does(tmp_path, capsys):
+def test_diagnose_s_sentences_write_a_throughput_as_its_table_does(tmp_path, capsys,
+                                                                   monkeypatch):
     """Session 43: diagnose's sentences wrote samples/s with ``figures.amount`` ('throughput 555
     -> 2,400 samples/s' beside the table's 555.2; '15,207 samples/s [15,207 .. 20,271]', five
     digits a fit does not have) and the loader caveat with ``sig3``: every one now as the runs
     table writes its samples/s column (``figures.throughput``, 4 significant digits)."""
     import re
 
+    diagnosed_once(monkeypatch)  # the text's report read again for the --json
     path = tmp_path / "runs.csv"
     path.write_text(cases.to_csv(cases.input_pipeline()))
     assert main(["diagnose", str(path)]) == 0
