@@ -732,7 +732,7 @@ PROFILE_WAY = "an uploaded calibration profile whose servers hold a multiple of 
 def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
                     server_devices: int | None = None) -> Refusal:
     """'tp 16 > 8 GPUs per server (...); use tp <= 8, or hardware whose server (one NVLink
-    domain) holds 16 GPUs: the preset gb200-nvl72 at 64 GPUs per server, or a hardware file
+    domain) holds 16 GPUs: the preset gb200-nvl72 at 64 GPUs per rack, or a hardware file
     with devices_per_node a multiple of 16'; 'tp 4 > 2 processes per host (...); use tp <= 2'
     for a CPU profile. Every way out: a smaller tp; more of the server's devices where the job
     uses fewer than its ``server_devices`` (the hardware's devices_per_node; None: the job's
@@ -790,7 +790,7 @@ def server_ways(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
     """The ways out of a tp past the ``devices_per_node`` a job uses per server other than a
     smaller tp, as a fix's tail: ', or 8 GPUs per server (the hardware's servers hold 8)' where
     the server holds tp (``server_devices``), else for GPUs ', or hardware whose server (one
-    NVLink domain) holds 16 GPUs: the preset gb200-nvl72 at 64 GPUs per server, or a hardware
+    NVLink domain) holds 16 GPUs: the preset gb200-nvl72 at 64 GPUs per rack, or a hardware
     file with devices_per_node a multiple of 16' (``presets``: ``presets_past_server``'s, which
     its caller names among the knobs too); '' for a CPU profile's host that holds no more (no
     preset is a CPU host). ``own``: the last way, hardware of one's own, with '{tp}' for tp
@@ -801,9 +801,20 @@ def server_ways(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
                 f"{nouns.servers} hold {held})")
     if nouns.cpu:
         return ""
-    named = "".join(f"the preset {name} at {used} GPUs per server, or " for name, used in presets)
+    named = "".join(f"{preset_at_words(name, used)}, or " for name, used in presets)
     own = (HARDWARE_FILE_WAY if own is None else own).format(tp=tp)
-    return f", or hardware whose server (one NVLink domain) holds {tp} GPUs: {named}{own}"
+    return (f", or hardware whose {nouns.server} (one NVLink domain) holds {tp} GPUs: "
+            f"{named}{own}")
+
+
+def preset_at_words(name: str, used: int) -> str:
+    """'the preset gb200-nvl72 at 64 GPUs per rack': a hardware preset at ``used`` GPUs of each
+    server, in that preset's own nouns (``hardware_nouns``: an NVL72's server is a rack)."""
+    from scalesim.device_nouns import hardware_nouns
+    from scalesim.presets import HARDWARE
+
+    words = hardware_nouns(HARDWARE[name])
+    return f"the preset {name} at {used} {words.gpus} per {words.server}"
 
 
 def presets_past_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,

@@ -25,7 +25,7 @@ def test_a_tp_past_the_server_names_the_hardware_preset_that_holds_it_and_that_w
     assert at.session_state["app_state"].hw == "dgx-h100"  # the fallback keeps the preset
     # the way out the box names: the preset table's server that holds tp 16, at its count
     ((name, per_server),) = presets_past_server(16, 8)
-    assert f"the preset {name} at {per_server} GPUs per server" in box
+    assert f"the preset {name} at {per_server} GPUs per rack" in box  # an NVL72's server
     at.sidebar.selectbox(key="k_hw").set_value(name)
     run_clean(at)
     at.sidebar.number_input(key="k_dpn").set_value(per_server)

@@ -163,7 +163,7 @@ def test_a_tp_past_a_server_is_predicts_line_in_sweep_too(capsys):
     args = ["--workload", "llama3-8b", "--tp", "16", "--devices", "8,16"]
     words = ("tp 16 > 8 GPUs per server (tensor parallelism stays inside one server); use tp <= 8, "
              "or hardware whose server (one NVLink domain) holds 16 GPUs: the preset gb200-nvl72 "
-             "at 64 GPUs per server, or a hardware file with devices_per_node a multiple of 16")
+             "at 64 GPUs per rack, or a hardware file with devices_per_node a multiple of 16")
     for command in ("predict", "sweep"):
         assert run_cli(capsys, [command, *args]) == (2, "", f"scalesim {command}: error: "
                                                             f"{words}\n")

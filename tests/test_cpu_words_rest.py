@@ -99,7 +99,7 @@ def test_predict_sweep_decide_refuse_a_layout_in_processes_and_hosts(capsys, tmp
                             "16", "--tp", "16"])
     assert gpu.endswith("error: tp 16 > 8 GPUs per server (tensor parallelism stays inside one "
                         "server); use tp <= 8, or hardware whose server (one NVLink domain) "
-                        "holds 16 GPUs: the preset gb200-nvl72 at 64 GPUs per server, or a "
+                        "holds 16 GPUs: the preset gb200-nvl72 at 64 GPUs per rack, or a "
                         "hardware file with devices_per_node a multiple of 16")  # session 45
     assert _refusal(capsys, ["predict", "--profile", str(H200), "--gpus-per-node", "8", "--devices",
                              "12"]).endswith("error: 12 devices do not fill whole servers of 8; use "

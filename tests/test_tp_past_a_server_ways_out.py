@@ -24,7 +24,7 @@ from scalesim.schemas import Scenario, ScenarioLayout
 LLAMA = ["--workload", "llama3-8b"]
 TP16_ON_DGX = ("tp 16 > 8 GPUs per server (tensor parallelism stays inside one server); use tp "
                "<= 8, or hardware whose server (one NVLink domain) holds 16 GPUs: the preset "
-               "gb200-nvl72 at 64 GPUs per server, or a hardware file with devices_per_node a "
+               "gb200-nvl72 at 64 GPUs per rack, or a hardware file with devices_per_node a "
                "multiple of 16")
 
 
@@ -46,7 +46,7 @@ def test_the_cli_names_a_smaller_tp_and_the_hardware_that_holds_it(capsys):
 
 
 def test_each_way_out_it_names_runs(capsys):
-    """tp 8 on the DGX H100; tp 16 on gb200-nvl72 at 64 GPUs per server."""
+    """tp 8 on the DGX H100; tp 16 on gb200-nvl72 at 64 GPUs per rack."""
     for argv in (["--hardware", "dgx-h100", "--tp", "8"],
                  ["--hardware", "gb200-nvl72", "--gpus-per-node", "64", "--tp", "16"]):
         code, out, err = run_cli(capsys, ["predict", *LLAMA, *argv, "--devices", "64", "--json"])
@@ -115,6 +115,6 @@ def test_the_app_box_says_the_same_ways_out():
                    "dlist": "64", "tp": "16"})
     (box,) = [e.value for e in at.error if e.value.startswith("Cannot predict")]
     assert "use Tensor parallel \\<= 8, or hardware whose server (one NVLink domain) holds 16 " \
-           "GPUs: the preset gb200-nvl72 at 64 GPUs per server" in box, box
+           "GPUs: the preset gb200-nvl72 at 64 GPUs per rack" in box, box
     # the line names Tensor parallel itself (session 48): not listed again
     assert " Controls to change: Devices per server, Hardware preset." in box, box
