@@ -933,7 +933,8 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
                                   (float(inter_busbw_GBps_of(profile.hardware, scenario)),
                                    net.reached_GBps),
                                   as_literal(server_part_words(profile.hardware, scenario)),
-                                  ARROW_FIELD)  # a template: a page writes its own arrow
+                                  ARROW_FIELD,  # a template: a page writes its own arrow
+                                  ctx.words.server)
         needs = f", {net.nics_needed}" if net.nics_needed else ""
         title = arrowed_said(f"Network: {net.upgrade.name}, ", words, needs)
         out.append(ctx.option("network", title, p,

@@ -256,7 +256,7 @@ CHANGE_ARROW = " -> "  # between a figure before and after a change, as the CLI 
 
 
 def busbw_words(whole_GBps, reached_GBps=None, part: str = "", was: str = "",
-                arrow: str = CHANGE_ARROW) -> str:
+                arrow: str = CHANGE_ARROW, server: str = "server") -> str:
     """A link's bus bandwidth as a manager reads it, GB/s: the figure the job's devices reach
     first (fewer GPUs of a server reach fewer of its NICs, docs/model.md §2), the whole server's
     in parentheses: '24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server 192)';
@@ -269,7 +269,8 @@ def busbw_words(whole_GBps, reached_GBps=None, part: str = "", was: str = "",
     '12.4 -> 24.8 GB/s busbw for the job's 1 of 8 GPUs per server'. The one wording of decide's
     network option, goal's networks and least network, the remedies' titles and the app's
     cards. ``arrow``: what goes between a change's figures (a template's '{arrow}',
-    ``layout_change.arrowed_said``)."""
+    ``layout_change.arrowed_said``); ``server``: the noun of the whole ('rack' on a GB200 NVL72,
+    'host' on a CPU calibration: ``device_nouns.hardware_nouns``), as ``part`` says it."""
     def chain(values, tag: str) -> str:
         values = values if isinstance(values, tuple) else (values,)
         return arrow.join(sig3(v) + (f" {tag}" if tag and i == 0 else "")
@@ -281,7 +282,7 @@ def busbw_words(whole_GBps, reached_GBps=None, part: str = "", was: str = "",
     whole = chain(whole_GBps, "")
     if reached_GBps is None or not part or chain(reached_GBps, "") == whole:
         return f"{chain(whole_GBps, was)} GB/s busbw"
-    return f"{chain(reached_GBps, was)} GB/s busbw for the job's {part} (whole server {whole})"
+    return f"{chain(reached_GBps, was)} GB/s busbw for the job's {part} (whole {server} {whole})"
 
 
 def latency_us(latency_s: float) -> str:

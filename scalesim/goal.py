@@ -196,11 +196,12 @@ class GoalNetwork:
     def priced(self) -> bool:
         return self.extra_usd_per_server_hour is not None
 
-    @property
-    def busbw_words(self) -> str:
+    def busbw_said(self, nouns: Nouns) -> str:
         """'24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server 192)', '48 GB/s
-        busbw' on whole servers (``figures.busbw_words``)."""
-        return busbw_words(self.busbw_GBps, self.reached_busbw_GBps, self.server_part)
+        busbw' on whole servers (``figures.busbw_words``), the server in ``nouns`` (the
+        answer's ``words``: 'whole rack' on a GB200 NVL72)."""
+        return busbw_words(self.busbw_GBps, self.reached_busbw_GBps, self.server_part,
+                           server=nouns.server)
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,7 @@ class NetworkNeed:
                     f"busbw); {today}")
         if self.reaches == "latency":
             return (f"no bandwidth at today's {now} a hop; an unlimited one with at most "
-                    f"{latency_us(self.latency_s)} a hop ({today}){self.upgrades_words}")
+                    f"{latency_us(self.latency_s)} a hop ({today}){self.upgrades_said(nouns)}")
         if self.reaches != "bandwidth":
             return ""
         line = self.gbit_per_server
@@ -120,29 +120,34 @@ class NetworkNeed:
         rate = (f"{sig3(line)} Gb/s line rate per {nouns.server} over RDMA at {IB_EFFICIENCY:g} "
                 f"efficiency{nic}")
         if self.partial:
-            need = (f"{busbw_words(self.busbw_GBps, self.reached_GBps, self.server_part)} on "
+            need = (f"{self._busbw_said(self.busbw_GBps, self.reached_GBps, nouns)} on "
                     f"today's {self.nics_per_node} NICs ({rate})")
-            today = busbw_words(self.today_busbw_GBps, self.today_busbw_GBps * self.nic_share,
-                                self.server_part)
+            today = self._busbw_said(self.today_busbw_GBps, self.today_busbw_GBps * self.nic_share,
+                                     nouns)
         else:
             need = f"{link_GBps(self.busbw_GBps)} busbw ({rate})"
             today = link_GBps(self.today_busbw_GBps)
         enough = ": enough" if self.today_busbw_GBps >= self.busbw_GBps else ""
-        return f"{need} at today's {now} a hop; today {today}{enough}{self.upgrades_words}"
+        return f"{need} at today's {now} a hop; today {today}{enough}{self.upgrades_said(nouns)}"
 
     @property
     def partial(self) -> bool:
         """Whether the job's devices reach less than a whole server's busbw today."""
         return bool(self.server_part) and self.nic_share < 1.0
 
-    @property
-    def upgrades_words(self) -> str:
+    def _busbw_said(self, whole_GBps: float, reached_GBps: float, nouns: Nouns) -> str:
+        """A busbw of the whole server and what the job's devices of each reach, GB/s
+        (``figures.busbw_words``), the server in ``nouns``."""
+        return busbw_words(whole_GBps, reached_GBps, self.server_part, server=nouns.server)
+
+    def upgrades_said(self, nouns: Nouns) -> str:
         """'; of the named networks, 8 x 200 Gb/s HDR InfiniBand (...) gives the job 24 GB/s
         busbw for the job's 1 of 8 GPUs per server (whole server 192) at 6 us a hop: not
-        enough; ...' ('' where none is named): each by what the job's devices reach of it."""
+        enough; ...' ('' where none is named): each by what the job's devices reach of it, the
+        server in ``nouns`` ('whole rack' on a GB200 NVL72)."""
         if not self.upgrades:
             return ""
-        rows = [f"{u.name} gives {busbw_words(u.busbw_GBps, u.reached_GBps, self.server_part)} "
+        rows = [f"{u.name} gives {self._busbw_said(u.busbw_GBps, u.reached_GBps, nouns)} "
                 f"at {latency_us(u.latency_s)} a hop: {'enough' if u.enough else 'not enough'}"
                 for u in self.upgrades]
         basis = f" ({self.upgrades_basis})" if self.upgrades_basis else ""

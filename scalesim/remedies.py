@@ -249,7 +249,7 @@ def not_measured_link(profile: Profile, scenario: Scenario, level: str) -> bool:
 
 def link_change_words(before_GBps: float | None, after_GBps: float | None, preset: bool = False,
                       reached: tuple[float, float] | None = None, part: str = "",
-                      arrow: str = CHANGE_ARROW) -> str:
+                      arrow: str = CHANGE_ARROW, server: str = GPU_NOUNS.server) -> str:
     """'12 -> 192 GB/s busbw'; with ``preset`` (the figure a calibration kept from a preset,
     not measured: ``not_measured_link``) '6.8 (a preset, not measured) -> 192 GB/s busbw'; with
     ``reached`` (the figures the job's devices reach, GB/s) on part of each server (``part``,
@@ -258,11 +258,12 @@ def link_change_words(before_GBps: float | None, after_GBps: float | None, prese
     server is not known (a link fitted to what the job's devices reached, no NIC count):
     '3.31 -> 24 GB/s busbw for the job's 1 of 8 GPUs per server (whole server 192)'; both None
     (twice such a link): the job's alone, '12.4 -> 24.8 GB/s busbw for the job's 1 of 8 GPUs
-    per server'. ``arrow``: what goes between the figures (``figures.busbw_words``)."""
+    per server'. ``arrow``: what goes between the figures; ``server``: the whole's noun, as
+    ``part`` says it ('rack' on a GB200 NVL72) (``figures.busbw_words``)."""
     whole = (None if after_GBps is None else after_GBps if before_GBps is None
              else (before_GBps, after_GBps))
     return busbw_words(whole, reached, part, "(a preset, not measured)" if preset else "",
-                       arrow)
+                       arrow, server)
 
 
 def whole_inter_GBps(hw: Hardware, scenario: Scenario) -> float | None:
@@ -278,17 +279,18 @@ def whole_inter_GBps(hw: Hardware, scenario: Scenario) -> float | None:
 
 def _busbw_words(before_GBps: float | None, after_GBps: float | None, relative: bool,
                  preset: bool = False, reached: tuple[float, float] | None = None,
-                 part: str = "") -> str:
+                 part: str = "", server: str = GPU_NOUNS.server) -> str:
     """A link remedy's change: '(12 -> 192 GB/s busbw)' (``link_change_words``, with what the
     job reaches where it differs; a ``LayoutTitle`` carrying its arrows, which a page writes as
     its own: ``arrowed_said``), or with ``relative`` (bandwidths fitted to a nominal gradient
     size, whose GB/s mean nothing alone) '(16x the fitted bandwidth)', the ratio of the figures
-    the job reaches (``reached``, else the whole ones), not of their printed digits."""
+    the job reaches (``reached``, else the whole ones), not of their printed digits; ``server``:
+    the whole's noun (``link_change_words``)."""
     if relative:
         before, after = reached or (before_GBps or after_GBps, after_GBps)
         return f"({after / before:.3g}x the fitted bandwidth)"
     return arrowed_said("(", link_change_words(before_GBps, after_GBps, preset, reached,
-                                               as_literal(part), ARROW_FIELD), ")")
+                                               as_literal(part), ARROW_FIELD, server), ")")
 
 
 def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
@@ -451,7 +453,8 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         out.append(Candidate("interconnect", retitled(
                              _busbw_words(whole_now, whole_after, relative_links,
                                           not_measured_link(profile, scenario, "inter_node"),
-                                          reached, server_part_words(hw, scenario)),
+                                          reached, server_part_words(hw, scenario),
+                                          words.server),
                              f"Faster inter-{words.server} network: {name} "),
                              fast_scn, fast_profile, "", caveat,
                              named.upgrade if is_named else None))
@@ -467,7 +470,8 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         out.append(Candidate("interconnect", retitled(
                              _busbw_words(intra, 2 * intra, relative_links,
                                           not_measured_link(profile, scenario, "intra_node"),
-                                          reached, part), f"Faster intra-{words.server} links "),
+                                          reached, part, words.server),
+                             f"Faster intra-{words.server} links "),
                              doubled, profile,
                              one or (CPU_NOT_APPLICABLE["intra_link"] if words.cpu else ""), ""))
     if not now.fits:

@@ -25,3 +25,30 @@ def test_the_tp_refusal_names_the_nvl72_preset_by_its_rack(capsys):
                    "stays inside one rack); use tp <= 72, or hardware whose rack (one NVLink "
                    "domain) holds 144 GPUs: a hardware file with devices_per_node a multiple of "
                    "144\n")
+
+
+# 8 of each rack's 72 GPUs at a 20 GB/s whole-rack busbw: they reach 8 of its 72 NICs' share,
+# 20 x 8 / 72 = 2.22 GB/s; DGX A100's 8 x 200 Gb/s HDR network: 192 whole, 24 for the 8 GPUs
+PART_OF_RACKS = [*GB200, "--workload", "gpt-7b", "--gpus-per-node", "8", "--price", "6",
+                 "--train-samples", "1e8", "--inter-busbw", "20"]
+
+
+def test_decide_says_the_whole_racks_busbw(capsys):
+    code, out, err = run_cli(capsys, ["decide", *PART_OF_RACKS, "--devices", "144",
+                                      "--global-batch", "576"])
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert ("2.22 -> 24 GB/s busbw for the job's 8 of 72 GPUs per rack (whole rack 20 -> 192)"
+            in flat)  # was 'whole server 20 -> 192'
+    assert "today 2.22 GB/s busbw for the job's 8 of 72 GPUs per rack (whole rack 20)" in flat
+    assert "whole server" not in flat, out
+
+
+def test_goal_says_the_whole_racks_busbw(capsys):
+    code, out, err = run_cli(capsys, ["goal", *PART_OF_RACKS, "--deadline", "7d", "--budget",
+                                      "500000", "--max-devices", "512"])
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "today 2.22 GB/s busbw for the job's 8 of 72 GPUs per rack (whole rack 20)" in flat
+    assert "24 GB/s busbw for the job's 8 of 72 GPUs per rack (whole rack 192), 6 us" in flat
+    assert "whole server" not in flat, out

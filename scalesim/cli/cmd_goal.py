@@ -156,7 +156,8 @@ def render(answer) -> str:
         lines += hanging_table([{**cells(p), "plan": answer.describe(p)} for p in answer.front])
     networks = []
     for n in answer.networks:
-        link = f"{n.nics_per_node} x {n.gbit_per_nic:g} Gb/s, {n.busbw_words}, {n.latency_s * 1e6:g} us"
+        link = (f"{n.nics_per_node} x {n.gbit_per_nic:g} Gb/s, {n.busbw_said(answer.words)}, "
+                f"{n.latency_s * 1e6:g} us")
         link += f", {n.nics_needed}" if n.nics_needed else ""
         price = (f"+${amount(n.extra_usd_per_server_hour)} a {answer.words.server}-hour"
                  if n.priced else "no public price: USD is the devices' alone")
