@@ -1382,7 +1382,7 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption],
         o = _choose(ctx, options, _buys)
         if more is not None and o is more.option:
             return _nothing_fits(ctx, more, o.devices), o.assumption
-        return (f"{_action(o)} first: today's layout does not fit in {ctx.words.memory}.",
+        return (f"{_action(o, ctx.words)} first: today's layout does not fit in {ctx.words.memory}.",
                 o.assumption)
     stall = next((o for o in options if o.key == "input_pipeline"), None)
     if stall is not None and data_stall_share(now) >= DATA_STALL_SHARE:
@@ -1400,20 +1400,22 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption],
                  else f"saves {usd_text(-o.total_change_usd)}" if o.total_change_usd < 0
                  else f"costs {usd_text(o.total_change_usd)} more in total")
         free = " with no new hardware" if o.key in FREE_KEYS else ""
-        return (f"{_action(o)}: {_gain_words(o, ctx.unit)}{free}, and {money}.", o.assumption)
+        return (f"{_action(o, ctx.words)}: {_gain_words(o, ctx.unit)}{free}, and {money}.", o.assumption)
     if o.key in FREE_KEYS:  # as good as the best within the model's error, nothing to buy
-        return (f"{_action(o)}: {_gain_words(o, ctx.unit)} with no new hardware.", o.assumption)
+        return (f"{_action(o, ctx.words)}: {_gain_words(o, ctx.unit)} with no new hardware.", o.assumption)
     extra = ("" if o.extra_usd_per_hour is None or o.extra_usd_per_hour == 0
              else f", for {usd_text(o.extra_usd_per_hour)} more per hour"
              if o.extra_usd_per_hour > 0 else
              f", for {usd_text(-o.extra_usd_per_hour)} less per hour")
-    return f"{_action(o)}: {_gain_words(o, ctx.unit)}{extra}.", o.assumption
+    return f"{_action(o, ctx.words)}: {_gain_words(o, ctx.unit)}{extra}.", o.assumption
 
 
-def _action(o: DecisionOption) -> str:
-    """The option's title as an instruction ('Settings: double ...' -> 'Double ...')."""
+def _action(o: DecisionOption, nouns: Nouns) -> str:
+    """The option's title as an instruction ('Settings: double ...' -> 'Double ...', 'Network:
+    ...' -> 'Upgrade the inter-server network to ...', the server in ``nouns``: 'inter-rack'
+    on a GB200 NVL72)."""
     for prefix, verb in (("Settings: ", ""), ("Input: ", "Fix the input pipeline: "),
-                         ("Network: ", "Upgrade the inter-server network to ")):
+                         ("Network: ", f"Upgrade the inter-{nouns.server} network to ")):
         if o.title.startswith(prefix):
             rest = o.title[len(prefix):]
             return (verb + rest) if verb else rest[0].upper() + rest[1:]

@@ -15,6 +15,7 @@ from scalesim.app.state import default_state, preset_profile
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.cli.main import main
 from scalesim.decision import ASSUMPTIONS, DecisionOption, _recommend, card_rows, decide
+from scalesim.device_nouns import GPU_NOUNS
 from scalesim.network_upgrades import UPGRADES, upgrades_for
 from scalesim.predict import predict
 from scalesim.profiles import default_profile, resolve_profile
@@ -169,7 +170,7 @@ def _option(key: str, gain: float, total_usd: float | None = None) -> DecisionOp
 def _ctx(error: float = DATA_PARALLEL_MEDIAN_ERROR):
     now = predict(default_profile(), Scenario(devices=[16]))[0]
     assert now.fits and now.data_stall_s is None  # the presets: no input pipeline, no stall
-    return SimpleNamespace(error=error, now=now, unit="samples")
+    return SimpleNamespace(error=error, now=now, unit="samples", words=GPU_NOUNS)
 
 
 @pytest.mark.parametrize("gain, acts", [(DATA_PARALLEL_MEDIAN_ERROR, True),
@@ -227,8 +228,8 @@ def test_the_input_pipeline_comes_first_from_a_tenth_of_the_step(stall_s, first)
     loader = DecisionOption(**{**asdict(_option("settings", stall_s / (1 - stall_s))),
                                "key": "input_pipeline", "title": "Input: cache the input",
                                "assumption": ASSUMPTIONS["input_pipeline"]})
-    text, _ = _recommend(SimpleNamespace(error=DATA_PARALLEL_MEDIAN_ERROR, now=now, unit="samples"),
-                         [_option("network", 0.30), loader])
+    text, _ = _recommend(SimpleNamespace(error=DATA_PARALLEL_MEDIAN_ERROR, now=now, unit="samples",
+                                         words=GPU_NOUNS), [_option("network", 0.30), loader])
     assert text.startswith("Fix the input pipeline first") == first
     assert text.startswith("Upgrade the inter-server network") != first
 

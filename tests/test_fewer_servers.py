@@ -34,6 +34,7 @@ from scalesim.decision import (
     money_ratio,
     usd_text,
 )
+from scalesim.device_nouns import GPU_NOUNS
 from scalesim.figures import throughput
 from scalesim.predict import predict
 from scalesim.profiles import default_profile
@@ -162,7 +163,7 @@ def _option(key: str, gain: float, hourly: float, now_hourly: float = 64.0) -> D
 
 def _ctx():
     now = predict(default_profile(), Scenario(devices=[16]))[0]
-    return SimpleNamespace(error=DATA_PARALLEL_MEDIAN_ERROR, now=now, unit="samples")
+    return SimpleNamespace(error=DATA_PARALLEL_MEDIAN_ERROR, now=now, unit="samples", words=GPU_NOUNS)
 
 
 @pytest.mark.parametrize("gain, hourly, decision", [

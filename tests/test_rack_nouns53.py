@@ -52,3 +52,13 @@ def test_goal_says_the_whole_racks_busbw(capsys):
     assert "today 2.22 GB/s busbw for the job's 8 of 72 GPUs per rack (whole rack 20)" in flat
     assert "24 GB/s busbw for the job's 8 of 72 GPUs per rack (whole rack 192), 6 us" in flat
     assert "whole server" not in flat, out
+
+
+def test_decide_recommends_the_inter_rack_network(capsys):
+    code, out, err = run_cli(capsys, ["decide", *PART_OF_RACKS, "--devices", "144",
+                                      "--global-batch", "576"])
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert ("recommendation: Upgrade the inter-rack network to 8 x 200 Gb/s HDR InfiniBand (as "
+            "in a DGX A100)") in flat  # was 'the inter-server network'
+    assert "server" not in out, out
