@@ -371,19 +371,21 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
                                 "--global-batch, --devices or --accumulation",
                                 knobs=("global_batch", "devices", "accumulation"))
     return SweepPlan(profile, base, arrays, combinations, rows, sequences,
-                     (_ignorable(arrays, base, g_max) if split else ())
+                     (_ignorable(arrays, base, g_max, hardware_nouns(profile.hardware))
+                      if split else ())
                      + _one_value_shard_group(arrays, base),
                      _rules_leaving_out(profile, base, arrays))
 
 
-def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tuple[str, ...]:
+def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int,
+               nouns: Nouns) -> tuple[str, ...]:
     """The one-value layout settings (``ONE_VALUE_SETTINGS`` not swept, ``base``'s) that some
     combination of the grid's tp, pp and layout settings does not run
     (``layout.unused_settings``). A value, one-value or swept, that no combination runs (a tp
     that fits a server of ``g_max`` devices, the rest dropped) is refused in one line: predict's
     rule, the flag and what to give for it to apply (``_to_apply``), as predict refuses the
     scenario; the first setting in ``ONE_VALUE_SETTINGS`` order. The one check of a layout
-    setting used on no row."""
+    setting used on no row. ``nouns``: the hardware's ('within a rack' on a GB200 NVL72)."""
     from scalesim.layout_predict import layout_of
 
     asked = layout_of(base)
@@ -416,7 +418,7 @@ def _ignorable(arrays: dict[str, np.ndarray], base: Scenario, g_max: int) -> tup
             raise ScalesimError(knobs_said(knob_refusal(
                 f"{template_of(rules[name, nowhere[0]])}: {what} "
                 f"{'mean' if len(nowhere) > 1 else 'means'} nothing on every row of the sweep; "
-                f"{_to_apply(name, arrays)}, or drop {drop}", (name,)),
+                f"{_to_apply(name, arrays, nouns)}, or drop {drop}", (name,)),
                 {f: flag for f, flag in grid_flags(arrays).items() if f != name}))
     return tuple(name for name in ONE_VALUE_SETTINGS if name in some and name not in arrays)
 
@@ -428,13 +430,14 @@ def grid_flags(axes) -> dict[str, str]:
     return {field: values_flag(field) for field in axes}
 
 
-def _to_apply(name: str, arrays: dict[str, np.ndarray]) -> str:
+def _to_apply(name: str, arrays: dict[str, np.ndarray], nouns: Nouns) -> str:
     """What to give for layout setting ``name`` to apply, a template's part: its split knob
     2 or more (``_APPLIES_FROM``), by the grid's flag where swept ('give a --pp-values that
     reaches 2'), else by its slot, the grid flag as the other way ('give {pp} (in a sweep: or a
-    --pp-values that reaches 2)')."""
+    --pp-values that reaches 2)'); a tp within the server of ``nouns`` ('within a rack')."""
     knob = _APPLIES_FROM[name]
-    grid = f"a {values_flag(knob)} that reaches 2" + (" within a server" if knob == "tp" else "")
+    grid = f"a {values_flag(knob)} that reaches 2" + (f" within a {nouns.server}"
+                                                        if knob == "tp" else "")
     split = grid if knob in arrays else f"{getattr(KNOB, knob)} (in a sweep: or {grid})"
     return f"give {KNOB.virtual_stages} 2 or more with {split}" if name == "p2p_overlap" \
         else f"give {split}"

@@ -62,3 +62,16 @@ def test_decide_recommends_the_inter_rack_network(capsys):
     assert ("recommendation: Upgrade the inter-rack network to 8 x 200 Gb/s HDR InfiniBand (as "
             "in a DGX A100)") in flat  # was 'the inter-server network'
     assert "server" not in out, out
+
+
+def test_sweeps_sequence_parallel_on_no_row_says_a_tp_within_a_rack(capsys):
+    code, out, err = run_cli(capsys, ["sweep", *GB200, "--workload", "llama3-8b", "--devices",
+                                      "72", "--global-batch", "576", "--sequence-parallel-values",
+                                      "on,off", "--tp-values", "1"])
+    assert code == 2 and out == ""
+    assert "; give a --tp-values that reaches 2 within a rack, or drop 'on' from " \
+           "--sequence-parallel-values" in err  # was 'within a server'
+    code, out, err = run_cli(capsys, ["sweep", *GB200, "--workload", "llama3-8b", "--devices",
+                                      "72", "--global-batch", "576", "--sequence-parallel"])
+    assert code == 2
+    assert "give --tp (in a sweep: or a --tp-values that reaches 2 within a rack)" in err
