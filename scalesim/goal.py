@@ -868,7 +868,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                      "samples, which favours large batches; give one to charge the penalty")
     elif goal.kind == "train":  # which batch --train-samples counts at decides every plan's
         notes.append(f"the training length counts samples at a global batch of {reference:,} "
-                     f"(micro-batch {b0} x {count(replicas, 'replica')} of one server x "
+                     f"(micro-batch {b0} x {count(replicas, 'replica')} of one "
+                     f"{hardware_nouns(profile.hardware).server} x "
                      f"accumulation {k0}); at critical batch {goal.critical_batch:,.0f} a plan at "
                      "another global batch needs more samples (a bigger one) or fewer")
     return GoalAnswer(deadline_s=float(deadline_s), budget_usd=float(budget_usd),

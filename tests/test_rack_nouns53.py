@@ -75,3 +75,16 @@ def test_sweeps_sequence_parallel_on_no_row_says_a_tp_within_a_rack(capsys):
                                       "72", "--global-batch", "576", "--sequence-parallel"])
     assert code == 2
     assert "give --tp (in a sweep: or a --tp-values that reaches 2 within a rack)" in err
+
+
+def test_goal_counts_the_training_length_at_one_racks_batch(capsys):
+    """gpt-7b, one GPU a replica: one rack's 72 replicas at micro-batch 1 = global batch 72."""
+    code, out, err = run_cli(capsys, ["goal", *GB200, "--workload", "gpt-7b", "--train-samples",
+                                      "1e8", "--deadline", "7d", "--budget", "500000",
+                                      "--max-devices", "288", "--price", "6", "--critical-batch",
+                                      "2048", "--min-samples", "1e7"])
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert ("the training length counts samples at a global batch of 72 (micro-batch 1 x 72 "
+            "replicas of one rack x accumulation 1)") in flat  # was 'of one server'
+    assert "server" not in out, out
