@@ -422,7 +422,8 @@ def _comm_section(c: _Controls, state: AppState) -> None:
         c(st.sidebar.number_input, "elat", c.label("elat"), step=1.0)
 
 
-INTRA_HELP = ("A whole server's ring bus bandwidth. On a DGX-1's NVLink cube-mesh (nvlink1, "
+# '{server}': the hardware's ('rack' on a GB200 NVL72, ``device_nouns.hardware_nouns``)
+INTRA_HELP = ("A whole {server}'s ring bus bandwidth. On a DGX-1's NVLink cube-mesh (nvlink1, "
               "nvlink2) fewer GPUs have fewer NVLinks, and a data-parallel ring or tensor-"
               "parallel group over 2 or 4 GPUs gets their share (V100: 1/6 over 2, 4/6 over 4; "
               "docs/model.md §18); NVSwitch and PCIe servers keep the whole figure.")
@@ -433,8 +434,9 @@ CPU_INTRA_HELP = ("The bus bandwidth of a collective among the host's processes:
 
 
 def intra_help(words: Nouns) -> str:
-    """The intra-server link controls' help: a GPU server's ring, or a CPU host's loopback."""
-    return CPU_INTRA_HELP if words.cpu else INTRA_HELP
+    """The intra-server link controls' help: a GPU server's ring (a rack's on a GB200 NVL72),
+    or a CPU host's loopback."""
+    return CPU_INTRA_HELP if words.cpu else INTRA_HELP.format(server=words.server)
 SCHEDULE_LABELS = {"auto": "auto (1F1B; interleaved with virtual stages)",
                    **{k: v for k, v in SCHEDULE_WORDS.items() if k != "none"}}
 RECOMPUTE_LABELS = {"auto": "the workload's", "none": "none", "selective": "selective",

@@ -204,7 +204,7 @@ def test_the_sidebar_labels_of_a_gpu_profile_are_as_they_were():
     assert {"dpn", "intra", "inter", "price", "focus", "dmax"} <= set(labels)
     assert {f: labels[f] for f in GPU_LABELS if f in labels} == {
         f: t for f, t in GPU_LABELS.items() if f in labels}
-    assert at.sidebar.selectbox(key="k_intra").help == INTRA_HELP
+    assert at.sidebar.selectbox(key="k_intra").help == INTRA_HELP.format(server="server")
 
 
 def test_the_refusal_names_the_control_in_the_profile_s_nouns():

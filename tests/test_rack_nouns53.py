@@ -6,6 +6,7 @@ the preset runs it at 64 GPUs (the largest multiple of 16 a rack holds)."""
 
 from __future__ import annotations
 
+from app_harness import open_app, preset_query
 from cli_harness import run_cli
 
 GB200 = ["--hardware", "gb200-nvl72"]
@@ -88,3 +89,11 @@ def test_goal_counts_the_training_length_at_one_racks_batch(capsys):
     assert ("the training length counts samples at a global batch of 72 (micro-batch 1 x 72 "
             "replicas of one rack x accumulation 1)") in flat  # was 'of one server'
     assert "server" not in out, out
+
+
+def test_the_pages_intra_link_help_says_a_whole_racks_ring():
+    at = open_app(preset_query(hw="gb200-nvl72", wl="llama3-70b"))
+    help_text = at.sidebar.selectbox(key="k_intra").help
+    assert help_text.startswith("A whole rack's ring bus bandwidth."), help_text  # was server's
+    at = open_app(preset_query(hw="dgx-h100", wl="llama3-70b"))
+    assert at.sidebar.selectbox(key="k_intra").help.startswith("A whole server's ring")
