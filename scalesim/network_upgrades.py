@@ -100,11 +100,13 @@ def nics_needed_words(upgrade: NetworkUpgrade, hardware: Hardware) -> str:
     DGX-1's 4 EDR ports); '' where the count is not known (a calibrated or fitted level), the
     upgrade fits in it, or it is another server rented with its NICs (``rented_server``). The
     presets know the NICs a server ships with, not its free slots, so the upgrade is kept and
-    said (docs/model.md §20)."""
+    said (docs/model.md §20); the server in ``hardware``'s nouns ('per rack (this rack has 4)'
+    on a GB200 NVL72)."""
     today = hardware.inter_node.nics_per_node
     if upgrade.rented_server or not today or upgrade.nics_per_node <= today:
         return ""
-    return f"needs {upgrade.nics_per_node} NICs per server (this server has {today})"
+    server = hardware_nouns(hardware).server  # 'rack' on a GB200 NVL72
+    return f"needs {upgrade.nics_per_node} NICs per {server} (this {server} has {today})"
 
 
 def per_node(upgrade: NetworkUpgrade, servers: int) -> NetworkUpgrade:

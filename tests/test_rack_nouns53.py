@@ -97,3 +97,22 @@ def test_the_pages_intra_link_help_says_a_whole_racks_ring():
     assert help_text.startswith("A whole rack's ring bus bandwidth."), help_text  # was server's
     at = open_app(preset_query(hw="dgx-h100", wl="llama3-70b"))
     assert at.sidebar.selectbox(key="k_intra").help.startswith("A whole server's ring")
+
+
+def test_an_upgrade_of_more_nics_than_the_rack_has_says_per_rack(capsys, tmp_path):
+    """A GB200 NVL72 hardware file whose racks have 4 NICs (192 GB/s busbw): the 8 x 400 Gb/s
+    NDR upgrade needs 8 NICs a rack, more than its 4."""
+    from scalesim.presets import HARDWARE
+
+    rack = HARDWARE["gb200-nvl72"]
+    four = rack.inter_node.model_copy(update={"nics_per_node": 4, "busbw_GBps": 192.0})
+    path = tmp_path / "gb200_4nic.json"
+    path.write_text(rack.model_copy(update={"name": "gb200-4nic", "inter_node": four})
+                    .model_dump_json(exclude_none=True))
+    code, out, err = run_cli(capsys, ["decide", "--hardware", str(path), "--workload", "gpt-7b",
+                                      "--devices", "144", "--global-batch", "576", "--price", "6",
+                                      "--train-samples", "1e8"])
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "192 -> 384 GB/s busbw, needs 8 NICs per rack (this rack has 4)" in flat  # was server
+    assert "server" not in out, out
