@@ -829,7 +829,8 @@ def _tab_cost(plan: Plan) -> None:
         _chart(money)
     goal = resolve_goal(plan.profile, plan.scenario)
     billing = billing_words(goal.server_devices, goal.instance_sizes,
-                            plan.profile.hardware.device_name, plan.words)
+                            plan.profile.hardware.device_name, plan.words,
+                            plan.profile.hardware.devices_per_node)
     st.caption(f"Cost counts the {plan.words.devices} a cloud bills: {billing} (the hardware's "
                "instance_sizes; docs/model.md §9).")
     if note := zero_price_note(goal):  # predict's note under its cost column

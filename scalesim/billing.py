@@ -106,11 +106,14 @@ def sizes_within(sizes: Sequence[int] | None, server_devices: int) -> list[int] 
 
 
 def billing_words(server_devices: int, sizes: Sequence[int] | None,
-                  device_name: str = "", words: Nouns | None = None) -> str:
+                  device_name: str = "", words: Nouns | None = None,
+                  whole_devices: int | None = None) -> str:
     """How devices are billed, in words, for notes and the app; a CPU calibration's devices
     (``device_nouns.is_cpu_device``) are its processes on a host (``nouns_for``): 'billed per
-    whole host of 2 processes'. ``words``: the hardware's nouns (``hardware_nouns``: a GB200
-    NVL72's server is a rack), else ``nouns_for(device_name)``'s."""
+    whole host of 2 processes'. ``server_devices``: the GPUs the job uses per server;
+    ``whole_devices``: those a whole server holds (a GB200 NVL72 rack's 72, which a job of
+    whole trays is not billed; default ``server_devices``). ``words``: the hardware's nouns
+    (``hardware_nouns``: a GB200 NVL72's server is a rack), else ``nouns_for(device_name)``'s."""
     listed = [server_devices] if sizes is None else sorted({int(s) for s in sizes})
     words = words or nouns_for(device_name)
     unit, one, server = words.gpus, words.gpu, words.server
@@ -123,7 +126,7 @@ def billing_words(server_devices: int, sizes: Sequence[int] | None,
     elif len(listed) == 1 and listed[0] == _tray_of(device_name):  # GB200 NVL72's 4-GPU trays
         text = (f"billed per allocation unit of {listed[0]} {unit} (the compute tray a scheduler "
                 f"hands out: whole trays of the job's {unit}, not whole {words.servers} of "
-                f"{server_devices})")
+                f"{whole_devices or server_devices})")
     elif len(listed) == 1:  # one shape smaller than the GPUs used per server: as many as hold them
         text = (f"billed per instance of {listed[0]} {unit} (as many as hold a {server}'s "
                 f"{server_devices} {unit})")

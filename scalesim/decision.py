@@ -395,7 +395,7 @@ def _price_source(profile: Profile, scenario: Scenario) -> str:
     goal = training_time.resolve_goal(profile, scenario)
     device = profile.hardware.device_name
     billing = billing_words(goal.server_devices, goal.instance_sizes, device,
-                            hardware_nouns(profile.hardware))
+                            hardware_nouns(profile.hardware), profile.hardware.devices_per_node)
     if scenario.price_per_device_hour is not None:
         return f"price per {nouns_for(device).device}-hour given by the user, {billing}"
     if profile.hardware.price_per_device_hour is not None:

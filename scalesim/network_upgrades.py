@@ -188,7 +188,7 @@ def network_scenario(profile: Profile, scenario: Scenario,
     link = up.link()
     sizes = up.billed_sizes(hw.devices_per_node)
     billing = billing_words(scenario.devices_per_node or hw.devices_per_node, sizes,
-                            hw.device_name, hardware_nouns(hw))
+                            hw.device_name, hardware_nouns(hw), hw.devices_per_node)
     source = f"{up.source} (as of {up.as_of}); {billing}"
     if up.extra_usd_per_server_hour is None:
         source += "; price not known, so its cost is left blank"

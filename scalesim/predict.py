@@ -531,10 +531,13 @@ def server_use_words(hw: Hardware, scenario: Scenario,
                 f"unchanged: the NICs {used} would reach are not known")
 
     intra = intra_busbw_GBps_of(hw, scenario, used)
-    sizes = job_sizes(scenario.instance_sizes, hw.instance_sizes, hw.devices_per_node)
+    # billed as the cost columns bill them (``training_time.resolve_goal``)
+    sizes = job_sizes(scenario.instance_sizes, hw.instance_sizes, hw.devices_per_node, used,
+                      hw.allocation_devices)
+    billing = billing_words(used, sizes, hw.device_name, words, hw.devices_per_node)
     return (f"{server_part_words(hw, scenario)}: intra {sig3(intra)}, inter "
             f"{link_GBps(inter_busbw_GBps_of(hw, scenario))} busbw (the links and NICs they "
-            f"reach), {billing_words(hw.devices_per_node, sizes, hw.device_name, words)}")
+            f"reach), {billing}")
 
 
 def cores_shared_note(profile: Profile, scenario: Scenario) -> str | None:

@@ -375,7 +375,8 @@ def render_table(profile, scenario, rows, left_out: list[str] | None = None,
         goal = resolve_goal(profile, scenario)
         if goal.price_per_device_hour is not None:
             billing = billing_words(goal.server_devices, goal.instance_sizes,
-                                    profile.hardware.device_name, hardware_nouns(profile.hardware))
+                                    profile.hardware.device_name, hardware_nouns(profile.hardware),
+                                    profile.hardware.devices_per_node)
             # the price as given: exactly, thousands-separated ('$1,000,000', not '$1e+06';
             # '$4.123456', not '$4.12346')
             lines.append(f"cost: billed {words.devices} x hours x ${number(goal.price_per_device_hour)} per "
