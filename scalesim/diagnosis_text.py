@@ -36,6 +36,8 @@ from scalesim.runs_shares import shares_words
 
 # the runs table's share columns, by part (``runs_shares.PARTS``)
 TEXT_SHARE_COLUMNS = {"comm": "comm", "data": "data", "straggler": "strag"}
+# what the runs table's last column is (``fit_runs.Fit.residuals_rel``), said under the table
+RESIDUAL_WORDS = "resid: model ms / step ms - 1, the fit's miss of each run"
 
 
 def gain_text(remedy: Remedy, digits: int = 0) -> str:
@@ -201,8 +203,7 @@ def _runs_tables(report: Report) -> list[str]:
                    f"{r['model_step_time_s'] * 1e3:>9.2f} {r['residual']:>+7.1%}")
     which = shares_words(report.details.get("share_sources", {}), TEXT_SHARE_COLUMNS,
                          "step ms", "model ms")
-    if which:
-        out.append(which)
+    out.append("; ".join(filter(None, [which, RESIDUAL_WORDS])))
     knee = report.details["knee"]
     out.append("")
     if knee is None:

@@ -50,6 +50,9 @@ def test_a_fit_that_misses_the_runs_gives_shares_of_its_own_step(tmp_path, capsy
     cells = _row_line(out, 16).split()
     assert cells[6:9] == ["12.6%", "58.5%", "0.0%"], cells  # comm data strag
     assert "comm, data, strag: the fitted model's, shares of its step (model ms)" in out, out
+    # the last column is said under the table: 207.08 / 130 - 1 = +59.3 %
+    assert cells[-2:] == ["207.08", "+59.3%"], cells  # model ms, resid
+    assert "; resid: model ms / step ms - 1, the fit's miss of each run" in out, out
     assert report["details"]["share_sources"] == {
         "comm": "fitted model", "data": "fitted model", "straggler": "fitted model"}
     # the misfit is said, as a part alone over the step was: the fitted parts together are
