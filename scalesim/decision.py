@@ -1382,8 +1382,10 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption],
         o = _choose(ctx, options, _buys)
         if more is not None and o is more.option:
             return _nothing_fits(ctx, more, o.devices), o.assumption
-        return (f"{_action(o, ctx.words)} first: today's layout does not fit in {ctx.words.memory}.",
-                o.assumption)
+        # a sentence of its own: a title ending in a layout ('..., sequence parallel') would
+        # read 'sequence parallel first' as one of its settings
+        return (f"{_action(o, ctx.words)}. Do this first: today's layout does not fit in "
+                f"{ctx.words.memory}.", o.assumption)
     stall = next((o for o in options if o.key == "input_pipeline"), None)
     if stall is not None and data_stall_share(now) >= DATA_STALL_SHARE:
         return (f"Fix the input pipeline first: {data_stall_share(now):.0%} of each step waits "

@@ -65,10 +65,11 @@ def test_the_page_and_its_report_say_the_split_in_words():
 
     at = open_app({**GPT, "tab": "remedies"})
     (recommendation,) = [s.value for s in at.success if "Recommendation" in s.value]
-    assert f"**Recommendation:** {PAGE_SPLIT} first: " in recommendation, recommendation
+    assert f"**Recommendation:** {PAGE_SPLIT}. Do this first: " in recommendation, recommendation
     assert PAGE_SPLIT in list(at.table[0].value.index)
     plan = _plan(hw="dgx-a100", wl="gpt-7.5b", dmax=64)
-    assert decide(plan.profile, plan.scenario, 64).recommendation.startswith(CLI_SPLIT + " first")
+    card = decide(plan.profile, plan.scenario, 64)
+    assert card.recommendation.startswith(CLI_SPLIT + ". Do this first")
     line = knee_line(at)
     assert f"**Largest single gain:** {PAGE_SPLIT}: makes it run" in line, line
     assert NOTATION not in line

@@ -77,7 +77,9 @@ def test_the_planner_s_layout_is_said_under_the_table_not_in_the_row(capsys):
     title = ("Split the model: dp 16 x tp 4 x pp 1, zero3, micro-batch 1 per replica x 4 "
              "accumulation, recompute none, sequence parallel")
     assert _notes(text)["1"] == title
-    assert f"recommendation: {title} first" in whole_lines(text)
+    # a sentence of its own: not "sequence parallel first", as if a setting
+    said = f"{title}. Do this first: today's layout does not fit in device memory."
+    assert f"recommendation: {said}" in whole_lines(text)
 
 
 def test_short_title_keeps_the_longest_clause_head_that_fits():
