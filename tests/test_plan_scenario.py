@@ -374,7 +374,29 @@ def test_plan_with_a_profile_ranks_with_its_measured_jitter_as_predict_does(tmp_
     assert measured["step_time_s"] == pytest.approx(given["step_time_s"], rel=1e-12)
     assert measured["breakdown_s"]["straggler_s"] > zero["breakdown_s"]["straggler_s"]
     code, out, err = run_cli(capsys, argv)
-    assert code == 0 and "jitter cv 0.08" in out
+    assert code == 0 and ("ranked with: jitter cv 0.08 per micro-step (the profile's measured "
+                          "step-time coefficient of variation; --straggler-cv to change)") in out
+    code, out, err = run_cli(capsys, argv + ["--straggler-cv", "0.08"])  # typed: as typed
+    assert code == 0 and "ranked with: jitter cv 0.08 per micro-step\n" in out, out
+
+
+def test_a_measured_jitter_is_said_with_a_measurement_s_digits(tmp_path, capsys):
+    """Session 53: a calibrated profile's jitter (0.161006) read 'jitter cv 0.161006 per
+    micro-step', six digits and an unexplained 'cv'; now 3 digits and what it is."""
+    from cli_harness import run_cli
+
+    from scalesim.profiles import default_profile
+    from scalesim.schemas import Jitter
+
+    path = tmp_path / "p.json"
+    path.write_text(default_profile().model_copy(
+        update={"jitter": Jitter(step_time_cv=0.161006)}).model_dump_json())
+    code, out, err = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--profile", str(path),
+                                      "--devices", "8", "--global-batch", "64", "--top", "1"])
+    assert code == 0, err
+    (ranked,) = [line for line in out.splitlines() if line.startswith("ranked with: ")]
+    assert ranked == ("ranked with: jitter cv 0.161 per micro-step (the profile's measured "
+                      "step-time coefficient of variation; --straggler-cv to change)"), ranked
 
 
 def test_deepspeed_refuses_zero2_with_a_pipeline_and_fsdp_says_what_it_runs(capsys):

@@ -154,6 +154,13 @@ def recompute_style_line(style: str) -> str:
             f"for another style give --recompute-style {others}")
 
 
+def measured_jitter_words(cv: float) -> str:
+    """The profile's measured step-time jitter as the 'ranked with' line says it: 3 significant
+    digits (a measurement's, not '0.161006') and what the abbreviation is and how to change it."""
+    return (f"jitter cv {cv:.3g} per micro-step (the profile's measured step-time coefficient "
+            "of variation; --straggler-cv to change)")
+
+
 def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None = None,
                     nouns: Nouns = GPU_NOUNS) -> str:
     """'ranked with: overlap off (...), device 3 computes 1.5x slower, jitter cv 0.05 per
@@ -165,7 +172,11 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
     from scalesim.figures import count_list
 
     d = nouns.device
-    parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor, jitter_cv, d)
+    given = args.straggler_cv is not None  # a value typed is echoed as typed; a measured one
+    parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor,
+                            jitter_cv if given else None, d)
+    if jitter_cv and not given:
+        parts.append(measured_jitter_words(jitter_cv))
     if args.slow_device is not None and (
             without := [n for n in args.devices if n <= args.slow_device]):
         parts.append(f"no slow {d} at {count_list(without)} {nouns.devices} ({d} "
