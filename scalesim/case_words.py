@@ -148,6 +148,12 @@ def _hw(case: dict) -> dict:
     return hw if isinstance(hw, dict) else {}
 
 
+def _points(case: dict) -> list:
+    """The case's points where they are a list, else none (the format's check names them)."""
+    points = case.get("points")
+    return points if isinstance(points, list) else []
+
+
 def read_nics(value, case: dict):
     """``hardware.inter_node.nics_per_node`` null or left out (data-parallel format): one NIC
     per GPU of the server, flagged."""
@@ -176,7 +182,7 @@ def read_dp_inter_node(value, case: dict):
     if value is not None and value is not MISSING:
         return value, None
     spans = any(isinstance(p, dict) and _whole(p.get("nodes")) and p["nodes"] > 1
-                for p in case.get("points") or ())
+                for p in _points(case))
     if not spans:
         return value, None
     return {}, "hardware.inter_node null but a point spans several nodes: the network is read as unstated"
@@ -187,7 +193,7 @@ def read_gpus_per_node(value, case: dict):
     point puts on one node, flagged."""
     if value is not None and value is not MISSING:
         return value, None
-    per = [p["devices"] / p["nodes"] for p in case.get("points") or ()
+    per = [p["devices"] / p["nodes"] for p in _points(case)
            if isinstance(p, dict) and all(isinstance(p.get(k), int) and not isinstance(p.get(k), bool)
                                           and p.get(k) > 0 for k in ("devices", "nodes"))]
     if not per:
