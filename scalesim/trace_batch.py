@@ -27,6 +27,8 @@ from collections import Counter
 
 import numpy as np
 
+from scalesim.trace_intervals import is_int64
+
 # aten loss ops whose first input's leading dimension is the samples compared (torch.nn's losses)
 LOSS_OPS = frozenset({
     "aten::cross_entropy_loss", "aten::nll_loss", "aten::nll_loss_nd", "aten::nll_loss2d",
@@ -55,7 +57,7 @@ def leading_dimension(args) -> int | None:
     if not isinstance(dims, list) or not dims or not isinstance(dims[0], list) or not dims[0]:
         return None
     lead = dims[0][0]
-    return lead if type(lead) is int and lead >= 1 else None
+    return lead if is_int64(lead) and lead >= 1 else None
 
 
 class ShapeReads:

@@ -14,6 +14,12 @@ from array import array
 import numpy as np
 
 
+def is_int64(value) -> bool:
+    """``value`` is an int (not a bool) that the traces' 64-bit integer columns (``array('q')``:
+    thread ids, correlation ids, leading dimensions) hold: one past 2**63 overflowed them."""
+    return type(value) is int and -(2**63) <= value < 2**63
+
+
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Union of intervals as sorted, disjoint (starts, ends)."""
     if starts.size == 0:
@@ -98,7 +104,7 @@ class KernelLaunches:
 
     def see(self, cat: str, t0: float, d: float, args: dict, tid: int) -> None:
         corr = args.get("correlation")
-        if not isinstance(corr, int) or isinstance(corr, bool):
+        if not is_int64(corr):
             return
         if cat in LAUNCH_CATS:
             self.launch_ts.append(t0)

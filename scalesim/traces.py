@@ -104,6 +104,7 @@ from scalesim.trace_intervals import (
     count_in,
     device_windows,
     in_window,
+    is_int64,
     last_end_in,
     length_in,
     union,
@@ -180,10 +181,10 @@ def most_steps_count(counts: list[int | None]) -> int | None:
 
 
 def thread_id(ev: dict) -> int:
-    """An event's ``tid`` as an int (Kineto writes ints; a string is hashed, stably within the
-    process)."""
+    """An event's ``tid`` as a 64-bit int (``is_int64``: Kineto writes such ints; a string, or
+    an int past 64 bits, is hashed, stably within the process)."""
     tid = ev.get("tid")
-    return tid if isinstance(tid, int) else hash(str(tid)) & 0x7FFFFFFF
+    return tid if is_int64(tid) else hash(str(tid)) & 0x7FFFFFFF
 
 
 @dataclass
