@@ -349,7 +349,10 @@ def error_text(error: Mapping[str, Any], model: type[BaseModel] | None = None) -
     return within(cause, text) if template_of(cause) else text
 
 
-_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+# a number past its field's bounds; 'int_parsing_size': a whole-number field given a number past
+# 64 bits (1e20 in JSON), which pydantic calls 'Unable to parse input string as an integer'
+_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal",
+                 "int_parsing_size"}
 # a value of another kind than its field's, in the bounds table's words (``bounds.parse_number``)
 _KIND_WORDS = {"int_parsing": NOT_WHOLE, "int_from_float": NOT_WHOLE,
                "float_parsing": NOT_NUMBER, "finite_number": NOT_FINITE,

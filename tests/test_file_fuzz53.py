@@ -103,3 +103,33 @@ def test_a_trace_id_or_shape_past_64_bits_is_read_as_no_such_number(tmp_path, ca
     big = _diagnosis(tmp_path, capsys, change, BIG)
     assert big == _diagnosis(tmp_path, capsys, change, same_as)
     assert "Likely cause" in big
+
+
+@pytest.mark.parametrize("layers, shown", [(1e20, "1e20"), (1e308, "1e308")])
+def test_a_whole_number_past_64_bits_is_refused_by_its_bounds(tmp_path, capsys, layers, shown):
+    """A whole-number field given a float past 2**63 got pydantic's "Unable to parse input
+    string as an integer, exceeded maximum size" (the file held a number, not a string), where
+    10**30 got the field's bounds."""
+    from scalesim.presets import get_workload
+
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(get_workload("bert-large").model_dump(mode="json")
+                               | {"layers": layers}))
+    assert main(["predict", "--workload", str(path), "--devices", "1"]) == 2
+    assert _one_line(capsys) == (
+        f"scalesim predict: error: {path}: field 'layers': {shown} given; allowed: 1 <= x <= "
+        "100,000 layers (transformer layers or repeated blocks (GPT-3: 96; 1000x the deepest "
+        "dense models))")
+
+
+def test_a_case_point_past_64_bits_is_flagged_by_its_bounds(tmp_path, capsys):
+    from scalesim.shipped import validation_path
+
+    data = json.loads(validation_path("cases.json").read_text())
+    case = data["cases"][0]
+    case["points"][0]["devices"] = 1e308
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({**data, "cases": [case]}))
+    assert main(["validate", str(path)]) == 0
+    assert ("  flag: point not read, not predicted: points.0: field 'devices': 1e308 given; "
+            "allowed: 1 <= x <= 1,048,576 devices") in capsys.readouterr().out
