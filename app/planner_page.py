@@ -23,7 +23,6 @@ from scalesim.attention_kernel import (
     ATTENTION_KERNEL_LABELS,
     OWN_KERNEL_LABEL,
 )
-from scalesim.billing import billing_words
 from scalesim.bounds import LAYOUT_KNOB_BY_FIELD
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
 from scalesim.cli.options import MEMORY_MARGIN_HELP, SEQ_LEN_HELP
@@ -828,9 +827,7 @@ def _tab_cost(plan: Plan) -> None:
         _chart(hours, charts.chart_text(plan, "hours"))
         _chart(money)
     goal = resolve_goal(plan.profile, plan.scenario)
-    billing = billing_words(goal.server_devices, goal.instance_sizes,
-                            plan.profile.hardware.device_name, plan.words,
-                            plan.profile.hardware.devices_per_node)
+    billing = goal.billing_said(plan.profile.hardware.device_name, plan.words)
     st.caption(f"Cost counts the {plan.words.devices} a cloud bills: {billing} (the hardware's "
                "instance_sizes; docs/model.md §9).")
     if note := zero_price_note(goal):  # predict's note under its cost column

@@ -57,7 +57,6 @@ from dataclasses import asdict, dataclass, field, replace
 
 from scalesim import figures, training_time
 from scalesim.accuracy import median_error
-from scalesim.billing import billing_words
 from scalesim.bounds import bound
 from scalesim.cheapest import cheapest, plainest, same_money, same_speed
 from scalesim.device_nouns import (
@@ -394,8 +393,7 @@ def _server_size(profile: Profile, scenario: Scenario) -> int:
 def _price_source(profile: Profile, scenario: Scenario) -> str:
     goal = training_time.resolve_goal(profile, scenario)
     device = profile.hardware.device_name
-    billing = billing_words(goal.server_devices, goal.instance_sizes, device,
-                            hardware_nouns(profile.hardware), profile.hardware.devices_per_node)
+    billing = goal.billing_said(device, hardware_nouns(profile.hardware))
     if scenario.price_per_device_hour is not None:
         return f"price per {nouns_for(device).device}-hour given by the user, {billing}"
     if profile.hardware.price_per_device_hour is not None:

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.billing import billed_devices, job_sizes
+from scalesim.billing import billed_devices, billing_words, job_sizes
+from scalesim.device_nouns import Nouns
 from scalesim.figures import number, whole
 from scalesim.model.quality import samples_to_quality
 from scalesim.schemas import Profile, Scenario
@@ -48,6 +49,8 @@ class Goal:
     server_devices: int = 1  # devices the run uses per server
     instance_sizes: tuple[int, ...] | None = None  # GPUs per rentable shape (the hardware's
     # whole server when it rents no smaller ones); None: whole servers of server_devices
+    whole_server_devices: int | None = None  # devices a whole server holds (a GB200 NVL72
+    # rack's 72, of which a job of 8 per rack is billed whole trays); None: server_devices
 
     def billed_devices(self, devices, instance_sizes=None):
         """Devices billed for ``devices`` (array): whole instances (``scalesim.billing``) of
@@ -55,6 +58,13 @@ class Goal:
         another instance type: ``NetworkUpgrade.billed_sizes``)."""
         return billed_devices(devices, self.server_devices,
                               self.instance_sizes if instance_sizes is None else instance_sizes)
+
+    def billing_said(self, device_name: str, words: Nouns) -> str:
+        """How the goal's devices are billed, in ``words`` (the hardware's nouns), the one
+        sentence of predict's cost line, decide's price and the Cost tab
+        (``billing.billing_words``)."""
+        return billing_words(self.server_devices, self.instance_sizes, device_name, words,
+                             self.whole_server_devices)
 
     def usd_per_hour(self, devices, instance_sizes=None):
         """USD per hour of the billed devices (array; ``instance_sizes`` as
@@ -106,7 +116,7 @@ def resolve_goal(profile: Profile, scenario: Scenario) -> Goal:
                 train_samples=scenario.train_samples or wl.train_samples,
                 price_per_device_hour=price,
                 server_devices=scenario.devices_per_node or profile.hardware.devices_per_node,
-                instance_sizes=tuple(sizes))
+                instance_sizes=tuple(sizes), whole_server_devices=hw.devices_per_node)
 
 
 def zero_price_note(goal: Goal) -> str | None:

@@ -262,7 +262,6 @@ def render_table(profile, scenario, rows, left_out: list[str] | None = None,
     the notes of the device counts asked that a one-value split, global batch or shard group
     cannot run (``layout_predict.runnable_counts``); ``unused``: ``unused_setting_notes`` as
     the caller says them (None: by their flags)."""
-    from scalesim.billing import billing_words
     from scalesim.cli.options import condition_words
     from scalesim.figures import amount, count_columns, fixed, number, speedup
     from scalesim.knee import knee_of_predictions, why_no_knee
@@ -374,9 +373,8 @@ def render_table(profile, scenario, rows, left_out: list[str] | None = None,
                   for row in (header, *cells)]
         goal = resolve_goal(profile, scenario)
         if goal.price_per_device_hour is not None:
-            billing = billing_words(goal.server_devices, goal.instance_sizes,
-                                    profile.hardware.device_name, hardware_nouns(profile.hardware),
-                                    profile.hardware.devices_per_node)
+            billing = goal.billing_said(profile.hardware.device_name,
+                                        hardware_nouns(profile.hardware))
             # the price as given: exactly, thousands-separated ('$1,000,000', not '$1e+06';
             # '$4.123456', not '$4.12346')
             lines.append(f"cost: billed {words.devices} x hours x ${number(goal.price_per_device_hour)} per "
