@@ -20,6 +20,7 @@ from scalesim.errors import (
     NOT_NUMBER,
     NOT_WHOLE,
     ScalesimError,
+    excerpt,
     require_path,
     template_of,
     within,
@@ -401,7 +402,8 @@ def _allowed(model: type[BaseModel] | None, loc: tuple) -> str | None:
 
 def validation_message(exc: ValidationError, what: str, model: type[BaseModel] | None = None) -> str:
     """Turn a pydantic ValidationError into one line naming the first bad field; a number out of
-    its bounds with the value given and, with ``model``, the field's unit and bounds."""
+    its bounds or not finite (NaN, an infinity, 1e400) with the value given and, with ``model``,
+    the field's unit and bounds."""
     errors = exc.errors()
     version = next((e for e in errors if tuple(e.get("loc", ())) == ("schema_version",)), None)
     if version is not None and model is not None and "schema_version" in model.model_fields:
@@ -422,12 +424,11 @@ def validation_message(exc: ValidationError, what: str, model: type[BaseModel] |
     extra = f" (+{exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
     if not where:  # a rule across fields: its sentence names them (its template kept: ``within``)
         return within(msg, f"{what}: {msg}{extra}") if template_of(msg) else f"{what}: {msg}{extra}"
-    if first.get("type") in _RANGE_ERRORS:
-        given = first.get("input")
-        allowed = _allowed(model, loc)
-        shown = number(given) if isinstance(given, int | float) else str(given)
-        msg = f"{shown} given; " + (allowed if allowed else msg)
-    elif first.get("type") in ("extra_forbidden", "missing"):
+    kind = first.get("type")
+    if kind in _RANGE_ERRORS or kind == "finite_number":  # NaN, an infinity: past any bound
+        msg = f"{_given(first.get('input'))} given; " + (
+            _allowed(model, loc) or (NOT_FINITE if kind == "finite_number" else msg))
+    elif kind in ("extra_forbidden", "missing"):
         # a hand-edited file or one of another version: say what to do, and where the fields are
         listed = _schema_name(model)
         see = f"; scalesim schema {listed} lists the fields" if listed else ""
@@ -438,6 +439,12 @@ def validation_message(exc: ValidationError, what: str, model: type[BaseModel] |
         )
         msg += see
     return f"{what}: field '{where}': {msg}{extra}"
+
+
+def _given(value: Any) -> str:
+    """A refused number as given: '1e20', 'nan', 'inf' (a float read from JSON), a CSV cell's
+    text as typed ('1e400'), at most 40 characters (``excerpt``)."""
+    return number(value) if isinstance(value, int | float) else excerpt(str(value))
 
 
 def _block_model(model: type[BaseModel] | None, loc: tuple) -> type[BaseModel] | None:

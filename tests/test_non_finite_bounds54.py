@@ -1,0 +1,72 @@
+"""A number that is not finite (NaN, an infinity, 1e400) in a runs CSV cell or a JSON file's
+field was refused in pydantic's words ("Input should be a finite number") while 1e300 got the
+field's bounds; it is now refused as an out-of-bounds number is: the value given and the
+field's bounds, unit and reason (``jsonio.validation_message``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import BaseModel, FiniteFloat, ValidationError
+
+from scalesim import presets
+from scalesim.cli.main import main
+from scalesim.jsonio import validation_message
+
+STEP_TIME = ("allowed: 1e-12 <= x <= 1,000,000 s (one step, micro-step, sample or timed "
+             "collective: a picosecond to 11.6 days)")
+PARAMS = ("allowed: 1 <= x <= 1,000,000,000,000,000 parameters (1000x the largest published "
+          "dense models (~1.8e12))")
+PEAK = "allowed: 0.001 <= x <= 1,000,000 TFLOP/s (one device's dense peak (H100: 989; a CPU core: ~0.1))"
+STRAGGLER = "allowed: 0 <= x <= 10 (a ratio: std / mean of a time or speed)"
+
+# JSON's literal, as Python's reader reads it; a CSV cell is quoted as typed
+JSON_NON_FINITE = [("NaN", "nan"), ("Infinity", "inf"), ("-Infinity", "-inf"), ("1e400", "inf")]
+CSV_NON_FINITE = ["nan", "inf", "-inf", "1e400"]
+
+
+def _refusal(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+@pytest.mark.parametrize("cell", CSV_NON_FINITE)
+def test_a_runs_cell_that_is_not_finite_is_refused_by_its_bounds(tmp_path, capsys, cell):
+    path = tmp_path / "runs.csv"
+    path.write_text(f"devices,nodes,step_time_s\n1,1,0.1\n2,1,0.11\n4,1,{cell}\n")
+    assert _refusal(capsys, ["diagnose", str(path)]) == (
+        f"scalesim diagnose: error: {path}: run 3: field 'step_time_s': {cell} given; {STEP_TIME}")
+
+
+def _hardware_with_peak(literal: str) -> str:
+    data = presets.get_hardware("dgx-a100").model_dump(mode="json") | {"peak_tflops": "@"}
+    return json.dumps(data).replace('"@"', literal)
+
+
+@pytest.mark.parametrize(("literal", "shown"), JSON_NON_FINITE)
+@pytest.mark.parametrize(("flag", "text", "field", "allowed"), [
+    ("--workload", lambda v: f'{{"name": "x", "params": {v}}}', "params", PARAMS),
+    ("--hardware", _hardware_with_peak, "peak_tflops", PEAK),
+    ("--scenario", lambda v: f'{{"straggler_cv": {v}}}', "straggler_cv", STRAGGLER),
+], ids=["workload", "hardware", "scenario"])
+def test_a_json_field_that_is_not_finite_is_refused_by_its_bounds(tmp_path, capsys, literal,
+                                                                  shown, flag, text, field,
+                                                                  allowed):
+    path = tmp_path / "file.json"
+    path.write_text(text(literal))
+    assert _refusal(capsys, ["predict", flag, str(path)]) == (
+        f"scalesim predict: error: {path}: field '{field}': {shown} given; {allowed}")
+
+
+class _Unbounded(BaseModel):
+    x: FiniteFloat
+
+
+def test_a_field_without_bounds_says_the_number_is_not_finite():
+    with pytest.raises(ValidationError) as info:
+        _Unbounded.model_validate({"x": float("nan")})
+    assert validation_message(info.value, "f.json", _Unbounded) == (
+        "f.json: field 'x': nan given; not a finite number")
