@@ -67,6 +67,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scalesim import figures
 from scalesim.attention_kernel import attention_family
 from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, excerpt
@@ -490,7 +491,7 @@ def _event_times(ev: dict, source: str, number: int, name) -> tuple[float, float
         if math.isfinite(t) and math.isfinite(d):
             if d < 0:
                 return None
-            if math.isfinite(t + d):
+            if d <= LONGEST_EVENT_US and math.isfinite(t + d):
                 return t, d
     return _checked_event_times(ts, dur, source, number, name)
 
@@ -523,7 +524,22 @@ def _checked_event_times(ts, dur, source: str, number: int, name) -> tuple[float
         return None
     if not np.isfinite(values[0] + values[1]):
         raise ScalesimError(f"{label}: ts + dur overflows ({values[0]:g} + {values[1]:g} us)")
+    if values[1] > LONGEST_EVENT_US and not (isinstance(name, str) and _STEP.match(name)):
+        raise overlong_event_refusal(label, *values)
     return values[0], values[1]
+
+
+def overlong_event_refusal(label: str, ts_us: float, dur_us: float) -> ScalesimError:
+    """The one line refusing an event (``label``: file, number, name) whose dur is past
+    ``LONGEST_EVENT_US``: its ts and dur, how long that is and the bound."""
+    # how long that is where the dur is written in digits (an exponent from 1e16 us says it)
+    said = f" ({figures.duration_text(dur_us / 1e6)})" if dur_us < 1e16 else ""
+    return ScalesimError(
+        f"{label} at ts {figures.number(ts_us)} us: dur {figures.number(dur_us)} us{said}: "
+        f"past {figures.number(STEP_BOUND.high)} "
+        f"{STEP_BOUND.unit} ({figures.duration_text(STEP_BOUND.high)}), the longest event read; "
+        "torch.profiler records none that long, so the trace was edited, re-timed or written by "
+        "another tool: re-record it with torch.profiler")
 
 
 def _distributed_info(meta: dict, source: str) -> tuple[int | None, int | None]:
@@ -576,6 +592,10 @@ def _short(value) -> str:
 # outside it (0, a 1e-300 us step of a hand-made trace) is left out with a note, as duration 0
 # always was: its times would reach the profile's jitter and compute out of their bounds.
 STEP_BOUND = bound("positive_duration_s")
+# Any other event past its upper bound (a kernel of 1e15 us, 31.7 years) is refused, naming the
+# event (``overlong_event_refusal``), as a non-finite dur is: the step windows would clip it to
+# whatever they hold, and leaving it out would drop time it took, as a negative dur's is.
+LONGEST_EVENT_US = STEP_BOUND.high * 1e6
 
 
 def summarise(
