@@ -127,7 +127,7 @@ def test_predict_says_which_links_it_used_and_why_efficiency_passes_100(capsys):
     code, out, _ = run_cli(capsys, ["predict", "--devices", "8,16", "--inter-busbw", "48",
                                     "--intra-busbw", "100"])
     assert code == 0
-    assert ("inter 6.8 GB/s busbw); used instead: intra 100 GB/s, inter 48 GB/s busbw "
+    assert ("inter 6.8 GB/s over its NIC); used instead: intra 100 GB/s, inter 48 GB/s busbw "
             "(--intra-busbw, --inter-busbw)") in out.splitlines()[1]
     code, out, _ = run_cli(capsys, ["predict", "--hardware", "dgx-a100", "--workload", "gpt-7b",
                                     "--strategy", "zero3", "--devices", "1,8"])

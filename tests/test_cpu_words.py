@@ -153,7 +153,7 @@ def test_goal_on_cpu_processes_plans_hosts_and_leaves_out_gpu_networks():
 
 def test_predict_says_hosts_for_cpu_processes():
     cpu = cpu_profile()
-    assert "(CPU: AMD EPYC, 2 per host; intra " in hardware_line(cpu.hardware)
+    assert "(CPU: AMD EPYC, 2 per host; whole host's busbw: intra " in hardware_line(cpu.hardware)
     (note,) = unmeasured_link_notes(cpu, inter=True, intra=False)
     assert note.startswith("inter-host link not measured") and "several hosts" in note
     more = server_use_words(cpu.hardware, Scenario(devices=[4], devices_per_node=4))
@@ -162,7 +162,7 @@ def test_predict_says_hosts_for_cpu_processes():
     fewer = server_use_words(cpu.hardware, Scenario(devices=[4], devices_per_node=1))
     assert fewer.startswith("1 of 2 processes per host: ") and "whole host of 2 processes" in fewer
     gpu = default_profile()
-    assert " per server; intra " in hardware_line(gpu.hardware)
+    assert " per server; whole server's busbw: intra " in hardware_line(gpu.hardware)
     assert server_use_words(gpu.hardware, Scenario(devices=[4], devices_per_node=4)).startswith(
         "4 of 8 GPUs per server: "
     )

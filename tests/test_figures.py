@@ -43,7 +43,8 @@ def test_the_hardware_line_prints_a_fitted_link_as_the_log_reported_it(tmp_path,
     assert "inter_node: busbw 197 GB/s, alpha 105 us per server-boundary hop" in out + err
     code, out, err = run_cli(capsys, ["predict", "--profile", str(out_path), "--devices", "16"])
     assert code == 0, err
-    assert "intra 370 GB/s, inter 197 GB/s busbw)" in out
+    # a measured link: no NIC count to sum over (``cmd_predict.nics_words``)
+    assert "whole server's busbw: intra 370 GB/s, inter 197 GB/s)" in out
     assert "197.154" not in out
 
 
@@ -58,7 +59,7 @@ def test_a_cpu_calibrations_slow_link_keeps_three_digits():
         "intra_node": hw.intra_node.model_copy(update={"busbw_GBps": 0.65246}),
         "inter_node": hw.inter_node.model_copy(update={"busbw_GBps": 6.8123})})
     line = hardware_line(hw)
-    assert "intra 0.652 GB/s, inter 6.81 GB/s busbw)" in line
+    assert "intra 0.652 GB/s, inter 6.81 GB/s over its NIC)" in line
 
 
 @pytest.mark.parametrize("value, text", [

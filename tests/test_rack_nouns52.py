@@ -56,8 +56,8 @@ def test_predict_and_plan_say_72_per_rack(capsys):
     code, out, err = run_cli(capsys, ["predict", *GB200, "--workload", "llama3-70b",
                                       "--devices", "144,288", "--global-batch", "1152"])
     assert code == 0, err
-    assert "hardware: gb200-nvl72 (GB200, 72 per rack; intra 720 GB/s, inter 3456 GB/s " \
-           "busbw)" in out
+    assert ("hardware: gb200-nvl72 (GB200, 72 per rack; whole rack's busbw: intra 720 GB/s, "
+            "inter 3456 GB/s over its 72 NICs (48 each))") in out
     assert "note: inter-rack link not measured (a preset profile)" in out
     assert "devices racks dp x tp x pp" in out  # the count columns (was 'devices nodes')
     assert "the rows on several racks use those numbers" in out

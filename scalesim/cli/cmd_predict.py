@@ -208,12 +208,26 @@ def json_rows(profile, scenario, rows) -> list[dict]:
 
 
 def hardware_line(hw) -> str:
-    """'hardware: dgx-h100 (H100-SXM5 80GB, 8 per server; intra 370 GB/s, inter 384 GB/s
-    busbw)' (predict's second line, plan's first; a DGX-1: 'intra 120 GB/s (2 GPUs 20, 4 GPUs
-    80)')."""
+    """'hardware: dgx-h100 (H100-SXM5 80GB, 8 per server; whole server's busbw: intra 370 GB/s,
+    inter 384 GB/s over its 8 NICs (48 each))' (predict's second line, plan's first; a DGX-1:
+    'intra 120 GB/s (2 GPUs 20, 4 GPUs 80)'): both figures bus bandwidth, not line rate, and
+    both a whole server's (a GB200 NVL72's rack: the ring over its 72 GPUs, and its 72 NICs
+    together), as the model reads them (docs/model.md §2, §18)."""
     server = hardware_nouns(hw).server  # 'host' for a CPU calibration's processes
-    return (f"hardware: {hw.name} ({hw.device_name}, {hw.devices_per_node} per {server}; intra "
-            f"{intra_words(hw.intra_node)}, inter {link_GBps(hw.inter_node.busbw_GBps)} busbw)")
+    return (f"hardware: {hw.name} ({hw.device_name}, {hw.devices_per_node} per {server}; whole "
+            f"{server}'s busbw: intra {intra_words(hw.intra_node)}, inter "
+            f"{link_GBps(hw.inter_node.busbw_GBps)}{nics_words(hw.inter_node)})")
+
+
+def nics_words(link) -> str:
+    """' over its 8 NICs (48 each)': the NICs an inter-server level's busbw (GB/s) is summed
+    over, and each one's share; ' over its NIC' for one; '' where the count is not known (a
+    calibrated or fitted level)."""
+    nics = link.nics_per_node
+    if not nics:
+        return ""
+    return (" over its NIC" if nics == 1
+            else f" over its {nics} NICs ({sig3(link.busbw_GBps / nics)} each)")
 
 
 def given_links_words(scenario) -> str:
