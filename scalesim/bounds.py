@@ -628,17 +628,24 @@ def bounded(
     field's description.
     """
     b = scaled_bound(quantity, factor, unit)
-    note = f"allowed: {b.text()} ({b.why})"
+    note = allowed_text(b)
     text = f"{description}; {note}" if description else note
     return Field(default, description=text, **b.field_kwargs(), **kwargs)
 
 
+def allowed_text(b: Bound) -> str:
+    """'allowed: 1 <= x <= 1,024 devices (why)': a bounded field's refusal words, as its
+    description ends (``bounded``) and as a list item's refusal says them (``items_bounded``)."""
+    return f"allowed: {b.text()} ({b.why})"
+
+
 def items_bounded(quantity: str):
-    """An ``Annotated`` element type for lists: ``list[items_bounded("devices")]``."""
+    """An ``Annotated`` element type for lists: ``list[items_bounded("devices")]``. The Bound
+    rides along (pydantic ignores it) for a refused item's words (``jsonio._allowed``)."""
     from typing import Annotated
 
     b = bound(quantity)
-    return Annotated[int if b.integer else float, Field(**b.field_kwargs())]
+    return Annotated[int if b.integer else float, Field(**b.field_kwargs()), b]
 
 
 def nonzero_floor(quantity: str):

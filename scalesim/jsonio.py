@@ -397,7 +397,24 @@ def _allowed(model: type[BaseModel] | None, loc: tuple) -> str | None:
         kinds += [a for k in kinds for a in typing.get_args(k)]
         cls = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)), None)
     text = (field.description or "") if field is not None else ""
-    return text[text.index("allowed: ") :] if "allowed: " in text else None
+    if "allowed: " in text:
+        return text[text.index("allowed: ") :]
+    item = field is not None and bool(loc) and isinstance(loc[-1], int)  # a list's item refused
+    return _item_allowed(field.annotation) if item else None
+
+
+def _item_allowed(annotation: Any) -> str | None:
+    """The "allowed: ... (why)" of a list field's items (the Bound ``bounds.items_bounded``
+    puts beside each item's type), or None."""
+    from typing import get_args
+
+    from scalesim.bounds import Bound, allowed_text
+
+    for arg in get_args(annotation):
+        found = allowed_text(arg) if isinstance(arg, Bound) else _item_allowed(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def validation_message(exc: ValidationError, what: str, model: type[BaseModel] | None = None) -> str:

@@ -61,6 +61,27 @@ def test_a_json_field_that_is_not_finite_is_refused_by_its_bounds(tmp_path, caps
         f"scalesim predict: error: {path}: field '{field}': {shown} given; {allowed}")
 
 
+@pytest.mark.parametrize("cell", ["-1", "inf", "nan"])
+def test_a_rank_step_time_out_of_bounds_is_refused_by_the_items_bounds(tmp_path, capsys, cell):
+    """A list's item (``bounds.items_bounded``) got pydantic's words: "-1 given; Input should be
+    greater than or equal to 0.000000000001", "inf given; not a finite number"."""
+    path = tmp_path / "runs.csv"
+    path.write_text("devices,nodes,step_time_s,rank_step_times_s\n1,1,0.1,0.1\n"
+                    f"2,1,0.1,0.1;{cell}\n")
+    assert _refusal(capsys, ["diagnose", str(path)]) == (
+        f"scalesim diagnose: error: {path}: run 2: field 'rank_step_times_s.1': {cell} given; "
+        f"{STEP_TIME}")
+
+
+def test_an_instance_size_out_of_bounds_is_refused_by_the_items_bounds(tmp_path, capsys):
+    data = presets.get_hardware("dgx-h100").model_dump(mode="json") | {"instance_sizes": [8, 0]}
+    path = tmp_path / "hardware.json"
+    path.write_text(json.dumps(data))
+    assert _refusal(capsys, ["predict", "--hardware", str(path)]) == (
+        f"scalesim predict: error: {path}: field 'instance_sizes.1': 0 given; allowed: 1 <= x <= "
+        "1,024 devices (one server: 8-72 GPUs today, up to a few hundred CPU processes)")
+
+
 class _Unbounded(BaseModel):
     x: FiniteFloat
 
