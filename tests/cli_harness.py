@@ -55,6 +55,23 @@ def kept_diagnoses(monkeypatch) -> list:
     return made
 
 
+def computed_once(real, made: dict):
+    """``real`` that computes each set of arguments (pickled: the same runs, cases, options)
+    once into ``made``; every call, the first too, gets a deep copy of that result, which is
+    what computing them again gives where ``real`` is deterministic, and which the caller may
+    change freely."""
+    import copy
+    import pickle
+
+    def once(*args, **kwargs):
+        key = pickle.dumps((args, sorted(kwargs.items())))
+        if key not in made:
+            made[key] = real(*args, **kwargs)
+        return copy.deepcopy(made[key])
+
+    return once
+
+
 def diagnosed_once(monkeypatch, made: dict | None = None) -> None:
     """From now on ``runs_diagnosis.diagnose_runs`` (the CLI's, the app's) fits the same
     arguments (the same runs, source name and options) once in the test: a repeat, e.g. the
@@ -62,20 +79,10 @@ def diagnosed_once(monkeypatch, made: dict | None = None) -> None:
     fit of the same runs gives (the fit is deterministic); the command still renders it.
     ``made``: a dict the reports are kept in, e.g. one of a test module's, so that the tests
     that pass it fit the same arguments once in the module (each gets its own copy)."""
-    import copy
-    import pickle
-
     from scalesim import runs_diagnosis
 
-    made, real = {} if made is None else made, runs_diagnosis.diagnose_runs
-
-    def diagnose_once(*args, **kwargs):
-        key = pickle.dumps((args, sorted(kwargs.items())))
-        if key not in made:
-            made[key] = real(*args, **kwargs)
-        return copy.deepcopy(made[key])
-
-    monkeypatch.setattr(runs_diagnosis, "diagnose_runs", diagnose_once)
+    monkeypatch.setattr(runs_diagnosis, "diagnose_runs", computed_once(
+        runs_diagnosis.diagnose_runs, {} if made is None else made))
 
 
 def fitted_of(report):

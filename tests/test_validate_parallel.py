@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_harness import computed_once
 
 from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
@@ -23,9 +24,27 @@ def raw():
     return json.loads(PARALLEL_CASES.read_text())
 
 
+_VALIDATE_ONCE = computed_once(validate_parallel_cases, {})  # this module's reports
+
+
+def _validated_once(cases, skipped=()):
+    """``validate_parallel_cases`` of ``cases`` computed once in this module (a deep copy each
+    call): the shipped file's report serves the fixture, the CLI's text and --json and the
+    table script, which predicted its 86 cases again each (a few seconds a time)."""
+    return _VALIDATE_ONCE(list(cases), list(skipped))
+
+
+@pytest.fixture
+def validated_once(monkeypatch):
+    """The CLI's and the table script's validations read ``_validated_once`` in this test."""
+    import scalesim.validate_parallel as vp
+
+    monkeypatch.setattr(vp, "validate_parallel_cases", _validated_once)
+
+
 @pytest.fixture(scope="module")
 def report(raw):
-    return validate_parallel_cases(parse_parallel_cases(raw))
+    return _validated_once(parse_parallel_cases(raw))
 
 
 def _skipped_alone(capsys, path, case_id, rc: int = 0) -> str:
@@ -43,7 +62,7 @@ def _skipped_alone(capsys, path, case_id, rc: int = 0) -> str:
     return skip["reason"]
 
 
-def test_cli_detects_the_format_and_prints_the_promised_json(capsys, raw):
+def test_cli_detects_the_format_and_prints_the_promised_json(capsys, raw, validated_once):
     assert main(["validate", str(PARALLEL_CASES), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out["cases"]) == len(raw["cases"])
@@ -54,7 +73,7 @@ def test_cli_detects_the_format_and_prints_the_promised_json(capsys, raw):
     assert {"mean_abs_pct", "median_abs_pct", "max_abs_pct"} <= set(s)
 
 
-def test_text_report(capsys):
+def test_text_report(capsys, validated_once):
     assert main(["validate", str(PARALLEL_CASES)]) == 0
     text = capsys.readouterr().out
     assert "per group" in text and "targets:" in text and "anchor" in text
@@ -125,7 +144,8 @@ def _table_script():
     return module
 
 
-def test_table_script_renders_every_case_and_rewrites_only_between_markers(report, tmp_path):
+def test_table_script_renders_every_case_and_rewrites_only_between_markers(report, tmp_path,
+                                                                           validated_once):
     script = _table_script()
     body = script.render(report, "parallel_cases.json", 1.0)
     rows = [line for line in body.splitlines() if line.startswith("| ") and "_" in line]
@@ -237,7 +257,7 @@ def test_a_file_of_no_known_format_names_both_formats(tmp_path, capsys, content)
         assert "'scalesim-validation-cases/1'" in err and "'scalesim-parallel-cases/1'" in err
 
 
-def test_parallel_with_a_data_parallel_file_is_refused(tmp_path, capsys):
+def test_parallel_with_a_data_parallel_file_is_refused(tmp_path, capsys, validated_once):
     """`validate --parallel cases.json` (a data-parallel file) ran the data-parallel validation
     without a word: --parallel only picks the shipped file. One line says so now."""
     from scalesim.shipped import validation_path
@@ -418,7 +438,7 @@ def _bad_copy(data, case_id="bad", **changes):
     ({"layout__dp": 32, "layout__tp": 3, "layout__devices": 96}, "not divisible by tp 3"),
 ])
 def test_one_unreadable_case_is_skipped_with_its_reason_and_the_rest_predicted(
-        tmp_path, capsys, raw, changes, says):
+        tmp_path, capsys, raw, changes, says, validated_once):
     """Session 15: one case the reader refuses stopped the whole file (exit 2, nothing
     validated). It is skipped alone with the one-line reason the refusal gives when it is the
     file's only refused case; the others are predicted exactly as without it."""
@@ -440,7 +460,8 @@ def test_one_unreadable_case_is_skipped_with_its_reason_and_the_rest_predicted(
     assert report["summary"]["skipped_cases"] == 1
 
 
-def test_an_unknown_field_is_ignored_and_flagged_and_the_case_predicted(tmp_path, capsys, raw):
+def test_an_unknown_field_is_ignored_and_flagged_and_the_case_predicted(tmp_path, capsys, raw,
+                                                                       validated_once):
     pair = _torchtitan_pair(raw)
     rc, alone, _ = _validate_json(capsys, tmp_path, pair, "pair.json")
     pair["cases"][1]["url"] = "https://example.org"
@@ -556,7 +577,7 @@ def test_targets_are_neither_met_nor_missed_without_a_predicted_case(tmp_path, c
     assert main(["validate", str(tmp_path / "mine.json")]) == 2
     text = capsys.readouterr().out
     assert "NOT met" not in text and "targets: no non-anchor case predicted to score" in text
-    report = validate_parallel_cases(parse_parallel_cases(raw))
+    report = _validated_once(parse_parallel_cases(raw))  # the shipped file's: the fixture's
     assert all(isinstance(report.summary["targets"][k], bool)
                for k in ("median_met", "mean_met", "max_met"))
 
