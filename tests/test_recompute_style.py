@@ -8,11 +8,11 @@ and the planner's setting."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from types import SimpleNamespace
 
 import pytest
 from app_harness import link_round_trip, select_into_link
+from cli_harness import run_cli
 from scalesim.app.plan import build_scenario, make_plan
 from scalesim.app.state import AppState, decode_query, encode_query, preset_profile
 
@@ -146,39 +146,42 @@ def test_one_schema_one_knob():
 
 # ------------------------------------------------------------------ CLI
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scalesim.cli.main", *args],
-                          capture_output=True, text=True, timeout=300, check=False)
+def _cli(capsys, *args: str) -> SimpleNamespace:
+    """``scalesim *args`` run in this process (a subprocess took 2-3 s more a command): its
+    returncode, stdout and stderr."""
+    code, out, err = run_cli(capsys, list(args))
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
 
 
 @pytest.mark.parametrize("command", ["predict", "sweep", "plan", "decide", "goal"])
-def test_cli_help_shows_the_flag(command):
-    out = _cli(command, "--help")
+def test_cli_help_shows_the_flag(capsys, command):
+    out = _cli(capsys, command, "--help")
     assert out.returncode == 0
     text = " ".join(out.stdout.split())
     assert "--recompute-style {whole-forward,early-stop,op-sac}" in text
     assert "use_reentrant=False" in text and "ignored unless recompute is full" in text
 
 
-def test_cli_predict_and_plan_change_by_the_hand_computed_amount():
+def test_cli_predict_and_plan_change_by_the_hand_computed_amount(capsys):
     args = ["--hardware", "dgx-a100", "--workload", "gpt-1.7b", "--devices", "1", "--batch", "1",
             "--accumulation", str(MICRO_BATCHES), "--recompute", "full", "--json"]
-    whole = json.loads(_cli("predict", *args).stdout)[0]
-    stop = json.loads(_cli("predict", *args, "--recompute-style", "early-stop").stdout)[0]
+    whole = json.loads(_cli(capsys, "predict", *args).stdout)[0]
+    stop = json.loads(_cli(capsys, "predict", *args, "--recompute-style", "early-stop").stdout)[0]
     assert whole["compute_s"] - stop["compute_s"] == pytest.approx(_saved_s(0.73), rel=1e-6)
-    text = _cli("predict", *args[:-1], "--recompute-style", "early-stop").stdout
+    text = _cli(capsys, "predict", *args[:-1], "--recompute-style", "early-stop").stdout
     assert "recompute full (early stop)" in text
-    ignored = _cli("predict", *args[:-3], "--recompute", "none", "--recompute-style", "early-stop")
+    ignored = _cli(capsys, "predict", *args[:-3], "--recompute", "none", "--recompute-style",
+                   "early-stop")
     assert "recompute style early-stop ignored: recompute is none, not full" in ignored.stdout
-    bad = _cli("predict", *args, "--recompute-style", "maybe")
+    bad = _cli(capsys, "predict", *args, "--recompute-style", "maybe")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "recompute-style" in bad.stderr
 
     plan_args = ["--model", "gpt-1.7b", "--hardware", "dgx-a100", "--devices", "8",
                  "--global-batch", "64", "--top", "3"]
-    rows = json.loads(_cli("plan", *plan_args, "--json", "--recompute-style",
+    rows = json.loads(_cli(capsys, "plan", *plan_args, "--json", "--recompute-style",
                            "early-stop").stdout)["layouts"]
     assert all(r["recompute_style"] == "early-stop" for r in rows)
-    out = _cli("plan", *plan_args, "--recompute-style", "early-stop").stdout
+    out = _cli(capsys, "plan", *plan_args, "--recompute-style", "early-stop").stdout
     assert out.splitlines()[2].startswith(  # after the workload and hardware lines
         "full recompute: early stop (PyTorch >= 2.1 non-reentrant checkpoint")
 
@@ -235,8 +238,8 @@ def test_the_style_on_a_parameter_count_or_without_full_recompute_is_noted_not_r
 def test_the_app_control_sets_the_style_and_the_link():
     at, before, state = select_into_link(GPT_LINK, "k_rs", "rs", "whole-forward", "early-stop", 4)
     profile = preset_profile(state)
-    faster = make_plan(profile, state).focus
+    after = make_plan(profile, state)  # one plan for the focus and the unit (2-3 s each)
+    faster = after.focus
     assert faster.samples_per_s > make_plan(profile, before).focus.samples_per_s
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics[f"Throughput ({make_plan(profile, state).unit}/s)"] == \
-        throughput(faster.samples_per_s)
+    assert metrics[f"Throughput ({after.unit}/s)"] == throughput(faster.samples_per_s)
