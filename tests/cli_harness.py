@@ -15,6 +15,16 @@ def run_cli(capsys, argv: list[str]):
     return code, out, err
 
 
+def run_cli_as_process(capsys, argv: list[str]):
+    """``run_cli`` of ``argv`` as ``subprocess.run`` returns it (``returncode``, ``stdout``,
+    ``stderr``): a test of a command's output, not of the entry point, runs it in this process
+    (a subprocess costs 2-3 s of start and imports)."""
+    from types import SimpleNamespace
+
+    code, out, err = run_cli(capsys, argv)
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
+
 def diagnose_file(capsys, tmp_path, text: str, *args: str):
     """Exit code, stdout, stderr of ``scalesim diagnose`` on ``text`` written as the runs file
     ``tmp_path``/runs.csv, ``args`` after its path."""

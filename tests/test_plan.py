@@ -1,10 +1,9 @@
 """The planner: agrees with exhaustive scalar evaluation, ranks fitting layouts first, CLI."""
 
 import json
-import subprocess
-import sys
 
 import pytest
+from cli_harness import run_cli_as_process
 
 from scalesim.errors import ScalesimError
 from scalesim.plan import Setting, evaluate_layout, exhaustive_scalar, plan
@@ -78,13 +77,13 @@ def test_plan_errors():
         plan(TINY, SMALL_HW, [4, 6], 16)
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "scalesim.cli.main", "plan", *args],
-                          capture_output=True, text=True, timeout=120)
+def _cli(capsys, *args):
+    """``scalesim plan *args`` in this process: its returncode, stdout and stderr."""
+    return run_cli_as_process(capsys, ["plan", *args])
 
 
-def test_cli_json_has_the_promised_fields():
-    out = _cli("--model", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8,16",
+def test_cli_json_has_the_promised_fields(capsys):
+    out = _cli(capsys, "--model", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8,16",
                "--global-batch", "64", "--json", "--top", "5")
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)["layouts"]
@@ -96,33 +95,33 @@ def test_cli_json_has_the_promised_fields():
     assert all(r["dp"] * r["tp"] * r["pp"] == r["devices"] for r in rows)
 
 
-def test_cli_names_the_workload_as_predict_does_and_keeps_model_as_an_alias():
+def test_cli_names_the_workload_as_predict_does_and_keeps_model_as_an_alias(capsys):
     """``--workload`` is the flag every command uses for the workload; ``plan --model`` (its
     first name) still works and means the same."""
     args = ("llama3-8b", "--hardware", "dgx-h100", "--devices", "8", "--global-batch", "64",
             "--json", "--top", "3")
-    by_workload, by_model = _cli("--workload", *args), _cli("--model", *args)
+    by_workload, by_model = _cli(capsys, "--workload", *args), _cli(capsys, "--model", *args)
     assert by_workload.returncode == 0, by_workload.stderr
     assert json.loads(by_workload.stdout) == json.loads(by_model.stdout)
-    other = _cli("--workload", "gpt-1.7b", *args[1:])
+    other = _cli(capsys, "--workload", "gpt-1.7b", *args[1:])
     assert json.loads(other.stdout) != json.loads(by_workload.stdout)
 
 
-def test_cli_bad_input_is_one_line_exit_2():
-    out = _cli("--model", "llama3-8b", "--devices", "8", "--global-batch", "64",
+def test_cli_bad_input_is_one_line_exit_2(capsys):
+    out = _cli(capsys, "--model", "llama3-8b", "--devices", "8", "--global-batch", "64",
                "--hardware", "nope")
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "nope" in out.stderr
-    out = _cli("--model", "gpt-1t", "--hardware", "dgx-a100", "--devices", "8",
+    out = _cli(capsys, "--model", "gpt-1t", "--hardware", "dgx-a100", "--devices", "8",
                "--global-batch", "64")
     assert out.returncode == 2 and "nothing fits on 8 devices" in out.stderr
 
 
-def test_cli_reads_a_workload_file_with_a_shape(tmp_path):
+def test_cli_reads_a_workload_file_with_a_shape(tmp_path, capsys):
     from scalesim.presets import transformer_workload
 
     path = tmp_path / "gpt.json"
     path.write_text(transformer_workload("gpt-1.7b").model_dump_json())
-    out = _cli("--model", str(path), "--hardware", "dgx-a100", "--devices", "8,16",
+    out = _cli(capsys, "--model", str(path), "--hardware", "dgx-a100", "--devices", "8,16",
                "--global-batch", "64", "--top", "3")
     assert out.returncode == 0, out.stderr
     # 9 lines, and the best on each of the 2 counts: a title, a header and a row each
@@ -142,7 +141,7 @@ def test_cli_reads_a_workload_file_with_a_shape(tmp_path):
     assert lines[1].startswith("full recompute: whole forward rerun")  # the framework's
     no_shape = tmp_path / "plain.json"
     no_shape.write_text(json.dumps({"name": "x", "params": 1e9}))
-    out = _cli("--model", str(no_shape), "--devices", "8", "--global-batch", "64")
+    out = _cli(capsys, "--model", str(no_shape), "--devices", "8", "--global-batch", "64")
     assert out.returncode == 2 and "no 'transformer' shape" in out.stderr
 
 
@@ -273,11 +272,11 @@ def test_no_plan_takes_more_micro_steps_than_the_bounds_table_allows(capsys):
     assert "in at most 4,096 micro-steps; add devices or lower the global batch" in err
 
 
-def test_the_plan_names_the_model_it_plans():
+def test_the_plan_names_the_model_it_plans(capsys):
     """Without --workload the plan's table was of llama3-8b at sequence 8192 with no word of
     it (``cmd_plan.DEFAULT_WORKLOAD``): its first line names the model and its shape, and says
     it is the default."""
-    out = _cli("--devices", "8", "--global-batch", "64", "--top", "1")
+    out = _cli(capsys, "--devices", "8", "--global-batch", "64", "--top", "1")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == (
         "workload: llama3-8b: 32 layers, hidden 4096, 32 heads (8 kv), MLP 14336 SwiGLU, "
@@ -304,7 +303,7 @@ def test_plan_without_hardware_plans_every_command_s_default(capsys):
     assert f"hardware: {DEFAULT_HARDWARE} (" in out and "(the default;" in out, out
 
 
-def test_plan_and_predict_count_a_preset_s_parameters_alike():
+def test_plan_and_predict_count_a_preset_s_parameters_alike(capsys):
     """One preset is one model: ``plan --workload gpt-1.7b`` and ``predict --workload gpt-1.7b``
     of plan's best layout give the same step, because both count the shape's 1,652,230,656
     parameters (Narayanan's Table 1 prints 1.7B; predict used that label until session 15, and
@@ -312,18 +311,17 @@ def test_plan_and_predict_count_a_preset_s_parameters_alike():
     from scalesim.presets import transformer_workload
 
     assert transformer_workload("gpt-1.7b").params == get_transformer("gpt-1.7b").param_count()
-    out = _cli("--workload", "gpt-1.7b", "--devices", "16", "--global-batch", "64", "--json",
-               "--top", "40")
+    out = _cli(capsys, "--workload", "gpt-1.7b", "--devices", "16", "--global-batch", "64",
+               "--json", "--top", "40")
     assert out.returncode == 0, out.stderr
     # the best data-parallel layout (on the default's slow network an interleaved pp 2 is
     # 1.4 % faster since the sends hide behind the next chunk, docs/model.md §15)
     best = next(r for r in json.loads(out.stdout)["layouts"] if (r["tp"], r["pp"], r["cp"]) == (1, 1, 1))
     assert best["accumulation"] == 1
-    predicted = subprocess.run(
-        [sys.executable, "-m", "scalesim.cli.main", "predict", "--workload", "gpt-1.7b",
-         "--devices", "16", "--batch", str(best["micro_batch"]), "--strategy",
-         f"zero{best['zero']}", "--shard-group", str(best["shard_group"]), "--recompute",
-         best["recompute"], "--json"], capture_output=True, text=True, timeout=120)
+    predicted = run_cli_as_process(capsys, [
+        "predict", "--workload", "gpt-1.7b", "--devices", "16", "--batch",
+        str(best["micro_batch"]), "--strategy", f"zero{best['zero']}", "--shard-group",
+        str(best["shard_group"]), "--recompute", best["recompute"], "--json"])
     assert predicted.returncode == 0, predicted.stderr
     row = json.loads(predicted.stdout)[0]
     assert row["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-9)

@@ -8,11 +8,10 @@ and the planner's setting."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
 from app_harness import link_round_trip, select_into_link
-from cli_harness import run_cli
+from cli_harness import run_cli_as_process
 from scalesim.app.plan import build_scenario, make_plan
 from scalesim.app.state import AppState, decode_query, encode_query, preset_profile
 
@@ -146,11 +145,9 @@ def test_one_schema_one_knob():
 
 # ------------------------------------------------------------------ CLI
 
-def _cli(capsys, *args: str) -> SimpleNamespace:
-    """``scalesim *args`` run in this process (a subprocess took 2-3 s more a command): its
-    returncode, stdout and stderr."""
-    code, out, err = run_cli(capsys, list(args))
-    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+def _cli(capsys, *args: str):
+    """``scalesim *args`` in this process: its returncode, stdout and stderr."""
+    return run_cli_as_process(capsys, list(args))
 
 
 @pytest.mark.parametrize("command", ["predict", "sweep", "plan", "decide", "goal"])
