@@ -7,11 +7,10 @@ the tray, and a group whose ranks straddle two domains is charged the inter-doma
 """
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from cli_harness import run_cli_as_process
 from pydantic import ValidationError
 
 from scalesim.layout import ParallelLayout, group_span, placement, straddles
@@ -22,9 +21,9 @@ from scalesim.schemas import Hardware
 GB200 = HARDWARE["gb200-nvl72"]
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "scalesim.cli.main", *args],
-                          capture_output=True, text=True)
+def _cli(capsys, *args):
+    """``scalesim *args`` in this process: its returncode, stdout and stderr."""
+    return run_cli_as_process(capsys, list(args))
 
 
 def _domains_of_worst_group(size, stride, block_ranks, g, devices):
@@ -102,17 +101,17 @@ def test_straddles_never_where_blocks_divide_the_server():
         assert not straddles(sizes, stride, 8, 1024).any()
 
 
-def _plan_json(*counts, extra=()):
-    out = _cli("plan", "--hardware", "gb200-nvl72", "--workload", "llama3-70b", "--devices",
+def _plan_json(capsys, *counts, extra=()):
+    out = _cli(capsys, "plan", "--hardware", "gb200-nvl72", "--workload", "llama3-70b", "--devices",
                ",".join(map(str, counts)), "--global-batch", "256", "--cp", "1,2,4", "--top", "100000",
                "--json", *extra)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
 
-def test_plan_on_gb200_runs_128_and_256_gpus_with_tp_inside_a_domain():
+def test_plan_on_gb200_runs_128_and_256_gpus_with_tp_inside_a_domain(capsys):
     """Was 'devices 128 do not fill whole servers of 72 GPUs': no plan at all."""
-    plan = _plan_json(128, 256)
+    plan = _plan_json(capsys, 128, 256)
     rows = plan["layouts"]
     assert {r["devices"] for r in rows} == {128, 256}
     assert all(c["best"] is not None for c in plan["by_count"])
@@ -128,8 +127,8 @@ def test_plan_on_gb200_runs_128_and_256_gpus_with_tp_inside_a_domain():
     assert crossing, "the search holds layouts whose cp groups straddle a domain"
 
 
-def test_plan_refuses_a_count_that_is_not_whole_trays():
-    out = _cli("plan", "--hardware", "gb200-nvl72", "--workload", "llama3-70b", "--devices",
+def test_plan_refuses_a_count_that_is_not_whole_trays(capsys):
+    out = _cli(capsys, "plan", "--hardware", "gb200-nvl72", "--workload", "llama3-70b", "--devices",
                "130", "--global-batch", "260")
     assert out.returncode == 2
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
@@ -137,12 +136,12 @@ def test_plan_refuses_a_count_that_is_not_whole_trays():
             and "give a multiple of 4, e.g. 128 or 132" in out.stderr)
 
 
-def test_plan_cp_charge_crossing_versus_segmented_domains():
+def test_plan_cp_charge_crossing_versus_segmented_domains(capsys):
     """The same cp-straddling layout: on 72-GPU domains its ring attention crosses the NICs,
     on 64 used of each (``--gpus-per-node 64``: Slurm segments of 16 trays) it stays on NVLink,
     so its ring-attention time is higher on 72."""
     def cp_s(extra):
-        rows = _plan_json(256, extra=extra)["layouts"]
+        rows = _plan_json(capsys, 256, extra=extra)["layouts"]
         pick = [r for r in rows if (r["dp"], r["tp"], r["pp"], r["cp"], r["zero"], r["micro_batch"],
                                     r["recompute"], r["sequence_parallel"], r["schedule"])
                 == (16, 4, 1, 4, 1, 1, "none", True, "none") and r["shard_group"] == 64]
