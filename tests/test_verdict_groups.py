@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import diagnose_cases as cases
 import pytest
 from app_harness import open_diagnose_page
-from cli_harness import kept_diagnoses
+from cli_harness import diagnosed_once, kept_diagnoses
 from scalesim.app.charts import layout_label
 
 from scalesim.cli.main import main
@@ -33,6 +33,8 @@ from scalesim.remedies import (
 from scalesim.runs import parse_runs_text
 from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Scenario
+
+DIAGNOSES: dict = {}  # the reports of the tests that share them (diagnosed_once), by arguments
 
 # 8 devices at a micro-batch of 256: it fits; doubling it does not (verdict "not runnable")
 EDGE = Scenario(devices=[8], micro_batch=256)
@@ -89,10 +91,13 @@ def test_diagnose_says_not_runnable_where_the_planner_does_with_its_reason():
 
 
 def test_diagnose_lists_the_loss_and_what_does_not_apply_with_why(capsys, tmp_path, monkeypatch):
-    path = tmp_path / "runs.csv"
-    path.write_text(cases.to_csv(cases.slow_device()))
+    # the file is named runs.csv, as the page names an upload: the page's test below reads the
+    # same fit of the same runs and options (diagnosed_once), whichever test runs first
+    diagnosed_once(monkeypatch, DIAGNOSES)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs.csv").write_text(cases.to_csv(cases.slow_device()))
     made = kept_diagnoses(monkeypatch)
-    assert main(["diagnose", str(path)]) == 0
+    assert main(["diagnose", "runs.csv"]) == 0
     groups = _groups(capsys.readouterr().out)
     # session 47 (runs_slow_rank): the 2-rank run's slow device is read at its whole delay, the
     # fit follows every run (it missed the 2-rank one by -10.6 %), and the bigger batch, the
@@ -115,6 +120,7 @@ def test_the_diagnose_page_and_its_html_report_give_the_verdict(monkeypatch):
     from scalesim.app.report import diagnosis_html
 
     runs_report.clear()  # the page diagnoses the upload here, not from an earlier test's cache
+    diagnosed_once(monkeypatch, DIAGNOSES)  # the CLI test's fit of the same runs above
     made = kept_diagnoses(monkeypatch)
 
     at = open_diagnose_page(cases.to_csv(cases.slow_device()))
@@ -243,7 +249,7 @@ def test_the_diagnose_page_says_why_there_is_no_first_remedy():
     assert list(at.dataframe[0].value["verdict"])[0] == SIZE_DEPENDENT
 
 
-def test_no_remedy_under_the_model_s_error_is_named_first(tmp_path, capsys):
+def test_no_remedy_under_the_model_s_error_is_named_first(tmp_path, capsys, monkeypatch):
     """Runs that scale well (98 % at 8 devices): after session 20's converged fit a faster
     network gained +0.08 % and was named "First remedy ... +0%". A first remedy gains at least
     the model's median error (3.0 % on a data-parallel fit); under it none is named, and the line
@@ -253,6 +259,7 @@ def test_no_remedy_under_the_model_s_error_is_named_first(tmp_path, capsys):
     from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR
     from scalesim.cli.main import main
 
+    diagnosed_once(monkeypatch)  # the text below renders the --json's fit of the same runs
     path = tmp_path / "runs.csv"
     path.write_text(to_csv(scales_well()))
     assert main(["diagnose", str(path), "--json"]) == 0
