@@ -95,6 +95,15 @@ def diagnosed_once(monkeypatch, made: dict | None = None) -> None:
         runs_diagnosis.diagnose_runs, {} if made is None else made))
 
 
+def sought_once(monkeypatch, made: dict) -> None:
+    """From now on ``goal.seek`` (the CLI's) answers the same arguments once into ``made``, e.g.
+    a test module's dict: the text and the --json of one goal command read one search (seconds
+    for a transformer's layouts), a deep copy each; the command still renders it."""
+    import scalesim.goal
+
+    monkeypatch.setattr(scalesim.goal, "seek", computed_once(scalesim.goal.seek, made))
+
+
 def fitted_of(report):
     """(profile, scenario) a runs diagnosis fitted, read back from its details as its --json
     writes them (a round trip through JSON, as a user's file would be)."""

@@ -11,7 +11,7 @@ import json
 import re
 
 import pytest
-from cli_harness import computed_once, run_cli, whole_lines
+from cli_harness import run_cli, sought_once, whole_lines
 
 from scalesim.cli.terminal import COLUMNS, GAP, MIN_TITLE, hanging_table
 from scalesim.figures import amount, duration_text
@@ -28,13 +28,10 @@ _SOUGHT: dict = {}  # goal.seek's answers in this module, by their arguments
 
 
 @pytest.fixture
-def sought_once(monkeypatch):
-    """``goal.seek`` answers the same arguments once in this module (a deep copy each call): the
-    text and the --json of one command, and the long case's two tests, read one search (the
-    long one 3-4 s) instead of one a command; the CLI still renders each."""
-    import scalesim.goal
-
-    monkeypatch.setattr(scalesim.goal, "seek", computed_once(scalesim.goal.seek, _SOUGHT))
+def sought(monkeypatch):
+    """The text and the --json of one command, and the long case's two tests, read one search
+    (the long one 3-4 s) instead of one a command (``cli_harness.sought_once``)."""
+    sought_once(monkeypatch, _SOUGHT)
 
 
 def _plan(d: dict) -> GoalPlan:
@@ -48,7 +45,7 @@ def _cells(plan: GoalPlan | None) -> list[str]:
 
 
 @pytest.mark.parametrize("argv", [README, LONG], ids=["readme", "long"])
-def test_every_line_of_goal_fits_and_reads_back_whole(capsys, argv, sought_once):
+def test_every_line_of_goal_fits_and_reads_back_whole(capsys, argv, sought):
     code, out, err = run_cli(capsys, [*argv, "--json"])
     assert code == 0, err
     answer = json.loads(out)
@@ -77,7 +74,7 @@ def test_every_line_of_goal_fits_and_reads_back_whole(capsys, argv, sought_once)
             assert said.endswith(f": {describe(plan)}" if plan else ": no plan fits")
 
 
-def test_the_long_case_has_what_made_it_long(capsys, sought_once):
+def test_the_long_case_has_what_made_it_long(capsys, sought):
     """The long case is long for the reasons it was chosen: three faster networks, and plans
     split by the planner's layouts (whose words lengthened each row past 300 characters)."""
     code, out, err = run_cli(capsys, [*LONG, "--json"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_harness import run_cli, whole_lines
+from cli_harness import run_cli, sought_once, whole_lines
 
 from scalesim.goal import seek
 from scalesim.goal_layouts import default_layout
@@ -20,6 +20,7 @@ DAY_S = 86400.0
 # gpt-18.4b on DGX A100s: data parallel needs ZeRO-3 over every device; the planner splits it
 GOAL = ["goal", "--workload", "gpt-18.4b", "--hardware", "dgx-a100", "--train-samples", "2e6",
         "--deadline", "0.6d", "--budget", "1e9"]
+SOUGHT: dict = {}  # goal.seek's answers in this module: GOAL's text and --json read one search
 LAYOUT_KEYS = ("tp", "pp", "cp", "schedule", "virtual_stages", "recompute", "sequence_parallel")
 
 
@@ -29,11 +30,12 @@ def _json(capsys, argv: list[str]) -> dict:
     return json.loads(out)
 
 
-def test_search_runs_the_planners_best_layout_at_each_count(capsys):
+def test_search_runs_the_planners_best_layout_at_each_count(capsys, monkeypatch):
     """Each plan goal shows runs the layout `scalesim plan` ranks first by throughput at that
     device count and the plan's global batch: here both counts are near the answer, where goal
     asks the planner at each batch it tries (session 44's refinement; elsewhere the reference
     global batch scaled to the count, the next test's given/search comparison)."""
+    sought_once(monkeypatch, SOUGHT)  # the text's test below renders the same search
     answer = _json(capsys, [*GOAL, "--max-devices", "64", "--json"])
     assert answer["layout"] == "search"
     plans = {p["devices"]: p for p in [answer["best"], *answer["front"]]}
@@ -98,7 +100,8 @@ def test_layout_search_of_a_workload_without_a_shape_is_one_line(capsys):
     assert "no transformer shape" in err and "drop --layout search" in err
 
 
-def test_the_text_says_each_plans_layout_and_the_note_how_it_was_chosen(capsys):
+def test_the_text_says_each_plans_layout_and_the_note_how_it_was_chosen(capsys, monkeypatch):
+    sought_once(monkeypatch, SOUGHT)  # the --json's search above, whichever test runs first
     code, out, err = run_cli(capsys, [*GOAL, "--max-devices", "64"])
     assert code == 0, err
     out = whole_lines(out)  # each sentence on one line again
