@@ -60,7 +60,7 @@ from scalesim.device_nouns import (
     replica_device_name,
 )
 from scalesim.errors import KNOB, ScalesimError, as_literal, excerpt, require_path, require_text
-from scalesim.figures import count
+from scalesim.figures import count, number, sig3
 from scalesim.jsonio import parse_json_text, validation_message
 from scalesim.layout import Schedule, knob_refusal
 from scalesim.runs_units import check_units
@@ -837,6 +837,7 @@ def aggregate(rows: list[RunRow], source: str) -> list[RunRow]:
         if len(members) == 1:
             out.append(members[0])
             continue
+        _check_repeats_agree(members, groups[key], source)
         step = _median([r.step_time_s for r in members])
         update = {
             "step_time_s": step,
@@ -852,6 +853,34 @@ def aggregate(rows: list[RunRow], source: str) -> list[RunRow]:
         # Every member was validated; their medians need no second check.
         out.append(members[0].model_copy(update=update))
     return out
+
+
+def _check_repeats_agree(members: list[RunRow], rows: list[int], source: str) -> None:
+    """ScalesimError (one line) where two repeated measurements of one configuration (rows
+    ``rows``, 0-based) have step times ``UNIT_FACTOR`` or more apart: repeats differ by noise,
+    so one is in other units (ms among s), and the median of two is their mean, neither run."""
+    from scalesim.runs_units import UNIT_FACTOR
+
+    runs = Runs(members, source, ())
+    step = runs.step_time_s  # s, from step_time_s or samples_per_s
+    fast, slow = int(np.argmin(step)), int(np.argmax(step))
+    if step[slow] < UNIT_FACTOR * step[fast]:
+        return
+    first, second = sorted((fast, slow))
+    words = nouns_for(runs.device_name)
+    raise ScalesimError(
+        f"{source}: runs {rows[first] + 1} and {rows[second] + 1} measure one configuration "
+        f"({words.count(members[0].devices)} on {words.count(members[0].nodes, 'server')}) at "
+        f"{_timing_given(members[first])} and {_timing_given(members[second])}, "
+        f"{sig3(step[slow] / step[fast])}x apart in step time; repeated measurements differ by "
+        "noise, so one is likely in other units than the other: correct it or remove it")
+
+
+def _timing_given(row: RunRow) -> str:
+    """'step_time_s 0.11' or 'samples_per_s 1,900': the row's timing as its file gives it."""
+    if row.step_time_s is not None:
+        return f"step_time_s {number(row.step_time_s)}"
+    return f"samples_per_s {number(row.samples_per_s)}"
 
 
 def load_runs(path: str | os.PathLike[str]) -> Runs:

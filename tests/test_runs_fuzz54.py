@@ -1,0 +1,32 @@
+"""Runs files that read as valid yet contradict themselves (session 54's semantic fuzzing of
+``scalesim diagnose runs.csv``): each is refused in one line where it enters."""
+
+from __future__ import annotations
+
+import pytest
+
+from scalesim.errors import ScalesimError
+from scalesim.runs import parse_runs_text
+
+
+def test_repeats_twenty_times_apart_are_refused_naming_both_rows():
+    """110 ms and 0.11 ms at 2 devices: their median (the mean of two) read as one run of 55 ms,
+    182 % efficient against 100 ms at 1 device."""
+    text = "devices,nodes,step_time_s\n1,1,0.1\n2,1,0.11\n2,1,0.00011\n"
+    with pytest.raises(ScalesimError, match=r"runs 2 and 3 measure one configuration \(2 devices "
+                       r"on 1 server\) at step_time_s 0\.11 and step_time_s 0\.00011, 1000x "
+                       r"apart in step time; .* likely in other units"):
+        parse_runs_text(text, "r.csv")
+
+
+def test_repeats_of_throughput_are_compared_as_step_times():
+    text = "devices,nodes,samples_per_s\n1,1,10\n2,1,19\n2,1,380\n"  # 20x
+    with pytest.raises(ScalesimError, match="runs 2 and 3 .* samples_per_s 19 and samples_per_s "
+                       "380, 20x apart"):
+        parse_runs_text(text, "r.csv")
+
+
+def test_repeats_under_twenty_times_apart_are_their_median():
+    """1.9 / 0.1 = 19x: noise enough to keep (the median of three drops the outlier)."""
+    text = "devices,nodes,step_time_s\n1,1,0.1\n2,1,0.1\n2,1,1.9\n2,1,0.12\n"
+    assert parse_runs_text(text, "r.csv").step_time_s.tolist() == pytest.approx([0.1, 0.12])
