@@ -63,7 +63,7 @@ from scalesim.errors import KNOB, ScalesimError, as_literal, excerpt, require_pa
 from scalesim.figures import count, number, sig3
 from scalesim.jsonio import parse_json_text, validation_message
 from scalesim.layout import Schedule, knob_refusal
-from scalesim.runs_units import check_units
+from scalesim.runs_units import UNIT_FACTOR, check_units
 
 REQUIRED = ("devices", "nodes")
 COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch", "global_batch",
@@ -752,12 +752,8 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
                 f"step time {t:.4g} s; each is a part of the step not spent computing, so "
                 "correct the one that counts time twice (exposed communication is what no "
                 "computation hides, not the collectives' whole time)")
-        slowest = max(r.rank_step_times_s) if r.rank_step_times_s else 0.0
-        if slowest > RANK_TIME_SLACK * t:  # a synchronous step waits for its slowest rank
-            raise ScalesimError(f"{source}: run {i} lists a rank step time of {slowest:g} s, "
-                                f"{slowest / t:.3g}x its step time {t:.4g} s; the job's step "
-                                "waits for its slowest rank, so correct the rank times or the "
-                                "step time")
+        if r.rank_step_times_s:
+            _check_slowest_rank(max(r.rank_step_times_s), t, f"{source}: run {i}")
     notes = []
     if unknown := unknown_columns_note(set().union(*records)):
         notes.append(unknown)
@@ -775,6 +771,23 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
     runs = Runs(groups, source, tuple(notes))
     check_units(runs)
     return runs if server is None else on_servers_of(runs, server, as_literal(f"{source}: gpus_per_node"))
+
+
+def _check_slowest_rank(slowest: float, step: float, where: str) -> None:
+    """ScalesimError (one line) where a run's slowest rank step time, s, is not its step time
+    ``step``, s, within noise: a synchronous step waits for its slowest rank and ends with it,
+    so that rank may exceed the step by ``RANK_TIME_SLACK`` (timed beside it) and fall below it
+    by less than ``UNIT_FACTOR`` (past it, the ranks are in other units than the step)."""
+    if slowest > RANK_TIME_SLACK * step:
+        raise ScalesimError(f"{where} lists a rank step time of {slowest:g} s, "
+                            f"{slowest / step:.3g}x its step time {step:.4g} s; the job's step "
+                            "waits for its slowest rank, so correct the rank times or the "
+                            "step time")
+    if slowest * UNIT_FACTOR <= step:
+        raise ScalesimError(f"{where} lists rank step times of at most {slowest:g} s, 1/"
+                            f"{sig3(step / slowest)} of its step time {step:.4g} s; the job's step "
+                            "ends with its slowest rank, so the rank times are likely in other "
+                            "units than the step: write both in seconds per optimizer step")
 
 
 def _one_server_size(rows: list[RunRow], source: str) -> int | None:
@@ -859,8 +872,6 @@ def _check_repeats_agree(members: list[RunRow], rows: list[int], source: str) ->
     """ScalesimError (one line) where two repeated measurements of one configuration (rows
     ``rows``, 0-based) have step times ``UNIT_FACTOR`` or more apart: repeats differ by noise,
     so one is in other units (ms among s), and the median of two is their mean, neither run."""
-    from scalesim.runs_units import UNIT_FACTOR
-
     runs = Runs(members, source, ())
     step = runs.step_time_s  # s, from step_time_s or samples_per_s
     fast, slow = int(np.argmin(step)), int(np.argmax(step))

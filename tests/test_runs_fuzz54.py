@@ -30,3 +30,21 @@ def test_repeats_under_twenty_times_apart_are_their_median():
     """1.9 / 0.1 = 19x: noise enough to keep (the median of three drops the outlier)."""
     text = "devices,nodes,step_time_s\n1,1,0.1\n2,1,0.1\n2,1,1.9\n2,1,0.12\n"
     assert parse_runs_text(text, "r.csv").step_time_s.tolist() == pytest.approx([0.1, 0.12])
+
+
+RANKS = "devices,nodes,step_time_s,rank_step_times_s\n1,1,0.1,0.1\n2,1,0.2,{}\n"
+
+
+def test_rank_times_twenty_times_below_the_step_are_refused():
+    """0.01 s slowest rank of a 0.2 s step: 1/20, the ranks in other units than the step (their
+    spread had read as no straggler wait)."""
+    with pytest.raises(ScalesimError, match=r"r.csv: run 2 lists rank step times of at most "
+                       r"0\.01 s, 1/20 of its step time 0\.2 s; .* likely in other units"):
+        parse_runs_text(RANKS.format("0.008;0.01"), "r.csv")
+
+
+def test_rank_times_within_the_bounds_are_read():
+    """0.0105 s is 1/19 of 0.2 s; 0.22 s is the 1.1x a rank timed beside the step may reach."""
+    for ranks in ("0.008;0.0105", "0.2;0.22"):
+        runs = parse_runs_text(RANKS.format(ranks), "r.csv")
+        assert runs.rows[1].rank_step_times_s == [float(t) for t in ranks.split(";")]
