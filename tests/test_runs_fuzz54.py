@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from scalesim.errors import ScalesimError
-from scalesim.runs import parse_runs_text
+from scalesim.runs import parse_runs_text, runs_from_records
 
 
 def test_repeats_twenty_times_apart_are_refused_naming_both_rows():
@@ -48,3 +48,13 @@ def test_rank_times_within_the_bounds_are_read():
     for ranks in ("0.008;0.0105", "0.2;0.22"):
         runs = parse_runs_text(RANKS.format(ranks), "r.csv")
         assert runs.rows[1].rank_step_times_s == [float(t) for t in ranks.split(";")]
+
+
+@pytest.mark.parametrize("ranks", ["0.2;0", "0.2;-0.01", "0.2;1e300", [0.2, 0.0]])
+def test_a_rank_time_out_of_bounds_is_refused_with_the_bounds_of_a_step(ranks):
+    """As step_time_s's own refusal: the bounds and why, not pydantic's 'greater than or equal to
+    0.000000000001'."""
+    record = {"devices": 2, "nodes": 1, "step_time_s": 0.2, "rank_step_times_s": ranks}
+    with pytest.raises(ScalesimError, match=r"run 2: field 'rank_step_times_s\.1': \S+ given; "
+                       r"allowed: 1e-12 <= x <= 1,000,000 s each \(one step, micro-step"):
+        runs_from_records([{"devices": 1, "nodes": 1, "step_time_s": 0.1}, record], "r.csv")
