@@ -80,6 +80,8 @@ MODEL_SPLIT = ("tp", "pp", "cp")  # the degrees that split the model: a replica 
 # a runs file's schedule names (lower case, letters and digits) that name a layout schedule
 SCHEDULE_ALIASES = {"interleaved1f1b": "interleaved", "zbh1": "zb"}
 TIMED = ("data_wait_s", "comm_s", "rank_step_times_s")  # real seconds, not per unit of work
+# the measured columns the diagnosis reads only where every run gives them (``Runs.optional``)
+MEASURED_PARTS = ("data_wait_s", "comm_s", "steps_to_target")
 # A time measured beside the run's step (a median over steps) may exceed it by measurement
 # noise, not more: a rank's step time, or the data wait and exposed communication together
 RANK_TIME_SLACK = 1.1
@@ -782,8 +784,25 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
         notes.append(f"{len(rows)} rows aggregated into {len(groups)} runs: the median of every "
                      "measured column per (devices, nodes, batch, accumulation)")
     runs = Runs(groups, source, tuple(notes))
+    _check_measured_in_every_run(runs)
     check_units(runs)
     return runs if server is None else on_servers_of(runs, server, as_literal(f"{source}: gpus_per_node"))
+
+
+def _check_measured_in_every_run(runs: Runs) -> None:
+    """ScalesimError (one line) where a measured part (``MEASURED_PARTS``) is given for some of
+    the aggregated runs only: the diagnosis reads such a column where every run gives it
+    (``Runs.optional``), so a column missing in one run was dropped in silence for all."""
+    for name in MEASURED_PARTS:
+        given = [getattr(r, name) is not None for r in runs.rows]
+        if any(given) and not all(given):
+            words = nouns_for(runs.device_name)
+            lacking = runs.rows[given.index(False)].devices
+            none = " (0 where a run had none)" if name in TIMED else ""
+            raise ScalesimError(
+                f"{runs.source}: the run on {words.count(lacking)} gives no {name}, other runs "
+                f"do; give {name} in every row or in none{none}: a measured column is read only "
+                "where every run gives it")
 
 
 def _check_slowest_rank(slowest: float, step: float, where: str) -> None:

@@ -58,3 +58,24 @@ def test_a_rank_time_out_of_bounds_is_refused_with_the_bounds_of_a_step(ranks):
     with pytest.raises(ScalesimError, match=r"run 2: field 'rank_step_times_s\.1': \S+ given; "
                        r"allowed: 1e-12 <= x <= 1,000,000 s each \(one step, micro-step"):
         runs_from_records([{"devices": 1, "nodes": 1, "step_time_s": 0.1}, record], "r.csv")
+
+
+@pytest.mark.parametrize(("column", "none", "values"), [
+    ("comm_s", " (0 where a run had none)", (0.05, 0.1)),
+    ("data_wait_s", " (0 where a run had none)", (0.05, 0.1)),
+    ("steps_to_target", "", (9000, 8000)),
+])
+def test_a_measured_column_given_in_some_runs_only_is_refused(column, none, values):
+    """It had been dropped for every run (``Runs.optional``), the report's part the model's."""
+    text = f"devices,nodes,step_time_s,{column}\n1,1,0.1,\n2,1,0.2,{values[0]}\n4,1,0.3,{values[1]}\n"
+    with pytest.raises(ScalesimError) as refused:
+        parse_runs_text(text, "r.csv")
+    assert str(refused.value) == (
+        f"r.csv: the run on 1 device gives no {column}, other runs do; give {column} in every "
+        f"row or in none{none}: a measured column is read only where every run gives it")
+
+
+def test_a_repeat_without_the_column_is_its_configurations_median():
+    """Rows of one configuration are one run: its column is the median of the rows that give it."""
+    text = "devices,nodes,step_time_s,comm_s\n1,1,0.1,0\n2,1,0.2,0.05\n2,1,0.2,\n"
+    assert parse_runs_text(text, "r.csv").optional("comm_s").tolist() == [0.0, 0.05]
