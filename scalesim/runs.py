@@ -790,18 +790,22 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
 
 
 def _check_measured_in_every_run(runs: Runs) -> None:
-    """ScalesimError (one line) where a measured part (``MEASURED_PARTS``) is given for some of
-    the aggregated runs only: the diagnosis reads such a column where every run gives it
-    (``Runs.optional``), so a column missing in one run was dropped in silence for all."""
-    for name in MEASURED_PARTS:
-        given = [getattr(r, name) is not None for r in runs.rows]
+    """ScalesimError (one line) where a measured column is given for some of the aggregated runs
+    only: the diagnosis reads ``MEASURED_PARTS`` where every run gives them (``Runs.optional``)
+    and rank step times where every run of two or more ranks does (``fit_runs``: a 1-device
+    run's one rank is its step), so a column missing in one run was dropped in silence for all."""
+    for name in (*MEASURED_PARTS, "rank_step_times_s"):
+        rows = [r for r in runs.rows if name != "rank_step_times_s" or r.devices > 1]
+        given = [getattr(r, name) is not None for r in rows]
         if any(given) and not all(given):
             words = nouns_for(runs.device_name)
-            lacking = runs.rows[given.index(False)].devices
-            none = " (0 where a run had none)" if name in TIMED else ""
+            lacking = rows[given.index(False)].devices
+            every = ("every row" if name != "rank_step_times_s" else
+                     f"every run of two or more {words.devices}")
+            none = " (0 where a run had none)" if name in ("data_wait_s", "comm_s") else ""
             raise ScalesimError(
                 f"{runs.source}: the run on {words.count(lacking)} gives no {name}, other runs "
-                f"do; give {name} in every row or in none{none}: a measured column is read only "
+                f"do; give {name} in {every} or in none{none}: a measured column is read only "
                 "where every run gives it")
 
 

@@ -79,3 +79,17 @@ def test_a_repeat_without_the_column_is_its_configurations_median():
     """Rows of one configuration are one run: its column is the median of the rows that give it."""
     text = "devices,nodes,step_time_s,comm_s\n1,1,0.1,0\n2,1,0.2,0.05\n2,1,0.2,\n"
     assert parse_runs_text(text, "r.csv").optional("comm_s").tolist() == [0.0, 0.05]
+
+
+def test_rank_times_missing_in_a_run_of_two_or_more_devices_are_refused():
+    text = ("devices,nodes,step_time_s,rank_step_times_s\n1,1,0.1,\n2,1,0.2,0.2;0.19\n"
+            "4,1,0.3,\n")
+    with pytest.raises(ScalesimError, match=r"the run on 4 devices gives no rank_step_times_s, "
+                       r"other runs do; give rank_step_times_s in every run of two or more "
+                       r"devices or in none:"):
+        parse_runs_text(text, "r.csv")
+
+
+def test_a_one_device_run_may_leave_its_rank_time_out():
+    text = "devices,nodes,step_time_s,rank_step_times_s\n1,1,0.1,\n2,1,0.2,0.2;0.19\n"
+    assert parse_runs_text(text, "r.csv").rows[0].rank_step_times_s is None
