@@ -408,9 +408,9 @@ def _superlinear(runs, sc, words: Nouns) -> str:
             f"{float(runs.devices[worst] / runs.devices[0]):.3g}x the {words.devices})")
     threads = f"; {CPU_THREADS_WORDS}" if words.cpu else ""
     if eff > SUPERLINEAR_REFUSED:
-        raise ScalesimError(f"{said}: no job scales that far past linear; check its step_time_s "
-                            "or samples_per_s and its batch columns (micro_batch, accumulation)"
-                            + threads)
+        raise ScalesimError(f"{runs.source}: {said}: no job scales that far past linear; check "
+                            "its step_time_s or samples_per_s and its batch columns "
+                            "(per_device_batch or global_batch, and accumulation)" + threads)
     return (f"{said}: past linear, which cache effects or a smaller per-{words.device} footprint "
             "can give; the diagnosis reads the runs as the same job at the same work per "
             f"{words.device}" + threads)

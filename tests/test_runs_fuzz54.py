@@ -93,3 +93,18 @@ def test_rank_times_missing_in_a_run_of_two_or_more_devices_are_refused():
 def test_a_one_device_run_may_leave_its_rank_time_out():
     text = "devices,nodes,step_time_s,rank_step_times_s\n1,1,0.1,\n2,1,0.2,0.2;0.19\n"
     assert parse_runs_text(text, "r.csv").rows[0].rank_step_times_s is None
+
+
+def test_a_run_far_past_linear_is_refused_naming_the_file_and_its_batch_columns():
+    """32 then 128 samples a device in 0.1 s steps: 400 % efficient. The line named a
+    'micro_batch' column no runs file has, and no file."""
+    from scalesim.runs_diagnosis import diagnose_runs
+
+    text = "devices,nodes,step_time_s,per_device_batch\n1,1,0.1,32\n2,1,0.1,128\n"
+    with pytest.raises(ScalesimError) as refused:
+        diagnose_runs(parse_runs_text(text, "r.csv"))
+    assert str(refused.value) == (
+        "r.csv: the run at 2 devices is 400% efficient against the one at 1 device (throughput "
+        "8x on 2x the devices): no job scales that far past linear; check its step_time_s or "
+        "samples_per_s and its batch columns (per_device_batch or global_batch, and "
+        "accumulation)")
