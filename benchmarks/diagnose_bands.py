@@ -1,13 +1,15 @@
 """Time of diagnose's remedy-gain bands (``runs_diagnosis.set_gain_bands``) on the seed's cases.
 
-    python benchmarks/diagnose_bands.py [--repeats 3]
+    python benchmarks/diagnose_bands.py [--repeats 3] [--draws-alone]
 
 Each case of ``tests/diagnose_cases.py`` (runs the model made, one per row of the seed's
 symptoms table) is diagnosed with ``--params`` 25.6e6, and the seed's BERT-large runs on 1-32
 A100s with their transformer (``--workload``: the layout model), each with the bands and with
 no draws (``REMEDY_BAND_DRAWS`` / ``LAYOUT_BAND_DRAWS`` set to 0: the report before session 24).
 Prints the best of ``--repeats`` wall times in seconds as a markdown table for
-docs/performance.md.
+docs/performance.md. ``--draws-alone``: each draw's remedies predicted one after another, not
+in lockstep (``lockstep.map_in_lockstep`` unbatched: the report before session 54, the same
+numbers).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from stage_split import best_of  # noqa: E402  (this folder: the same timing)
 
 from scalesim import layout_predict, runs_diagnosis  # noqa: E402
 from scalesim.cli.main import OneLineParser  # noqa: E402
+from scalesim.lockstep import map_in_lockstep  # noqa: E402
 from scalesim.presets import get_transformer  # noqa: E402
 from scalesim.profiles import default_profile  # noqa: E402
 from scalesim.runs import parse_runs_text, runs_from_records  # noqa: E402
@@ -51,7 +54,11 @@ def _timed(diagnose, repeats: int) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     p = OneLineParser(prog="python benchmarks/diagnose_bands.py")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--draws-alone", action="store_true")
     args = p.parse_args(argv)
+    if args.draws_alone:
+        runs_diagnosis.map_in_lockstep = lambda fn, items, batched=True: map_in_lockstep(
+            fn, items, False)
     print("| case | with bands s | without s | bands s |")
     print("|---|---:|---:|---:|")
     total = [0.0, 0.0]

@@ -89,3 +89,165 @@ def solve_in_lockstep(solve: Callable, residual_rows: Callable[[np.ndarray], np.
         if isinstance(r, BaseException):
             raise r
     return results
+
+
+# StepInputs fields that only enter the step model element by element (never a branch of it
+# or a whole-array test): calls that differ only in these are evaluated as one stack. Every
+# other field (devices, strategy, buckets, ...) must be equal for two calls to share one.
+ELEMENTWISE_FIELDS = frozenset({
+    "overhead_s", "per_sample_s", "optimizer_step_s", "backward_fraction", "intra_latency_s",
+    "intra_busbw_GBps", "inter_latency_s", "inter_busbw_GBps", "nvls_busbw_ratio",
+    "loader_samples_per_s", "loader_alone_samples_per_s", "jitter_cv", "device_cv",
+    "comm_contention", "colocation_slope", "slow_factor", "activation_bytes_per_sample",
+    "device_memory_bytes", "memory_margin", "bubble_micro_steps", "per_step_s", "fetch_s",
+})
+
+
+def _same_key(value) -> tuple:
+    """A hashable of ``value`` that two calls share only where it is the same input."""
+    a = np.asarray(value)
+    return (a.dtype.str, a.shape, a.tobytes()) if a.dtype != object else ("object", id(value))
+
+
+def _call_key(inp) -> tuple:
+    """What two ``step.evaluate`` calls must share to be evaluated as one stack: every field's
+    shape and dtype kind, and the value of every field outside ``ELEMENTWISE_FIELDS``."""
+    key = []
+    for name in inp.__dataclass_fields__:
+        value = getattr(inp, name)
+        if name in ELEMENTWISE_FIELDS:
+            a = np.asarray(value)
+            key.append((a.dtype.kind, a.shape))
+        else:
+            key.append(_same_key(value))
+    return tuple(key)
+
+
+def _stacked(inputs: list):
+    """One StepInputs of ``inputs`` (same ``_call_key``): each elementwise field that differs
+    between them stacked on a new leading axis (shape (m, 1.., own shape), so that it
+    broadcasts with the others' rows as each call's did), the rest as the first call's."""
+    first = inputs[0]
+    ndim = max(np.ndim(getattr(first, name)) for name in first.__dataclass_fields__)
+    changes = {}
+    for name in ELEMENTWISE_FIELDS:
+        given = [getattr(inp, name) for inp in inputs]
+        if all(v is given[0] for v in given):
+            continue
+        values = np.array(given, dtype=float)  # (m, own shape): the key gave them one shape
+        if np.all((values == values[0]) | (np.isnan(values) & np.isnan(values[0]))):
+            continue
+        own = values.shape[1:]
+        changes[name] = values.reshape((len(given),) + (1,) * (ndim - len(own)) + own)
+    return first.replace(**changes)
+
+
+class _StepBatcher:
+    """Gathers the ``step.evaluate`` call each live thread waits on; the last to arrive
+    evaluates them, the calls that share a ``_call_key`` as one stack. The first of a stack is
+    also evaluated alone: its shapes are every member's, and a stack whose first member's
+    numbers differ from its own alone is not used (each member is evaluated alone instead)."""
+
+    def __init__(self, live: int):
+        self._live = live
+        self._waiting: dict[int, object] = {}
+        self._answers: dict[int, object] = {}
+        self._turn = threading.Condition()
+
+    def evaluate(self, who: int, inp):
+        with self._turn:
+            self._waiting[who] = inp
+            self._evaluate_if_all_wait()
+            while who not in self._answers:
+                self._turn.wait()
+            answer = self._answers.pop(who)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def finished(self) -> None:
+        with self._turn:
+            self._live -= 1
+            self._evaluate_if_all_wait()
+
+    def _evaluate_if_all_wait(self) -> None:
+        if not self._waiting or len(self._waiting) < self._live:
+            return
+        groups: dict[tuple, list[int]] = {}
+        for who, inp in self._waiting.items():
+            groups.setdefault(_call_key(inp), []).append(who)
+        for members in groups.values():
+            self._answers.update(zip(members, _evaluate_group(
+                [self._waiting[w] for w in members]), strict=True))
+        self._waiting.clear()
+        self._turn.notify_all()
+
+
+def _called(fn: Callable, item):
+    """``fn(item)``, or the exception it raised."""
+    try:
+        return fn(item)
+    except Exception as exc:  # noqa: BLE001 - handed to the caller in its place
+        return exc
+
+
+def _alone(inp):
+    from scalesim.model.step import evaluate_alone
+
+    try:
+        return evaluate_alone(inp)
+    except Exception as exc:  # the waiting thread raises it, as it would alone
+        return exc
+
+
+def _evaluate_group(inputs: list) -> list:
+    """``step.evaluate_alone`` of each of ``inputs`` (one ``_call_key``), the same numbers."""
+    from scalesim.model.step import StepResult, evaluate_alone
+
+    first = _alone(inputs[0])
+    if len(inputs) == 1 or isinstance(first, BaseException):
+        return [first] + [_alone(inp) for inp in inputs[1:]]
+    fields = StepResult.__dataclass_fields__
+    try:
+        with np.errstate(all="ignore"):
+            stack = evaluate_alone(_stacked(inputs))
+        member = [StepResult(**{f: np.array(getattr(stack, f)[i]).reshape(
+            np.shape(getattr(first, f))) for f in fields}) for i in range(len(inputs))]
+    except Exception:  # noqa: BLE001 - the stack failed: each alone, as it would have been
+        return [first] + [_alone(inp) for inp in inputs[1:]]
+    if not all(np.array_equal(getattr(member[0], f), getattr(first, f), equal_nan=True)
+               for f in fields):
+        return [first] + [_alone(inp) for inp in inputs[1:]]
+    return [first] + member[1:]
+
+
+def map_in_lockstep(fn: Callable, items, batched: bool = True) -> list:
+    """``fn(item)`` for each of ``items``, each in its own thread, their ``step.evaluate``
+    calls batched (``_StepBatcher``): the results in the order of ``items``, an exception
+    ``fn`` raised in its item's place (the caller decides, as a loop over them would).
+    ``batched`` False: one after another in this thread (work whose model calls are not
+    ``step.evaluate``'s, which threads would only slow), the same results."""
+    from scalesim.model import step
+
+    items = list(items)
+    if not batched or len(items) <= 1:
+        return [_called(fn, item) for item in items]
+    batcher = _StepBatcher(len(items))
+    results: list = [None] * len(items)
+
+    def run(i: int) -> None:
+        step._LOCKSTEP.evaluations = lambda inp: batcher.evaluate(i, inp)
+        try:
+            results[i] = fn(items[i])
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller in its place
+            results[i] = exc
+        finally:
+            step._LOCKSTEP.evaluations = None
+            batcher.finished()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(items))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results

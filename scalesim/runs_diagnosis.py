@@ -56,6 +56,7 @@ from scalesim.layout import (
     replica_servers,
 )
 from scalesim.layout_change import ARROW_FIELD, arrowed_said, retitled
+from scalesim.lockstep import map_in_lockstep
 from scalesim.remedies import DIAGNOSIS_VERDICTS, SIZE_DEPENDENT, gain_verdict
 from scalesim.runs_data_wait import (
     fetch_layout,
@@ -911,11 +912,15 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             for rows, into in ((plausible_draws(one_fit, one_runs)[0][1:count + 1], drawn),
                                (held_ends(one_fit), ends),  # [0] of the draws: the fit
                                (valley_rows, valley_sets)):  # refits the runs fit alike
-                for drawn_fit in drawn_fits(one_fit, rows):  # their breakdowns in one call
-                    try:
-                        into.append(remedies_of(drawn_fit, split_layout, factors)[1])
-                    except ScalesimError:  # parameters the model cannot predict from: not banded
-                        continue
+                # their breakdowns in one call; their remedies' data-parallel step model calls
+                # batched (lockstep: the same numbers), a layout's one after another
+                for one in map_in_lockstep(lambda f: remedies_of(f, split_layout, factors)[1],
+                                           drawn_fits(one_fit, rows), transformer is None):
+                    if isinstance(one, ScalesimError):  # parameters the model cannot predict
+                        continue  # from: not banded
+                    if isinstance(one, BaseException):
+                        raise one
+                    into.append(one)
             set_gain_bands(remedies, drawn, ends + valley_sets)
         size_caveats, size_rank, sizes = {}, "", None
         if remedies and not fit.params_known:  # the buckets' gradient size is a guess
