@@ -7,6 +7,11 @@ numbers whether it is evaluated alone or in a stack). ``solve_in_lockstep`` runs
 its own thread and evaluates, each round, every row the live solves wait on in one broadcast
 call: each solve sees the numbers it would alone, so its result is the same, at a fraction of
 the model's per-call cost (docs/performance.md, "Diagnose's fits (session 52)").
+
+``map_in_lockstep`` does the same for independent work items that call ``step.evaluate``
+(diagnose's gain-band draws, each predicting every remedy): one thread an item, each round the
+calls every live item waits on evaluated together, one stack per set of calls that differ only
+in elementwise inputs (docs/performance.md, "Diagnose's gain-band draws in lockstep").
 """
 
 from __future__ import annotations
