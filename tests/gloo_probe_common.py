@@ -17,8 +17,19 @@ WIDTH = 64  # two bias-free WIDTH x WIDTH layers: 8,192 parameters
 
 def start_two_layers(rank: int, world: int, port: int):
     """Join the gloo group on loopback ``port`` and build the probes' model: (model, params)."""
+    join_gloo(rank, world, port)
+    return two_layers()
+
+
+def join_gloo(rank: int, world: int, port: int) -> None:
+    """Join the 2-rank gloo group on loopback ``port``."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
+
+
+def two_layers():
+    """The probes' model, seeded afresh (the same weights and inputs each call): (model, params).
+    A probe that runs several kinds in one launch builds one for each."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH, bias=False),
                                 torch.nn.Linear(WIDTH, WIDTH, bias=False))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from probe_runner import run_probe
+from probe_runner import probe_lines
 from test_collective_waits import GPT, HW
 
 from scalesim.model.compute import optimizer_roofline_s
@@ -110,15 +110,18 @@ def test_the_layout_path_sweeps_the_same_bytes():
 
 
 
+# the FSDP kinds the probe steps and the ZeRO stage of each
+KINDS = {"SHARD_GRAD_OP": ZERO2, "FULL_SHARD": ZERO3, "fully_shard": ZERO3}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("kind,zero", [("SHARD_GRAD_OP", ZERO2), ("FULL_SHARD", ZERO3),
-                                       ("fully_shard", ZERO3)])
+@pytest.mark.parametrize("kind,zero", KINDS.items())
 def test_a_real_fsdp_optimizer_step_sweeps_what_the_model_counts(kind, zero):
     """2 gloo ranks, MixedPrecision(param_dtype=bf16), fused AdamW
     (``tests/fsdp_optimizer_probe.py``): rank 0's step reads 16 B and writes 12 B per parameter it
     updates (fp32 shard, fp32 gradient, m, v; shard, m, v), all fp32, 28 B: the model's FSDP
-    sweep, not its 30."""
-    step = run_probe("fsdp_optimizer_probe.py", kind)
+    sweep, not its 30. One launch of the probe steps every kind (``probe_lines`` keeps it)."""
+    step = {s["kind"]: s for s in probe_lines("fsdp_optimizer_probe.py", *KINDS)}[kind]
     assert step["updated"] == step["params"] / step["ranks"]
     assert step["param_dtypes"] == step["dtypes"] == ["float32"]
     assert step["read"] / step["updated"] == 16.0

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from probe_runner import run_probe
+from probe_runner import fsdp_held
 from test_collective_waits import GPT, HW
 
 from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
@@ -96,16 +96,12 @@ def test_the_layout_path_counts_the_same_weights():
 
 
 
-def _probe(strategy: str, precision: str) -> dict:
-    return run_probe("fsdp_zero2_probe.py", strategy, precision)
-
-
 @pytest.mark.slow
 def test_a_real_fsdp1_full_shard_no_sync_job_holds_what_the_model_counts():
     """FSDP1 FULL_SHARD, bf16 mixed precision, 2 gloo ranks: after a no_sync backward rank 0
     holds the whole bf16 gradient (2 B a parameter), its fp32 shard (4/d, K's master) and no
     unsharded weights; the model's weights term is 0 and its gradients 2."""
-    held = _probe("FULL_SHARD", "bf16")
+    held = fsdp_held("FULL_SHARD", "bf16")
     psi, d = held["params"], held["ranks"]
     assert held["no_sync_grad"]["dtype"] == "bfloat16"
     assert held["no_sync_grad"]["bytes"] / psi == 2.0
@@ -121,7 +117,7 @@ def test_a_real_fsdp1_fp32_shard_grad_op_job_holds_what_the_model_counts():
     """FSDP1 SHARD_GRAD_OP without mixed precision, 2 gloo ranks: rank 0 holds the whole fp32
     weights (4 B a parameter) and, in its own storage, the fp32 shard (4/d) beside them, and an
     fp32 gradient shard (4/d): the model's 4 + 4/d and 4/d."""
-    held = _probe("SHARD_GRAD_OP", "fp32")
+    held = fsdp_held("SHARD_GRAD_OP", "fp32")
     psi, d = held["params"], held["ranks"]
     whole, shard = held["unsharded_params_before_backward"], held["param_shard"]
     assert whole["dtype"] == shard["dtype"] == held["grad_shard"]["dtype"] == "float32"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from probe_runner import run_probe
+from probe_runner import fsdp_held
 from step_fixtures import dp8_states, one_server
 
 from scalesim.model.layout_step import evaluate_layouts
@@ -74,7 +74,7 @@ def test_a_real_fsdp1_shard_grad_op_job_holds_what_the_model_counts():
     (``tests/fsdp_zero2_probe.py``): rank 0's bytes per parameter of the model are the model's
     terms: 2 whole bf16 parameters, 4/d fp32 parameter shard, 4/d fp32 gradient shard
     (FSDP_SHARD_BYTES), and, under no_sync, 2 of whole bf16 gradients."""
-    held = run_probe("fsdp_zero2_probe.py")
+    held = fsdp_held("SHARD_GRAD_OP", "bf16")
     psi, d = held["params"], held["ranks"]
 
     def per_param(name):
