@@ -8,6 +8,9 @@ on a 16 s step), a failure no earlier run had seen. To explore new examples loca
 ``ddp_trace_jobs``: the real torch.profiler traces that both trace test modules read, made once
 per session (each job is a torchrun of about 10 s on two cores).
 
+``tiny_gpt``: the tiny gpt's real CPU calibration that test_profile_shape and test_profile_split
+both predict from, run once per session (a compute phase and a block fit, 10-20 s).
+
 ``partial``: the app's plan where some device counts do not fit and the focus does, for the
 tests of charts and tables where a count does not fit."""
 
@@ -40,6 +43,17 @@ def ddp_trace_jobs(tmp_path_factory):
         "slow_rank": launch(base / "slow_rank", *common, "--slow-rank", "1", "--slow-rank-s",
                             str(TRACE_SLEEP_S), "--gzip"),
     }
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt(tmp_path_factory):
+    """(the profile or None, what went wrong, the profile's path) of one
+    ``tiny_gpt_calibration.calibrate_tiny_gpt`` run for the session; the profile is frozen, so
+    the tests that share it cannot change it."""
+    from tiny_gpt_calibration import calibrate_tiny_gpt
+
+    folder = tmp_path_factory.mktemp("tiny_gpt")
+    return (*calibrate_tiny_gpt(folder), folder / "cpu.json")
 
 
 # llama3-70b on 16-64 H100s (the app's state), tp 8 x pp 2 under ZeRO-2: 16 devices do not fit

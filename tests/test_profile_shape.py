@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from cli_harness import run_cli
 from h200_gpt import H200, TIMED, gpt_workload_file
-from tiny_gpt_calibration import calibrate_tiny_gpt
 
 from scalesim import builtin_gpt
 from scalesim.predict import predict
@@ -297,7 +296,8 @@ def test_a_factory_model_declares_its_transformer():
 
 
 @pytest.mark.slow
-def test_a_cpu_calibration_records_its_gpt_and_predicts_it_at_twice_the_sequence(tmp_path):
+def test_a_cpu_calibration_records_its_gpt_and_predicts_it_at_twice_the_sequence(tmp_path,
+                                                                                 tiny_gpt):
     """One real calibration of the tiny gpt on this CPU (one process, compute phase and the
     block, about 10 s; run again, up to three times, where other work spoiled the block's
     timings so that no fit came out: 1 run in 17 here at load 5). The profile records its
@@ -308,8 +308,7 @@ def test_a_cpu_calibration_records_its_gpt_and_predicts_it_at_twice_the_sequence
     above it, whatever byte rate the block fit found on a busy machine (the layout model's
     ratio for this shape runs from 2.133 with free bytes to 2.271 with bytes only: unfused
     scores, 13as bytes a token, grow with the sequence)."""
-    base, why = calibrate_tiny_gpt(tmp_path)
-    out = tmp_path / "cpu.json"  # where calibrate_tiny_gpt wrote it
+    base, why, out = tiny_gpt  # conftest: one calibration for this file and test_profile_split
     assert base is not None and base.model_parallel is not None, why
     assert base.compute.model_shape == builtin_gpt.shape_of(128, 2, 64, 512, False)
     assert base.compute.model_shape.param_count() == base.workload.params

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 from cli_harness import run_cli
 from h200_gpt import H200, gpt_workload_file
-from tiny_gpt_calibration import calibrate_tiny_gpt
 
 from scalesim import builtin_gpt
 from scalesim.errors import ScalesimError
@@ -324,7 +323,7 @@ def test_split_the_model_is_offered_for_a_calibrated_profile(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_a_cpu_calibration_predicts_its_own_gpt_at_tp_2(tmp_path, capsys):
+def test_a_cpu_calibration_predicts_its_own_gpt_at_tp_2(tmp_path, capsys, tiny_gpt):
     """One real calibration of the tiny gpt on this CPU (about 10 s; again, up to three times,
     where other work spoiled the block's timings). Without any workload file: at tp = pp = 1
     the split path computes the measured micro-step (the fitted curve, to 1e-6) plus the
@@ -332,7 +331,7 @@ def test_a_cpu_calibration_predicts_its_own_gpt_at_tp_2(tmp_path, capsys):
     of a server gives what ``plan --profile`` (no --workload) gives the same layout, to 1e-9; a
     tp-2 shard computes less than the whole model and no less than half of it (the split is
     never better than perfect)."""
-    base, why = calibrate_tiny_gpt(tmp_path)
+    base, why, _ = tiny_gpt  # conftest: one calibration for this file and test_profile_shape
     assert base is not None and base.model_parallel is not None, why
     assert base.workload.transformer is None  # a parameter count, data parallel by default
     assert base.compute.model_shape == builtin_gpt.shape_of(128, 2, 64, 512, False)

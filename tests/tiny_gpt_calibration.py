@@ -1,5 +1,6 @@
 """One real CPU calibration of a tiny built-in gpt with a block fit, for the tests that predict
-from a calibrated profile (``test_profile_shape``, ``test_profile_split``)."""
+from a calibrated profile (``test_profile_shape``, ``test_profile_split``: conftest's
+``tiny_gpt`` runs it once a session for both)."""
 
 from __future__ import annotations
 
