@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from cli_harness import run_cli
 from scalesim.app.layout_titles import SEARCHED_LAYOUTS
 from scalesim.app.plan import make_plan
 from scalesim.app.state import default_state, preset_profile
@@ -122,15 +121,16 @@ def test_an_uploaded_profiles_link_opens_with_the_same_numbers_and_caveats(
     receiver.close()
 
 
-def test_the_decision_cards_numbers_equal_the_clis(server, browser, tmp_path):  # noqa: F811
+def test_the_decision_cards_numbers_equal_the_clis(server, browser, tmp_path, capsys):  # noqa: F811
+    """The card's rows, question and recommendation are ``scalesim decide --json``'s (run in
+    this process, ``cli_harness.run_cli``: the CLI's output is the point, not its entry point)."""
     state = default_state().model_copy(update={"train": 2e9})
     plan = make_plan(preset_profile(state), state)
     scenario = tmp_path / "scenario.json"
     scenario.write_text(plan.scenario.model_dump_json())
-    out = subprocess.run(
-        [sys.executable, "-m", "scalesim.cli.main", "decide", "--hardware", state.hw,
-         "--workload", state.wl, "--scenario", str(scenario), "--json"],
-        capture_output=True, text=True, check=True).stdout
+    code, out, err = run_cli(capsys, ["decide", "--hardware", state.hw, "--workload", state.wl,
+                                      "--scenario", str(scenario), "--json"])
+    assert code == 0, err
     data = json.loads(out)
     card = SimpleNamespace(now=SimpleNamespace(**data["now"]),
                            options=[SimpleNamespace(**o) for o in data["options"]])
