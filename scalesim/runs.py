@@ -783,10 +783,24 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
     if len(groups) < len(rows):
         notes.append(f"{len(rows)} rows aggregated into {len(groups)} runs: the median of every "
                      "measured column per (devices, nodes, batch, accumulation)")
+    groups, alone = _one_device_exchanges_nothing(groups)
+    notes.extend(alone)
     runs = Runs(groups, source, tuple(notes))
     _check_measured_in_every_run(runs)
     check_units(runs)
     return runs if server is None else on_servers_of(runs, server, as_literal(f"{source}: gpus_per_node"))
+
+
+def _one_device_exchanges_nothing(rows: list[RunRow]) -> tuple[list[RunRow], list[str]]:
+    """``rows`` with a one-device run's empty ``comm_s`` read as 0 where other runs give theirs
+    (one device exchanges nothing: no column to fill in by hand), and the note saying so."""
+    if all(r.comm_s is None for r in rows) or all(r.comm_s is not None for r in rows):
+        return rows, []
+    filled = [r.model_copy(update={"comm_s": 0.0})
+              if r.comm_s is None and r.devices == 1 else r for r in rows]
+    if filled == rows:
+        return rows, []
+    return filled, ["comm_s of the run on 1 device read as 0: one device exchanges nothing"]
 
 
 def _check_measured_in_every_run(runs: Runs) -> None:

@@ -67,12 +67,31 @@ def test_a_rank_time_out_of_bounds_is_refused_with_the_bounds_of_a_step(ranks):
 ])
 def test_a_measured_column_given_in_some_runs_only_is_refused(column, none, values):
     """It had been dropped for every run (``Runs.optional``), the report's part the model's."""
-    text = f"devices,nodes,step_time_s,{column}\n1,1,0.1,\n2,1,0.2,{values[0]}\n4,1,0.3,{values[1]}\n"
+    text = (f"devices,nodes,step_time_s,{column}\n1,1,0.1,{values[0]}\n2,1,0.2,\n"
+            f"4,1,0.3,{values[1]}\n")
     with pytest.raises(ScalesimError) as refused:
         parse_runs_text(text, "r.csv")
     assert str(refused.value) == (
-        f"r.csv: the run on 1 device gives no {column}, other runs do; give {column} in every "
+        f"r.csv: the run on 2 devices gives no {column}, other runs do; give {column} in every "
         f"row or in none{none}: a measured column is read only where every run gives it")
+
+
+@pytest.mark.parametrize(("column", "values"), [("data_wait_s", (0.05, 0.1)),
+                                                ("steps_to_target", (9000, 8000))])
+def test_a_one_device_run_without_a_column_others_give_is_refused(column, values):
+    """A one-device run has a data wait and a time to target of its own: not to be guessed."""
+    text = f"devices,nodes,step_time_s,{column}\n1,1,0.1,\n2,1,0.2,{values[0]}\n4,1,0.3,{values[1]}\n"
+    with pytest.raises(ScalesimError, match=f"the run on 1 device gives no {column}, other runs do"):
+        parse_runs_text(text, "r.csv")
+
+
+def test_a_one_device_runs_empty_comm_is_none_exchanged():
+    """One device exchanges nothing: its empty comm_s is 0 (said in a note), not a refusal of
+    a file whose other runs measure theirs."""
+    runs = parse_runs_text("devices,nodes,step_time_s,comm_s\n1,1,0.1,\n2,1,0.2,0.05\n"
+                           "4,1,0.3,0.1\n", "r.csv")
+    assert runs.optional("comm_s").tolist() == [0.0, 0.05, 0.1]
+    assert "comm_s of the run on 1 device read as 0: one device exchanges nothing" in runs.notes
 
 
 def test_a_repeat_without_the_column_is_its_configurations_median():
