@@ -22,21 +22,22 @@ from collections.abc import Callable
 import numpy as np
 
 
-class _Batcher:
-    """Gathers the rows each live solve waits on; the last to arrive evaluates them all."""
+class _Rounds:
+    """Gathers the item each live thread waits on; the last to arrive answers them all
+    (``answer_all``: the waiting items by thread -> each one's answer or exception)."""
 
-    def __init__(self, residual_rows: Callable[[np.ndarray], np.ndarray], live: int):
-        self._residual_rows = residual_rows
+    def __init__(self, answer_all: Callable[[dict], dict], live: int):
+        self._answer_all = answer_all
         self._live = live
-        self._waiting: dict[int, np.ndarray] = {}
-        self._answers: dict[int, np.ndarray | BaseException] = {}
+        self._waiting: dict[int, object] = {}
+        self._answers: dict[int, object] = {}
         self._turn = threading.Condition()
 
-    def rows(self, who: int, x: np.ndarray) -> np.ndarray:
-        """The residuals of each row of ``x`` (shape (m, free)) for solve ``who``."""
+    def wait_for(self, who: int, item):
+        """Thread ``who``'s answer to ``item``, once every live thread waits or has finished."""
         with self._turn:
-            self._waiting[who] = x
-            self._evaluate_if_all_wait()
+            self._waiting[who] = item
+            self._answer_if_all_wait()
             while who not in self._answers:
                 self._turn.wait()
             answer = self._answers.pop(who)
@@ -45,25 +46,34 @@ class _Batcher:
         return answer
 
     def finished(self) -> None:
-        """One solve ended: the others no longer wait for it."""
+        """One thread ended: the others no longer wait for it."""
         with self._turn:
             self._live -= 1
-            self._evaluate_if_all_wait()
+            self._answer_if_all_wait()
 
-    def _evaluate_if_all_wait(self) -> None:
+    def _answer_if_all_wait(self) -> None:
         if not self._waiting or len(self._waiting) < self._live:
             return
-        who = list(self._waiting)
-        stack = np.concatenate([self._waiting[w] for w in who])
-        try:
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                out = self._residual_rows(stack)
-            ends = np.cumsum([len(self._waiting[w]) for w in who])[:-1]
-            self._answers.update(zip(who, np.split(out, ends), strict=True))
-        except Exception as exc:  # each waiting solve raises it, as it would alone
-            self._answers.update((w, exc) for w in who)
+        self._answers.update(self._answer_all(self._waiting))
         self._waiting.clear()
         self._turn.notify_all()
+
+
+def _rows_of_all(residual_rows: Callable[[np.ndarray], np.ndarray]) -> Callable[[dict], dict]:
+    """Each waiting solve's residuals (its rows, shape (m, free)) from one stacked call."""
+
+    def answer_all(waiting: dict) -> dict:
+        who = list(waiting)
+        stack = np.concatenate([waiting[w] for w in who])
+        try:
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                out = residual_rows(stack)
+            ends = np.cumsum([len(waiting[w]) for w in who])[:-1]
+            return dict(zip(who, np.split(out, ends), strict=True))
+        except Exception as exc:  # each waiting solve raises it, as it would alone
+            return {w: exc for w in who}
+
+    return answer_all
 
 
 def solve_in_lockstep(solve: Callable, residual_rows: Callable[[np.ndarray], np.ndarray],
@@ -74,12 +84,12 @@ def solve_in_lockstep(solve: Callable, residual_rows: Callable[[np.ndarray], np.
     starts = list(starts)
     if len(starts) <= 1:
         return [solve(x0, residual_rows) for x0 in starts]
-    batcher = _Batcher(residual_rows, len(starts))
+    batcher = _Rounds(_rows_of_all(residual_rows), len(starts))
     results: list = [None] * len(starts)
 
     def run(i: int) -> None:
         try:
-            results[i] = solve(starts[i], lambda x: batcher.rows(i, x))
+            results[i] = solve(starts[i], lambda x: batcher.wait_for(i, x))
         except BaseException as exc:  # re-raised below, in order
             results[i] = exc
         finally:
@@ -147,45 +157,16 @@ def _stacked(inputs: list):
     return first.replace(**changes)
 
 
-class _StepBatcher:
-    """Gathers the ``step.evaluate`` call each live thread waits on; the last to arrive
-    evaluates them, the calls that share a ``_call_key`` as one stack. The first of a stack is
-    also evaluated alone: its shapes are every member's, and a stack whose first member's
-    numbers differ from its own alone is not used (each member is evaluated alone instead)."""
-
-    def __init__(self, live: int):
-        self._live = live
-        self._waiting: dict[int, object] = {}
-        self._answers: dict[int, object] = {}
-        self._turn = threading.Condition()
-
-    def evaluate(self, who: int, inp):
-        with self._turn:
-            self._waiting[who] = inp
-            self._evaluate_if_all_wait()
-            while who not in self._answers:
-                self._turn.wait()
-            answer = self._answers.pop(who)
-        if isinstance(answer, BaseException):
-            raise answer
-        return answer
-
-    def finished(self) -> None:
-        with self._turn:
-            self._live -= 1
-            self._evaluate_if_all_wait()
-
-    def _evaluate_if_all_wait(self) -> None:
-        if not self._waiting or len(self._waiting) < self._live:
-            return
-        groups: dict[tuple, list[int]] = {}
-        for who, inp in self._waiting.items():
-            groups.setdefault(_call_key(inp), []).append(who)
-        for members in groups.values():
-            self._answers.update(zip(members, _evaluate_group(
-                [self._waiting[w] for w in members]), strict=True))
-        self._waiting.clear()
-        self._turn.notify_all()
+def _evaluations_of_all(waiting: dict) -> dict:
+    """Each waiting ``step.evaluate`` call's result (``_evaluate_group``): the calls that share
+    a ``_call_key`` as one stack."""
+    groups: dict[tuple, list[int]] = {}
+    for who, inp in waiting.items():
+        groups.setdefault(_call_key(inp), []).append(who)
+    answers = {}
+    for members in groups.values():
+        answers.update(zip(members, _evaluate_group([waiting[w] for w in members]), strict=True))
+    return answers
 
 
 def _called(fn: Callable, item):
@@ -206,7 +187,10 @@ def _alone(inp):
 
 
 def _evaluate_group(inputs: list) -> list:
-    """``step.evaluate_alone`` of each of ``inputs`` (one ``_call_key``), the same numbers."""
+    """``step.evaluate_alone`` of each of ``inputs`` (one ``_call_key``), the same numbers, from
+    one stacked call. The first is also evaluated alone: its shapes are every member's, and a
+    stack whose first member's numbers differ from its own alone is not used (each member is
+    evaluated alone instead)."""
     from scalesim.model.step import StepResult, evaluate_alone
 
     first = _alone(inputs[0])
@@ -228,7 +212,7 @@ def _evaluate_group(inputs: list) -> list:
 
 def map_in_lockstep(fn: Callable, items, batched: bool = True) -> list:
     """``fn(item)`` for each of ``items``, each in its own thread, their ``step.evaluate``
-    calls batched (``_StepBatcher``): the results in the order of ``items``, an exception
+    calls batched (``_evaluations_of_all``): the results in the order of ``items``, an exception
     ``fn`` raised in its item's place (the caller decides, as a loop over them would).
     ``batched`` False: one after another in this thread (work whose model calls are not
     ``step.evaluate``'s, which threads would only slow), the same results."""
@@ -237,11 +221,11 @@ def map_in_lockstep(fn: Callable, items, batched: bool = True) -> list:
     items = list(items)
     if not batched or len(items) <= 1:
         return [_called(fn, item) for item in items]
-    batcher = _StepBatcher(len(items))
+    batcher = _Rounds(_evaluations_of_all, len(items))
     results: list = [None] * len(items)
 
     def run(i: int) -> None:
-        step._LOCKSTEP.evaluations = lambda inp: batcher.evaluate(i, inp)
+        step._LOCKSTEP.evaluations = lambda inp: batcher.wait_for(i, inp)
         try:
             results[i] = fn(items[i])
         except BaseException as exc:  # noqa: BLE001 - handed to the caller in its place
