@@ -157,16 +157,66 @@ def _stacked(inputs: list):
     return first.replace(**changes)
 
 
+def _layout_call_key(inputs: list) -> tuple:
+    """What two ``layout_step.evaluate_together`` calls (lists of LayoutInputs) must share to
+    be evaluated as one: their length and each input's fields' shapes and dtypes, and the values
+    ``layout_step.stacked`` requires equal (``intra_subset_shares``, which fields are None)."""
+    key: list = ["layout"]
+    for x in inputs:
+        for name in x.__dataclass_fields__:
+            value = getattr(x, name)
+            if name == "intra_subset_shares" or value is None:
+                key.append((name, repr(value)))
+            else:
+                a = np.asarray(value)
+                key.append((a.dtype.str, a.shape))
+    return tuple(key)
+
+
 def _evaluations_of_all(waiting: dict) -> dict:
-    """Each waiting ``step.evaluate`` call's result (``_evaluate_group``): the calls that share
-    a ``_call_key`` as one stack."""
+    """Each waiting call's result: ``step.evaluate``'s (``_evaluate_group``: the calls that
+    share a ``_call_key`` as one stack) and ``layout_step.evaluate_together``'s (a list of
+    LayoutInputs: ``_evaluate_layout_group``, those that share a ``_layout_call_key``)."""
     groups: dict[tuple, list[int]] = {}
-    for who, inp in waiting.items():
-        groups.setdefault(_call_key(inp), []).append(who)
+    for who, item in waiting.items():
+        key = _layout_call_key(item) if isinstance(item, list) else _call_key(item)
+        groups.setdefault(key, []).append(who)
     answers = {}
-    for members in groups.values():
-        answers.update(zip(members, _evaluate_group([waiting[w] for w in members]), strict=True))
+    for key, members in groups.items():
+        group = _evaluate_layout_group if key[0] == "layout" else _evaluate_group
+        answers.update(zip(members, group([waiting[w] for w in members]), strict=True))
     return answers
+
+
+def _together_alone(inputs: list):
+    from scalesim.model.layout_step import evaluate_together_alone
+
+    try:
+        return evaluate_together_alone(inputs)
+    except Exception as exc:  # the waiting thread raises it, as it would alone
+        return exc
+
+
+def _same_results(a, b) -> bool:
+    """Whether two results (dataclasses of arrays) are the same numbers in the same shapes."""
+    return all(np.shape(getattr(a, f)) == np.shape(getattr(b, f))
+               and np.array_equal(getattr(a, f), getattr(b, f), equal_nan=True)
+               for f in a.__dataclass_fields__)
+
+
+def _evaluate_layout_group(calls: list[list]) -> list:
+    """``layout_step.evaluate_together_alone`` of each of ``calls`` (lists of LayoutInputs of
+    one ``_layout_call_key``), the same numbers, from one call of all their inputs together;
+    the first call is also evaluated alone and, where its numbers differ, each call alone."""
+    first = _together_alone(calls[0])
+    if len(calls) == 1 or isinstance(first, BaseException):
+        return [first] + [_together_alone(c) for c in calls[1:]]
+    size = len(calls[0])
+    flat = _together_alone([x for call in calls for x in call])
+    if isinstance(flat, BaseException) or not all(
+            _same_results(a, b) for a, b in zip(first, flat[:size], strict=True)):
+        return [first] + [_together_alone(c) for c in calls[1:]]
+    return [first] + [flat[i:i + size] for i in range(size, len(flat), size)]
 
 
 def _called(fn: Callable, item):

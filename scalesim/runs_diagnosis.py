@@ -912,10 +912,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             for rows, into in ((plausible_draws(one_fit, one_runs)[0][1:count + 1], drawn),
                                (held_ends(one_fit), ends),  # [0] of the draws: the fit
                                (valley_rows, valley_sets)):  # refits the runs fit alike
-                # their breakdowns in one call; their remedies' data-parallel step model calls
-                # batched (lockstep: the same numbers), a layout's one after another
+                # their breakdowns in one call; their remedies' model calls batched (lockstep:
+                # the same numbers)
                 for one in map_in_lockstep(lambda f: remedies_of(f, split_layout, factors)[1],
-                                           drawn_fits(one_fit, rows), transformer is None):
+                                           drawn_fits(one_fit, rows)):
                     if isinstance(one, ScalesimError):  # parameters the model cannot predict
                         continue  # from: not banded
                     if isinstance(one, BaseException):

@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from diagnose_cases import inter_server
+from test_rows_with_baseline import _layouts
 
 from scalesim import lockstep, runs_diagnosis
 from scalesim.errors import ScalesimError
 from scalesim.lockstep import map_in_lockstep
-from scalesim.model import step
+from scalesim.model import layout_step, step
 from scalesim.model.memory import DDP, ZERO3
 from scalesim.model.step import StepInputs, StepResult, evaluate_scaling
 from scalesim.runs import runs_from_records
@@ -103,6 +104,29 @@ def test_a_diagnosis_is_the_same_with_its_draws_in_lockstep(monkeypatch):
     monkeypatch.setattr(runs_diagnosis, "map_in_lockstep",
                         lambda fn, items, batched=True: map_in_lockstep(fn, items, False))
     assert runs_diagnosis.diagnose_runs(runs, 3.36e8).to_json() == together
+
+
+def _layout_pair(i: int) -> list:
+    """A prediction's layout rows and their one-device baseline (``layout_predict.evaluate_rows``'
+    call) whose efficiency, links and jitter differ with ``i``."""
+    rows, alone = _layouts()
+    change = {"efficiency": 0.5 + 0.02 * i, "inter_latency_s": 1e-5 * (1 + i),
+              "jitter_cv": 0.01 * i}
+    return [rows.replace(**change), alone.replace(**change)]
+
+
+def test_layout_calls_are_one_call_of_every_threads_inputs(monkeypatch):
+    """8 threads each evaluating a layout's rows with their baseline: alone, one
+    ``evaluate_layouts`` call each (8); in lockstep the first thread's alone and all 16 inputs
+    in one call (2), each thread's results the same bits and shapes."""
+    items = [_layout_pair(i) for i in range(8)]
+    alone = [layout_step.evaluate_together(pair) for pair in items]
+    calls, real = [], layout_step.evaluate_layouts
+    monkeypatch.setattr(layout_step, "evaluate_layouts", lambda x: calls.append(1) or real(x))
+    together = map_in_lockstep(layout_step.evaluate_together, items)
+    assert len(calls) == 2
+    for a, t in zip(alone, together, strict=True):
+        assert all(lockstep._same_results(x, y) for x, y in zip(a, t, strict=True))
 
 
 @pytest.mark.parametrize("field", sorted(lockstep.ELEMENTWISE_FIELDS))

@@ -551,6 +551,16 @@ def stacked(inputs: list[LayoutInputs]) -> LayoutInputs | None:
 
 def evaluate_together(inputs: list[LayoutInputs]) -> list[LayoutResult]:
     """``evaluate_layouts`` of each of ``inputs`` (its rows broadcast to all of theirs), in one
+    call where they stack (``stacked``), else one call each (``evaluate_together_alone``; in a
+    thread of ``lockstep.map_in_lockstep``, stacked with the other threads': the same numbers)."""
+    from scalesim.model.step import _LOCKSTEP
+
+    evaluations = getattr(_LOCKSTEP, "evaluations", None)
+    return evaluate_together_alone(inputs) if evaluations is None else evaluations(inputs)
+
+
+def evaluate_together_alone(inputs: list[LayoutInputs]) -> list[LayoutResult]:
+    """``evaluate_layouts`` of each of ``inputs`` (its rows broadcast to all of theirs), in one
     call where they stack (``stacked``), else one call each."""
     together = stacked(inputs)
     if together is None:
