@@ -8,10 +8,11 @@ its own thread and evaluates, each round, every row the live solves wait on in o
 call: each solve sees the numbers it would alone, so its result is the same, at a fraction of
 the model's per-call cost (docs/performance.md, "Diagnose's fits (session 52)").
 
-``map_in_lockstep`` does the same for independent work items that call ``step.evaluate``
-(diagnose's gain-band draws, each predicting every remedy): one thread an item, each round the
-calls every live item waits on evaluated together, one stack per set of calls that differ only
-in elementwise inputs (docs/performance.md, "Diagnose's gain-band draws in lockstep").
+``map_in_lockstep`` does the same for independent work items that call ``step.evaluate`` or
+``layout_step.evaluate_together`` (diagnose's gain-band draws, each predicting every remedy):
+one thread an item, each round the calls every live item waits on evaluated together, one
+stack per set of calls that can share one (docs/performance.md, "Diagnose's gain-band draws in
+lockstep").
 """
 
 from __future__ import annotations
@@ -261,11 +262,11 @@ def _evaluate_group(inputs: list) -> list:
 
 
 def map_in_lockstep(fn: Callable, items, batched: bool = True) -> list:
-    """``fn(item)`` for each of ``items``, each in its own thread, their ``step.evaluate``
-    calls batched (``_evaluations_of_all``): the results in the order of ``items``, an exception
-    ``fn`` raised in its item's place (the caller decides, as a loop over them would).
-    ``batched`` False: one after another in this thread (work whose model calls are not
-    ``step.evaluate``'s, which threads would only slow), the same results."""
+    """``fn(item)`` for each of ``items``, each in its own thread, their ``step.evaluate`` and
+    ``layout_step.evaluate_together`` calls batched (``_evaluations_of_all``): the results in
+    the order of ``items``, an exception ``fn`` raised in its item's place (the caller decides,
+    as a loop over them would). ``batched`` False: one after another in this thread, the same
+    results (the reference the benchmark and tests compare with)."""
     from scalesim.model import step
 
     items = list(items)
