@@ -266,7 +266,8 @@ def map_in_lockstep(fn: Callable, items, batched: bool = True) -> list:
     ``layout_step.evaluate_together`` calls batched (``_evaluations_of_all``): the results in
     the order of ``items``, an exception ``fn`` raised in its item's place (the caller decides,
     as a loop over them would). ``batched`` False: one after another in this thread, the same
-    results (the reference the benchmark and tests compare with)."""
+    results (the reference the benchmark and tests compare with); so are the items left where
+    no more threads can be started."""
     from scalesim.model import step
 
     items = list(items)
@@ -286,8 +287,16 @@ def map_in_lockstep(fn: Callable, items, batched: bool = True) -> list:
             batcher.finished()
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(items))]
-    for t in threads:
-        t.start()
-    for t in threads:
+    started = 0
+    try:
+        for t in threads:
+            t.start()
+            started += 1
+    except RuntimeError:  # no more threads here (a process or container limit)
+        for _ in range(started, len(items)):  # the others no longer wait for these
+            batcher.finished()
+    for t in threads[:started]:
         t.join()
+    for i in range(started, len(items)):  # one after another in this thread: the same numbers
+        results[i] = _called(fn, items[i])
     return results

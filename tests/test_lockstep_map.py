@@ -80,6 +80,26 @@ def test_an_item_that_raises_gets_its_exception_and_the_others_their_numbers():
     assert all(_same(_scaling(items[i]), out[i]) for i in (0, 1, 3, 4))
 
 
+def test_items_past_the_threads_the_process_may_start_run_one_after_another(monkeypatch):
+    """A container's thread limit: starting the fourth thread fails ("can't start new thread");
+    the three started are batched, the rest run in the calling thread, the same numbers."""
+    import threading
+
+    real, starts = threading.Thread.start, []
+
+    def start(thread):
+        if len(starts) == 3:
+            raise RuntimeError("can't start new thread")
+        starts.append(thread)
+        real(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    items = [_inputs(i, DDP) for i in range(8)]
+    alone = [_scaling(inp) for inp in items]
+    assert all(_same(a, t) for a, t in zip(alone, map_in_lockstep(_scaling, items), strict=True))
+    assert len(starts) == 3
+
+
 def test_a_stack_whose_first_member_differs_from_alone_is_not_used(monkeypatch):
     """The safety net: a stacked evaluation that does not reproduce its first member's own
     numbers (here made to differ) is dropped and each member evaluated alone."""
