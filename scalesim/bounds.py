@@ -633,10 +633,11 @@ def bounded(
     return Field(default, description=text, **b.field_kwargs(), **kwargs)
 
 
-def allowed_text(b: Bound) -> str:
+def allowed_text(b: Bound, each: bool = False) -> str:
     """'allowed: 1 <= x <= 1,024 devices (why)': a bounded field's refusal words, as its
-    description ends (``bounded``) and as a list item's refusal says them (``items_bounded``)."""
-    return f"allowed: {b.text()} ({b.why})"
+    description ends (``bounded``); ``each``: a list item's ('... s each (why)', as its refusal
+    says them: ``items_bounded``)."""
+    return f"allowed: {b.text()}{' each' if each else ''} ({b.why})"
 
 
 def items_bounded(quantity: str):

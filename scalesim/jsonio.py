@@ -411,7 +411,7 @@ def _item_allowed(annotation: Any) -> str | None:
     from scalesim.bounds import Bound, allowed_text
 
     for arg in get_args(annotation):
-        found = allowed_text(arg) if isinstance(arg, Bound) else _item_allowed(arg)
+        found = allowed_text(arg, each=True) if isinstance(arg, Bound) else _item_allowed(arg)
         if found is not None:
             return found
     return None
@@ -445,6 +445,10 @@ def validation_message(exc: ValidationError, what: str, model: type[BaseModel] |
     if kind in _RANGE_ERRORS or kind == "finite_number":  # NaN, an infinity: past any bound
         msg = f"{_given(first.get('input'))} given; " + (
             _allowed(model, loc) or (NOT_FINITE if kind == "finite_number" else msg))
+    elif kind in _KIND_WORDS:  # '2.5' for a device count: what it is not, and what is allowed
+        allowed = _allowed(model, loc)
+        msg = (f"{_given(first.get('input'))} given; {_KIND_WORDS[kind]}"
+               + (f"; {allowed}" if allowed else ""))
     elif kind in ("extra_forbidden", "missing"):
         # a hand-edited file or one of another version: say what to do, and where the fields are
         listed = _schema_name(model)

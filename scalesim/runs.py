@@ -53,13 +53,12 @@ import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Field,
     ValidationError,
     field_validator,
     model_validator,
 )
 
-from scalesim.bounds import BOOL_IS_NO_NUMBER, bound, bounded, holds_bool, items_bounded
+from scalesim.bounds import BOOL_IS_NO_NUMBER, bounded, holds_bool, items_bounded
 from scalesim.device_nouns import (
     CPU_DEVICE_PREFIX,
     is_cpu_device,
@@ -95,11 +94,6 @@ MAX_DEVICE_CHARS = 200  # longest device name read ('CPU: AMD EPYC 9654 96-Core 
 MEASURED_DEVICE = "measured"
 
 
-_RANK_TIME = bound("positive_duration_s")
-# the bounds of each rank's step time, as a bounded field's description says them (``bounded``)
-RANK_TIME_ALLOWED = f"allowed: {_RANK_TIME.text()} each ({_RANK_TIME.why})"
-
-
 class RunRow(BaseModel):
     """One measured run. Times are seconds per optimizer step."""
 
@@ -114,8 +108,7 @@ class RunRow(BaseModel):
     accumulation: int = bounded("accumulation", 1)
     data_wait_s: float | None = bounded("duration_s", None)
     comm_s: float | None = bounded("duration_s", None)
-    rank_step_times_s: list[items_bounded("positive_duration_s")] | None = Field(  # type: ignore[valid-type]
-        None, description=f"each rank's step time; {RANK_TIME_ALLOWED}")
+    rank_step_times_s: list[items_bounded("positive_duration_s")] | None = None  # type: ignore[valid-type]
     steps_to_target: float | None = bounded("steps_to_target", None)
     device: str | None = None  # what ran it: 'CPU: AMD EPYC' (or 'cpu') for CPU processes
     tp: int = bounded("tp_degree", 1)  # tensor-parallel degree (the model split: module docstring)

@@ -70,7 +70,7 @@ def test_a_rank_step_time_out_of_bounds_is_refused_by_the_items_bounds(tmp_path,
                     f"2,1,0.1,0.1;{cell}\n")
     assert _refusal(capsys, ["diagnose", str(path)]) == (
         f"scalesim diagnose: error: {path}: run 2: field 'rank_step_times_s.1': {cell} given; "
-        f"{STEP_TIME}")
+        f"{STEP_TIME.replace(' s (', ' s each (')}")
 
 
 def test_an_instance_size_out_of_bounds_is_refused_by_the_items_bounds(tmp_path, capsys):
@@ -79,7 +79,7 @@ def test_an_instance_size_out_of_bounds_is_refused_by_the_items_bounds(tmp_path,
     path.write_text(json.dumps(data))
     assert _refusal(capsys, ["predict", "--hardware", str(path)]) == (
         f"scalesim predict: error: {path}: field 'instance_sizes.1': 0 given; allowed: 1 <= x <= "
-        "1,024 devices (one server: 8-72 GPUs today, up to a few hundred CPU processes)")
+        "1,024 devices each (one server: 8-72 GPUs today, up to a few hundred CPU processes)")
 
 
 class _Unbounded(BaseModel):
