@@ -189,35 +189,11 @@ def _evaluations_of_all(waiting: dict) -> dict:
     return answers
 
 
-def _together_alone(inputs: list):
-    from scalesim.model.layout_step import evaluate_together_alone
-
-    try:
-        return evaluate_together_alone(inputs)
-    except Exception as exc:  # the waiting thread raises it, as it would alone
-        return exc
-
-
 def _same_results(a, b) -> bool:
     """Whether two results (dataclasses of arrays) are the same numbers in the same shapes."""
     return all(np.shape(getattr(a, f)) == np.shape(getattr(b, f))
                and np.array_equal(getattr(a, f), getattr(b, f), equal_nan=True)
                for f in a.__dataclass_fields__)
-
-
-def _evaluate_layout_group(calls: list[list]) -> list:
-    """``layout_step.evaluate_together_alone`` of each of ``calls`` (lists of LayoutInputs of
-    one ``_layout_call_key``), the same numbers, from one call of all their inputs together;
-    the first call is also evaluated alone and, where its numbers differ, each call alone."""
-    first = _together_alone(calls[0])
-    if len(calls) == 1 or isinstance(first, BaseException):
-        return [first] + [_together_alone(c) for c in calls[1:]]
-    size = len(calls[0])
-    flat = _together_alone([x for call in calls for x in call])
-    if isinstance(flat, BaseException) or not all(
-            _same_results(a, b) for a, b in zip(first, flat[:size], strict=True)):
-        return [first] + [_together_alone(c) for c in calls[1:]]
-    return [first] + [flat[i:i + size] for i in range(size, len(flat), size)]
 
 
 def _called(fn: Callable, item):
@@ -228,37 +204,53 @@ def _called(fn: Callable, item):
         return exc
 
 
-def _alone(inp):
-    from scalesim.model.step import evaluate_alone
-
-    try:
-        return evaluate_alone(inp)
-    except Exception as exc:  # the waiting thread raises it, as it would alone
-        return exc
+def _checked_group(evaluate: Callable, calls: list, together: Callable,
+                   same: Callable = _same_results) -> list:
+    """``evaluate`` of each of ``calls`` (results or exceptions), from ``together(calls,
+    first)`` (their results from one model call, ``first`` the first call's alone) where that
+    gives the first call the same numbers in the same shapes (``same``); else each alone."""
+    first = _called(evaluate, calls[0])
+    if len(calls) > 1 and not isinstance(first, BaseException):
+        try:
+            with np.errstate(all="ignore"):
+                results = together(calls, first)
+            if same(results[0], first):
+                return [first] + results[1:]
+        except Exception:  # noqa: BLE001, S110 - the stack failed: each alone, as it would have been
+            pass
+    return [first] + [_called(evaluate, c) for c in calls[1:]]
 
 
 def _evaluate_group(inputs: list) -> list:
     """``step.evaluate_alone`` of each of ``inputs`` (one ``_call_key``), the same numbers, from
-    one stacked call. The first is also evaluated alone: its shapes are every member's, and a
-    stack whose first member's numbers differ from its own alone is not used (each member is
-    evaluated alone instead)."""
+    one stacked call (``_stacked``; each member's arrays in the first's shapes, the stack's
+    padding dropped), checked against the first alone (``_checked_group``)."""
     from scalesim.model.step import StepResult, evaluate_alone
 
-    first = _alone(inputs[0])
-    if len(inputs) == 1 or isinstance(first, BaseException):
-        return [first] + [_alone(inp) for inp in inputs[1:]]
-    fields = StepResult.__dataclass_fields__
-    try:
-        with np.errstate(all="ignore"):
-            stack = evaluate_alone(_stacked(inputs))
-        member = [StepResult(**{f: np.array(getattr(stack, f)[i]).reshape(
-            np.shape(getattr(first, f))) for f in fields}) for i in range(len(inputs))]
-    except Exception:  # noqa: BLE001 - the stack failed: each alone, as it would have been
-        return [first] + [_alone(inp) for inp in inputs[1:]]
-    if not all(np.array_equal(getattr(member[0], f), getattr(first, f), equal_nan=True)
-               for f in fields):
-        return [first] + [_alone(inp) for inp in inputs[1:]]
-    return [first] + member[1:]
+    def together(calls: list, first) -> list:
+        stack = evaluate_alone(_stacked(calls))
+        return [StepResult(**{f: np.array(getattr(stack, f)[i]).reshape(
+            np.shape(getattr(first, f))) for f in StepResult.__dataclass_fields__})
+            for i in range(len(calls))]
+
+    return _checked_group(evaluate_alone, inputs, together)
+
+
+def _evaluate_layout_group(calls: list[list]) -> list:
+    """``layout_step.evaluate_together_alone`` of each of ``calls`` (lists of LayoutInputs of
+    one ``_layout_call_key``), the same numbers, from one call of all their inputs together,
+    checked against the first alone (``_checked_group``)."""
+    from scalesim.model.layout_step import evaluate_together_alone
+
+    def together(group: list[list], first) -> list[list]:
+        size = len(group[0])
+        flat = evaluate_together_alone([x for call in group for x in call])
+        return [flat[i:i + size] for i in range(0, len(flat), size)]
+
+    def same_lists(a: list, b: list) -> bool:
+        return all(_same_results(x, y) for x, y in zip(a, b, strict=True))
+
+    return _checked_group(evaluate_together_alone, calls, together, same_lists)
 
 
 def map_in_lockstep(fn: Callable, items, batched: bool = True) -> list:
