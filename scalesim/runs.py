@@ -50,13 +50,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from scalesim.bounds import BOOL_IS_NO_NUMBER, bounded, holds_bool, items_bounded
 from scalesim.device_nouns import (
@@ -776,24 +770,25 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
     if len(groups) < len(rows):
         notes.append(f"{len(rows)} rows aggregated into {len(groups)} runs: the median of every "
                      "measured column per (devices, nodes, batch, accumulation)")
-    groups, alone = _one_device_exchanges_nothing(groups)
-    notes.extend(alone)
-    runs = Runs(groups, source, tuple(notes))
+    runs = _one_device_exchanges_nothing(Runs(groups, source, tuple(notes)))
     _check_measured_in_every_run(runs)
     check_units(runs)
     return runs if server is None else on_servers_of(runs, server, as_literal(f"{source}: gpus_per_node"))
 
 
-def _one_device_exchanges_nothing(rows: list[RunRow]) -> tuple[list[RunRow], list[str]]:
-    """``rows`` with a one-device run's empty ``comm_s`` read as 0 where other runs give theirs
-    (one device exchanges nothing: no column to fill in by hand), and the note saying so."""
+def _one_device_exchanges_nothing(runs: Runs) -> Runs:
+    """``runs`` with a one-device run's empty ``comm_s`` read as 0 where other runs give theirs
+    (one device exchanges nothing: no column to fill in by hand), a note saying so."""
+    rows = runs.rows
     if all(r.comm_s is None for r in rows) or all(r.comm_s is not None for r in rows):
-        return rows, []
+        return runs
     filled = [r.model_copy(update={"comm_s": 0.0})
               if r.comm_s is None and r.devices == 1 else r for r in rows]
     if filled == rows:
-        return rows, []
-    return filled, ["comm_s of the run on 1 device read as 0: one device exchanges nothing"]
+        return runs
+    words = nouns_for(runs.device_name)
+    return replace(runs, rows=filled, notes=(*runs.notes, (
+        f"comm_s of the run on {words.count(1)} read as 0: one {words.device} exchanges nothing")))
 
 
 def _check_measured_in_every_run(runs: Runs) -> None:
