@@ -196,9 +196,13 @@ def bytes_text(size_bytes: float) -> str:
 DAYS_PER_YEAR = 365.25  # a Julian year: duration_text's years
 
 
+YEARS_IN_DIGITS = 1e9  # duration_text writes fewer years whole ('7,890,091 years'), more as 3.2e12
+
+
 def duration_text(seconds: float) -> str:
     """'0.42 s', '42 s', '12 min', '3.5 h', '4.2 days', '3.1 years', '7,890,091 years' (the unit
-    that keeps two digits; years of 365.25 days from two years on, never '2881844553.4 days')."""
+    that keeps two digits; years of 365.25 days from two years on, never '2881844553.4 days'),
+    '3.2e12 years' from a billion years on (never a count of hundreds of digits)."""
     if seconds < 60:  # '2.5e-5 s', not '2.5e-05 s'
         return f"{typed_exponent(f'{seconds:.2g}')} s" if seconds < 10 else f"{seconds:.0f} s"
     hours = seconds / 3600.0
@@ -210,6 +214,8 @@ def duration_text(seconds: float) -> str:
     if days < 2 * DAYS_PER_YEAR or not math.isfinite(days):
         return f"{days:.1f} days"
     years = days / DAYS_PER_YEAR
+    if years >= YEARS_IN_DIGITS:
+        return f"{typed_exponent(f'{years:.2g}')} years"
     return f"{years:.1f} years" if years < 100 else f"{years:,.0f} years"
 
 
