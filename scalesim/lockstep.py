@@ -167,7 +167,7 @@ def _layout_call_key(inputs: list) -> tuple:
         for name in x.__dataclass_fields__:
             value = getattr(x, name)
             if name == "intra_subset_shares" or value is None:
-                key.append((name, repr(value)))
+                key.append(_same_key(value))
             else:
                 a = np.asarray(value)
                 key.append((a.dtype.str, a.shape))
