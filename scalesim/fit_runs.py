@@ -70,6 +70,7 @@ from scalesim.model.overlap import OVERLAPPED_SHARE
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, StepResult, evaluate
 from scalesim.model.stragglers import expected_max_normal
+from scalesim.quantiles import CHI2_95_ONE_DOF, chi2_quantile
 from scalesim.runs import Runs
 from scalesim.runs_slow_rank import straggler_delays
 
@@ -345,21 +346,15 @@ def blended(values: dict[str, float], layout: Layout, gradient_bytes: float,
     shape = np.broadcast_shapes(overlap.shape, rows)
 
     def both(name):  # a field on the (overlap, rows) axes: one that no overlap changes has none
-        return np.broadcast_to(getattr(result, name), shape)
+        field = np.asarray(getattr(result, name))
+        return field if field.shape == shape else np.broadcast_to(field, shape)
 
     phi = values["overlap"]
-    mixed = {
-        name: phi * both(name)[0] + (1.0 - phi) * both(name)[1]
-        for name in (
-            "step_time_s",
-            "compute_s",
-            "bubble_s",
-            "exposed_comm_s",
-            "straggler_s",
-            "data_stall_s",
-            "comm_total_s",
-        )
-    }
+    mixed = {}
+    for name in ("step_time_s", "compute_s", "bubble_s", "exposed_comm_s", "straggler_s",
+                 "data_stall_s", "comm_total_s"):
+        on, off = both(name)
+        mixed[name] = phi * on + (1.0 - phi) * off
     mixed["samples_per_s"] = both("global_batch")[0] / mixed["step_time_s"]
     return StepResult(
         comm_bytes=both("comm_bytes")[0],
@@ -781,9 +776,7 @@ def held_upper_bounds(fit: FitResult, runs: Runs) -> dict[str, float]:
     scanned value (the fit's times ``HELD_SCAN_FACTORS``, within its bound) whose misfit leaves
     the 95 % likelihood-ratio region of one parameter (``chi2 - chi2_fit > chi2_0.95(1)``),
     the other parameters as fitted, s; absent where none does (the runs show no bound)."""
-    from scipy.stats import chi2
-
-    limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + float(chi2.ppf(0.95, 1))
+    limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + CHI2_95_ONE_DOF
     out = {}
     for name in fit.not_shown:
         if not name.endswith("_transfer_s"):
@@ -808,9 +801,7 @@ def held_ranges(fit: FitResult, runs: Runs) -> dict[str, tuple[float, float]]:
     bounds; where a scanned value leaves the region, its end is bisected between that value and
     the last one inside (``HELD_BISECTIONS``); where none does, the range runs to the bound.
     The fit's own value is inside by construction (it holds the least misfit)."""
-    from scipy.stats import chi2
-
-    limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + float(chi2.ppf(0.95, 1))
+    limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + CHI2_95_ONE_DOF
 
     def inside(j, values):
         rows = np.repeat(fit.x[None, :], len(values), axis=0)
@@ -960,9 +951,7 @@ def region_width(fit: FitResult) -> float:
     """How far above the fit's chi2 a parameter vector's may be and the runs still not rule it
     out: ``chi2_0.95(k)``, ``k`` the parameters estimated (at least 1), the likelihood-ratio
     region every band of a runs diagnosis draws from (``plausible_draws``)."""
-    from scipy.stats import chi2
-
-    return float(chi2.ppf(0.95, max(len(fit.fitted) - len(fit.at_bound), 1)))
+    return chi2_quantile(0.95, max(len(fit.fitted) - len(fit.at_bound), 1))
 
 
 def misfit_at_noise(fit: FitResult, runs: Runs, noise_rel: float) -> float:

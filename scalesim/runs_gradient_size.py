@@ -27,6 +27,7 @@ from scalesim.diagnosis import Remedy, first_remedy, shown_gain
 from scalesim.errors import KNOB, as_literal
 from scalesim.fit_runs import NOMINAL_GRADIENT_BYTES, FitResult, fit_runs, misfit_at_noise
 from scalesim.layout import knob_refusal
+from scalesim.quantiles import CHI2_95_ONE_DOF
 from scalesim.remedies import SIZE_DEPENDENT
 
 # Gradient sizes tried, bytes: 1 MB (250 k fp32 gradients) to 100 GB (25 G), a decade apart,
@@ -55,15 +56,13 @@ def fits_by_size(fit: FitResult, runs, exchange, wire_bytes_per_param: float = 4
                  sizes: tuple[float, ...] = GRADIENT_BYTES_TRIED) -> SizeFits:
     """``runs`` fitted again at each of ``sizes`` (bytes; ``fit`` is the nominal one), kept
     where their misfit is within chi2_0.95(1) of the least of them at ``fit``'s noise."""
-    from scipy.stats import chi2
-
     fits = {NOMINAL_GRADIENT_BYTES: fit}
     for size in sizes:
         if size != NOMINAL_GRADIENT_BYTES:
             fits[size] = fit_runs(runs, None, wire_bytes_per_param, exchange,
                                   nominal_gradient_bytes=size, layout=fit.layout)
     misfit = {s: misfit_at_noise(f, runs, fit.noise_rel) for s, f in fits.items()}
-    limit = min(misfit.values()) + float(chi2.ppf(0.95, 1))
+    limit = min(misfit.values()) + CHI2_95_ONE_DOF
     kept = [(s, fits[s]) for s in fits if misfit[s] <= limit]
     return SizeFits(kept, sorted(s for s in fits if misfit[s] > limit))
 

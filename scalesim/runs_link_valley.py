@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scalesim.quantiles import CHI2_95_ONE_DOF
+
 VALLEY_STEP = 3.0  # each scan step multiplies (or divides) the held transfer time by this
 VALLEY_STEPS = 4  # steps at most each way (81x): past them the gains have settled
 VALLEY_LEVELS = ("inter_transfer_s", "intra_transfer_s")  # scanned: the largest run's link
@@ -57,15 +59,13 @@ def link_valley(fit, runs, params: float | None, wire_bytes_per_param: float,
     """The valley of ``fit`` (``fit_runs.fit_runs`` of ``runs`` with ``params``,
     ``wire_bytes_per_param`` and ``exchange``) along its link's transfer time; None where the
     runs tell the link (no refit a step or more away stays in the region) or fit no link."""
-    from scipy.stats import chi2
-
     from scalesim.fit_runs import _chi2_on_runs, fit_problem
 
     name = scanned_link(fit, runs)
     if name is None or "overlap" not in fit.fitted:
         return None
     j = fit.fitted.index(name)
-    limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + float(chi2.ppf(0.95, 1))
+    limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + CHI2_95_ONE_DOF
     nominal = {} if params else {"nominal_gradient_bytes": fit.gradient_bytes}
     kept, open_ends = [], []
     for sign in (-1.0, 1.0):

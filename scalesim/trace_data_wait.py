@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import stats
 
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR
 from scalesim.diagnosis import Remedy, shown_gain
 from scalesim.figures import milliseconds, whole_percent
+from scalesim.quantiles import student_t_quantile
 from scalesim.remedies import NO_CHANGE, gain_verdict
 
 # A data wait is modelled (and its remedy predicted) when removing it could gain the model's
@@ -137,7 +137,7 @@ def read_wait_slope(work: np.ndarray, waits: np.ndarray, wait_s: float, step_s: 
             f"whether the {wait} data wait is a loader that paces the job or a fixed cost of each "
             f"fetch is not read: {words.same_work}; the remedies give both"))
     slope, stderr, dof = _slope(work, waits, groups)
-    half = float(stats.t.ppf(0.975, dof)) * stderr
+    half = student_t_quantile(0.975, dof) * stderr
     low, high = slope - half, slope + half
     band = f"slope {slope:+.2f}, 95 %: {low:+.2f} to {high:+.2f}, over {len(work)} {words.unit}"
     if high < PACING_SLOPE_BOUND:

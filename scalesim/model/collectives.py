@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from scalesim.model.fit_error import relative_rmse
+from scalesim.model.select import select_first
 
 GB = 1e9  # bytes in one GB (nccl-tests reports GB/s as 1e9 bytes per second)
 # The collectives a link level is measured and fitted with (busbw_from_time_GBps, fit_alpha_beta):
@@ -250,7 +251,7 @@ def allreduce_from_coeffs(coeffs, size_bytes, algorithm=AUTO):
     best = np.minimum(np.minimum(ring, tree), affine_s(nvls_c, size_bytes))
     if algorithm.ndim == 0:
         return best
-    return np.select([algorithm == RING, algorithm == TREE, algorithm == HIERARCHICAL],
+    return select_first([algorithm == RING, algorithm == TREE, algorithm == HIERARCHICAL],
                      [ring, tree, affine_s(hier_c, size_bytes)], best)
 
 

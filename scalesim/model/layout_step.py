@@ -67,6 +67,7 @@ from scalesim.model.pipeline_schedule import (
     p2p_s,
     slow_stage_delay_s,
 )
+from scalesim.model.select import select_first
 from scalesim.model.shard_groups import (
     group_coeffs,
     group_link,
@@ -348,9 +349,9 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flo
     per_op = (per_op_gemms + per_op_casts + elementwise - last_add
               + np.where(tf.recomputes_attention_core(r, op_sac, x.flash_attention), core, 0.0))
     selective = np.where(op_sac, per_op, core + score_s)
-    recompute = np.select([r == tf.RECOMPUTE_FULL, r == tf.RECOMPUTE_SELECTIVE],
+    recompute = select_first([r == tf.RECOMPUTE_FULL, r == tf.RECOMPUTE_SELECTIVE],
                           [full, selective], 0.0)
-    matmul = 3.0 * gemms + np.select(
+    matmul = 3.0 * gemms + select_first(
         [r == tf.RECOMPUTE_FULL, (r == tf.RECOMPUTE_SELECTIVE) & op_sac],
         [gemms - np.where(early_stop, down, 0.0), per_op_gemms], 0.0)
     return forward, backward, recompute, matmul, (core, core_backward), gemms

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scalesim.model.select import select_first
 from scalesim.model.sharding import (
     DEEPSPEED,
     DS_MAX_LIVE_ELEMENTS,
@@ -212,7 +213,7 @@ def optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
     deepspeed = (2.0 * grad + cast + 2.0 * FP32_BYTES + fp32_update
                  + np.where(mixed | (strategy <= ZERO2), FP32_BYTES + param, 0.0)
                  + deepspeed_norm_bytes_per_param(grad))
-    return np.select(
+    return select_first(
         [_pytorch_ddp(strategy, framework, split), default & (strategy <= ZERO1),
          default & (strategy >= ZERO2), (framework == DEEPSPEED) & (strategy >= ZERO1)],
         [ddp, megatron, fsdp, deepspeed], generic)
@@ -343,7 +344,7 @@ def deepspeed_buffer_bytes(strategy, framework, shards, params, param_bytes_per_
     whole = params * grad
     stage1 = np.maximum(ipg, partition * grad + np.maximum(np.maximum(step - whole, ipg - whole),
                                                            0.0) - backward)
-    extra = np.select([strategy >= ZERO3, strategy == ZERO2],
+    extra = select_first([strategy >= ZERO3, strategy == ZERO2],
                       [ipg + np.maximum(over, 0.0), np.maximum(ipg, over)], stage1)
     return np.where((np.asarray(framework) == DEEPSPEED) & (strategy >= ZERO1), extra, 0.0)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from scalesim.layout import GPIPE, INTERLEAVED, NO_PIPELINE, ONE_F_ONE_B, ZERO_BUBBLE
+from scalesim.model.select import select_first
 
 ZB_WEIGHT_GRAD_SHARE = 1.0 / 3.0  # T_W / (T_F + T_B + T_W) with equal F, B, W (Qi et al. 2023)
 
@@ -40,7 +41,7 @@ def bubble_microbatches(schedule, pp, virtual_stages, weight_grad_share=ZB_WEIGH
     fill = np.asarray(pp, dtype=float) - 1.0
     v = np.asarray(virtual_stages, dtype=float)
     zb = (1.0 - 2.0 * np.asarray(weight_grad_share, dtype=float)) * fill
-    return np.select([sch == NO_PIPELINE, sch == INTERLEAVED, sch == ZERO_BUBBLE],
+    return select_first([sch == NO_PIPELINE, sch == INTERLEAVED, sch == ZERO_BUBBLE],
                      [0.0, fill / v, zb], fill)
 
 
@@ -73,7 +74,7 @@ def microbatches_in_flight(schedule, pp, microbatches, virtual_stages=1, stage=0
     r = np.asarray(stage, dtype=float)
     warm = np.minimum(p - r, m)
     chunks = np.minimum(2.0 * (p - r - 1.0) + (v - 1.0) * p + 1.0, m * v)
-    return np.select(
+    return select_first(
         [sch == NO_PIPELINE, sch == GPIPE, sch == INTERLEAVED, (sch == ONE_F_ONE_B)
          | (sch == ZERO_BUBBLE)],
         [1.0, m, chunks / v, warm], warm)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from scalesim.model.select import select_first
+
 RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
 RECOMPUTE = {"none": RECOMPUTE_NONE, "selective": RECOMPUTE_SELECTIVE, "full": RECOMPUTE_FULL}
 
@@ -123,7 +125,7 @@ def recompute_flops_per_token(recompute, layers, hidden, heads, kv_heads, ffn_hi
     per_op = np.where(np.asarray(op_sac, dtype=bool),
                       2.0 * op_sac_matmul_weights(hidden, heads, kv_heads, ffn_hidden, gated)[0],
                       0.0)
-    weights = np.select([r == RECOMPUTE_FULL, r == RECOMPUTE_SELECTIVE],
+    weights = select_first([r == RECOMPUTE_FULL, r == RECOMPUTE_SELECTIVE],
                         [all_weights - down, per_op], 0.0)
     core = np.where(recomputes_attention_core(recompute, op_sac, flash_attention),
                     4.0 * _f(seq_len) * _f(hidden), 0.0)

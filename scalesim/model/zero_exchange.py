@@ -58,6 +58,7 @@ from scalesim.model.overlap import (
     serial_comm_s,
     timeline_end,
 )
+from scalesim.model.select import select_first
 from scalesim.model.sharding import (
     DEEPSPEED,
     DS_ALLGATHER_BUCKET_ELEMENTS,
@@ -127,7 +128,7 @@ def sent_units(strategy, framework, accumulation, grad_sync=0):
     k = np.asarray(accumulation, dtype=float)
     deepspeed = np.asarray(framework) == DEEPSPEED
     once = reduces_once(framework, grad_sync)
-    return np.select([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
+    return select_first([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
                      [2.0, np.where(deepspeed, 3.0, 2.0),
                       np.where(deepspeed, 2.0 * k + 1.0, np.where(once, 2.0, 2.0 * k))],
                      np.where(once, 2.0 * k + 1.0, 3.0 * k))
@@ -142,7 +143,7 @@ def reduce_scatters(strategy, framework, accumulation, grad_sync=0):
     k = np.asarray(accumulation, dtype=float)
     deepspeed = np.asarray(framework) == DEEPSPEED
     per_step = np.where(reduces_once(framework, grad_sync), 1.0, k)
-    return np.select([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
+    return select_first([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
                      [0.0, np.where(deepspeed, 0.0, 1.0), np.where(deepspeed, 0.0, per_step)],
                      np.where(deepspeed, k, per_step))
 
@@ -156,7 +157,7 @@ def reduce_units(strategy, framework, accumulation, grad_sync=0):
     k = np.asarray(accumulation, dtype=float)
     deepspeed = np.asarray(framework) == DEEPSPEED
     per_step = np.where(reduces_once(framework, grad_sync), 1.0, k)
-    return np.select([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
+    return select_first([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
                      [2.0, np.where(deepspeed, 2.0, 1.0), np.where(deepspeed, 2.0 * k, per_step)],
                      np.where(deepspeed, k, per_step))
 
@@ -385,7 +386,7 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
             return np.zeros(np.broadcast_shapes(strategy.shape, k.shape, np.shape(backward_s)))
         if len(keys) == 1:
             return values[keys[0]]
-        return np.select([(plan_framework == f) & (strategy == s) for f, s in keys],
+        return select_first([(plan_framework == f) & (strategy == s) for f, s in keys],
                          [values[key] for key in keys])
 
     return select(exposed), select(total), sent_units(strategy, framework, k, grad_sync)
