@@ -394,11 +394,16 @@ def cut_by_the_stop(step_ends: list[float], window_end) -> list[bool]:
     return [abs(e - end) <= slack for e in step_ends]
 
 
+def first_named(names: list[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``names``, joined, and how many more there are."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def cut_by_the_stop_note(source: str, cut: set[int]) -> str:
     """The note of the steps ``summarise`` left out as ``cut_by_the_stop``."""
-    named = ", ".join(f"ProfilerStep#{n}" for n in sorted(cut)[:3])
-    more = f" and {len(cut) - 3} more" if len(cut) > 3 else ""
-    return (f"{Path(source).name}: {named}{more} left out: it ends at the trace's "
+    named = first_named([f"ProfilerStep#{n}" for n in sorted(cut)])
+    return (f"{Path(source).name}: {named} left out: it ends at the trace's "
             f"'{WINDOW_END}', where Kineto ends a step still open at the profiler's stop "
             "(unmarked before kineto daa56485, January 2025), so how long it ran is unknown")
 
@@ -466,6 +471,15 @@ def no_complete_step(source: str, still_open_steps: int, other_steps: int,
         f"{source}: no complete ProfilerStep: {still_open_steps} still open when the profiler "
         f"stopped ({how}){rest}, so no step is whole to measure: trace one whole "
         "step or more")
+
+
+def out_of_bounds_step_words(number: int, copies: list[str]) -> str:
+    """One ProfilerStep left out for its duration (``STEP_BOUND``), named once whichever of
+    its ``copies`` ("host": the CPU's user_annotation, "GPU": its gpu_user_annotation twin)
+    were: 'ProfilerStep#3 (host and GPU copies)', 'ProfilerStep#3 (GPU copy)'; the host copy
+    alone is the step's plain name."""
+    said = {("GPU",): " (GPU copy)", ("GPU", "host"): " (host and GPU copies)"}
+    return f"ProfilerStep#{number}" + said.get(tuple(sorted(set(copies))), "")
 
 
 def _skipped_kind(name) -> str:
@@ -638,7 +652,7 @@ def summarise(
     coll = defaultdict(new_record)
     by_group = GroupComm()  # NCCL kernels by the process group their args name
     source = str(path)
-    zero_steps = []
+    zero_steps: dict[int, list[str]] = {}  # steps out of STEP_BOUND -> copies ("host", "GPU")
     negative: Counter = Counter()  # complete events of a negative dur, by kind (refused below)
     unusable_steps = 0  # ProfilerStep events without a complete event's numeric ts and dur
     open_at_stop: Counter = Counter()  # events still open at the profiler's stop, by kind
@@ -681,7 +695,8 @@ def summarise(
             optimizer_starts.append(t0)
         m = _STEP.match(name)
         if m and STEP_BOUND.problem(d) is not None:  # 0, 1e-300 us or longer than 11.6 days
-            zero_steps.append(name)
+            zero_steps.setdefault(int(m.group(1)), []).append(
+                "GPU" if cat == "gpu_user_annotation" else "host")
         elif m:
             (gpu_steps if cat == "gpu_user_annotation" else cpu_steps).append((int(m.group(1)), t0, t0 + d))
             if cat != "gpu_user_annotation":
@@ -771,10 +786,10 @@ def summarise(
                                    len(zero_steps) + unusable_steps + negative["ProfilerStep(s)"],
                                    len(cut))
         if zero_steps:
-            more = f" and {len(zero_steps) - 1} more" if len(zero_steps) > 1 else ""
+            named = first_named([f"ProfilerStep#{n}" for n in zero_steps], shown=1)
             raise ScalesimError(
                 f"{source}: every ProfilerStep has duration 0 or one outside "
-                f"{STEP_BOUND.text()} ({zero_steps[0]}{more}); no step to measure"
+                f"{STEP_BOUND.text()} ({named}); no step to measure"
             )
         unusable = unusable_steps + negative["ProfilerStep(s)"]
         if unusable:
@@ -817,11 +832,9 @@ def summarise(
     if early is not None:
         notes.append(stopped_early_note(source, *early))
     if zero_steps:
-        notes.append(
-            f"{Path(source).name}: {', '.join(zero_steps[:3])}"
-            + (f" and {len(zero_steps) - 3} more" if len(zero_steps) > 3 else "")
-            + f" of duration 0 or outside {STEP_BOUND.text()} left out"
-        )
+        named = first_named([out_of_bounds_step_words(n, c) for n, c in zero_steps.items()])
+        notes.append(f"{Path(source).name}: {named} of duration 0 or outside "
+                     f"{STEP_BOUND.text()} left out")
     rank, world_size = _distributed_info(meta, source)
     if rank is None:
         rank = index

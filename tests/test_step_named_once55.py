@@ -1,0 +1,72 @@
+"""A ProfilerStep whose host copy (user_annotation) and GPU copy (its gpu_user_annotation twin)
+were both outside positive_duration_s (0, or past 1,000,000 s) was named twice in the note of
+the steps left out ("ProfilerStep#3, ProfilerStep#3 of duration 0 ... left out"), and counted
+twice in the refusal of a trace with no other step ("ProfilerStep#1 and 3 more" for two steps).
+Each step is now named once, with the copies that were out (``traces.out_of_bounds_step_words``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_traces import event, gpu_trace
+
+from scalesim import traces
+from scalesim.cli.main import main
+from scalesim.errors import ScalesimError
+
+BOUND = "1e-12 <= x <= 1,000,000 s"
+
+
+def _with_step_3(tmp_path, dur_us: float, cats=("user_annotation", "gpu_user_annotation")):
+    """``gpu_trace``'s rank 0 (steps 1 and 2, 1000 us each) and a step 3 at 2000 us of
+    ``dur_us``, one copy for each of ``cats``."""
+    doc = gpu_trace(0)
+    doc["traceEvents"] += [event("ProfilerStep#3", 2000.0, dur_us, cat=cat, tid=7) for cat in cats]
+    path = tmp_path / "r0.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("dur_us", [0.0, 2e12])  # 0, and 2e6 s past the bound's 1e6 s
+def test_a_step_whose_two_copies_are_out_of_bounds_is_named_once(tmp_path, capsys, dur_us):
+    path = _with_step_3(tmp_path, dur_us)
+    s = traces.summarise(path)
+    assert [st.step for st in s.steps] == [1, 2]
+    said = [n for n in s.notes if "ProfilerStep#3" in n]
+    assert said == [f"r0.json: ProfilerStep#3 (host and GPU copies) of duration 0 or outside "
+                    f"{BOUND} left out"]
+    assert main(["diagnose", "--trace", str(path)]) == 0
+    assert capsys.readouterr().out.count("ProfilerStep#3") == 1
+
+
+def test_a_step_whose_gpu_copy_alone_is_out_is_said_so(tmp_path):
+    """Step 2's GPU copy of duration 0: the note says which copy was left out."""
+    doc = gpu_trace(0)
+    twin = next(ev for ev in doc["traceEvents"]
+                if ev["name"] == "ProfilerStep#2" and ev["cat"] == "gpu_user_annotation")
+    twin["dur"] = 0.0
+    path = tmp_path / "r0.json"
+    path.write_text(json.dumps(doc))
+    s = traces.summarise(path)
+    assert f"r0.json: ProfilerStep#2 (GPU copy) of duration 0 or outside {BOUND} left out" \
+        in s.notes
+
+
+def test_a_step_whose_host_copy_alone_is_out_keeps_its_plain_name(tmp_path):
+    s = traces.summarise(_with_step_3(tmp_path, 0.0, cats=("user_annotation",)))
+    assert f"r0.json: ProfilerStep#3 of duration 0 or outside {BOUND} left out" in s.notes
+
+
+def test_a_trace_of_no_step_in_bounds_counts_steps_not_copies(tmp_path):
+    """Steps 1 and 2, each with both copies of duration 0: 'ProfilerStep#1 and 1 more'."""
+    doc = gpu_trace(0)
+    for ev in doc["traceEvents"]:
+        if ev["name"].startswith("ProfilerStep#"):
+            ev["dur"] = 0.0
+    path = tmp_path / "r0.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ScalesimError, match=rf"r0.json: every ProfilerStep has duration 0 or "
+                                            rf"one outside {BOUND} \(ProfilerStep#1 and 1 more\); "
+                                            r"no step to measure$"):
+        traces.summarise(path)
