@@ -150,13 +150,6 @@ class RunRow(BaseModel):
             return parts or None
         return value
 
-    @field_validator("rank_step_times_s")
-    @classmethod
-    def _positive(cls, value):
-        if value is not None and any(v <= 0 for v in value):
-            raise ValueError("rank step times must be positive seconds")
-        return value
-
     @model_validator(mode="after")
     def _check(self) -> RunRow:
         if self.samples_per_s is None and self.step_time_s is None:
