@@ -176,15 +176,32 @@ def nouns_for(device_name: str) -> Nouns:
 
 def is_rack(hardware: Hardware) -> bool:
     """Whether ``hardware``'s server, its NVLink domain, is a rack of several allocation units
-    (GB200 NVL72: 72 GPUs in 18 compute trays of 4, ``Hardware.devices_per_allocation``)."""
+    (GB200 NVL72: 72 GPUs in 18 compute trays of 4, ``Hardware.devices_per_allocation``; where
+    the hardware states none, its GPU's trays, ``rack_of``)."""
     allocation = hardware.devices_per_allocation
-    return allocation is not None and allocation < hardware.devices_per_node
+    if allocation is None:
+        return rack_of(hardware.device_name, hardware.devices_per_node)
+    return allocation < hardware.devices_per_node
+
+
+def rack_of(device_name: str | None, devices_per_node: int) -> bool:
+    """Whether a server of ``devices_per_node`` GPUs named ``device_name`` (None: not named) is
+    a rack of several compute trays (``presets.server_tray``: a GB200 NVL72's 72 in trays of
+    4); a server of one tray is that tray (a runs file that counts a GB200 job's trays as its
+    nodes)."""
+    from scalesim.presets import server_tray
+
+    tray = server_tray(device_name, devices_per_node) if device_name else None
+    return tray is not None and tray < devices_per_node
+
+
+def rack_nouns(words: Nouns, rack: bool) -> Nouns:
+    """``words`` with their server a 'rack' where ``rack`` (``is_rack``, ``rack_of``); a CPU
+    calibration's stays a 'host'."""
+    return replace(words, server=RACK, servers=RACKS) if rack and not words.cpu else words
 
 
 def hardware_nouns(hardware: Hardware) -> Nouns:
     """The nouns of ``hardware``'s devices (``nouns_for``), its server a 'rack' where the NVLink
     domain is a rack of trays (``is_rack``: GB200 NVL72); a CPU calibration's stays a 'host'."""
-    words = nouns_for(hardware.device_name)
-    if words.cpu or not is_rack(hardware):
-        return words
-    return replace(words, server=RACK, servers=RACKS)
+    return rack_nouns(nouns_for(hardware.device_name), is_rack(hardware))

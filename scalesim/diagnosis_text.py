@@ -10,6 +10,8 @@ from scalesim.device_nouns import (
     Nouns,
     measured_nouns,
     nouns_for,
+    rack_nouns,
+    rack_of,
 )
 from scalesim.diagnosis import Remedy, Report, pinned, shown_gain
 from scalesim.errors import KNOB
@@ -69,7 +71,7 @@ def report_nouns(report: Report) -> Nouns:
     """The nouns of a report's devices: the fitted profile's of runs (a CPU ``device`` column
     names processes on hosts), a traced job's where no rank ran on a GPU (``traced_device_name``)."""
     if report.kind == "runs":
-        return nouns_for(report.details["fitted_profile"]["hardware"]["device_name"])
+        return _fitted_nouns(report, nouns_for)
     return GPU_NOUNS if any(r.get("device") == "gpu" for r in report.table) else CPU_NOUNS
 
 
@@ -78,8 +80,17 @@ def table_nouns(report: Report) -> Nouns:
     runs split the model too (the table counts devices beside replicas; ``report_nouns`` then
     says replicas)."""
     if report.kind == "runs":
-        return measured_nouns(report.details["fitted_profile"]["hardware"]["device_name"])
+        return _fitted_nouns(report, measured_nouns)
     return report_nouns(report)
+
+
+def _fitted_nouns(report: Report, nouns_of) -> Nouns:
+    """``nouns_of``'s words for a runs report's fitted device, its server a rack where the
+    runs' GPU fills it with compute trays (``rack_of``, as ``Runs.nouns``; a fitted profile
+    states no allocation unit)."""
+    hardware = report.details["fitted_profile"]["hardware"]
+    return rack_nouns(nouns_of(hardware["device_name"]),
+                      rack_of(hardware["device_name"], hardware["devices_per_node"]))
 
 
 def overlap_words(fit: dict) -> str:

@@ -394,7 +394,7 @@ def _setup(runs: Runs):
     }
     free = ["per_sample_s"]
     notes = []
-    words = nouns_for(runs.device_name)
+    words = runs.nouns
     if np.unique(work).size >= 2:
         free.append("overhead_s")
         init["overhead_s"] = 0.1 * float(np.min(step)) / float(np.max(runs.accumulation))
@@ -871,7 +871,7 @@ def unfilled_servers(devices, g: int):
 
 def extrapolation_layout(runs: Runs, devices: list[int], g: int) -> Layout:
     p = np.asarray(devices, dtype=np.int64)
-    words = nouns_for(runs.device_name)
+    words = runs.nouns
     if np.any(p < 1):
         raise ScalesimError(
             f"cannot extrapolate to {int(p[p < 1][0])} {words.devices}; "
@@ -1104,7 +1104,7 @@ def extrapolate(
     said = ""
     if intra_assumed(fit):  # the rows of two or more a server: intra anywhere in the range
         assumed = layout.devices_per_node > 1
-        words = nouns_for(runs.device_name)
+        words = runs.nouns
         said = (f"{words.link('intra_node')} assumed: no run put two {words.gpus} in one "
                 f"{words.server}")
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -1302,7 +1302,7 @@ def fitted_profile(
     elif delay > 0:  # spread of all devices: sigma * e_N = delay, sigma = cv * micro * sqrt(k)
         e_n = float(expected_max_normal(last.devices))
         cv = delay / (e_n * micro * np.sqrt(k)) if e_n > 0 else cv
-    memory_note = f"{nouns_for(runs.device_name).memory} unknown: every remedy is assumed to fit"
+    memory_note = f"{runs.nouns.memory} unknown: every remedy is assumed to fit"
     if model is not None and model.memory_bytes is not None:
         memory_note = f"device memory of {model.gpu}: {model.memory_bytes / GIB_BYTES:.4g} GiB"
     profile = Profile(

@@ -717,6 +717,14 @@ def allocation_devices_of(device_name: str) -> tuple[int, str] | None:
     return None if row is None else (row[1], row[2])
 
 
+def server_tray(device_name: str, devices_per_node: int) -> int | None:
+    """Devices of one compute tray of a server of ``devices_per_node`` ``device_name`` GPUs
+    (``allocation_devices_of``: a GB200 NVL72's 4) where trays of it fill the server, else
+    None (the server is the unit: docs/model.md §12)."""
+    tray = allocation_devices_of(device_name)
+    return tray[0] if tray and devices_per_node % tray[0] == 0 else None
+
+
 def _nvl72(name: str, device_name: str, cpu_cores: int, gbit_per_nic: float, nic_source: str,
            source: str) -> Hardware:
     """A preset NVL72 rack: 72 ``device_name`` GPUs in one NVLink domain, handed out in compute

@@ -55,8 +55,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 from scalesim.bounds import BOOL_IS_NO_NUMBER, bounded, holds_bool, items_bounded
 from scalesim.device_nouns import (
     CPU_DEVICE_PREFIX,
+    Nouns,
     is_cpu_device,
+    measured_nouns,
     nouns_for,
+    rack_nouns,
+    rack_of,
     replica_device_name,
 )
 from scalesim.errors import KNOB, ScalesimError, as_literal, excerpt, require_path, require_text
@@ -255,6 +259,22 @@ class Runs:
     # or the runs file's ``gpus_per_node``), where the runs used fewer of each; None: a server
     # is the most any run put in one node
     server_devices: int | None = None
+    # set by ``runs_diagnosis.diagnose_runs``: the runs' GPU as --gpu names it (with
+    # --workload), for their nouns: a GB200 NVL72's server is a rack (``nouns``)
+    gpu: str | None = None
+
+    @property
+    def nouns(self) -> Nouns:
+        """The words for the fitted devices (``nouns_for``: GPUs, processes or replicas), their
+        server a rack where the runs' GPU fills it with several compute trays (``rack_of``:
+        ``gpu`` GB200 on servers of 72)."""
+        return rack_nouns(nouns_for(self.device_name), rack_of(self.gpu, self.devices_per_node))
+
+    @property
+    def measured_nouns(self) -> Nouns:
+        """``nouns``' words for the devices themselves (a replica's GPUs: ``measured_nouns``)."""
+        return rack_nouns(measured_nouns(self.device_name),
+                          rack_of(self.gpu, self.devices_per_node))
 
     @property
     def devices(self) -> np.ndarray:
@@ -408,7 +428,7 @@ def on_servers_of(runs: Runs, server_devices: int, setting: str = KNOB.devices_p
     if runs.server_devices is not None and runs.server_devices != server_devices:
         raise refused(f"{said}, but {as_literal(runs.source)} gives gpus_per_node "
                       f"{runs.server_devices}; give one, or the same in both")
-    words = nouns_for(runs.device_name)
+    words = runs.nouns
     most = runs.used_per_node
     if server_devices < most:
         row = next(r for r in runs.rows if r.devices // r.nodes == most)
@@ -429,7 +449,7 @@ def partial_server_note(runs: Runs) -> str:
     given to that one device, which reaches only its NIC share; '' otherwise."""
     if runs.server_devices is not None or runs.used_per_node != 1 or not np.any(runs.nodes > 1):
         return ""
-    words = nouns_for(runs.device_name)
+    words = runs.nouns
     return knob_refusal(
         f"runs used 1 {words.gpu} per {words.server}; give {KNOB.devices_per_node} N if your "
         f"{words.servers} have more: the fitted {words.server} holds 1, so a faster network "
@@ -779,7 +799,7 @@ def _one_device_exchanges_nothing(runs: Runs) -> Runs:
               if r.comm_s is None and r.devices == 1 else r for r in rows]
     if filled == rows:
         return runs
-    words = nouns_for(runs.device_name)
+    words = runs.nouns
     return replace(runs, rows=filled, notes=(*runs.notes, (
         f"comm_s of the run on {words.count(1)} read as 0: one {words.device} exchanges nothing")))
 
@@ -793,7 +813,7 @@ def _check_measured_in_every_run(runs: Runs) -> None:
         rows = [r for r in runs.rows if name != "rank_step_times_s" or r.devices > 1]
         given = [getattr(r, name) is not None for r in rows]
         if any(given) and not all(given):
-            words = nouns_for(runs.device_name)
+            words = runs.nouns
             lacking = rows[given.index(False)].devices
             every = ("every row" if name != "rank_step_times_s" else
                      f"every run of two or more {words.devices}")
@@ -909,7 +929,7 @@ def _check_repeats_agree(members: list[RunRow], rows: list[int], source: str) ->
     if step[slow] < UNIT_FACTOR * step[fast]:
         return
     first, second = sorted((fast, slow))
-    words = nouns_for(runs.device_name)
+    words = runs.nouns
     raise ScalesimError(
         f"{source}: runs {rows[first] + 1} and {rows[second] + 1} measure one configuration "
         f"({words.count(members[0].devices)} on {words.count(members[0].nodes, 'server')}) at "

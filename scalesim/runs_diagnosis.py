@@ -15,8 +15,6 @@ from scalesim.device_nouns import (
     GPU_NOUNS,
     Nouns,
     hardware_nouns,
-    measured_nouns,
-    nouns_for,
 )
 from scalesim.diagnosis import (
     GOOD_EFFICIENCY,
@@ -650,7 +648,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     if runs.replica_devices > 1:  # fitted as data-parallel runs of model replicas
         runs, extrapolate_to, split_note = _as_replicas(runs, transformer, extrapolate_to,
                                                         tp_overlap, recompute_style, p2p_overlap)
-    if transformer is not None and nouns_for(runs.device_name).cpu:
+    if transformer is not None and runs.nouns.cpu:
         raise ScalesimError(knob_refusal(  # the inputs by their controls on the page
             f"the runs ran on CPU processes (device '{as_literal(measured.device_name)}'); "
             f"{KNOB.workload} predicts their transformer on a GPU ({KNOB.gpu}): drop "
@@ -665,13 +663,15 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         split_note = retitled(split_note, after=knob_refusal(  # the page says its control
             f" {KNOB.workload} gives the runs' parameter count and MFU; the remedies are the "
             "replicas' (which other split is faster is scalesim plan --workload's question)."))
+    if transformer is not None:  # its GPU's words: a GB200 NVL72's server is a rack
+        runs = measured = replace(runs, gpu=transformer.gpu)
     exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
     if transformer is not None:
         exchange = replace(exchange, blocks=transformer.shape.layers)
     exchange, extrapolate_to, shard_note = _runs_shard_group(runs, measured, exchange,
                                                              extrapolate_to)
     sc = scaling(runs)
-    superlinear_note = _superlinear(runs, sc, words=nouns_for(runs.device_name))
+    superlinear_note = _superlinear(runs, sc, words=runs.nouns)
     fit = fit_runs(runs, params, wire_bytes_per_param, exchange)
     model = fit.breakdown
     step = runs.step_time_s
@@ -692,7 +692,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     compute = per["compute"] * work
 
     knee = find_knee(runs.devices, runs.nodes, sc.efficiency, compute, comm, wait, strag, work)
-    words = nouns_for(runs.device_name)
+    words = runs.nouns
     eff_last = float(sc.efficiency[-1])
     share_of_step = {k: v * work / step for k, v in per.items()}
 
@@ -745,7 +745,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     ], words))
     # Stragglers vs one slow device.
     # ranks are devices' (a split model's too: its replica is the device's data-parallel rank)
-    device_words = measured_nouns(runs.device_name)
+    device_words = runs.measured_nouns
     slow_rank, slow_factor, rank_lines = _rank_pattern(measured, device_words)
     strag = share_of_step["straggler"]
     strag_lines = [arrowed_said("straggler wait ", f"{whole_percent(strag[0])}{ARROW_FIELD}"
@@ -1216,7 +1216,7 @@ def runs_mfu(runs, transformer) -> tuple[list[dict] | None, str]:
     rows = [{"devices": int(d), "mfu": float(u)} for d, u in zip(runs.devices, mfu, strict=True)]
     ends = [f"{u:.1%} at {whole(d)}" for u, d in ((mfu[0], runs.devices[0]),
                                                     (mfu[-1], runs.devices[-1]))]
-    words = measured_nouns(runs.device_name)
+    words = runs.measured_nouns
     rest = (f" {words.devices}: {transformer.name}'s "
             f"{shape.model_flops_per_token() / 1e9:.4g} GFLOP a token (3 x forward, no "
             f"recompute; Narayanan et al. 2021), {whole(shape.seq_len)} tokens a sample, "
@@ -1245,7 +1245,7 @@ def refuse_beyond_peak(runs, transformer) -> None:
         i = int(np.argmax(matmuls))
         raise ScalesimError(
             f"the runs train {rate(runs.samples_per_s[i], 'samples')} on {whole(runs.devices[i])} "
-            f"{measured_nouns(runs.device_name).devices}, faster than {transformer.name} "
+            f"{runs.measured_nouns.devices}, faster than {transformer.name} "
             f"({shape.words()}) can on {transformer.gpu}: its weight matmuls alone need "
             f"{matmuls[i]:.0%} of the {transformer.peak_tflops:g} TFLOP/s datasheet peak; "
             "describe the runs' own model (a workload JSON with their sequence length and "
@@ -1264,7 +1264,7 @@ def _as_replicas(runs, transformer, extrapolate_to: list[int] | None, tp_overlap
 
     replicas = replica_runs(runs)
     split, m = replicas.replica_split, runs.replica_devices
-    words = nouns_for(runs.device_name)
+    words = runs.nouns
     if transformer is not None and (tp_overlap or recompute_style != DEFAULT_RECOMPUTE_STYLE
                                     or not p2p_overlap):
         # the option by its control (``knob_refusal``: the CLI's flag, the page's label)
@@ -1350,7 +1350,7 @@ def _runs_shard_group(runs, measured, exchange, extrapolate_to: list[int] | None
     left out, said in the note)."""
     from scalesim.fit_runs import default_extrapolation_devices
 
-    words, device_words, note = nouns_for(runs.device_name), measured_nouns(runs.device_name), ""
+    words, device_words, note = runs.nouns, runs.measured_nouns, ""
     cp = measured.model_split["cp"] if runs.replica_split else 1
     if exchange.shard_group and cp > 1:
         if exchange.shard_group % cp:

@@ -51,13 +51,13 @@ from scalesim.presets import (
     ATTENTION_ON_A100_EFFICIENCY,
     FLASH2_ON_HOPPER_EFFICIENCY,
     INTRA_LINKS,
-    allocation_devices_of,
     attention_efficiency_of,
     device_memory_of,
     inter_link,
     intra_link,
     memory_bandwidth_of,
     peak_tflops_of,
+    server_tray,
 )
 from scalesim.schemas import StrictModel, check_heads
 from scalesim.validate import (
@@ -287,8 +287,7 @@ def allocation_of(hw: PCHardware) -> int | None:
     """The allocation unit of a case's servers, devices: its GPU's compute tray where one
     divides the server (GB200 NVL72: 4 of the rack's 72, ``presets.ALLOCATION_DEVICES``), else
     None (the server is the unit; docs/model.md §12)."""
-    tray = allocation_devices_of(hw.gpu)
-    return tray[0] if tray and hw.gpus_per_node % tray[0] == 0 else None
+    return server_tray(hw.gpu, hw.gpus_per_node)
 
 
 class PCLayout(_Strict):
