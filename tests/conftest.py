@@ -8,6 +8,10 @@ on a 16 s step), a failure no earlier run had seen. To explore new examples loca
 ``ddp_trace_jobs``: the real torch.profiler traces that both trace test modules read, made once
 per session (each job is a torchrun of about 10 s on two cores).
 
+``dp_pp_traces``: the traces of one 4-rank gloo dp 2 x pp 2 job that two pipeline test modules
+read, made once per run even when pytest-xdist puts them on different workers (a file lock in
+the run's shared temporary folder; about 8 s on two cores).
+
 ``tiny_gpt``: the tiny gpt's real CPU calibration that test_profile_shape and test_profile_split
 both predict from, run once per session (a compute phase and a block fit, 10-20 s).
 
@@ -16,6 +20,7 @@ tests of charts and tables where a count does not fit."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 
 import pytest
@@ -43,6 +48,31 @@ def ddp_trace_jobs(tmp_path_factory):
         "slow_rank": launch(base / "slow_rank", *common, "--slow-rank", "1", "--slow-rank-s",
                             str(TRACE_SLEEP_S), "--gzip"),
     }
+
+
+DP_PP_FLAGS = ("--pp-layers", "1,3", "--micro-batches", "4", "--pp-replicas", "2", "--batch",
+               "64", "--dim", "256", "--steps", "4")
+
+
+@pytest.fixture(scope="session")
+def dp_pp_traces(tmp_path_factory, worker_id):
+    """Sorted trace files of tests/trace_job.py's dp 2 x pp 2 job (``DP_PP_FLAGS``: two
+    replicas of the 1 + 3 layer Schedule1F1B pipeline, 4 micro-batches, 4 ranks). Under xdist
+    the first worker to ask runs it into the run's shared temporary folder while the others
+    wait on its lock; without xdist, into this session's own folder (the shared one outlives
+    the run there)."""
+    from trace_job import launch
+
+    if worker_id == "master":
+        return launch(tmp_path_factory.mktemp("dp_pp"), *DP_PP_FLAGS, ranks=4)
+    shared = tmp_path_factory.getbasetemp().parent
+    folder, done = shared / "dp_pp", shared / "dp_pp.done"
+    with open(shared / "dp_pp.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            launch(folder, *DP_PP_FLAGS, ranks=4)
+            done.touch()
+    return sorted(str(p) for p in folder.iterdir())
 
 
 @pytest.fixture(scope="session")

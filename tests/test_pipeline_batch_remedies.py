@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from trace_job import launch
 
 from scalesim import trace_ranks
 from scalesim.pipeline_trace import accumulation_split_s, read_pipeline, replay_1f1b_s
@@ -163,16 +162,13 @@ def test_the_split_of_the_span_by_hand():
         30 * unit - per_pass)
 
 
-def test_a_real_gloo_dp_x_pp_job_is_read_and_its_batch_remedies_split_its_loss(tmp_path):
+def test_a_real_gloo_dp_x_pp_job_is_read_and_its_batch_remedies_split_its_loss(dp_pp_traces):
     """Four gloo ranks: two replicas of the 1 + 3 layer Schedule1F1B pipeline
     (tests/trace_job.py --pp-replicas 2), each stage's ranks all-reducing their gradients over a
     DATA_PARALLEL_GROUP: read as dp 2 x pp 2 from pg_config, 4 micro-batches counted from the
     receives, and the batch remedies are the pipeline's (titles and notes); their sizes depend
     on the machine's load, so only their presence is asserted."""
-    files = launch(tmp_path / "dp_pp", "--pp-layers", "1,3", "--micro-batches", "4",
-                   "--pp-replicas", "2", "--batch", "64", "--dim", "256", "--steps", "4",
-                   ranks=4)
-    report = diagnose_traces(trace_ranks.load_traces(files), "dp x pp")
+    report = diagnose_traces(trace_ranks.load_traces(dp_pp_traces), "dp x pp")
     assert report.details["layout"] == {"dp": 2, "tp": 1, "cp": 1, "pp": 2}
     pipeline = report.details["pipeline"]
     assert pipeline["micro_batches"] == 4 and pipeline["counted"]

@@ -72,17 +72,12 @@ def test_where_the_bubble_outweighs_the_time_the_replay_leaves_it_helps():
                                   "the traced span 1.6 ms -> 1.55 ms")
 
 
-def test_the_real_jobs_figure_by_hand(tmp_path):
+def test_the_real_jobs_figure_by_hand(dp_pp_traces):
     """A real gloo dp 2 x pp 2 job (tests/trace_job.py): its bubble remedy is, from its own
     reading, step / (step - (replay(m) - replay(2m) - (T - replay(m)))) - 1, replay(2m) of its
     stages' compute over 2m micro-batches; where it loses, the note says why. Ratios of the
     traced figures only: the machine's load moves them all."""
-    from trace_job import launch
-
-    files = launch(tmp_path / "dp_pp", "--pp-layers", "1,3", "--micro-batches", "4",
-                   "--pp-replicas", "2", "--batch", "64", "--dim", "256", "--steps", "4",
-                   ranks=4)
-    report = diagnose_traces(trace_ranks.load_traces(files), "dp x pp")
+    report = diagnose_traces(trace_ranks.load_traces(dp_pp_traces), "dp x pp")
     pipeline = report.details["pipeline"]
     step = report.details["cross_rank"]["step_s"]
     compute = np.array([st["compute_s"] for st in pipeline["stages"]])
