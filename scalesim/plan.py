@@ -746,9 +746,11 @@ def no_layout_words(devices: list[int], setting: Setting, cp_values=(1,)) -> str
                    f"{nouns.devices} or lower the global batch", ("devices", "global_batch"))
 
 
+@functools.lru_cache(maxsize=256)
 def capacity_words(device_memory_bytes: float, memory_margin: float = 0.0) -> str:
     """What a layout may fill of a device, in words: '80.0 GiB' (no margin), '76.0 GiB (80.0
-    GiB less the 5% memory margin)' (``memory.usable_memory_bytes``)."""
+    GiB less the 5% memory margin)' (``memory.usable_memory_bytes``). Cached: every row of a
+    plan that does not fit says it (100,000 rows of ``plan --all``)."""
     if not memory_margin:
         return gib(device_memory_bytes)
     usable = float(usable_memory_bytes(device_memory_bytes, memory_margin))
@@ -1094,54 +1096,79 @@ def rank_layouts(
     # a tie (GPipe and 1F1B have one bubble) goes to the layout needing less memory
     mem = r.memory_bytes
     order = np.lexsort((mem, key, ~fits)) if include_unfit else np.lexsort((mem[fits], key[fits]))
-    rows = []
+    first: list[PlanRow] = []  # the row ranked 1, once built
     dumped: list[dict] = []
 
     def best_dump() -> dict | None:
         """The first row as a dict, dumped once (every row below it is compared with it)."""
-        if rows and not dumped:
-            dumped.append(rows[0].model_dump())
+        if first and not dumped:
+            dumped.append(first[0].model_dump())
         return dumped[0] if dumped else None
 
+    schedule_names = {v: k for k, v in reversed(SCHEDULES.items())}  # the first name of each
+    grid_fields = ("dp", "tp", "pp", "cp", "zero", "micro_batch", "schedule", "virtual_stages",
+                   "recompute", "sequence_parallel", "shard_group")
+    result_fields = ("step_time_s", "samples_per_s", "tokens_per_s", "memory_bytes",
+                     "headroom_bytes", "fits", *PARTS, *(("mfu", "hfu") if setting.peak_known
+                                                         else ()))
+
+    def rows_of(indices, first_rank: int) -> list[PlanRow]:
+        """The ``PlanRow`` of each grid row in ``indices``, ranked from ``first_rank`` on. Each
+        column is gathered once as Python numbers (``tolist``: the values ``int``/``float`` of
+        each element give), not element by element: ``plan --all`` builds 100,000 rows."""
+        at = np.asarray(indices, dtype=np.intp)
+        g_ = {k: grid[k][at].tolist() for k in grid_fields}
+        r_ = {k: getattr(r, k)[at].tolist() for k in result_fields}
+        devices_of, cost_of, billed_of = (devices_arr[at].tolist(), cost[at].tolist(),
+                                          billed[at].tolist())
+        out = []
+        for j in range(at.size):
+            dp, micro = g_["dp"][j], g_["micro_batch"][j]
+            row = {
+                "rank": first_rank + j,
+                "devices": int(devices_of[j]),
+                "dp": int(dp),
+                "tp": int(g_["tp"][j]),
+                "pp": int(g_["pp"][j]),
+                "cp": int(g_["cp"][j]),
+                "zero": int(g_["zero"][j]),
+                "micro_batch": int(micro),
+                "accumulation": int(global_batch // (dp * micro)),
+                "schedule": schedule_names[g_["schedule"][j]],
+                "virtual_stages": int(g_["virtual_stages"][j]),
+                "recompute": RECOMPUTE_CHOICES[int(g_["recompute"][j])],
+                "recompute_style": recompute_style,
+                "sequence_parallel": bool(g_["sequence_parallel"][j]),
+                "tp_overlap": setting.tp_overlap,
+                "p2p_overlap": setting.p2p_overlap,
+                "precision": FP8 if setting.fp8 else DEFAULT_PRECISION,
+                "shard_group": int(g_["shard_group"][j]),
+                "step_time_s": float(r_["step_time_s"][j]),
+                "samples_per_s": float(r_["samples_per_s"][j]),
+                "tokens_per_s": float(r_["tokens_per_s"][j]),
+                "mfu": float(r_["mfu"][j]) if setting.peak_known else None,
+                "hfu": float(r_["hfu"][j]) if setting.peak_known else None,
+                "memory_bytes": float(r_["memory_bytes"][j]),
+                "headroom_bytes": float(r_["headroom_bytes"][j]),
+                "fits": bool(r_["fits"][j]),
+                "breakdown_s": {p: float(r_[p][j]) for p in PARTS},
+                "device_hours_per_million_samples": float(cost_of[j]),
+                "billed_devices": int(billed_of[j]),
+                "stall_modelled": modelled,
+            }
+            row["strategy_words"] = row_strategy_words(row, setting)
+            # an unfit first row (include_unfit, nothing fits) is no "best": it says it does
+            # not fit
+            row["why"] = ("best" if row["rank"] == 1 and row["fits"] else
+                          _why(best_dump(), row, rank_by, nouns.device, setting.memory_margin))
+            row.update(stage_fields(setting.shape.layers, row["pp"], row["virtual_stages"]))
+            out.append(PlanRow(**row))
+            if row["rank"] == 1:
+                first[:] = out[-1:]
+        return out
+
     def row_of(i: int, rank: int) -> PlanRow:
-        row = {
-            "rank": rank,
-            "devices": int(devices_arr[i]),
-            "dp": int(grid["dp"][i]),
-            "tp": int(grid["tp"][i]),
-            "pp": int(grid["pp"][i]),
-            "cp": int(grid["cp"][i]),
-            "zero": int(grid["zero"][i]),
-            "micro_batch": int(grid["micro_batch"][i]),
-            "accumulation": int(global_batch // (grid["dp"][i] * grid["micro_batch"][i])),
-            "schedule": next(k for k, v in SCHEDULES.items() if v == grid["schedule"][i]),
-            "virtual_stages": int(grid["virtual_stages"][i]),
-            "recompute": RECOMPUTE_CHOICES[int(grid["recompute"][i])],
-            "recompute_style": recompute_style,
-            "sequence_parallel": bool(grid["sequence_parallel"][i]),
-            "tp_overlap": setting.tp_overlap,
-            "p2p_overlap": setting.p2p_overlap,
-            "precision": FP8 if setting.fp8 else DEFAULT_PRECISION,
-            "shard_group": int(grid["shard_group"][i]),
-            "step_time_s": float(r.step_time_s[i]),
-            "samples_per_s": float(r.samples_per_s[i]),
-            "tokens_per_s": float(r.tokens_per_s[i]),
-            "mfu": float(r.mfu[i]) if setting.peak_known else None,
-            "hfu": float(r.hfu[i]) if setting.peak_known else None,
-            "memory_bytes": float(r.memory_bytes[i]),
-            "headroom_bytes": float(r.headroom_bytes[i]),
-            "fits": bool(r.fits[i]),
-            "breakdown_s": {p: float(getattr(r, p)[i]) for p in PARTS},
-            "device_hours_per_million_samples": float(cost[i]),
-            "billed_devices": int(billed[i]),
-            "stall_modelled": modelled,
-        }
-        row["strategy_words"] = row_strategy_words(row, setting)
-        # an unfit first row (include_unfit, nothing fits) is no "best": it says it does not fit
-        row["why"] = ("best" if rank == 1 and row["fits"] else
-                      _why(best_dump(), row, rank_by, nouns.device, setting.memory_margin))
-        row.update(stage_fields(setting.shape.layers, row["pp"], row["virtual_stages"]))
-        return PlanRow(**row)
+        return rows_of([i], rank)[0]
 
     def least_memory(counts: list[int]) -> int:
         """The index of the layout needing least memory on ``counts``."""
@@ -1176,8 +1203,7 @@ def rank_layouts(
     if include_unfit:
         unfit = order[~fits[order]]
         order = np.concatenate([order[fits[order]], unfit[np.argsort(r.memory_bytes[unfit], kind="stable")]])
-    for rank, i in enumerate(order if top is None else order[:top], start=1):
-        rows.append(row_of(i, rank))
+    rows = rows_of(order if top is None else order[:top], 1)
     by_count = []
     for n in sorted(set(devices)):
         at = np.flatnonzero(devices_arr == n)
