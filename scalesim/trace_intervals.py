@@ -170,7 +170,9 @@ class KernelLaunches:
 def device_windows(cpu_steps, gpu_steps, launches: KernelLaunches) -> list[tuple[int, float, float]]:
     """Each step's window on the device timeline (``scalesim.traces``' docstring): the span of the device
     work its CPU step launched, widened to its ``gpu_user_annotation``; the annotation (else
-    the CPU window) where nothing can be matched."""
+    the CPU window) where it launched none matched. Where the trace matches no launch to a
+    device event (no correlation ids), the annotations alone, a step without one left out
+    (``traces.unplaced_steps_notes`` names it), else the CPU windows."""
     annotated = {n: (w0, w1) for n, w0, w1 in gpu_steps}
     if not launches.matched() or not cpu_steps:
         return list(gpu_steps or cpu_steps)

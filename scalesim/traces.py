@@ -14,7 +14,9 @@ communication when the name contains ``nccl``, memory for memcpy/memset, computa
   memsets by ``correlation``), widened to the ``gpu_user_annotation`` copy when present. The
   annotation alone ended before the optimizer's kernels on a real H200 trace (torch 2.11,
   docs/calibration.md "GPU path"): the launch-matched span is what the step's CUDA events time;
-  without launches or correlations the annotation (else the CPU window) is used;
+  without launches or correlations the annotation (else, where the trace has none, the CPU
+  window) is used, and a step without one in bounds is left out with a note
+  (``unplaced_steps_notes``: its host window runs ahead of the GPU's);
 - GPU: ``cat == "kernel"`` events; NCCL kernels (``ncclDevKernel_AllReduce_Sum_f32_RING_LL``,
   ``ncclKernel_...``) are communication, other kernels and ``gpu_memcpy``/``gpu_memset`` compute;
 - CPU-only traces (gloo): ``gloo:all_reduce``/``gloo:broadcast``... annotations (run on
@@ -482,6 +484,22 @@ def out_of_bounds_step_words(number: int, copies: list[str]) -> str:
     return f"ProfilerStep#{number}" + said.get(tuple(sorted(set(copies))), "")
 
 
+def unplaced_steps_notes(source: str, unplaced: list[int], out_of_bounds: dict) -> list[str]:
+    """The notes of the host ProfilerSteps ``summarise`` left out of a GPU trace whose kernels
+    carry no correlation ids: ``device_windows`` places each step by its GPU copy alone, as
+    the host's window runs ahead of the GPU's; one note for the steps whose GPU copy is
+    missing, one for those whose copy was left out (in ``out_of_bounds``: ``STEP_BOUND``)."""
+    left = [n for n in unplaced if "GPU" in out_of_bounds.get(n, ())]
+    missing = [n for n in unplaced if n not in left]
+    why = ((missing, "it has no GPU copy (gpu_user_annotation) to place it on the device "
+                     "timeline"),
+           (left, "its GPU copy (gpu_user_annotation), which places it on the device timeline, "
+                  f"is of duration 0 or outside {STEP_BOUND.text()}"))
+    return [f"{Path(source).name}: {first_named([f'ProfilerStep#{n}' for n in steps])} left "
+            f"out: {words}, and the kernels carry no correlation ids to place it by the work "
+            "its host copy launched" for steps, words in why if steps]
+
+
 def _skipped_kind(name) -> str:
     """What a refused or left-out event was, for its line: steps, collectives or other events."""
     if isinstance(name, str) and _STEP.match(name):
@@ -831,10 +849,6 @@ def summarise(
         notes.append(cut_by_the_stop_note(source, cut))
     if early is not None:
         notes.append(stopped_early_note(source, *early))
-    if zero_steps:
-        named = first_named([out_of_bounds_step_words(n, c) for n, c in zero_steps.items()])
-        notes.append(f"{Path(source).name}: {named} of duration 0 or outside "
-                     f"{STEP_BOUND.text()} left out")
     rank, world_size = _distributed_info(meta, source)
     if rank is None:
         rank = index
@@ -860,6 +874,13 @@ def summarise(
         other_comm, aside = (worker_cpu if len(worker_cpu) else other_cpu).split(largest,
                                                                                  world_size)
         windows = cpu_steps
+    # steps no GPU copy placed (kernels of no correlation id): their copy's duration said there
+    unplaced = sorted({w[0] for w in cpu_steps} - {w[0] for w in windows})
+    if out := {n: c for n, c in zero_steps.items() if n not in unplaced}:
+        named = first_named([out_of_bounds_step_words(n, c) for n, c in out.items()])
+        notes.append(f"{Path(source).name}: {named} of duration 0 or outside "
+                     f"{STEP_BOUND.text()} left out")
+    notes += unplaced_steps_notes(source, unplaced, zero_steps)
     comm = union(p2p, other_comm)
     d_set, a_set = data.merged(), attention.merged()
     cd = union(compute, d_set)
