@@ -203,7 +203,7 @@ def runs_report(text: str, name: str, params: float | None, critical: float | No
         grad_sync=grad_sync, shard_group=shard_group, p2p_overlap=p2p_overlap,
         gpus_per_node=gpus_per_node)
     log = _smi_report(smi)
-    return diagnose_request(options, runs=parse_runs_text(text, name), smi=log)
+    return diagnose_request(options, runs=parse_runs_text(text, name, gpu), smi=log)
 
 
 @st.cache_data(show_spinner="Reading the traces...", max_entries=4)

@@ -259,8 +259,9 @@ class Runs:
     # or the runs file's ``gpus_per_node``), where the runs used fewer of each; None: a server
     # is the most any run put in one node
     server_devices: int | None = None
-    # set by ``runs_diagnosis.diagnose_runs``: the runs' GPU as --gpu names it (with
-    # --workload), for their nouns: a GB200 NVL72's server is a rack (``nouns``)
+    # the runs' GPU as --gpu names it (with --workload), for their nouns: a GB200 NVL72's
+    # server is a rack (``nouns``); set as the file is read (``load_runs``' ``gpu``: the CLI
+    # parses --gpu first, so the reading's refusals say it) and by ``runs_diagnosis.diagnose_runs``
     gpu: str | None = None
 
     @property
@@ -690,9 +691,11 @@ def _lower_keys(block: dict, where: str, source: str) -> dict:
     return out
 
 
-def runs_from_records(records: list[dict], source: str) -> Runs:
-    """Validate raw rows (from CSV or JSON) into Runs; every problem is one clear line."""
+def runs_from_records(records: list[dict], source: str, gpu: str | None = None) -> Runs:
+    """Validate raw rows (from CSV or JSON) into Runs; every problem is one clear line, in the
+    words of the runs' ``gpu`` where named (``Runs.gpu``: a GB200 NVL72's server is a rack)."""
     source = require_text(source, "source")
+    gpu = None if gpu is None else require_text(gpu, "gpu")
     if not isinstance(records, list | tuple) or not all(isinstance(r, dict) for r in records):
         raise ScalesimError(f"{source}: expected a list of run records (dicts)")
     if len(records) < 2:
@@ -776,14 +779,14 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
         per = "device" if rows[0].replica_devices == 1 else "model replica"
         notes.append("no per_device_batch or global_batch: runs taken as weak scaling (same work "
                      f"per {per}); step times are per unit of work")
-    groups = aggregate(rows, source)
+    groups = aggregate(rows, source, gpu, server)
     if len(groups) < 2:
         raise ScalesimError(f"{source}: all {len(rows)} runs are on {count(groups[0].devices, 'device')}; "
                             "need runs at two or more device counts to measure scaling")
     if len(groups) < len(rows):
         notes.append(f"{len(rows)} rows aggregated into {len(groups)} runs: the median of every "
                      "measured column per (devices, nodes, batch, accumulation)")
-    runs = _one_device_exchanges_nothing(Runs(groups, source, tuple(notes)))
+    runs = _one_device_exchanges_nothing(Runs(groups, source, tuple(notes), gpu=gpu))
     _check_measured_in_every_run(runs)
     check_units(runs)
     return runs if server is None else on_servers_of(runs, server, as_literal(f"{source}: gpus_per_node"))
@@ -879,12 +882,14 @@ def _median(values: list) -> float | None:
     return float(np.median(present)) if present else None
 
 
-def aggregate(rows: list[RunRow], source: str) -> list[RunRow]:
+def aggregate(rows: list[RunRow], source: str, gpu: str | None = None,
+              server_devices: int | None = None) -> list[RunRow]:
     """One run per configuration, sorted by devices: repeated measurements of a configuration
     become their median (``step_time_s`` over the rows that give it, else ``samples_per_s``;
     ``data_wait_s``, ``comm_s``, ``steps_to_target`` over the rows that give them; rank step
     times rank by rank over the rows that list them). Two configurations on one device count
-    (other nodes or batch) are an error: the report compares one run per device count."""
+    (other nodes or batch) are an error: the report compares one run per device count.
+    The refusals' words follow the runs' ``gpu`` and ``server_devices`` (``Runs.nouns``)."""
     groups: dict[tuple, list[int]] = {}
     for i, row in enumerate(rows):
         groups.setdefault(_group_key(row), []).append(i)
@@ -901,7 +906,8 @@ def aggregate(rows: list[RunRow], source: str) -> list[RunRow]:
         if len(members) == 1:
             out.append(members[0])
             continue
-        _check_repeats_agree(members, groups[key], source)
+        _check_repeats_agree(Runs(members, source, (), server_devices=server_devices, gpu=gpu),
+                             groups[key])
         step = _median([r.step_time_s for r in members])
         update = {
             "step_time_s": step,
@@ -919,11 +925,12 @@ def aggregate(rows: list[RunRow], source: str) -> list[RunRow]:
     return out
 
 
-def _check_repeats_agree(members: list[RunRow], rows: list[int], source: str) -> None:
+def _check_repeats_agree(runs: Runs, rows: list[int]) -> None:
     """ScalesimError (one line) where two repeated measurements of one configuration (rows
     ``rows``, 0-based) have step times ``UNIT_FACTOR`` or more apart: repeats differ by noise,
-    so one is in other units (ms among s), and the median of two is their mean, neither run."""
-    runs = Runs(members, source, ())
+    so one is in other units (ms among s), and the median of two is their mean, neither run.
+    ``runs``: the repeats (rows ``rows``), with the runs' GPU and server size for their words."""
+    members, source = runs.rows, runs.source
     step = runs.step_time_s  # s, from step_time_s or samples_per_s
     fast, slow = int(np.argmin(step)), int(np.argmax(step))
     if step[slow] < UNIT_FACTOR * step[fast]:
@@ -945,8 +952,9 @@ def _timing_given(row: RunRow) -> str:
     return f"samples_per_s {number(row.samples_per_s)}"
 
 
-def load_runs(path: str | os.PathLike[str]) -> Runs:
-    """Read runs from a ``.csv`` or ``.json`` file."""
+def load_runs(path: str | os.PathLike[str], gpu: str | None = None) -> Runs:
+    """Read runs from a ``.csv`` or ``.json`` file, its refusals in ``gpu``'s words
+    (``runs_from_records``)."""
     from scalesim.jsonio import read_text
 
     path = require_path(path, "path")
@@ -961,7 +969,7 @@ def load_runs(path: str | os.PathLike[str]) -> Runs:
         raise ScalesimError(f"{Path(path)}: a gzip file, as torch.profiler saves traces "
                             f"(.json.gz); read a trace with scalesim diagnose --trace {Path(path)}; "
                             "a runs file is CSV or JSON text")
-    return parse_runs_text(read_text(path), str(Path(path)))
+    return parse_runs_text(read_text(path), str(Path(path)), gpu)
 
 
 def _json_scalar(text: str, source: str) -> bool:
@@ -976,9 +984,10 @@ def _json_scalar(text: str, source: str) -> bool:
     return True
 
 
-def parse_runs_text(text: str, source: str) -> Runs:
+def parse_runs_text(text: str, source: str, gpu: str | None = None) -> Runs:
     """Runs from file contents; JSON if it starts with ``[`` or ``{`` (or is a ``.json`` file of
-    one JSON value), CSV otherwise."""
+    one JSON value), CSV otherwise. ``gpu``: the runs' GPU as --gpu names it (None: not named),
+    for the refusals' words (``runs_from_records``)."""
     text, source = require_text(text, "text"), require_text(source, "source")
     text = text.removeprefix("\ufeff")  # Excel's "CSV UTF-8" starts with a byte-order mark
     stripped = text.lstrip()
@@ -988,5 +997,5 @@ def parse_runs_text(text: str, source: str) -> Runs:
                             "such runs (docs/diagnose.md)")
     if stripped.startswith(("[", "{")) or _json_scalar(stripped, source):
         data = parse_json_text(text, source)
-        return runs_from_records(parse_json_data(data, source), source)
-    return runs_from_records(parse_csv_text(text, source), source)
+        return runs_from_records(parse_json_data(data, source), source, gpu)
+    return runs_from_records(parse_csv_text(text, source), source, gpu)

@@ -626,6 +626,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     from scalesim.runs import Runs, on_servers_of, partial_server_note, scaling, thin
 
     runs = require_model(runs, Runs, "runs")
+    if transformer is not None:  # its GPU's words: a GB200 NVL72's server is a rack
+        runs = replace(runs, gpu=transformer.gpu)
     if gpus_per_node is not None:
         runs = on_servers_of(runs, gpus_per_node)
     check_number("critical_batch", critical_batch, "critical_batch", optional=True)
@@ -663,8 +665,6 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         split_note = retitled(split_note, after=knob_refusal(  # the page says its control
             f" {KNOB.workload} gives the runs' parameter count and MFU; the remedies are the "
             "replicas' (which other split is faster is scalesim plan --workload's question)."))
-    if transformer is not None:  # its GPU's words: a GB200 NVL72's server is a rack
-        runs = measured = replace(runs, gpu=transformer.gpu)
     exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
     if transformer is not None:
         exchange = replace(exchange, blocks=transformer.shape.layers)

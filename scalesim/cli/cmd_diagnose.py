@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     if args.runs is not None:
         from scalesim.runs import load_runs
 
-        runs = load_runs(args.runs)
+        runs = load_runs(args.runs, args.gpu)  # its refusals in the GPU's words (a rack)
     result = diagnose_request(options, runs, traces, ", ".join(args.trace or []), smi)
     if runs is None and traces is None:  # the GPU log alone
         from scalesim.sources.nvidia_smi import render_smi
