@@ -475,13 +475,15 @@ def no_complete_step(source: str, still_open_steps: int, other_steps: int,
         "step or more")
 
 
-def out_of_bounds_step_words(number: int, copies: list[str]) -> str:
+def out_of_bounds_step_words(number: int, copies: list[str], read: bool = False) -> str:
     """One ProfilerStep left out for its duration (``STEP_BOUND``), named once whichever of
     its ``copies`` ("host": the CPU's user_annotation, "GPU": its gpu_user_annotation twin)
     were: 'ProfilerStep#3 (host and GPU copies)', 'ProfilerStep#3 (GPU copy)'; the host copy
-    alone is the step's plain name."""
+    alone is the step's plain name (the step left out), 'ProfilerStep#3 (host copy)' where the
+    step is ``read`` all the same (by its GPU copy: kernels of no correlation id)."""
     said = {("GPU",): " (GPU copy)", ("GPU", "host"): " (host and GPU copies)"}
-    return f"ProfilerStep#{number}" + said.get(tuple(sorted(set(copies))), "")
+    return f"ProfilerStep#{number}" + said.get(tuple(sorted(set(copies))),
+                                               " (host copy)" if read else "")
 
 
 def unplaced_steps_notes(source: str, unplaced: list[int], out_of_bounds: dict) -> list[str]:
@@ -874,10 +876,12 @@ def summarise(
         other_comm, aside = (worker_cpu if len(worker_cpu) else other_cpu).split(largest,
                                                                                  world_size)
         windows = cpu_steps
-    # steps no GPU copy placed (kernels of no correlation id): their copy's duration said there
-    unplaced = sorted({w[0] for w in cpu_steps} - {w[0] for w in windows})
+    # the steps read, and those no GPU copy placed (kernels of no correlation id), whose note
+    # says their copy's duration
+    read = {w[0] for w in windows}
+    unplaced = sorted({w[0] for w in cpu_steps} - read)
     if out := {n: c for n, c in zero_steps.items() if n not in unplaced}:
-        named = first_named([out_of_bounds_step_words(n, c) for n, c in out.items()])
+        named = first_named([out_of_bounds_step_words(n, c, n in read) for n, c in out.items()])
         notes.append(f"{Path(source).name}: {named} of duration 0 or outside "
                      f"{STEP_BOUND.text()} left out")
     notes += unplaced_steps_notes(source, unplaced, zero_steps)

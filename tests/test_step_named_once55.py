@@ -76,3 +76,26 @@ def test_a_trace_of_no_step_in_bounds_counts_steps_not_copies(tmp_path):
                                             rf"one outside {BOUND} \(ProfilerStep#1 and 1 more\); "
                                             r"no step to measure$"):
         traces.summarise(path)
+
+
+def test_a_step_read_by_its_gpu_copy_names_its_host_copy_left_out(tmp_path):
+    """Step 2's host copy of duration 0 in ``gpu_trace`` (kernels of no correlation id, so steps
+    are placed by their GPU copies): step 2 is read, 1000 us by its GPU copy, and the note names
+    its host copy, not the step, as left out; with launches matched by correlation the host
+    copy places the step, and the step is left out under its plain name."""
+    doc = gpu_trace(0)
+    host = next(ev for ev in doc["traceEvents"]
+                if ev["name"] == "ProfilerStep#2" and ev["cat"] == "user_annotation")
+    host["dur"] = 0.0
+    path = tmp_path / "r0.json"
+    path.write_text(json.dumps(doc))
+    s = traces.summarise(path)
+    assert [(st.step, round(st.step_s * 1e6)) for st in s.steps] == [(1, 1000), (2, 1000)]
+    assert s.notes == [f"r0.json: ProfilerStep#2 (host copy) of duration 0 or outside {BOUND} "
+                       "left out"]
+    doc["traceEvents"] += [event("cudaLaunchKernel", 70.0, 5.0, cat="cuda_runtime", correlation=1),
+                           event("gemm", 100.0, 400.0, cat="kernel", tid=7, correlation=1)]
+    path.write_text(json.dumps(doc))
+    s = traces.summarise(path)
+    assert [st.step for st in s.steps] == [1]
+    assert s.notes == [f"r0.json: ProfilerStep#2 of duration 0 or outside {BOUND} left out"]
