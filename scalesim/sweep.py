@@ -802,8 +802,10 @@ def _grad_sync_refused_rows(base, grid: dict[str, np.ndarray], p) -> np.ndarray:
     """Rows whose framework cannot reduce gradients as their ``grad_sync`` says (DeepSpeed and
     FSDP's once-per-step ``no_sync``: ``schemas.grad_sync_refused``): dropped as broken layouts,
     as a sweep drops every row that cannot run (the axes refuse only where every pair is)."""
-    frameworks = _frameworks(base, grid, p)
-    syncs = grid.get("grad_sync", np.full(p.shape, base.grad_sync))
+    # an axis not swept is the scenario's one value: compared as a scalar, not as a column of
+    # it (np.unique of a column of 100,000 equal strings sorts them all)
+    frameworks = grid.get("zero_framework", base.zero_framework)
+    syncs = grid.get("grad_sync", base.grad_sync)
     refused = np.zeros(p.shape, dtype=bool)
     for f in np.unique(frameworks):
         for g in np.unique(syncs):
@@ -1203,11 +1205,14 @@ def _codes(values: np.ndarray, table: dict[str, int], what: str,
     """Each of ``values`` as its code in ``table``; an unknown one refused naming the axis
     ``what`` (a knob) as ``said`` ('--attention-kernel-values', ``values_flag``), else as
     ``what``."""
-    names = np.unique(values)
-    bad = [str(v) for v in names if str(v) not in table]
+    values = np.asarray(values)
+    codes, known = np.zeros(values.shape, dtype=np.int64), np.zeros(values.shape, dtype=bool)
+    for name, code in table.items():  # a few names: compared, not sorted (np.unique)
+        same = values == name
+        codes[same], known = code, known | same
+    bad = [str(v) for v in np.unique(values[~known])]
     if bad:
         raise ScalesimError(f"{said + ': ' if said else ''}unknown {what.replace('_', ' ')} "
                             f"{bad[0]!r}; choose from {', '.join(table)}",
                             knobs=(what,))  # ``what``: the axis, a knob
-    lookup = np.array([table[str(v)] for v in names])
-    return lookup[np.searchsorted(names, values)]
+    return codes

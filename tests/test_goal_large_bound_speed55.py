@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 from scipy.special import log_ndtr
 
+from scalesim.errors import ScalesimError
 from scalesim.model import stragglers
+from scalesim.model.memory import STRATEGIES
+from scalesim.sweep import _codes, _grad_sync_refused_rows
 
 
 def _quadrature_as_before(n: int, shift: float) -> float:
@@ -38,3 +41,30 @@ def test_each_shift_computes_its_grid_once(monkeypatch):
     x = stragglers._quadrature_grid(0.0)[2]
     with pytest.raises(ValueError):  # shared between calls: nobody may write into it
         x[0] = 1.0
+
+
+def test_codes_of_a_column_are_each_name_s_code():
+    column = np.array(["zero3", "ddp", "zero1", "ddp"])
+    assert _codes(column, STRATEGIES, "strategy").tolist() == \
+        [STRATEGIES["zero3"], STRATEGIES["ddp"], STRATEGIES["zero1"], STRATEGIES["ddp"]]
+
+
+def test_codes_refuse_the_first_unknown_name_in_order():
+    with pytest.raises(ScalesimError, match="^unknown strategy 'fsdp'; choose from ddp"):
+        _codes(np.array(["ddp", "zero9", "fsdp"]), STRATEGIES, "strategy")
+
+
+def test_a_scenario_s_one_framework_refuses_its_rows_as_a_column_did():
+    """DeepSpeed with once-per-step syncs is refused on every row; a swept grad_sync on its own
+    rows; the scenario's value compared as one value, not a column of it."""
+
+    class Base:
+        zero_framework, grad_sync = "deepspeed", "once-per-step"
+
+    p = np.array([8, 16, 32])
+    assert _grad_sync_refused_rows(Base, {}, p).tolist() == [True, True, True]
+    syncs = np.array(["every-micro-step", "once-per-step", "every-micro-step"])
+    assert _grad_sync_refused_rows(Base, {"grad_sync": syncs}, p).tolist() == [False, True, False]
+    frameworks = np.array(["deepspeed", "fsdp", "fsdp"])
+    assert _grad_sync_refused_rows(Base, {"zero_framework": frameworks}, p).tolist() == \
+        [True, False, False]
