@@ -906,7 +906,8 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     try:
         decision = decide(profile, scenario, focus.devices,
                           lambda title: page_title(title, words),  # the page's labels
-                          lambda pp, v: page_pipeline_words(pp, v, words))
+                          lambda pp, v: page_pipeline_words(pp, v, words),
+                          ranked)  # the remedies above, ranked once a render
     except ScalesimError as exc:  # in the page's controls, as the 'left out' notes say it
         notes.append(f"decision card: {in_words_of(exc, named)}")
         decision = None

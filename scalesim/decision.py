@@ -113,6 +113,7 @@ from scalesim.predict import (
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
 from scalesim.remedies import (
     DATA_STALL_SHARE,
+    RemedyResult,
     data_stall_share,
     global_batch_change,
     link_change_words,
@@ -287,8 +288,10 @@ def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
 class _Ctx:
     """What every option is measured against."""
 
-    def __init__(self, profile: Profile, scenario: Scenario, now: Prediction, said=None):
+    def __init__(self, profile: Profile, scenario: Scenario, now: Prediction, said=None,
+                 ranked: list[RemedyResult] | None = None):
         self.profile, self.scenario, self.now = profile, scenario, now
+        self.ranked = ranked  # the remedies at ``now`` ranked (``decide``'s); None: not yet
         # how an option's title is said (``decide``'s ``said``); the CLI's: as written
         self.said = said or (lambda title: title)
         self.words = hardware_nouns(profile.hardware)
@@ -939,7 +942,8 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
                               net.upgrade.extra_usd_per_server_hour, net.price_source,
                               net.priced, instance_sizes=net.billed_sizes))
         notes.append(network_enough_words(profile, scenario, now.devices, ctx.error))
-    _, ranked = rank_remedies(profile, scenario, now.devices)
+    ranked = ctx.ranked if ctx.ranked is not None else rank_remedies(profile, scenario,
+                                                                      now.devices)[1]
     helping = {r.key: r for r in ranked if r.helps}  # one remedy per key, best first
     settings = [r for key, r in helping.items() if key in SETTINGS_KEYS]
     if settings:
@@ -1449,17 +1453,19 @@ def _shown(ctx: _Ctx, winners: list[DecisionOption]) -> list[DecisionOption]:
 
 
 def decide(profile: Profile, scenario: Scenario, devices: int, said=None,
-           pipeline=None) -> DecisionCard:
+           pipeline=None, ranked: list[RemedyResult] | None = None) -> DecisionCard:
     """The decision card at ``devices`` (see the module docstring). ``said``: how the card says
     an option's title (``layout_change.LayoutTitle`` in the app's control labels,
     ``app.layout_titles.page_title``), in its table, recommendation and notes alike; None: as
     the CLI writes it. ``pipeline``: how its stage notes name a pipeline of (pp, virtual
     stages) (the app's 'Pipeline stages 3', ``app.layout_titles.page_pipeline_words``); None:
-    the CLI's 'pp 3' (``pipeline_stages.pipeline_words``)."""
+    the CLI's 'pp 3' (``pipeline_stages.pipeline_words``). ``ranked``: the remedies
+    ``rank_remedies(profile, scenario, devices)`` ranked, where the caller has them (the app's
+    page, which shows them too); None: ranked here."""
     if devices < 1:
         raise ScalesimError("devices must be 1 or more", knobs=("devices",))
     now = _one(profile, scenario, devices)
-    ctx = _Ctx(profile, scenario, now, said)
+    ctx = _Ctx(profile, scenario, now, said, ranked)
     # a split model's micro-batch is per replica of tp x pp devices: the layout says so
     words = ctx.words
     as_is = f"As is: {words.count(devices)}"

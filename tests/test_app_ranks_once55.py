@@ -1,0 +1,45 @@
+"""The planner page ranks the remedies once a render (session 55): its remedy list and the
+decision card's options come from one ``rank_remedies`` call (the card's was a second, as long
+as the first: a third of a render)."""
+
+from __future__ import annotations
+
+from scalesim.app import plan as app_plan
+from scalesim.app.state import default_state, preset_profile
+
+from scalesim import decision
+from scalesim.decision import decide
+
+
+def _counted(monkeypatch) -> list:
+    calls = []
+    real = decision.rank_remedies
+
+    def counting(profile, scenario, devices, *args, **kwargs):
+        calls.append(devices)
+        return real(profile, scenario, devices, *args, **kwargs)
+
+    monkeypatch.setattr(decision, "rank_remedies", counting)
+    monkeypatch.setattr(app_plan, "rank_remedies", counting)
+    return calls
+
+
+def test_a_render_ranks_the_remedies_once(monkeypatch):
+    calls = _counted(monkeypatch)
+    state = default_state()
+    page = app_plan.make_plan(preset_profile(state), state)
+    assert page.decision is not None and page.remedies
+    assert calls == [page.focus.devices]
+
+
+def test_the_card_from_given_remedies_is_the_card_ranked_by_itself(monkeypatch):
+    state = default_state()
+    page = app_plan.make_plan(preset_profile(state), state)
+    profile, scenario, devices = page.profile, page.scenario, page.focus.devices
+    _, ranked = decision.rank_remedies(profile, scenario, devices)
+    calls = _counted(monkeypatch)
+    given = decide(profile, scenario, devices, ranked=ranked)
+    assert calls == []  # nothing ranked again
+    alone = decide(profile, scenario, devices)
+    assert calls == [devices]
+    assert given == alone and [o.key for o in given.options] == [o.key for o in alone.options]
