@@ -892,8 +892,8 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
                      f"{words.count(focus.devices)}")
     words = hardware_nouns(profile.hardware)
     named = control_namer(state, words)
-    _, ranked = rank_remedies(profile, scenario, focus.devices)
-    remedies = with_page_titles(in_control_reasons(ranked, named), words)  # the page's labels
+    ranked = rank_remedies(profile, scenario, focus.devices)  # (focus predicted, remedies)
+    remedies = with_page_titles(in_control_reasons(ranked[1], named), words)  # the page's labels
     best = next((r for r in remedies if r.helps), None)
 
     goal, ref = resolve_goal(profile, scenario), focus.global_batch
@@ -907,7 +907,7 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         decision = decide(profile, scenario, focus.devices,
                           lambda title: page_title(title, words),  # the page's labels
                           lambda pp, v: page_pipeline_words(pp, v, words),
-                          ranked)  # the remedies above, ranked once a render
+                          ranked)  # the focus and remedies above: ranked once a render
     except ScalesimError as exc:  # in the page's controls, as the 'left out' notes say it
         notes.append(f"decision card: {in_words_of(exc, named)}")
         decision = None
@@ -926,7 +926,9 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         b_focus = decision.added.p  # the card's own prediction: its time and money, no other
     elif b_devices is not None:
         try:
-            b_focus = predict(b_profile, b_scenario.model_copy(update={"devices": [b_devices]}))[0]
+            b_focus = (b_pick.prediction if b_pick is not None and b_pick.applicable
+                       else predict(b_profile, b_scenario.model_copy(  # the remedy's own
+                           update={"devices": [b_devices]}))[0])
             if state.b != "more_devices":
                 b_rows = predict(b_profile, _split_counts(b_scenario))
         except ScalesimError as exc:  # in the page's controls, as the 'left out' notes say it

@@ -1453,19 +1453,21 @@ def _shown(ctx: _Ctx, winners: list[DecisionOption]) -> list[DecisionOption]:
 
 
 def decide(profile: Profile, scenario: Scenario, devices: int, said=None,
-           pipeline=None, ranked: list[RemedyResult] | None = None) -> DecisionCard:
+           pipeline=None,
+           ranked: tuple[Prediction, list[RemedyResult]] | None = None) -> DecisionCard:
     """The decision card at ``devices`` (see the module docstring). ``said``: how the card says
     an option's title (``layout_change.LayoutTitle`` in the app's control labels,
     ``app.layout_titles.page_title``), in its table, recommendation and notes alike; None: as
     the CLI writes it. ``pipeline``: how its stage notes name a pipeline of (pp, virtual
     stages) (the app's 'Pipeline stages 3', ``app.layout_titles.page_pipeline_words``); None:
-    the CLI's 'pp 3' (``pipeline_stages.pipeline_words``). ``ranked``: the remedies
-    ``rank_remedies(profile, scenario, devices)`` ranked, where the caller has them (the app's
-    page, which shows them too); None: ranked here."""
+    the CLI's 'pp 3' (``pipeline_stages.pipeline_words``). ``ranked``: what
+    ``rank_remedies(profile, scenario, devices)`` gave (the prediction at ``devices`` and the
+    remedies ranked), where the caller has it (the app's page, which shows them too); None:
+    predicted and ranked here."""
     if devices < 1:
         raise ScalesimError("devices must be 1 or more", knobs=("devices",))
-    now = _one(profile, scenario, devices)
-    ctx = _Ctx(profile, scenario, now, said, ranked)
+    now = _one(profile, scenario, devices) if ranked is None else ranked[0]
+    ctx = _Ctx(profile, scenario, now, said, None if ranked is None else ranked[1])
     # a split model's micro-batch is per replica of tp x pp devices: the layout says so
     words = ctx.words
     as_is = f"As is: {words.count(devices)}"

@@ -36,10 +36,29 @@ def test_the_card_from_given_remedies_is_the_card_ranked_by_itself(monkeypatch):
     state = default_state()
     page = app_plan.make_plan(preset_profile(state), state)
     profile, scenario, devices = page.profile, page.scenario, page.focus.devices
-    _, ranked = decision.rank_remedies(profile, scenario, devices)
-    calls = _counted(monkeypatch)
+    ranked = decision.rank_remedies(profile, scenario, devices)  # (at devices, the remedies)
+    calls, real_one, todays = _counted(monkeypatch), decision._one, []
+
+    def one(prof, scn, count):
+        todays.append(scn is scenario and count == devices)
+        return real_one(prof, scn, count)
+
+    monkeypatch.setattr(decision, "_one", one)
     given = decide(profile, scenario, devices, ranked=ranked)
-    assert calls == []  # nothing ranked again
+    assert calls == [] and not any(todays)  # today's run not predicted, nothing ranked again
     alone = decide(profile, scenario, devices)
-    assert calls == [devices]
+    assert calls == [devices] and any(todays)  # predicted and ranked here
     assert given == alone and [o.key for o in given.options] == [o.key for o in alone.options]
+
+
+def test_scenario_b_at_the_focus_is_its_remedy_s_prediction():
+    """B's focus row, the best remedy at the focus count, is the prediction ranking made of it,
+    not a second one; a fresh prediction of B's scenario gives the same figures."""
+    from scalesim.predict import predict
+
+    state = default_state().model_copy(update={"b": "best"})
+    page = app_plan.make_plan(preset_profile(state), state)
+    assert page.best is not None and page.b_focus is page.best.prediction
+    again = predict(page.b_profile, page.b_scenario.model_copy(
+        update={"devices": [page.focus.devices]}))[0]
+    assert again == page.b_focus
