@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -300,7 +301,15 @@ def test_two_batch_sizes_give_a_compute_curve(jobs, tmp_path, capsys):
     assert profile.hardware.devices_per_node == 2
     # gradients all-reduced per step (record_shapes: gloo's message sizes) = the MLP's parameters
     assert profile.workload.params == PARAMS and profile.workload.wire_bytes_per_param == 4
-    assert "all_reduce: 2 calls" in text  # DDP: a first bucket of 1 MiB, then the rest
+    # DDP: a first bucket of 1 MiB, then the rest, 2 calls a step in each run. Under load
+    # gloo's worker thread may not yet have closed a rank's last collective when the profiler
+    # stops (Kineto writes it "finished": false; the note says so and it is left out): that
+    # rank's count is 2 - 1/steps, the median of two ranks 1.9 (5 steps) or 1.875 (4), seen
+    # once in CI (session 55) and once in 3 runs here
+    counts = [float(c) for c in re.findall(r"all_reduce: ([\d.]+) calls", text)]
+    left_open = len(re.findall(r"\(\d+ collective\(s\); args 'finished': false\)", text))
+    assert len(counts) == 2 and all(1.75 <= c <= 2 for c in counts), text
+    assert sum(c < 2 for c in counts) <= left_open, text
     # session 52: DDP's bucket rebuild in each run's ProfilerStep#1 (int [7] and [2]) was
     # "broadcast: 0.4 calls" a step (0.5 of the 4-step run); the MLP has no buffers to broadcast
     assert "  broadcast:" not in text
