@@ -3,7 +3,7 @@
 ``scipy.stats`` computes them the same way, bit for bit (``chi2._ppf`` is
 ``2 * gammaincinv(dof / 2, p)``, ``t._ppf`` is ``stdtrit(dof, p)``, scipy 1.17), but importing
 ``scipy.stats`` costs about half a second of every command that diagnoses; ``scipy.special`` is
-loaded by ``scipy.optimize`` anyway (docs/performance.md, "Start-up").
+loaded by ``scipy.optimize`` anyway (docs/performance.md, "Start-up and small calls").
 """
 
 from __future__ import annotations
