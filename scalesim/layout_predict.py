@@ -553,7 +553,7 @@ def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):
                                      base.memory_bandwidth_GBps)
               * optimizer_traffic_ratio(DDP, base.framework, base.param_bytes_per_param,
                                         base.grad_bytes_per_param, base.optimizer_bytes_per_param,
-                                        base.reduce_bytes_per_param))
+                                        base.reduce_bytes_per_param, ranks=1))
     return a, core, kernel_s, fixed, target, rate
 
 

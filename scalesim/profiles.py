@@ -176,7 +176,7 @@ def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, syst
         swept = float(optimizer_traffic_ratio(
             STRATEGIES[ref.strategy], FSDP, workload.param_bytes_per_param,
             workload.grad_bytes_per_param, workload.optimizer_bytes_per_param,
-            workload.stated_reduce_bytes()))
+            workload.stated_reduce_bytes(), ranks=ref.devices))
         return (step_s - optimizer_s / shards * swept) / samples
     hi = step_s / samples
     if reference_run_step_s(ref, workload, system, hi, optimizer_s) <= step_s:

@@ -250,7 +250,7 @@ def test_a100_curve_the_pin_cannot_reach_is_held_to_the_attention_cores_rate():
     w = profile.workload  # one device runs DDP, whose step sweeps 28 of the estimate's 30 B
     optimizer_s = profile.compute.optimizer_step_s * float(optimizer_traffic_ratio(
         DDP, FSDP, w.param_bytes_per_param, w.grad_bytes_per_param,
-        w.optimizer_bytes_per_param, w.stated_reduce_bytes()))
+        w.optimizer_bytes_per_param, w.stated_reduce_bytes(), ranks=1))
     for per_sample_s, reached in ((1.66, False), (fastest_s * 1.01, True)):
         row = predict(at(per_sample_s), Scenario(devices=[1], global_batch=1))[0]
         assert (row.compute_s == pytest.approx(per_sample_s + optimizer_s, rel=1e-9)) == reached

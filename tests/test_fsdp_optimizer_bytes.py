@@ -46,8 +46,9 @@ def test_the_rule_by_strategy_framework_and_precision():
         28.0, 40.0, 28.0, 28.0]
     # a stated bf16 reduction does not change what FSDP's step reads: the shard is cast to fp32
     assert float(optimizer_sweep_bytes_per_param(ZERO3, FSDP, 2.0, 2.0, 12.0, 2.0)) == 28.0
-    assert float(optimizer_traffic_ratio(ZERO3, FSDP, 2.0, 2.0, 12.0)) == pytest.approx(28 / 30)
-    assert float(optimizer_traffic_ratio(ZERO3, DEEPSPEED, 2.0, 2.0, 12.0)) == pytest.approx(
+    assert float(optimizer_traffic_ratio(ZERO3, FSDP, 2.0, 2.0, 12.0, ranks=8)) == pytest.approx(
+        28 / 30)
+    assert float(optimizer_traffic_ratio(ZERO3, DEEPSPEED, 2.0, 2.0, 12.0, ranks=8)) == pytest.approx(
         70 / 30)
 
 

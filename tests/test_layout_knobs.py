@@ -280,7 +280,7 @@ def _optimizer_s(profile, row):
     _, _, opt = c.alone()
     ratio = float(optimizer_traffic_ratio(DDP, FSDP, w.param_bytes_per_param,
                                           w.grad_bytes_per_param, w.optimizer_bytes_per_param,
-                                          w.stated_reduce_bytes()))
+                                          w.stated_reduce_bytes(), ranks=row.devices))
     return opt * ratio * colocation_factor(row.devices_per_node, colocation_slope(
         c.colocation_slowdown, c.colocated_devices))
 

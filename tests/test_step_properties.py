@@ -109,7 +109,7 @@ def test_zero_beats_one_device_only_by_the_optimizer_work_it_shards(inp, strateg
     t = inp.overhead_s + inp.per_sample_s * inp.micro_batch
     opt = inp.optimizer_step_s * float(optimizer_traffic_ratio(
         strategy, inp.framework, inp.param_bytes_per_param, inp.grad_bytes_per_param,
-        inp.optimizer_bytes_per_param, inp.reduce_bytes_per_param))
+        inp.optimizer_bytes_per_param, inp.reduce_bytes_per_param, ranks=1))
     bound = (k * t + opt) / (k * t + opt / p)
     assert 0.0 < _f(efficiency) <= bound * (1 + 1e-12)
 

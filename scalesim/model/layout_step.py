@@ -698,7 +698,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         x.param_bytes_per_param, x.grad_bytes_per_param, x.optimizer_bytes_per_param,
         x.memory_bandwidth_GBps) * optimizer_traffic_ratio(
         zero, x.framework, x.param_bytes_per_param, x.grad_bytes_per_param,
-        x.optimizer_bytes_per_param, x.reduce_bytes_per_param, split)
+        x.optimizer_bytes_per_param, x.reduce_bytes_per_param, split, ranks=group)
 
     worked = m * slowest_compute + optimizer_s + _f(x.per_step_s)  # what a device computes
     compute = worked + m * _f(x.fetch_s)  # and a fetch before each micro-batch's forward (§1)

@@ -110,6 +110,22 @@ def ddp_bucket_bytes_per_param(strategy, framework, grad_bytes_per_param,
     return np.where(_pytorch_ddp(strategy, framework, split) & replicated, bucket, 0.0)
 
 
+def ddp_bucket_copy_bytes_per_param(strategy, framework, grad_bytes_per_param,
+                                    reduce_bytes_per_param=np.nan, split=False, *, ranks):
+    """Bytes per parameter PyTorch DDP's ``Reducer`` reads and writes per step copying
+    gradients into its buckets and back (``_pytorch_ddp`` over ``ranks`` > 1; 0 elsewhere and on
+    one rank). Under the default ``gradient_as_bucket_view=False`` backward copies each gradient
+    into its bucket (``mark_variable_ready_dense``: ``at::mul_out(bucket_view, grad, 1/p)``, read
+    and write) and, after the bucket's all-reduce, back (``copy_bucket_to_grad``:
+    ``grad.copy_(bucket_view)``, read and write), both in the bucket's dtype w_r
+    (``ddp_bucket_bytes_per_param``): ``4 w_r``, 16 under ``torch.autocast`` or in fp32. Once per
+    step: DDP reduces once (under ``no_sync`` the hooks do not run). The option's docstring
+    names it: "overhead of copying between gradients and allreduce communication buckets"
+    (docs/model.md §4, "Their copies, in time"). Numpy, broadcasts."""
+    return 4.0 * ddp_bucket_bytes_per_param(strategy, framework, grad_bytes_per_param,
+                                            reduce_bytes_per_param, split, ranks=ranks)
+
+
 def held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param,
                               reduce_bytes_per_param=np.nan, split=False, *, ranks):
     """Bytes per parameter of the gradients a device holds, ``ranks`` the data-parallel ranks
@@ -220,11 +236,14 @@ def optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
 
 
 def optimizer_traffic_ratio(strategy, framework, param_bytes_per_param, grad_bytes_per_param,
-                            optimizer_bytes_per_param, reduce_bytes_per_param=np.nan, split=False):
+                            optimizer_bytes_per_param, reduce_bytes_per_param=np.nan, split=False,
+                            *, ranks):
     """Optimizer step time under ``strategy`` and ``framework`` over the model's sweep of the
     same parameters (dimensionless): ``optimizer_sweep_bytes_per_param`` over ``2 w_param +
     w_grad + 2 K``, the bytes a measured or estimated ``optimizer_step_s`` stands for (§1, §13);
-    ``split``: the layout splits the model (tp or pp > 1).
+    ``split``: the layout splits the model (tp or pp > 1). Over ``ranks`` > 1 data-parallel
+    ranks PyTorch DDP's bucket copies (``ddp_bucket_copy_bytes_per_param``) are added to the
+    sweep: memory-bound copies on the compute stream, at the bandwidth the sweep stands for.
     The one rule of both prediction paths (``step.evaluate``, ``layout_step``). Numpy,
     broadcasts."""
     base = (2.0 * np.asarray(param_bytes_per_param, dtype=float)
@@ -233,6 +252,8 @@ def optimizer_traffic_ratio(strategy, framework, param_bytes_per_param, grad_byt
     sweep = optimizer_sweep_bytes_per_param(strategy, framework, param_bytes_per_param,
                                             grad_bytes_per_param, optimizer_bytes_per_param,
                                             reduce_bytes_per_param, split)
+    sweep = sweep + ddp_bucket_copy_bytes_per_param(strategy, framework, grad_bytes_per_param,
+                                                    reduce_bytes_per_param, split, ranks=ranks)
     return np.where(base > 0, sweep / np.where(base > 0, base, 1.0), 1.0)
 
 

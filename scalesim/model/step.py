@@ -270,7 +270,7 @@ def evaluate_alone(inp: StepInputs) -> StepResult:
     optimizer = (_as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, _as(shard), 1.0)
                  * optimizer_traffic_ratio(strategy, framework, inp.param_bytes_per_param,
                                            inp.grad_bytes_per_param, inp.optimizer_bytes_per_param,
-                                           inp.reduce_bytes_per_param))
+                                           inp.reduce_bytes_per_param, ranks=p))
     # each micro-step's fetch before its forward: serial, outside the passes above (§1)
     compute = k * (micro + _as(inp.fetch_s)) + optimizer + _as(inp.per_step_s)
     bubble = _as(inp.bubble_micro_steps) * micro  # a pipelined replica's fill and drain

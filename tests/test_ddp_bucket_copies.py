@@ -1,0 +1,94 @@
+"""PyTorch DDP copies every gradient into its bucket in backward and back after the bucket's
+all-reduce (``gradient_as_bucket_view=False``, the default): 4 w_r bytes per parameter per step
+on more than one rank, w_r the bucket's dtype (fp32 under autocast), paid on the compute stream
+at the memory bandwidth the optimizer sweep stands for (``memory.ddp_bucket_copy_bytes_per_param``,
+docs/model.md §4 "Their copies, in time")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_collective_waits import GPT, HW
+
+from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
+from scalesim.model.memory import (
+    DDP,
+    ZERO1,
+    ZERO2,
+    ZERO3,
+    ddp_bucket_copy_bytes_per_param,
+    optimizer_traffic_ratio,
+)
+from scalesim.model.sharding import DEEPSPEED, FSDP
+from scalesim.model.step import StepInputs, evaluate
+
+PSI = 1e9  # parameters
+SWEEP_S = 0.030  # the estimate: 1e9 × 30 B (2·2 + 2 + 2·12, bf16 Adam) at 1,000 GB/s
+
+
+def test_the_bytes_by_strategy_framework_ranks_and_dtype():
+    strategies = np.array([DDP, ZERO1, ZERO2, ZERO3])
+    # autocast: fp32 parameters, so fp32 buckets: 2 copies × (read 4 + write 4) = 16
+    assert ddp_bucket_copy_bytes_per_param(strategies, FSDP, 2.0, ranks=8).tolist() == [
+        16.0, 0.0, 0.0, 0.0]
+    # one rank runs no DDP; DeepSpeed's stage 0 and a split layout (Megatron-Core's DDP,
+    # whose backward hook adds into main_grad) make no such copies
+    assert float(ddp_bucket_copy_bytes_per_param(DDP, FSDP, 2.0, ranks=1)) == 0.0
+    assert float(ddp_bucket_copy_bytes_per_param(DDP, DEEPSPEED, 2.0, ranks=8)) == 0.0
+    assert float(ddp_bucket_copy_bytes_per_param(DDP, FSDP, 2.0, split=True, ranks=8)) == 0.0
+    # a model cast to bf16 with a stated bf16 reduction: bf16 buckets, 4 × 2 = 8
+    assert float(ddp_bucket_copy_bytes_per_param(DDP, FSDP, 2.0, 2.0, ranks=8)) == 8.0
+    # the ratio: (28 + 16) / 30 on 8 ranks, 28 / 30 on one
+    assert float(optimizer_traffic_ratio(DDP, FSDP, 2.0, 2.0, 12.0, ranks=8)) == pytest.approx(
+        44 / 30, rel=1e-15)
+    assert float(optimizer_traffic_ratio(DDP, FSDP, 2.0, 2.0, 12.0, ranks=1)) == pytest.approx(
+        28 / 30, rel=1e-15)
+
+
+def _dp(**changes):
+    base = dict(devices=8, devices_per_node=8, micro_batch=1, accumulation=4, overhead_s=0.0,
+                per_sample_s=0.1, optimizer_step_s=0.0, backward_fraction=2 / 3, params=PSI,
+                wire_bytes_per_param=2.0, intra_latency_s=1e-6, intra_busbw_GBps=100.0,
+                inter_latency_s=1e-6, inter_busbw_GBps=100.0, strategy=DDP)
+    return StepInputs(**{**base, **changes})
+
+
+def _paid_s(**changes):
+    """What the optimizer step and the copies add to the step's compute, s."""
+    with_opt = float(evaluate(_dp(optimizer_step_s=SWEEP_S, **changes)).compute_s)
+    return with_opt - float(evaluate(_dp(**changes)).compute_s)
+
+
+def test_the_step_pays_them_once_per_step_on_more_than_one_device():
+    """1e9 parameters, the 30 B sweep in 30 ms: one device sweeps DDP's 28 B in 28 ms; 8 devices
+    add the 16 B of copies, 44 ms, once per step whatever the accumulation (4 here: DDP's
+    ``no_sync`` micro-steps run no hooks); ZeRO-1 on 8 (Megatron-Core's 46 B, sharded by 8)
+    5.75 ms, no copies."""
+    assert _paid_s(devices=1) == pytest.approx(0.028, rel=1e-12)
+    assert _paid_s() == pytest.approx(0.044, rel=1e-12)
+    assert _paid_s(accumulation=1) == pytest.approx(0.044, rel=1e-12)
+    assert _paid_s(strategy=ZERO1) == pytest.approx(0.00575, rel=1e-12)
+    assert _paid_s(strategy=ZERO2) == pytest.approx(0.028 / 8, rel=1e-12)
+
+
+def _layout(**changes):
+    base = dict(dp=8, tp=1, pp=1, cp=1, zero=0, micro_batch=1, global_batch=8, schedule=0,
+                virtual_stages=1, recompute=0, sequence_parallel=False)
+    return LayoutInputs(**{**GPT, **HW, **{**base, **changes}})
+
+
+def _layout_paid_s(x):
+    return float(evaluate_layouts(x).compute_s) - float(
+        evaluate_layouts(x.replace(optimizer_step_s=0.0)).compute_s)
+
+
+def test_the_layout_path_pays_them_on_an_unsplit_data_parallel_group_only():
+    """GPT (1.652e9 parameters) on A100s (2,039 GB/s), DDP at dp 8: (28 + 16) B ×
+    1.652e9 / 2,039 GB/s = 35.65 ms; at dp 1, 28 B, 22.69 ms; split (tp 2) Megatron-Core's DDP
+    sweeps its 46 B of half the parameters (18.63 ms) and copies nothing."""
+    assert _layout_paid_s(_layout()) == pytest.approx(1.652e9 * 44 / 2039e9, rel=1e-12)
+    assert _layout_paid_s(_layout()) == pytest.approx(35.65e-3, rel=1e-3)
+    one = _layout(dp=1, global_batch=1)
+    assert _layout_paid_s(one) == pytest.approx(1.652e9 * 28 / 2039e9, rel=1e-12)
+    split = _layout(tp=2, dp=4, global_batch=4)
+    assert _layout_paid_s(split) == pytest.approx(1.652e9 / 2 * 46 / 2039e9, rel=1e-12)
