@@ -72,17 +72,21 @@ def _toy(devices=2, strategy="ddp", includes_communication=True):
 def test_a_cluster_average_has_its_run_communication_taken_out():
     # Step 4/10 = 0.4 s = 4 x per_sample + optimizer 0.03 s x 28/30 (PyTorch DDP under autocast
     # steps fp32 weights and gradients, 2·12 + 4 of the sweep's 30 B since session 46, §4) +
+    # DDP's copies of its fp32 gradients into its buckets and back, 4 x 4 B x 1e9 / 1e12 B/s =
+    # 0.016 s (2 ranks, session 56, §4 "Their copies, in time") +
     # all-reduce of 4 GB on 2 ranks at 100 GB/s busbw (DDP all-reduces fp32 gradients since
     # session 45: 4 B x 1e9 parameters; ring: 2(n-1)/n * S / B = 0.04 s).
-    # per_sample = (0.4 - 0.028 - 0.04) / 4 = 0.083 (0.0825 before session 46's DDP sweep).
+    # per_sample = (0.4 - 0.028 - 0.016 - 0.04) / 4 = 0.079 (0.083 before session 56's copies,
+    # 0.0825 before session 46's DDP sweep).
     hw, wl = _toy()
     curve, note = compute_from_reference(wl, hw)
     assert curve.optimizer_step_s == pytest.approx(0.03)
-    assert curve.per_sample_s == pytest.approx(0.083, rel=1e-9)
+    assert curve.per_sample_s == pytest.approx(0.079, rel=1e-9)
     assert "communication and straggler wait taken out" in note
-    # Declared without communication, only the optimizer comes out: (0.4 - 0.028) / 4.
+    # Declared without communication, only the optimizer and the copies come out:
+    # (0.4 - 0.028 - 0.016) / 4.
     hw, wl = _toy(includes_communication=False)
-    assert compute_from_reference(wl, hw)[0].per_sample_s == pytest.approx(0.093)
+    assert compute_from_reference(wl, hw)[0].per_sample_s == pytest.approx(0.089)
 
 
 def test_a_sharded_reference_paid_only_its_shard_of_the_optimizer():
@@ -93,12 +97,13 @@ def test_a_sharded_reference_paid_only_its_shard_of_the_optimizer():
     assert compute_from_reference(wl, hw)[0].per_sample_s == pytest.approx(0.099125, rel=1e-12)
 
 
-@pytest.mark.parametrize("strategy,swept", [("ddp", 28 / 30), ("zero1", 46 / 30),
+@pytest.mark.parametrize("strategy,swept", [("ddp", 44 / 30), ("zero1", 46 / 30),
                                             ("zero2", 28 / 30), ("zero3", 28 / 30)])
 def test_a_reference_without_communication_computes_its_published_step(strategy, swept):
     """Declared without communication, the run's step 4/10 = 0.4 s is its compute: predicted
     back on its own 8 devices, 4 x per_sample + the optimizer step as the step model pays it
-    (0.03 s, / 8 for ZeRO, x the default framework's sweep: PyTorch DDP's fp32 weights 28/30,
+    (0.03 s, / 8 for ZeRO, x the default framework's sweep: PyTorch DDP's fp32 weights 28/30
+    and, on 8 ranks, its bucket copies 16/30 (session 56),
     Megatron-Core's distributed optimizer with its default gradient-norm clip 46/30 (34/30
     before session 47), FSDP's fp32 shard 28/30, §4) is 0.4 s.
     Before session 46 the closed form took out 0.03/8 whatever the framework swept: ZeRO-1
@@ -137,13 +142,14 @@ def test_gpt_7b_reference_is_the_declared_fsdp_run():
 def test_recomputation_converts_by_one_extra_forward():
     """A run with full activation checkpointing did 4/3 of the forward+backward work: for a
     workload without it 3/4 of the time is kept, and the other way round 4/3 (of (0.4 - 0.03 x
-    28/30) / 4 = 0.093, PyTorch DDP's 28 B sweep, §4)."""
+    44/30) / 4 = 0.089, PyTorch DDP's 28 B sweep and its 16 B of bucket copies on the reference's
+    2 ranks, §4)."""
     hw, wl = _toy(includes_communication=False)
     ref = wl.reference[0].model_copy(update={"activation_recompute": True})
     plain = compute_from_reference(wl.model_copy(update={"reference": [ref]}), hw)[0]
-    assert plain.per_sample_s == pytest.approx(0.093 * 0.75)
+    assert plain.per_sample_s == pytest.approx(0.089 * 0.75)
     recomputing = wl.model_copy(update={"activation_recompute": True})
-    assert compute_from_reference(recomputing, hw)[0].per_sample_s == pytest.approx(0.093 * 4 / 3)
+    assert compute_from_reference(recomputing, hw)[0].per_sample_s == pytest.approx(0.089 * 4 / 3)
 
 
 def test_zero3_on_8_gpus_beats_one_device_only_by_the_optimizer_it_shards():
@@ -176,7 +182,8 @@ def test_zero_shards_the_optimizer_step(strategy):
     # = 28/30 of the sweep; Megatron-Core's ZeRO-1 also copies its fp32 main shard into the
     # bf16 weights and clips its fp32 main grads by default (norm 4, scale 4 + 4: session 47),
     # (2·12 + 4 + 4 + 2 + 12) / 30 = 46/30; FSDP's ZeRO-3 steps its fp32 shard with its fp32
-    # gradient and no bf16 copy, 28/30 (session 46, docs/model.md §4)
+    # gradient and no bf16 copy, 28/30 (session 46, docs/model.md §4); DDP on 8 ranks also
+    # copies its fp32 gradients into its buckets and back, 4 x 4 = 16 B, 16/30 (session 56)
     reads = 46 / 30 if strategy == ZERO1 else 28 / 30
     assert float(ddp.compute_s - sharded.compute_s) == pytest.approx(
-        0.08 * (28 / 30 - reads / 8))
+        0.08 * (44 / 30 - reads / 8))

@@ -33,14 +33,21 @@ def _optimizer_s(strategy, framework=FSDP, devices=8, **bytes_):
 
 def test_pytorch_ddp_under_autocast_steps_fp32_weights_and_gradients():
     """fused AdamW on fp32 weights (K's master) and fp32 gradients: reads w, g, m, v (16 B),
-    writes w, m, v (12 B): 8e9 × 28 / 3.35e12 = 66.866 ms a device (was 30 B, 71.642 ms)."""
-    assert _optimizer_s(DDP) == pytest.approx(PSI * 28 / BW, rel=1e-12)
-    assert _optimizer_s(DDP) == pytest.approx(66.866e-3, rel=1e-4)
+    writes w, m, v (12 B): 8e9 × 28 / 3.35e12 = 66.866 ms on one device (was 30 B, 71.642 ms).
+    On 8 the fp32 gradients are also copied into DDP's buckets and back, 4 × 4 = 16 B (session
+    56): 8e9 × 44 / 3.35e12 = 105.07 ms."""
+    assert _optimizer_s(DDP, devices=1) == pytest.approx(PSI * 28 / BW, rel=1e-12)
+    assert _optimizer_s(DDP, devices=1) == pytest.approx(66.866e-3, rel=1e-4)
+    assert _optimizer_s(DDP) == pytest.approx(PSI * 44 / BW, rel=1e-12)
+    assert _optimizer_s(DDP) == pytest.approx(105.07e-3, rel=1e-4)
     # fp32 training sweeps 2·4 + 4 + 2·8 = 28 as before; a stated 16-bit reduction (a model
-    # cast to bf16, apex O2) keeps the model's 30
+    # cast to bf16, apex O2) keeps the model's 30, and copies bf16 buckets on 8: 30 + 4 × 2
     assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 4.0, 4.0, 8.0)) == 28.0
     assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 2.0, 2.0, 12.0, 2.0)) == 30.0
-    assert _optimizer_s(DDP, reduce_bytes_per_param=2.0) == pytest.approx(FULL, rel=1e-12)
+    assert _optimizer_s(DDP, devices=1, reduce_bytes_per_param=2.0) == pytest.approx(
+        FULL, rel=1e-12)
+    assert _optimizer_s(DDP, reduce_bytes_per_param=2.0) == pytest.approx(PSI * 38 / BW,
+                                                                          rel=1e-12)
 
 
 def test_megatron_distributed_optimizer_casts_and_copies_back():
@@ -81,7 +88,8 @@ def test_deepspeed_flattens_casts_unscales_and_copies_back():
 @pytest.mark.parametrize("zero", [DDP, ZERO1, ZERO2, ZERO3])
 def test_both_paths_pay_the_same_sweep(framework, zero):
     """GPT (1.652e9 parameters) at dp 8 on A100s, tp = pp = 1: the layout step's optimizer
-    equals the data-parallel step's given the one-device sweep of all parameters."""
+    equals the data-parallel step's given the one-device sweep of all parameters; PyTorch DDP
+    adds its bucket copies, 16 B (session 56)."""
     x = LayoutInputs(**{**GPT, **HW, **dict(dp=8, tp=1, pp=1, cp=1, zero=zero, micro_batch=1,
                                             global_batch=8, schedule=0, virtual_stages=1,
                                             recompute=0, sequence_parallel=False,
@@ -91,6 +99,7 @@ def test_both_paths_pay_the_same_sweep(framework, zero):
     full = float(optimizer_roofline_s(1.652e9, 2.0, 2.0, 12.0, 2039.0))
     shards = 8 if zero >= ZERO1 else 1
     swept = float(optimizer_sweep_bytes_per_param(zero, framework, 2.0, 2.0, 12.0))
+    swept += 16.0 if (zero, framework) == (DDP, FSDP) else 0.0
     assert layout == pytest.approx(1.652e9 / shards * swept / 2039e9, rel=1e-12)
     base = dict(devices=8, devices_per_node=8, micro_batch=1, accumulation=1, overhead_s=0.0,
                 per_sample_s=1.0, backward_fraction=2 / 3, params=1.652e9,
@@ -119,17 +128,18 @@ def test_a_split_layouts_ddp_is_megatron_cores_float16_optimizer():
     4 + 4 of the fp32 main grads), 46 B with fp32 main grads, 52 with fp16/bf16 ones.
     Each device updates 1.652e9 / 2 = 0.826e9 parameters: 0.826e9 × 46 / 2.039e12 = 18.635 ms
     (was 34 B without the clip, 13.773 ms); fp16 main grads (Megatron ``--fp16``, stated 2)
-    0.826e9 × 52 / 2.039e12 = 21.065 ms (was 40 B, 16.204 ms). tp 1 stays PyTorch DDP's 28
-    (PyTorch DDP does not clip by default)."""
+    0.826e9 × 52 / 2.039e12 = 21.065 ms (was 40 B, 16.204 ms), and no bucket copies (its hook
+    adds into ``main_grad``). tp 1 stays PyTorch DDP's 28 (PyTorch DDP does not clip by
+    default), with its bucket copies on 8 ranks, 28 + 16 = 44 (session 56)."""
     split = _layout_optimizer_s(dp=4, tp=2, pp=1, zero=DDP)
     assert split == pytest.approx(0.826e9 * 46 / 2.039e12, rel=1e-12)
     assert split == pytest.approx(18.635e-3, rel=1e-4)
     fp16 = _layout_optimizer_s(dp=4, tp=2, pp=1, zero=DDP, reduce_bytes_per_param=2.0)
     assert fp16 == pytest.approx(21.065e-3, rel=1e-4)
     piped = _layout_optimizer_s(dp=4, tp=1, pp=2, zero=DDP)  # the larger stage's share
-    assert piped > _layout_optimizer_s(dp=8, tp=1, pp=1, zero=DDP) / 2 * 46 / 28
+    assert piped > _layout_optimizer_s(dp=8, tp=1, pp=1, zero=DDP) / 2 * 46 / 44
     assert _layout_optimizer_s(dp=8, tp=1, pp=1, zero=DDP) == pytest.approx(
-        1.652e9 * 28 / 2.039e12, rel=1e-12)
+        1.652e9 * 44 / 2.039e12, rel=1e-12)
     # the rule itself, per parameter: fp32 training has nothing to cast or copy (FP32Optimizer),
     # and clips as the mixed-precision one does (FP32Optimizer.step, optimizer.py:1351): 40
     assert float(optimizer_sweep_bytes_per_param(DDP, FSDP, 2.0, 2.0, 12.0, split=True)) == 46.0

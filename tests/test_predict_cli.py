@@ -43,7 +43,12 @@ def test_seed_scenario_on_the_default(capsys):
     assert set(rows[0]) >= KEYS
     assert [r["nodes"] for r in rows] == [1, 1, 1, 1, 2]
     eff = [r["efficiency"] for r in rows]
-    assert all(e > 0.95 for e in eff[:4]), eff  # holds inside one server
+    # holds inside one server: DDP's bucket copies (336e6 x 8 B / 1,555 GB/s = 1.73 ms on a
+    # 61.6 ms step, session 56) cost 2.7 points from 2 devices on; the exchange a little more
+    # (94.2 % at 8; published BERT-large fine-tuning on one DGX server scales lower still,
+    # docs/validation.md: the model over-predicts its 8-GPU points by 10-12 %)
+    assert all(e > 0.93 for e in eff[:4]), eff
+    assert eff[1] < 0.97, eff  # 2 devices pay the copies one device does not
     assert eff[4] < eff[3] - 0.1, eff  # bends across the slower inter-server link
     for r in rows:  # the presets measure no input pipeline: the stall is not modelled (null)
         assert r["data_stall_s"] is None
