@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from probe_runner import run_probe
 from test_collective_waits import GPT, HW
 
 from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
@@ -92,3 +93,24 @@ def test_the_layout_path_pays_them_on_an_unsplit_data_parallel_group_only():
     assert _layout_paid_s(one) == pytest.approx(1.652e9 * 28 / 2039e9, rel=1e-12)
     split = _layout(tp=2, dp=4, global_batch=4)
     assert _layout_paid_s(split) == pytest.approx(1.652e9 / 2 * 46 / 2039e9, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_a_real_ddp_step_copies_what_the_model_counts():
+    """2 gloo ranks (``tests/ddp_copy_probe.py``), the third backward after
+    ``zero_grad(set_to_none=True)``: DDP under ``torch.autocast(bfloat16)`` copies each of the
+    8,192 fp32 gradients into its bucket and back, 2 ops a bucket, 16 B a parameter
+    (``ddp_bucket_copy_bytes_per_param``: 4 x 4); a model cast to bf16, 8 B (4 x 2); the model
+    alone none. ``gradient_as_bucket_view=True`` still copies into the bucket once (the gradient
+    set to None is made anew, then pointed at the bucket) but not back: 8 B, the option the model
+    does not take (docs/model.md, "What the model does not capture")."""
+    copies = run_probe("ddp_copy_probe.py")
+    params = copies["params"]
+    assert copies["alone"] == {"bytes": 0, "ops": 0}
+    assert copies["ddp"]["bytes"] == params * float(
+        ddp_bucket_copy_bytes_per_param(DDP, FSDP, 2.0, ranks=copies["ranks"]))
+    assert copies["ddp"]["bytes"] == 16 * params
+    assert copies["ddp_bf16_model"]["bytes"] == params * float(
+        ddp_bucket_copy_bytes_per_param(DDP, FSDP, 2.0, 2.0, ranks=copies["ranks"]))
+    assert copies["ddp_bf16_model"]["bytes"] == 8 * params
+    assert copies["ddp_bucket_view"]["bytes"] == 8 * params
