@@ -13,6 +13,7 @@ from datetime import date, timedelta
 import pytest
 from app_harness import open_app, shown_share_link, url_query
 from scalesim.app.link_date import UNCHECKED_DATE, SharedDate, date_problem, today_utc
+from scalesim.app.planner_page import link_problems
 from scalesim.app.sent_figure import HEADLINE_KEY, SentFigure
 from scalesim.app.state import (
     CHECK_KEY,
@@ -40,6 +41,11 @@ DATE = "2026-12-02"
 # sessions 41 to 45 wrote them (no figure)
 SESSION_47 = ("v=2&at=2026-12-02&ck=e1764f6b&hs=16_3814&ph=e222178e",
               "v=2&at=2026-12-02&ck=609ca338&ph=e222178e")
+# their presets' numbers changed since (session 56: bert-large's reference run pays PyTorch DDP's
+# gradient bucket copies, so its per-sample compute moved and the fingerprint is 31a4ae9a): the
+# one thing such a link is now told, as every link made with the older presets is
+PRESETS_CHANGED = ("the sender's presets 'a2-highgpu-8g' + 'bert-large' had other numbers "
+                   "(another scalesim version): these predictions may differ from the sender's")
 
 
 @pytest.fixture(autouse=True)
@@ -87,7 +93,10 @@ def test_a_fresh_share_link_round_trips_under_its_date():
     (banner,) = _banners(receiver)
     assert banner.startswith(f"Shared what-if from {link[SHARED_DATE_KEY]}, ")
     assert receiver.session_state["app_state"] == sent.session_state["app_state"]
-    assert read_link(link)[3] == SentFigure(16, 3833.0)  # the default's, since session 48
+    # the default's: 3,833 since session 48; 3,785 since session 56, whose PyTorch DDP gradient
+    # bucket copies add Ψ 336e6 × 8 B / 1,555 GB/s = 1.73 ms to the 16-device step, 133.56 ->
+    # 135.29 ms: 16 × 32 / 0.13529 s = 3,785 sequences/s
+    assert read_link(link)[3] == SentFigure(16, 3785.0)
 
 
 def test_a_hand_edited_date_is_flagged_not_shown_as_the_links():
@@ -107,13 +116,15 @@ def test_a_link_made_before_opens_its_what_if_in_silence_its_date_unvouched(link
     params = url_query("?" + link)
     assert link_integrity(params) is Integrity.DATE_OUTSIDE
     state, profile, messages, sent = read_link(params)
-    assert messages == []
+    # no word of its checksum or date; its presets changed since (session 56), which is said
+    assert messages == [PRESETS_CHANGED]
     assert sent == (SentFigure(16, 3814.0) if HEADLINE_KEY in params else None)  # in its ck
     undated = {k: v for k, v in params.items() if k != SHARED_DATE_KEY}
     assert (state, profile) == decode_query(undated)[:2]
     assert shared_date(params) == SharedDate(DATE, doubted=True)
     receiver = open_app(params)
-    assert _warnings(receiver) == []
+    assert _warnings(receiver) == [link_problems([PRESETS_CHANGED])]
+    assert receiver.session_state["app_state"] == state  # its what-if, as sent
     (banner,) = _banners(receiver)
     assert banner.startswith(f"Shared what-if said to be from {DATE} ({UNCHECKED_DATE}), ")
 
