@@ -140,8 +140,10 @@ def test_the_not_runnable_warning_says_it_once():
 def test_the_story_calls_growth_almost_linear_only_where_it_is():
     """llama3-70b split 8 x 8 on up to 1,024 A100s: 67% efficiency at 64 devices before the
     knee is not 'almost linear' (before: 'throughput grows almost linearly to 64 devices (67%
-    efficiency)'); the default bert-large curve (97% at 8) still is. 64 devices do not fit in
-    memory, so the curve (and its knee) starts at 128."""
+    efficiency)'); the default bert-large curve (94% at 8, above ``ALMOST_LINEAR``'s 90%) still
+    is: 97% before session 56's PyTorch DDP gradient bucket copies, Ψ 336e6 × 8 B / 1,555 GB/s =
+    1.73 ms more of each step on 2 devices or more, 61.65 / 63.74 ms -> 61.64 / 65.47 ms. 64
+    devices do not fit in memory, so the curve (and its knee) starts at 128."""
     from scalesim.app.plan import story
     from scalesim.app.state import with_profile_defaults
 
@@ -158,7 +160,7 @@ def test_the_story_calls_growth_almost_linear_only_where_it_is():
     assert ("below 128 devices this layout does not fit in memory; from there, throughput "
             "scales to 1,024 devices at 56% efficiency with no knee") in text
     state = default_state()
-    assert "grows almost linearly to 8 devices (97% efficiency)" in story(
+    assert "grows almost linearly to 8 devices (94% efficiency)" in story(
         make_plan(preset_profile(state), state))
 
 
