@@ -24,8 +24,13 @@ def test_the_example_runs_evidence_takes_the_page_arrow():
     at = _example(dg_bcrit=100.0)
     shown = _shown(at)
     assert [t for t in shown if CLI_ARROW.search(t)] == []
+    # 74% since session 56 (73% before): the example runs are the model's, whose steps on 2
+    # devices or more carry PyTorch DDP's gradient bucket copies (1.73 ms: 32 devices 231.50 ->
+    # 233.23 ms, one device 61.65 -> 61.64), and the runs' fit, which has no optimizer step
+    # (fit_runs.step_inputs), reads them as exchange (and its straggler wait, 1.32 ms at 32, as
+    # exchange too): exposed 168.57 -> 171.45 ms, 72.8% -> 73.5% of the step
     assert [t for t in shown
-            if "exposed communication 0% of the step at 1 device → 73% at 32 devices" in t]
+            if "exposed communication 0% of the step at 1 device → 74% at 32 devices" in t]
     assert [t for t in shown if t.startswith("Shrink the global batch 1024 → 512 ")]
 
 
