@@ -85,8 +85,15 @@ def test_ddp_at_micro_batch_32_on_8_gpus_reads_predicts_number(planned, capsys):
     (p,) = json.loads(out)
     assert code == 0 and p["micro_batch"] == 32
     assert ddp["breakdown_s"]["compute_s"] == pytest.approx(p["compute_s"], rel=1e-9)
-    assert p["step_time_s"] == pytest.approx(0.06374, abs=5e-6)  # predict --devices 8: 63.74 ms
-    assert abs(ddp["step_time_s"] / p["step_time_s"] - 1) < 0.002  # 63.86 ms (was 66.70)
+    # predict --devices 8: 65.47 ms; 63.74 ms before session 56's DDP bucket copies: + 336e6 x
+    # 8 B / 1,555 GB/s = 1.729 ms, less 0.005 ms of one-device compute (the reference run's
+    # copies, 1/32 of its step, taken out of its per-sample time; docs/model.md §4)
+    assert p["step_time_s"] == pytest.approx(0.06547, abs=5e-6)
+    # 65.62 ms (was 66.70 at eta 0.73; 63.86 before the copies): the layout path's straggler
+    # scales its compute, optimizer share included, by 1.88 % (1.158 ms / 61.65 ms), so the
+    # copies' 1.729 ms add 0.032 ms there and none to predict's straggler: the gap 0.19 % ->
+    # 0.24 % (docs/model.md §22)
+    assert abs(ddp["step_time_s"] / p["step_time_s"] - 1) < 0.0025
 
 
 def test_the_note_says_which_curve(capsys):
