@@ -268,10 +268,13 @@ def test_extrapolated_rows_on_an_assumed_intra_server_link_say_so_and_hold_it_in
             scenario.model_copy(update={"devices": [16, 32, 64], "devices_per_node": 8}))]
 
     held = at_intra(profile.hardware.intra_node.busbw_GBps)
-    # the fit's overlap share (0.998) is rounded to on in the scenario: within 0.1 %
+    # the fit's overlap share is rounded to on in the scenario: 0.995 within 0.1 % before
+    # session 56; the runs now pay DDP's bucket copies on 2-8 GPUs (336e6 x 8 B at the GPU's
+    # memory bandwidth, docs/model.md §4), which a fit without that bandwidth (--params alone:
+    # no optimizer step, so no copies) reads as less overlap, 0.963: within 0.4 %
     for e, centre, slow, fast in zip(rows, held, at_intra(inter), at_intra(20.0 * inter),
                                      strict=True):
-        assert e["samples_per_s"] == pytest.approx(centre, rel=1e-3)  # the centre: held link
+        assert e["samples_per_s"] == pytest.approx(centre, rel=4e-3)  # the centre: held link
         assert e["low"] <= min(slow, fast) * (1 + 1e-3)
         assert e["high"] >= max(slow, fast) * (1 - 1e-3)
     assert at_intra(inter)[0] < 0.6 * held[0]  # 16 on 2: the intra link matters there
