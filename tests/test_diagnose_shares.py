@@ -66,13 +66,18 @@ def test_a_fit_that_misses_the_runs_gives_shares_of_its_own_step(tmp_path, capsy
 
 def test_a_fit_that_meets_the_runs_keeps_its_shares(tmp_path, capsys, monkeypatch):
     """Runs the model made (inter-server case): model ms meets step ms, so each share over the
-    model's step reads as over the measured step did, to the table's 0.1 %."""
+    model's step reads as over the measured step did, to half the table's 0.1 % (to its
+    rounding before session 56: the fit now misses the runs by 0.29 %, below, and a share of
+    3.36 % falls either side of 3.35 %)."""
     out, report = _diagnose(tmp_path, capsys, monkeypatch, cases.to_csv(cases.inter_server()))
-    assert report["details"]["fit"]["rmse_rel"] < 1e-3
+    # 1e-3 before session 56: the runs on 2-32 A100s now pay DDP's bucket copies (336e6 x 8 B /
+    # 1,555 GB/s = 1.73 ms a step, docs/model.md §4), which a fit without the GPU's memory
+    # bandwidth (no optimizer step, so no copies) spreads over its other parts: 0.29 %
+    assert report["details"]["fit"]["rmse_rel"] < 5e-3
     for r in report["table"]:
         over_measured = r["model_step_time_s"] / r["step_time_s"]  # the share before, per unit
         for key in ("comm_share", "data_share", "straggler_share"):
-            assert f"{r[key] * over_measured:.1%}" == f"{r[key]:.1%}", (key, r)
+            assert abs(r[key] * over_measured - r[key]) < 5e-4, (key, r)
     assert max(r["comm_share"] for r in report["table"]) > 0.05  # the case has a part to read
     assert "more than the step itself" not in out
 
