@@ -38,8 +38,14 @@ def test_a_slow_device_of_two_ranks_is_late_by_its_whole_delay(slow_runs):
     assert delays[0] == 0.0  # one device waits for no one
     assert delays[1:] == pytest.approx([DELAY_S] * 3, abs=1.5e-4)
     fit = fit_runs(slow_runs, None, 4.0)
-    assert np.max(np.abs(fit.residuals_rel)) < 1e-3
-    assert fit.values["per_sample_s"] * 8 == pytest.approx(slow_runs.step_time_s[0], rel=1e-3)
+    # within 0.1 % before session 56; the runs on 2-8 ranks now also pay DDP's bucket copies
+    # (333.7e6 x 16 B / 2,039 GB/s = 2.62 ms a step, docs/model.md §4), which a fit without the
+    # GPU's memory bandwidth (no optimizer step, so no copies) cannot price: it misses them by
+    # up to 2.8 % (the 2-rank run), still well inside the -8.2 % a halved delay made
+    assert np.max(np.abs(fit.residuals_rel)) < 0.04
+    # the copies it cannot price pull its compute up 0.8 % (18.70 ms for the runs' 18.56; 0.1 %
+    # before session 56), under the +2.7 % of the halved delay
+    assert fit.values["per_sample_s"] * 8 == pytest.approx(slow_runs.step_time_s[0], rel=0.015)
 
 
 def test_a_spread_of_two_ranks_keeps_max_minus_median():
