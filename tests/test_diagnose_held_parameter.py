@@ -77,7 +77,12 @@ def test_a_cause_resting_on_a_held_parameter_names_its_rival_and_the_band_holds_
     """Up to 99.4 ms of inter-server transfer fits the runs (96.9 ms before session 48: the
     runs, made by the model, and their fit hide the exchange behind the last device's passes,
     longer by the jitter's wait, so a slower link is hidden as much); communication / input
-    pipeline lose 38 % / 7 % as fitted, 49 % / 0 % at the top (41 / 5 and 54 / 0 before)."""
+    pipeline lose 38 % / 7 % as fitted, 49 % / 0 % at the top (41 / 5 and 54 / 0 before).
+    Since session 56 the runs on 2 and 4 devices pay DDP's bucket copies (336e6 x 8 B /
+    2,039 GB/s = 1.32 ms, docs/model.md §4; 8 and more are paced by the loader): the start
+    value, half the median run, 82.7 -> 83.0 ms (half the 4-device run's 1.3 ms over two),
+    the top 99.4 -> 98.9 ms, 37 % / 6 % as fitted, 48 % / 0 % at the top; the true loader gain
+    at 32 devices +78.1 -> +76.1 % (its fixed step, ~121 ms, pays the 1.32 ms)."""
     report = diagnose_runs(_runs(0.03), 336e6)
     cause = report.cause
     assert cause.key == "comm_growth" and cause.rivals == ["input_pipeline"]
@@ -85,10 +90,10 @@ def test_a_cause_resting_on_a_held_parameter_names_its_rival_and_the_band_holds_
                            "tell which")
     assert cause.evidence[0].startswith(
         "which part loses most rests on the inter-server gradient transfer, which no run shows "
-        "(held at its start value, 82.7 ms): anything up to 99.4 ms fits the runs")
+        "(held at its start value, 83 ms): anything up to 98.9 ms fits the runs")
     loader = next(r for r in report.remedies if r.key == "loader")
     truth = _true_loader_gain()
-    assert truth == pytest.approx(0.78, abs=0.01)
+    assert truth == pytest.approx(0.761, abs=0.01)  # 0.78 before session 56's copies
     assert report.first_remedy.key == "loader"
     # was +5 % [+0 %, +11 %]: the held 82.7 ms let the exchange pace once the loader was fixed
     assert loader.gain_low <= loader.objective_gain < 0.1
