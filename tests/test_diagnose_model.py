@@ -194,10 +194,17 @@ def test_a_slow_device_keeps_the_shape_for_the_remedies():
     # 0.349 ms wait stretches the last device's 13.97 ms of passes by 1 + 0.349 / 13.97 = 1.025,
     # and the exchange outlasting its backward hides 0.19 ms more (exposed 3.907 -> 3.715 ms,
     # step 22.811 -> 22.620 ms); with it the stretch stays 1 + 5.589 / 13.97 = 1.400 (its step
-    # 26.164 ms as before)
-    assert truth == pytest.approx(0.157, abs=0.001)
+    # 26.164 ms as before); +13.9 % since session 56: both steps pay DDP's bucket copies
+    # (333.7e6 x 16 B / 2,039 GB/s = 2.62 ms, docs/model.md §4), by hand (26.164 + 2.62) /
+    # (22.620 + 2.62) - 1 = +14.0 %
+    assert truth == pytest.approx(0.139, abs=0.001)
     assert first.key == "slow_device" and plain.first_remedy.key == "slow_device"
-    assert first.gain == pytest.approx(plain.first_remedy.gain, abs=0.01)
+    # the two fits' points agreed to 0.01 until session 56 (+8.6 / +8.7 %); the runs now pay
+    # DDP's bucket copies, which neither fit can price (1.6 % rms misfit), and the fits settle
+    # at different points of the link/overlap valley (+18.6 % shaped, +8.7 % plain;
+    # docs/diagnose.md): each point lies inside the other's band, and both bands hold the truth
+    assert plain.first_remedy.gain_low < first.gain < plain.first_remedy.gain_high
+    assert first.gain_low < plain.first_remedy.gain < first.gain_high
     for remedy in (first, plain.first_remedy):
         assert remedy.gain_low < truth < remedy.gain_high
 
@@ -403,7 +410,10 @@ def test_runs_faster_than_the_named_model_can_run_are_refused(tmp_path, capsys):
     code, out, err = run_cli(capsys, ["diagnose", str(runs), "--workload", str(workload),
                                       "--gpu", "A100-SXM4 40GB"])
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-    assert f"its matmuls alone take {by_hand_ms:.3g} ms" in err and "in 61.6 ms" in err
+    # the runs' fit reads 61.8 ms (61.6 ms before session 56): the runs on 2-32 devices pay
+    # DDP's bucket copies (1.73 ms a step, docs/model.md §4), which the fit, with no part for
+    # them, carries partly in its compute
+    assert f"its matmuls alone take {by_hand_ms:.3g} ms" in err and "in 61.8 ms" in err
     assert f"faster than {workload} (" in err and "sequence 512" in err
 
 
