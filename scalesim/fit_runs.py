@@ -65,7 +65,7 @@ from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import GIB_BYTES, sig3
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.model import collectives as coll
-from scalesim.model.memory import STRATEGIES, ddp_bucket_copy_bytes_per_param
+from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import OVERLAPPED_SHARE
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, StepResult, evaluate
@@ -151,11 +151,6 @@ class RunsExchange:
     # parameters' dtype, the runs' workload's wire_bytes_per_param (16-bit: 2); None: not named
     # (ddp_gathered_bytes, docs/model.md §4 "Diagnose's fitted workload")
     gathered_bytes_per_param: float | None = None
-    # the runs' GPU's datasheet memory bandwidth, GB/s, where known (diagnose --workload --gpu):
-    # PyTorch DDP's bucket copies (memory.ddp_bucket_copy_bytes_per_param, 4 w_r bytes per
-    # parameter) are then charged to every multi-device run's compute, as predict charges them;
-    # None: not known, and the fit reads them as part of the exchange (docs/model.md §4)
-    memory_bandwidth_GBps: float | None = None
 
     def __post_init__(self):
         from scalesim.schemas import grad_sync_deepspeed_error, grad_sync_refused
@@ -170,8 +165,6 @@ class RunsExchange:
         check_number("wire_bytes_per_param", self.wire_bytes_per_param, "wire_bytes_per_param")
         check_number("wire_bytes_per_param", self.gathered_bytes_per_param,
                      "gathered_bytes_per_param", optional=True)
-        check_number("memory_bandwidth_GBps", self.memory_bandwidth_GBps,
-                     "memory_bandwidth_GBps", optional=True)
         for name in ("blocks", "shard_group"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
@@ -184,18 +177,6 @@ class RunsExchange:
                    or shard_group_refusal(self.shard_group, self.strategy, self.zero_framework))
             if why:
                 raise ScalesimError(why)
-
-    def bucket_copies_s(self, params, devices):
-        """Seconds a step of ``devices`` ranks spends in PyTorch DDP's bucket copies of ``params``
-        gradient elements (0 on one device, for ZeRO, and where the memory bandwidth is not
-        known): ``memory.ddp_bucket_copy_bytes_per_param`` at ``memory_bandwidth_GBps``."""
-        if self.memory_bandwidth_GBps is None:
-            return np.zeros(np.shape(devices))
-        fields = self.step_fields()
-        copies = ddp_bucket_copy_bytes_per_param(
-            fields["strategy"], fields["framework"], StepInputs.grad_bytes_per_param,
-            fields["reduce_bytes_per_param"], ranks=devices)
-        return copies * np.asarray(params, dtype=float) / (self.memory_bandwidth_GBps * coll.GB)
 
     def step_fields(self) -> dict:
         """Its ``StepInputs`` fields but for the parameters (codes, as ``predict`` sets them)."""
@@ -331,7 +312,6 @@ def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float,
     # the passes a slow device slows: the fetch before forward, the same on every device, aside
     micro = values["overhead_s"] + values["per_sample_s"] * layout.micro_batch
     slow = 1.0 + layout.straggler_delay_s / (layout.accumulation * micro)
-    params = gradient_bytes / exchange.wire_bytes_per_param
     return StepInputs(
         devices=layout.devices,
         devices_per_node=g,
@@ -341,10 +321,9 @@ def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float,
         fetch_s=layout.fetch_s,  # before forward, outside the passes the exchange hides behind
         per_sample_s=values["per_sample_s"],
         optimizer_step_s=0.0,
-        per_step_s=exchange.bucket_copies_s(params, layout.devices),  # DDP's, where known
         backward_fraction=2.0 / 3.0,
         bubble_micro_steps=layout.bubble_micro_steps,
-        params=params,
+        params=gradient_bytes / exchange.wire_bytes_per_param,
         **exchange.step_fields(),
         intra_latency_s=INTRA_LATENCY_S,
         intra_busbw_GBps=gradient_bytes / values["intra_transfer_s"] / coll.GB,
