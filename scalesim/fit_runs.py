@@ -151,6 +151,12 @@ class RunsExchange:
     # parameters' dtype, the runs' workload's wire_bytes_per_param (16-bit: 2); None: not named
     # (ddp_gathered_bytes, docs/model.md §4 "Diagnose's fitted workload")
     gathered_bytes_per_param: float | None = None
+    # the runs' GPU's datasheet memory bandwidth, GB/s, where known (diagnose --workload --gpu):
+    # PyTorch DDP's bucket copies (memory.ddp_bucket_copies_s) are then charged to each
+    # multi-device run's compute, as predict charges them on the fitted profile, whose hardware
+    # carries it; None: not known, and a fit of runs that paid them reads them as exchange
+    # (docs/model.md §4 "Their copies, in time")
+    memory_bandwidth_GBps: float | None = None
 
     def __post_init__(self):
         from scalesim.schemas import grad_sync_deepspeed_error, grad_sync_refused
@@ -165,6 +171,8 @@ class RunsExchange:
         check_number("wire_bytes_per_param", self.wire_bytes_per_param, "wire_bytes_per_param")
         check_number("wire_bytes_per_param", self.gathered_bytes_per_param,
                      "gathered_bytes_per_param", optional=True)
+        check_number("memory_bandwidth_GBps", self.memory_bandwidth_GBps,
+                     "memory_bandwidth_GBps", optional=True)
         for name in ("blocks", "shard_group"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
@@ -321,6 +329,8 @@ def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float,
         fetch_s=layout.fetch_s,  # before forward, outside the passes the exchange hides behind
         per_sample_s=values["per_sample_s"],
         optimizer_step_s=0.0,
+        memory_bandwidth_GBps=(np.nan if exchange.memory_bandwidth_GBps is None
+                               else exchange.memory_bandwidth_GBps),  # DDP's copies, where known
         backward_fraction=2.0 / 3.0,
         bubble_micro_steps=layout.bubble_micro_steps,
         params=gradient_bytes / exchange.wire_bytes_per_param,

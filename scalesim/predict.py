@@ -379,6 +379,8 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
                                           profile.compute.colocated_devices),
         optimizer_step_s=optimizer_alone_s,
         per_step_s=profile.compute.per_step_s,
+        # DDP's bucket copies at it (NaN: not known, at the optimizer sweep's rate, §4)
+        memory_bandwidth_GBps=_pick(hw.memory_bandwidth_GBps, np.nan),
         fetch_s=profile.compute.fetch_s,
         backward_fraction=wl.backward_fraction,
         bubble_micro_steps=wl.pipeline_bubble_micro_steps,

@@ -666,8 +666,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             f" {KNOB.workload} gives the runs' parameter count and MFU; the remedies are the "
             "replicas' (which other split is faster is scalesim plan --workload's question)."))
     exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
-    if transformer is not None:
-        exchange = replace(exchange, blocks=transformer.shape.layers)
+    if transformer is not None:  # its layers; its GPU's bandwidth prices DDP's bucket copies
+        exchange = replace(exchange, blocks=transformer.shape.layers,
+                           memory_bandwidth_GBps=transformer.memory_bandwidth_GBps)
     exchange, extrapolate_to, shard_note = _runs_shard_group(runs, measured, exchange,
                                                              extrapolate_to)
     sc = scaling(runs)

@@ -55,9 +55,12 @@ def _dp(**changes):
 
 
 def _paid_s(**changes):
-    """What the optimizer step and the copies add to the step's compute, s."""
-    with_opt = float(evaluate(_dp(optimizer_step_s=SWEEP_S, **changes)).compute_s)
-    return with_opt - float(evaluate(_dp(**changes)).compute_s)
+    """What the optimizer step (30 ms unless changed) and the copies add to the step's compute,
+    s: against the step without either (no optimizer, one device's worth of nothing)."""
+    changes = {"optimizer_step_s": SWEEP_S, **changes}
+    with_opt = float(evaluate(_dp(**changes)).compute_s)
+    bare = {**changes, "optimizer_step_s": 0.0, "memory_bandwidth_GBps": np.inf}
+    return with_opt - float(evaluate(_dp(**bare)).compute_s)
 
 
 def test_the_step_pays_them_once_per_step_on_more_than_one_device():
@@ -79,8 +82,10 @@ def _layout(**changes):
 
 
 def _layout_paid_s(x):
-    return float(evaluate_layouts(x).compute_s) - float(
-        evaluate_layouts(x.replace(optimizer_step_s=0.0)).compute_s)
+    """What the optimizer step and the copies add to a layout's compute, s: against the same
+    layout on one data-parallel rank (the same work a device, no copies) without an optimizer."""
+    bare = x.replace(optimizer_step_s=0.0, dp=1, global_batch=x.global_batch // x.dp)
+    return float(evaluate_layouts(x).compute_s) - float(evaluate_layouts(bare).compute_s)
 
 
 def test_the_layout_path_pays_them_on_an_unsplit_data_parallel_group_only():
@@ -114,3 +119,23 @@ def test_a_real_ddp_step_copies_what_the_model_counts():
         ddp_bucket_copy_bytes_per_param(DDP, FSDP, 2.0, 2.0, ranks=copies["ranks"]))
     assert copies["ddp_bf16_model"]["bytes"] == 8 * params
     assert copies["ddp_bucket_view"]["bytes"] == 8 * params
+
+
+def test_a_known_bandwidth_prices_them_whatever_the_optimizer_measured():
+    """Given the device's memory bandwidth the copies run at it, not at the optimizer's rate:
+    an optimizer step measured at 90 ms (3x the 30 B sweep at 1,000 GB/s: an unfused one) costs
+    90 × 28/30 = 84 ms on one device and 84 + 1e9 × 16 B / 1,000 GB/s = 100 ms on 8 (at its
+    own rate the copies would have taken 48 ms); at 2,000 GB/s 84 + 8 = 92 ms. The layout path
+    alike: GPT 1.7B at dp 8 with a measured step of 100 ms (of the 30 B sweep) pays 100 × 28/30
+    and copies 1.652e9 × 16 B / 2,039 GB/s = 12.96 ms."""
+    measured = 3 * SWEEP_S
+    assert _paid_s(devices=1, optimizer_step_s=measured, memory_bandwidth_GBps=1000.0) == (
+        pytest.approx(0.084, rel=1e-12))
+    assert _paid_s(optimizer_step_s=measured, memory_bandwidth_GBps=1000.0) == pytest.approx(
+        0.100, rel=1e-12)
+    assert _paid_s(optimizer_step_s=measured, memory_bandwidth_GBps=2000.0) == pytest.approx(
+        0.092, rel=1e-12)
+    assert _paid_s(optimizer_step_s=measured) == pytest.approx(0.084 + 0.048, rel=1e-12)
+    x = _layout(optimizer_step_s=0.100)
+    sweep = 0.100 * 28 / 30  # the measured step of all parameters at DDP's fp32 sweep
+    assert _layout_paid_s(x) == pytest.approx(sweep + 1.652e9 * 16 / 2039e9, rel=1e-12)

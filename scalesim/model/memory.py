@@ -126,6 +126,18 @@ def ddp_bucket_copy_bytes_per_param(strategy, framework, grad_bytes_per_param,
                                             reduce_bytes_per_param, split, ranks=ranks)
 
 
+def ddp_bucket_copies_s(strategy, framework, grad_bytes_per_param, reduce_bytes_per_param=np.nan,
+                        split=False, *, ranks, params, memory_bandwidth_GBps):
+    """Seconds a step spends in PyTorch DDP's bucket copies of ``params`` gradients
+    (``ddp_bucket_copy_bytes_per_param``) at the device's ``memory_bandwidth_GBps``: memory-bound
+    kernels on the compute stream, whatever the optimizer's own speed (an unfused optimizer step
+    measured at several times its sweep does not slow them). Numpy, broadcasts."""
+    copies = ddp_bucket_copy_bytes_per_param(strategy, framework, grad_bytes_per_param,
+                                             reduce_bytes_per_param, split, ranks=ranks)
+    return (copies * np.asarray(params, dtype=float)
+            / (np.asarray(memory_bandwidth_GBps, dtype=float) * 1e9))
+
+
 def held_grad_bytes_per_param(strategy, framework, grad_bytes_per_param,
                               reduce_bytes_per_param=np.nan, split=False, *, ranks):
     """Bytes per parameter of the gradients a device holds, ``ranks`` the data-parallel ranks
@@ -243,7 +255,8 @@ def optimizer_traffic_ratio(strategy, framework, param_bytes_per_param, grad_byt
     w_grad + 2 K``, the bytes a measured or estimated ``optimizer_step_s`` stands for (§1, §13);
     ``split``: the layout splits the model (tp or pp > 1). Over ``ranks`` > 1 data-parallel
     ranks PyTorch DDP's bucket copies (``ddp_bucket_copy_bytes_per_param``) are added to the
-    sweep: memory-bound copies on the compute stream, at the bandwidth the sweep stands for.
+    sweep, at the rate the sweep runs: where the device's memory bandwidth is not known (where
+    it is, ``ddp_bucket_copies_s`` prices them and the caller passes ``ranks`` 1).
     The one rule of both prediction paths (``step.evaluate``, ``layout_step``). Numpy,
     broadcasts."""
     base = (2.0 * np.asarray(param_bytes_per_param, dtype=float)

@@ -35,6 +35,7 @@ from scalesim.model.compute import colocation_factor, micro_step_s
 from scalesim.model.memory import (
     DDP,
     ZERO1,
+    ddp_bucket_copies_s,
     held_grad_bytes_per_param,
     memory_per_device_bytes,
     optimizer_traffic_ratio,
@@ -128,6 +129,10 @@ class StepInputs:
     # fixed time once per optimizer step, neither sharded nor colocated (ComputeCurve.per_step_s:
     # a metric all-reduced once a step), s; part of the step's compute (docs/model.md §1)
     per_step_s: object = 0.0
+    # the device's memory bandwidth, GB/s: PyTorch DDP's bucket copies run at it
+    # (memory.ddp_bucket_copies_s); NaN: not known, the copies at the optimizer sweep's rate
+    # (optimizer_step_s over its bytes, memory.optimizer_traffic_ratio), docs/model.md §4
+    memory_bandwidth_GBps: object = np.nan
     # fixed time of each micro-step's data fetch before its forward, s (the loader's next():
     # diagnose's data wait read as a fixed cost of each fetch): serial with the step and part of
     # its compute, but outside the forward and backward the exchange hides behind, the same on
@@ -267,10 +272,19 @@ def evaluate_alone(inp: StepInputs) -> StepResult:
     # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/s of the parameters; the
     # given step swept 2 w_param + w_grad + 2 K bytes a parameter, this one the framework's
     # (Megatron-Core's fp32 main grads, FSDP's fp32 shards: memory.optimizer_traffic_ratio, §4)
+    # PyTorch DDP's bucket copies on p > 1 at the device's memory bandwidth; where it is not
+    # given (NaN), at the rate of the optimizer sweep, inside its traffic ratio (§4)
+    bandwidth = _as(inp.memory_bandwidth_GBps)
+    at_sweep = np.isnan(bandwidth)
+    copies = ddp_bucket_copies_s(strategy, framework, inp.grad_bytes_per_param,
+                                 inp.reduce_bytes_per_param, ranks=p, params=inp.params,
+                                 memory_bandwidth_GBps=np.where(at_sweep, np.inf, bandwidth))
     optimizer = (_as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, _as(shard), 1.0)
                  * optimizer_traffic_ratio(strategy, framework, inp.param_bytes_per_param,
                                            inp.grad_bytes_per_param, inp.optimizer_bytes_per_param,
-                                           inp.reduce_bytes_per_param, ranks=p))
+                                           inp.reduce_bytes_per_param,
+                                           ranks=np.where(at_sweep, p, 1.0))
+                 + copies * shared)
     # each micro-step's fetch before its forward: serial, outside the passes above (§1)
     compute = k * (micro + _as(inp.fetch_s)) + optimizer + _as(inp.per_step_s)
     bubble = _as(inp.bubble_micro_steps) * micro  # a pipelined replica's fill and drain
