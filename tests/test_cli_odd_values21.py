@@ -119,7 +119,11 @@ def test_predicts_cost_table_keeps_its_header_over_absurd_durations_and_costs(ca
     """`predict --devices 8 --train-samples 1e18 --price 1e6` printed '7,890,060 years' and a
     cost of '553,314,154,250,940,160' in 12-character columns: every value past its header.
     Each column is now as wide as its widest cell, and a cost from a quadrillion on has three
-    significant digits ($8e6 an hour for 7,890,060 years of 8 devices: 5.53e17)."""
+    significant digits ($8e6 an hour for 7,890,060 years of 8 devices: 5.53e17).
+    Session 56: DDP's bucket copies (docs/model.md §4 "Their copies, in time") add
+    336e6 x 8 B / 1,555 GB/s = 1.73 ms to each step on 8 and 1,024 devices (63.74 -> 65.47 ms on 8:
+    7,890,060 x 65.47 / 63.74 = 8,103,394 years, $5.68e17; 234,191 -> 235,860 years on 1,024,
+    242.17 -> 243.90 ms)."""
     code, out, _ = run_cli(
         capsys, ["predict", "--devices", "8,1024", "--train-samples", "1e18", "--price", "1e6"]
     )
@@ -127,10 +131,10 @@ def test_predicts_cost_table_keeps_its_header_over_absurd_durations_and_costs(ca
     table = _cost_table(out)
     assert table == [
         "devices   to quality        to train  billed     cost USD",
-        "      8            - 7,890,060 years       8      5.53e17",
-        "   1024            -   234,191 years    1024       2.1e18",  # 235,421, 2.11e18 before
+        "      8            - 8,103,394 years       8      5.68e17",
+        "   1024            -   235,860 years    1024      2.12e18",  # 234,191, 2.1e18 before s56
     ], table  # session 48 hid the 1,024 devices' exchange behind the last device's backward
-    hours = 7_890_060 * 365.25 * 24  # the row's years, back in hours
+    hours = 8_103_394 * 365.25 * 24  # the row's years, back in hours
     assert float(table[1].split()[-1]) == pytest.approx(8 * hours * 1e6, rel=1e-3)
 
 
@@ -336,7 +340,10 @@ def test_predicts_main_table_keeps_its_header_over_a_step_of_twenty_minutes(caps
 
 def test_predicts_table_of_an_ordinary_run_is_as_before(capsys):
     """The widths of a run whose cells fit: the columns of sessions before (pinned here). Memory
-    9.1 -> 9.8 GiB (session 48): bert-large's fp16 DDP buckets, 336e6 x 2 B = 0.63 GiB more."""
+    9.1 -> 9.8 GiB (session 48): bert-large's fp16 DDP buckets, 336e6 x 2 B = 0.63 GiB more.
+    Session 56: those buckets' copies in and out, 336e6 x 4 x 2 B / 1,555 GB/s = 1.73 ms, join
+    the compute of 8 devices (61.65 -> 63.37 ms, step 63.74 -> 65.47): 8 x 32 / 65.47 ms = 3,910
+    sequences/s, 7.53x of one device's 519.1 (no DDP there, so no copies), 94.2%."""
     code, out, _ = run_cli(capsys, ["predict", "--devices", "8,16"])
     assert code == 0
     lines = out.splitlines()
@@ -346,8 +353,8 @@ def test_predicts_table_of_an_ordinary_run_is_as_before(capsys):
         "sequences/s  speedup    eff  mem GiB fits"
     )
     assert lines[at + 1] == (
-        "      8     1     32     63.74     61.65      1.06      1.04     "
-        "    4,016     7.74  96.7%      9.8  yes"
+        "      8     1     32     65.47     63.37      1.06      1.04     "
+        "    3,910     7.53  94.2%      9.8  yes"
     )
 
 
