@@ -3,7 +3,9 @@ as fast for less money. The default profile (a2-highgpu-8g + BERT-large, 16 devi
 servers over a 6.8 GB/s inter-server link) runs 4016 sequences/s on one server and 3833 on two
 (3814 before session 48's straggler stretch, docs/model.md §3), yet the card offered only a
 network upgrade and more accumulation; with a training length, 8 devices finish sooner for half
-the money (docs/model.md §20, docs/reliability.md "Session 39")."""
+the money (docs/model.md §20, docs/reliability.md "Session 39"). Session 56: DDP's bucket copies
+(docs/model.md §4 "Their copies, in time", 336e6 x 8 B / 1,555 GB/s = 1.73 ms a step on both)
+make it 3910 and 3785 sequences/s (steps 65.47 and 135.29 ms)."""
 
 from __future__ import annotations
 
@@ -70,42 +72,44 @@ def test_counts_and_accumulation_by_hand():
 
 
 def test_the_default_card_offers_one_server_with_its_ratio_and_price():
-    """Throughput only: 8 devices run 4016.2 / 3833.4 = 1.0477x the 16's sequences/s at half the
+    """Throughput only: 8 devices run 3910.5 / 3784.5 = 1.0333x the 16's sequences/s at half the
     price per hour ($32 against $64); the recommendation stays the fastest (the network), the
-    one-server row is on the card (third by gain)."""
+    one-server row is on the card (third by gain). Session 56: 4016.2 / 3833.4 = 1.0477x before
+    DDP's bucket copies, 1.73 ms on both steps (8 x 32 / 65.47 ms, 16 x 32 / 135.29 ms)."""
     card, p16, p8 = _default()
-    assert p8.samples_per_s / p16.samples_per_s == pytest.approx(4016.2 / 3833.4, abs=1e-4)
+    assert p8.samples_per_s / p16.samples_per_s == pytest.approx(3910.5 / 3784.5, abs=1e-4)
     (o,) = [o for o in card.options if o.key == "fewer_servers"]
     assert o.title == "Run on one server (16 -> 8 devices), global batch 0.5x"
     assert (o.devices, o.servers, o.billed_devices) == (8, 1, 8)
     assert o.throughput_gain == pytest.approx(p8.samples_per_s / p16.samples_per_s - 1)
-    assert 0.047 < o.throughput_gain < 0.049
+    assert 0.032 < o.throughput_gain < 0.034
     assert (o.usd_per_hour, o.extra_usd_per_hour) == (32.0, -32.0)
     assert o.changes == {"devices": [8]}  # weak scaling: today's per-device batch of 32
     assert o.assumption == ASSUMPTIONS["fewer_servers"]
     assert [x.key for x in card.options] == ["network", "settings", "fewer_servers"]
     assert card.recommendation.startswith("Upgrade the inter-server network")
     row = card_rows(card)[3]
-    assert (row["USD/h"], row["throughput"]) == ("$32.00 (-$32.00)", "+4.8%")
+    assert (row["USD/h"], row["throughput"]) == ("$32.00 (-$32.00)", "+3.3%")
 
 
 def test_with_a_training_length_one_server_is_the_cheapest_and_the_pick():
-    """1e9 samples: 16 devices take 1e9 / 3833.4 s = 72.5 h, $4,638 at $64/h; 8 devices
-    1e9 / 4016.2 s = 69.2 h, $2,213 at $32/h: 4.6 % sooner and $2,424 cheaper (session 48; 72.8 h,
-    $4,662, 5.0 % and $2,448 before the straggler stretch). The network
-    ($2,520) and the accumulation ($2,630) are 14 % and 19 % dearer than that, past the model's
+    """1e9 samples: 16 devices take 1e9 / 3784.5 s = 73.4 h, $4,698 at $64/h; 8 devices
+    1e9 / 3910.5 s = 71.0 h, $2,273 at $32/h: 3.2 % sooner and $2,424 cheaper (session 56, DDP's
+    bucket copies, 1.73 ms on both steps; 72.5 h, 69.2 h, $4,638, $2,213 and 4.6 % before; 72.8 h,
+    $4,662, 5.0 % and $2,448 before session 48's straggler stretch). The network
+    ($2,586) and the accumulation ($2,644) are 14 % and 16 % dearer than that, past the model's
     3.0 %: decide's rule (the cheapest within the error, then the soonest) picks one server."""
     card, p16, p8 = _default(train_samples=TRAIN)
     (o,) = [o for o in card.options if o.key == "fewer_servers"]
     hours8, hours16 = TRAIN / p8.samples_per_s / 3600, TRAIN / p16.samples_per_s / 3600
     assert o.time_s / 3600 == pytest.approx(hours8, rel=1e-6)
-    assert 69.1 < hours8 < 69.3 and 72.4 < hours16 < 72.6
+    assert 70.9 < hours8 < 71.1 and 73.3 < hours16 < 73.5
     assert o.total_usd == pytest.approx(hours8 * 32, rel=1e-6)
     assert o.total_change_usd == pytest.approx(hours8 * 32 - hours16 * 64, rel=1e-6)
-    assert round(o.total_usd) == 2213 and round(-o.total_change_usd) == 2424
+    assert round(o.total_usd) == 2273 and round(-o.total_change_usd) == 2424
     assert card.recommendation == (
         "Run on one server (16 -> 8 devices), global batch 0.5x: finishes in "
-        f"{duration_text(o.time_s)} (-4.6%), and saves $2,424.")
+        f"{duration_text(o.time_s)} (-3.2%), and saves $2,424.")
     assert card.assumption == ASSUMPTIONS["fewer_servers"]
     others = [x for x in card.options if x is not o]
     assert all(x.total_usd / o.total_usd - 1 > DATA_PARALLEL_MEDIAN_ERROR for x in others)
@@ -121,12 +125,13 @@ def test_the_cli_text_and_json_show_the_same_option(capsys):
     assert main(["decide", "--devices", "1,8,16", "--price", "4", "--train-samples", "1e9"]) == 0
     text = capsys.readouterr().out
     row = next(line for line in text.splitlines() if line.startswith("Run on one server"))
-    assert "$32.00 (-$32.00)" in row and "$2,213 (-$2,424)" in row
+    assert "$32.00 (-$32.00)" in row and "$2,273 (-$2,424)" in row
 
 
 def test_strong_scaling_keeps_the_global_batch_with_more_accumulation():
     """Global batch 512 on 16 devices is micro-batch 32 x 1 step; on 8, 2 steps of 32, which
-    runs 4268.6 sequences/s against 3833.4 (+11.4 %): the same global batch, titled so."""
+    runs 4208.3 sequences/s against 3784.5 (+11.2 %): the same global batch, titled so (session
+    56: 4268.6 against 3833.4 before DDP's bucket copies, once a step, 1.73 ms on each)."""
     card, p16, _ = _default(global_batch=512, train_samples=TRAIN)
     (o,) = [o for o in card.options if o.key == "fewer_servers"]
     assert o.title == "Run on one server (16 -> 8 devices), accumulation 1 -> 2"
