@@ -180,13 +180,14 @@ def test_a_gain_under_the_models_median_error_is_not_a_decision(gain, acts):
     assert text.startswith("Add one server") == acts
     assert text.startswith("Keep the current setup") != acts
     if not acts:
-        assert "median error of 3.0%" in text and text.count(". ") == 0
+        assert "median error of 2.8%" in text and text.count(". ") == 0  # 3.0% before s56
 
 
-@pytest.mark.parametrize("free_gain, free_wins", [(0.1651, True), (0.1650, False)])
+@pytest.mark.parametrize("free_gain, free_wins", [(0.1674, True), (0.1673, False)])
 def test_a_free_change_wins_when_the_purchase_is_faster_by_less_than_the_error(free_gain,
                                                                               free_wins):
-    # the tie limit: 1.20 / (1 + x) - 1 < 0.030  <=>  x > 1.2 / 1.030 - 1 = 0.16505
+    # the tie limit: 1.20 / (1 + x) - 1 < 0.028  <=>  x > 1.2 / 1.028 - 1 = 0.16732 (session 56:
+    # the validation's median with DDP's bucket copies, 2.8 %; 0.030 and 0.16505 before)
     options = [_option("network", 0.20), _option("settings", free_gain)]
     text, _ = _recommend(_ctx(), options)
     assert text.startswith("Double the batch" if free_wins else "Upgrade the inter-server")
