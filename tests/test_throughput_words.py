@@ -31,11 +31,14 @@ def _table(out: str, head: str) -> list[str]:
 
 
 def test_predict_column_holds_from_one_to_100000_devices(capsys):
-    """The default profile at 1, 8 and 100,000 devices; the last row reads 12,700,000 (12,610,000
-    before session 48: the straggler stretch, docs/model.md §3, hides the exchange behind the last
-    device's backward, s = 1 + 3.193 ms / 55.17 ms = 1.0579, so of T_b = 36.78 ms the exchange's
-    tail (after the first two buckets, 27.26 of 672 MB) hides (s - 1) T_b (1 - 27.26/672) x
-    (1 - contention 0.159) = 1.717 ms more: a 253.69 ms step 251.97 ms, 3.2e6 / 0.25197 s)."""
+    """The default profile at 1, 8 and 100,000 devices; the last row reads 12,610,000: DDP's
+    bucket copies (session 56, docs/model.md §4), 336e6 x 8 B / 1,555 GB/s = 1.73 ms of compute
+    (61.65 -> 63.37 ms), make the step 253.70 ms, 3.2e6 / 0.25370 s = 12,613,443. It read
+    12,700,000 in sessions 48-55 and 12,610,000 before: session 48's straggler stretch,
+    docs/model.md §3, hides the exchange behind the last device's backward, s = 1 + 3.193 ms /
+    55.17 ms = 1.0579, so of T_b = 36.78 ms the exchange's tail (after the first two buckets,
+    27.26 of 672 MB) hides (s - 1) T_b (1 - 27.26/672) x (1 - contention 0.159) = 1.717 ms more:
+    a 253.69 ms step 251.97 ms, 3.2e6 / 0.25197 s."""
     code, out, err = run_cli(capsys, ["predict", "--devices", "1,8,100000", "--json"])
     rows = json.loads(out)
     assert code == 0 and isinstance(rows[-1]["samples_per_s"], float)  # JSON stays raw
@@ -45,7 +48,7 @@ def test_predict_column_holds_from_one_to_100000_devices(capsys):
     assert len({len(line) for line in table}) == 1  # every row as wide as the header
     cells = [line[:end].split()[-1] for line in table[1:]]
     assert cells == [throughput(r["samples_per_s"]) for r in rows]
-    assert cells[-1] == "12,700,000" and all("e" not in c for c in cells)
+    assert cells[-1] == "12,610,000" and all("e" not in c for c in cells)
 
 
 def test_plan_writes_tokens_per_s_without_an_exponent(capsys):
