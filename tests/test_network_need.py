@@ -86,7 +86,10 @@ def test_goal_names_the_least_bandwidth_and_a_plan_meets_there_and_none_just_bel
     session 48: the straggler stretch, docs/model.md §3, hides the exchange of the plan that
     meets, DDP on 1,016 devices at micro-batch 16, behind the last device's backward, s = 1 +
     1.182 ms / 27.58 ms = 1.0428: (s - 1) T_b (1 - 27.26/672 MB) (1 - contention 0.159) =
-    0.636 ms less a step at 68.8 GB/s, so a lower bandwidth reaches the same deadline's step)."""
+    0.636 ms less a step at 68.8 GB/s, so a lower bandwidth reaches the same deadline's step).
+    It is 73.0 GB/s since session 56: DDP's bucket copies, 336e6 x 8 B / 1,555 GB/s = 1.73 ms,
+    join that plan's compute (34.07 -> 35.79 ms), so its exchange must be 1.73 ms shorter for
+    the same 50.05 ms step: 30.63 ms of all-reduce at 66.7 GB/s, 28.90 at 73.0."""
     profile, base = default_profile(), Scenario(train_samples=2e9, critical_batch_size=4096.0)
     answer = seek(profile, base, 8 * 3600.0, 40_000, max_devices=1024)
     need = answer.network_need
@@ -98,8 +101,8 @@ def test_goal_names_the_least_bandwidth_and_a_plan_meets_there_and_none_just_bel
     assert at.best is not None and below.best is None
     assert answer.need_sentence.startswith(
         "Least inter-server network with which a plan meets the goal (on today's servers and "
-        "billing, the devices' money alone, the network's price not counted): 66.7 GB/s busbw "
-        "(556 Gb/s line rate per server")
+        "billing, the devices' money alone, the network's price not counted): 73 GB/s busbw "
+        "(608 Gb/s line rate per server")
 
 
 def test_goal_says_what_bounds_it_where_no_network_reaches_it(capsys):
@@ -142,8 +145,8 @@ def test_decide_says_the_bandwidth_past_which_a_faster_network_gains_under_the_e
 
 def test_the_apps_goal_tab_says_goals_least_network():
     """The planner's Goal tab (README's goal: 2e9 samples, critical batch 4,096, 8 h, $40,000)
-    shows the sentence goal prints, from the same search (66.7 GB/s; 68.8 before session 48's
-    straggler stretch, as the test above derives)."""
+    shows the sentence goal prints, from the same search (73.0 GB/s; 66.7 before session 56's
+    DDP bucket copies, 68.8 before session 48's straggler stretch, as the test above derives)."""
     from app_harness import open_app
     from scalesim.app.markdown_text import escape_markdown
 
@@ -151,5 +154,5 @@ def test_the_apps_goal_tab_says_goals_least_network():
                    "tab": "goal"})
     answer = seek(default_profile(), Scenario(train_samples=2e9, critical_batch_size=4096.0),
                   8 * 3600.0, 40_000)
-    assert "66.7 GB/s busbw" in answer.need_sentence
+    assert "): 73 GB/s busbw (608 Gb/s" in answer.need_sentence
     assert escape_markdown(answer.need_sentence) in [m.value for m in at.markdown]
