@@ -93,12 +93,15 @@ def test_whole_dgx1_servers_keep_the_whole_figure_and_every_upgrade_is_enough():
 
 
 def test_the_default_a2_highgpu_needs_40_and_efa_is_enough():
-    """16 A100 on two a2-highgpu-8g over one 100 Gb/s NIC: 40.3 GB/s busbw (as before), EFA's
+    """16 A100 on two a2-highgpu-8g over one 100 Gb/s NIC: 41.4 GB/s busbw, EFA's
     48 (4 x 100 x 0.96) at 6 us is enough; one GPU of each server reaches all of today's one
-    NIC (share 1) but one of EFA's four, 12: not enough there."""
+    NIC (share 1) but one of EFA's four, 12: not enough there. 40.3 before session 56: the step
+    may exceed the unlimited network's by the model's error, 0.030 x 64.43 ms = 1.933 ms then;
+    DDP's bucket copies (336e6 x 8 B / 1,555 GB/s = 1.73 ms) make that step 66.15 ms and the
+    validation's median 2.8 %, so 0.028 x 66.15 = 1.852 ms: a little less exchange may show."""
     profile = default_profile()
     need, _ = _verdicts_agree_with_predict(profile, Scenario(devices=[16]), 16)
-    assert f"{need.busbw_GBps:.3g}" == "40.3"
+    assert f"{need.busbw_GBps:.3g}" == "41.4"
     assert {u.name: u.enough for u in need.upgrades}[EFA]
     one, _ = _verdicts_agree_with_predict(profile, Scenario(devices=[16], devices_per_node=1), 16)
     assert one.nic_share == 1.0
