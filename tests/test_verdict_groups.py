@@ -211,21 +211,30 @@ def test_remedies_under_no_first_one_are_headed_remedies_not_other_remedies():
 
     # at one gradient size, the nominal 1 GB (as 4-byte parameters): without a parameter count
     # the smaller batch depends on the size (session 44,
-    # test_the_diagnose_page_says_why_there_is_no_first_remedy)
-    report = diagnose_runs(parse_runs_text(cases.to_csv(cases.below_noise_scale()), "runs.csv"),
+    # test_the_diagnose_page_says_why_there_is_no_first_remedy).
+    # Session 56: at B_noise 25,000, not 20,000. The runs, made by the model, now carry DDP's
+    # bucket copies on 2 devices and more (25.6e6 x 8 B / 2,039 GB/s = 0.10 ms of a 19.1 ms
+    # step), which the runs fit (no optimizer step, so no copies) writes as exchange; the
+    # smaller batch's gain at 20,000 became +3.1 %, over the model's median error (2.8 % since
+    # the same session), a first-remedy-sized gain that no longer tests this line. At 25,000
+    # samples to quality fall less with the batch ((256 + 25,000) / (1,024 + 25,000) = -2.95 %
+    # against -3.65 %): +2.4 %, under the error as session 20's +2.5 % was under 3.0 %.
+    rows = cases.below_noise_scale(b_noise=25000.0)
+    report = diagnose_runs(parse_runs_text(cases.to_csv(rows), "runs.csv"),
                            params=NOMINAL_GRADIENT_BYTES / 4.0)
     assert report.first_remedy is None and [r.key for r in report.remedies if r.helps] == [
         "smaller_batch"]
     text = render_text(report)
     # session 20: its +2.5 % is under the model's median error (3.0 %), and the line says so
-    assert "First remedy to try: none is predicted to gain 3.0% or more (the model's median " \
+    # (session 56: +2.4 % at B_noise 25,000, under 2.8 %)
+    assert "First remedy to try: none is predicted to gain 2.8% or more (the model's median " \
            "error), so none is told apart from running as today; those below gain less" in text
     groups = _groups(text)
     assert list(groups)[0] == "Remedies" and "Other remedies" not in groups
     assert "Shrink the global batch" in groups["Remedies"][0]
     assert "Other remedies" not in text and "none of the seed remedies" not in text
     html = diagnosis_html(report, None)
-    assert "<b>First remedy to try:</b> none is predicted to gain 3.0% or more" in html
+    assert "<b>First remedy to try:</b> none is predicted to gain 2.8% or more" in html
     assert "Other remedies" not in html
     # with a first remedy said, the rest are the other remedies
     assert verdict_group("remedy", True) == "Other remedies"
@@ -252,8 +261,9 @@ def test_the_diagnose_page_says_why_there_is_no_first_remedy():
 def test_no_remedy_under_the_model_s_error_is_named_first(tmp_path, capsys, monkeypatch):
     """Runs that scale well (98 % at 8 devices): after session 20's converged fit a faster
     network gained +0.08 % and was named "First remedy ... +0%". A first remedy gains at least
-    the model's median error (3.0 % on a data-parallel fit); under it none is named, and the line
-    says why, while the remedies stay listed under "Remedies" with their gains."""
+    the model's median error (3.0 % on a data-parallel fit; 2.8 % since session 56's DDP bucket
+    copies in the validation); under it none is named, and the line says why, while the remedies
+    stay listed under "Remedies" with their gains."""
     from diagnose_cases import scales_well, to_csv
 
     from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR
@@ -269,6 +279,6 @@ def test_no_remedy_under_the_model_s_error_is_named_first(tmp_path, capsys, monk
     assert report["first_remedy"] is None and report["decisive_gain"] == DATA_PARALLEL_MEDIAN_ERROR
     assert main(["diagnose", str(path)]) == 0
     out = capsys.readouterr().out
-    assert ("First remedy to try: none is predicted to gain 3.0% or more (the model's median "
+    assert ("First remedy to try: none is predicted to gain 2.8% or more (the model's median "
             "error)") in out, out
     assert "\nRemedies (model, applied alone):" in out and "Other remedies" not in out, out
