@@ -127,10 +127,10 @@ def test_the_first_remedy_is_the_best_on_the_figure_shown():
     assert shown_gain(first) == pytest.approx(big.objective_gain)
 
 
-@pytest.mark.parametrize("gain, objective, named", [(0.05, 0.029, False), (0.0, 0.031, True)])
+@pytest.mark.parametrize("gain, objective, named", [(0.05, 0.027, False), (0.0, 0.029, True)])
 def test_the_first_remedy_threshold_compares_the_figure_shown(monkeypatch, gain, objective, named):
-    """The model's median error (3.0 %) is compared with the gain on the verdict's measure, not
-    the throughput gain beside it."""
+    """The model's median error (2.8 %; 3.0 % before session 56) is compared with the gain on
+    the verdict's measure, not the throughput gain beside it."""
     import scalesim.remedies
 
     def ranked(*_, **__):

@@ -315,8 +315,9 @@ def test_split_the_model_is_offered_from_the_share_a_split_could_gain(gpt, monke
 
 
 @pytest.mark.parametrize("drop, layouts, knee", [
-    (0.0300001, False, True), (0.0299, False, False),  # data parallel: 3.0 % median error
+    (0.0280001, False, True), (0.0279, False, False),  # data parallel: 2.8 % median error
     (0.0290001, True, True), (0.0289, True, False),    # a layout: 2.9 %
+    # (data parallel 3.0 % before session 56's DDP bucket copies in its validation)
 ])
 def test_the_knee_is_a_drop_of_at_least_the_models_median_error(drop, layouts, knee):
     from types import SimpleNamespace
@@ -328,7 +329,7 @@ def test_the_knee_is_a_drop_of_at_least_the_models_median_error(drop, layouts, k
                             dp=d if layouts else None, bubble_s=0.0, fits=True)
             for d, e in ((2, 1.0), (4, 1.0 - drop))]
     assert (knee_of_predictions(rows) is not None) is knee
-    assert (find_knee([2, 4], [1, 1], [1.0, 1.0 - drop]) is not None) is (drop >= 0.03)
+    assert (find_knee([2, 4], [1, 1], [1.0, 1.0 - drop]) is not None) is (drop >= 0.028)
 
 
 def test_no_knee_says_the_least_drop_it_looked_for(gpt):
@@ -336,6 +337,6 @@ def test_no_knee_says_the_least_drop_it_looked_for(gpt):
 
     rows = predict(gpt, Scenario(devices=[8, 16]))
     assert least_drop_of(rows) == 0.029 and least_drop_of(predict(default_profile(), Scenario(
-        devices=[8, 16]))) == 0.030
+        devices=[8, 16]))) == 0.028  # 0.030 before session 56
     assert no_knee_words(0.029, "rows") == ("efficiency never drops by 2.9 points (the model's "
                                             "median error) between rows")
