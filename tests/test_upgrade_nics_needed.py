@@ -43,10 +43,14 @@ def test_the_words_by_hand():
 
 def test_decide_goal_and_the_remedy_say_it_for_a_dgx1(capsys):
     profile = profile_from_presets(get_hardware("dgx1-v100"), get_workload("bert-large"))
-    scenario = Scenario(devices=[32], micro_batch=4)  # the card shows the network here
+    # the card shows the network here: micro-batch 2 since session 56 (at 4, DDP's bucket copies,
+    # 336e6 x 8 B / 900 GB/s = 2.99 ms a step, made ZeRO-1's layout, which has none, +55.2 %
+    # against the network's +48.1 %, and the card's best 3 left the network out; at 2 the
+    # network's +54.4 % leads ZeRO-1's +52.7 %)
+    scenario = Scenario(devices=[32], micro_batch=2)
     assert network_scenario(profile, scenario, UPGRADES_BY_KEY["ib-8x200"]).nics_needed == \
         DGX1_WORDS
-    assert main(["decide", "--hardware", "dgx1-v100", "--devices", "32", "--batch", "4",
+    assert main(["decide", "--hardware", "dgx1-v100", "--devices", "32", "--batch", "2",
                  "--json"]) == 0
     card = json.loads(capsys.readouterr().out)
     row = next(o for o in card["options"] if o["key"] == "network")
