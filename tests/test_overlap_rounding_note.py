@@ -89,7 +89,8 @@ def test_the_note_is_given_from_the_decisive_gain_and_not_inside_it(overlap):
     / 63.1 ms = -1.16 %, under half the decisive 3 % (2.8 % since session 56): no note. Made
     with it off (the fit still rounds to on): phi = 0.89, -(0.109 x 41.4 ms) / 70.0 ms =
     -6.44 %, over twice 2.8 %: the note, with that figure. Both sit inside the blend, so the
-    threshold alone decides. (Session 49: this replaced the seed's inter-server runs, whose misses, -2.82 % at their own size and
+    threshold alone decides. (Session 49: this replaced the seed's inter-server runs, whose
+    misses, -2.82 % at their own size and
     -3.07 % without --params, sat a hair either side of 3 % and crossed it under session 48's
     straggler stretch.)"""
     report = _made(overlap)
