@@ -269,9 +269,6 @@ def evaluate_alone(inp: StepInputs) -> StepResult:
                                           inp.reduce_bytes_per_param, ranks=p)
     reduce_bytes = reduce_bytes_per_param_of(strategy, framework, inp.wire_bytes_per_param,
                                              inp.grad_bytes_per_param, inp.reduce_bytes_per_param)
-    # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/s of the parameters; the
-    # given step swept 2 w_param + w_grad + 2 K bytes a parameter, this one the framework's
-    # (Megatron-Core's fp32 main grads, FSDP's fp32 shards: memory.optimizer_traffic_ratio, §4)
     # PyTorch DDP's bucket copies on p > 1 at the device's memory bandwidth; where it is not
     # given (NaN), at the rate of the optimizer sweep, inside its traffic ratio (§4)
     bandwidth = _as(inp.memory_bandwidth_GBps)
@@ -279,6 +276,9 @@ def evaluate_alone(inp: StepInputs) -> StepResult:
     copies = ddp_bucket_copies_s(strategy, framework, inp.grad_bytes_per_param,
                                  inp.reduce_bytes_per_param, ranks=p, params=inp.params,
                                  memory_bandwidth_GBps=np.where(at_sweep, np.inf, bandwidth))
+    # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/s of the parameters; the
+    # given step swept 2 w_param + w_grad + 2 K bytes a parameter, this one the framework's
+    # (Megatron-Core's fp32 main grads, FSDP's fp32 shards: memory.optimizer_traffic_ratio, §4)
     optimizer = (_as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, _as(shard), 1.0)
                  * optimizer_traffic_ratio(strategy, framework, inp.param_bytes_per_param,
                                            inp.grad_bytes_per_param, inp.optimizer_bytes_per_param,
