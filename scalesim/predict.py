@@ -36,6 +36,7 @@ from scalesim.model.quality import samples_to_quality
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, evaluate_scaling
 from scalesim.presets import partial_server_inter_busbw_GBps
+from scalesim.profiles import device_bandwidth_GBps
 from scalesim.schemas import Hardware, LinkLevel, Profile, Scenario
 from scalesim.training_time import resolve_goal, run_time_s, whole_steps
 
@@ -379,8 +380,9 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
                                           profile.compute.colocated_devices),
         optimizer_step_s=optimizer_alone_s,
         per_step_s=profile.compute.per_step_s,
-        # DDP's bucket copies at it (NaN: not known, at the optimizer sweep's rate, §4)
-        memory_bandwidth_GBps=_pick(hw.memory_bandwidth_GBps, np.nan),
+        # DDP's bucket copies at the device's (the layout path's: its record's, the datasheet's,
+        # a block calibration's); NaN: none known, at the optimizer sweep's rate (§4)
+        memory_bandwidth_GBps=_pick(device_bandwidth_GBps(profile), np.nan),
         fetch_s=profile.compute.fetch_s,
         backward_fraction=wl.backward_fraction,
         bubble_micro_steps=wl.pipeline_bubble_micro_steps,

@@ -28,11 +28,11 @@ def test_four_processes_on_two_cores_are_said_to_time_share_them(capsys, tmp_pat
     one, four = predict(profile, scenario)
     # the rows' linear factor: 1 + 0.1 / (2 - 1) x (4 - 1) = 1.30, not the >= 2 of time-sharing;
     # the 4 processes' DDP also pays its bucket copies (docs/model.md §4: 336e6 x 4 x 2 B at
-    # 1,555 GB/s = 1.729 ms, none on one process), co-located as the rest (one process alone is
-    # the pair's time / 1.1): 1.30 x (1 + 1.729 / 61.64) = 1.336
+    # 1,555 GB/s = 1.729 ms, none on one process), at the datasheet's rate, not co-located (one
+    # process alone is the pair's time / 1.1, 56.04 ms): 1.30 + 1.729 / 56.04 = 1.331
     copies_s = 336e6 * 4 * 2 / 1555e9
     assert four.compute_s / one.compute_s == pytest.approx(
-        1.30 * (1 + copies_s / (1.1 * one.compute_s)), rel=1e-9)
+        1.30 + copies_s / one.compute_s, rel=1e-9)
     note = cores_shared_note(profile, scenario)
     assert note == (
         "4 processes per host: their compute extrapolates the co-location slowdown of the 2 "

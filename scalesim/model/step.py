@@ -284,7 +284,7 @@ def evaluate_alone(inp: StepInputs) -> StepResult:
                                            inp.grad_bytes_per_param, inp.optimizer_bytes_per_param,
                                            inp.reduce_bytes_per_param,
                                            ranks=np.where(at_sweep, p, 1.0))
-                 + copies * shared)
+                 + copies)  # at the datasheet's rate, as the layout path: not co-location-slowed
     # each micro-step's fetch before its forward: serial, outside the passes above (§1)
     compute = k * (micro + _as(inp.fetch_s)) + optimizer + _as(inp.per_step_s)
     bubble = _as(inp.bubble_micro_steps) * micro  # a pipelined replica's fill and drain
