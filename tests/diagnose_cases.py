@@ -137,12 +137,15 @@ def below_noise_scale(b_noise: float = 20000.0):
     return _rows(profile, Scenario(devices=[1, 2, 4, 8, 16], micro_batch=64), extra)
 
 
-def small_work():
-    """Fixed global batch with a 30 ms fixed cost per micro-step: per-sample time rises."""
+def small_work(zero_framework: str = "fsdp"):
+    """Fixed global batch with a 30 ms fixed cost per micro-step: per-sample time rises.
+    ``zero_framework`` "deepspeed": made in DeepSpeed's stage 0, without PyTorch DDP's bucket
+    copies (0.2 ms a step on 2 devices or more, docs/model.md §4)."""
     profile = _profile("dgx-a100", "resnet50")
     profile = profile.model_copy(update={"compute": ComputeCurve(overhead_s=0.03,
                                                                  per_sample_s=0.0005)})
-    return _rows(profile, Scenario(devices=[1, 2, 4, 8], global_batch=512))
+    return _rows(profile, Scenario(devices=[1, 2, 4, 8], global_batch=512,
+                                   zero_framework=zero_framework))
 
 
 def scales_well():

@@ -753,8 +753,9 @@ def test_throughputs_past_ten_thousand_are_written_whole_not_in_e_notation(capsy
     # 34,490 [30,540 .. 38,510] before session 56's DDP bucket copies: the runs pay 1.73 ms a
     # step on 2-32 devices (336e6 x 8 B / 1,555 GB/s, docs/model.md §4), -0.7 % at the 256
     # devices' 237.5 ms step, which the fit (no memory bandwidth: it cannot price them) carries
-    # on as -0.6 %
-    assert "34,290 samples/s [30,480 .. 38,560]" in line, line
+    # on as -0.6 % ([30,480 .. 38,560] at the 3.0 % median error; its 2.8 %, session 56,
+    # narrows the band the noise draws)
+    assert "34,290 samples/s [31,080 .. 39,050]" in line, line
     assert "e+" not in text, text
 
 

@@ -81,7 +81,8 @@ def test_a_cause_resting_on_a_held_parameter_names_its_rival_and_the_band_holds_
     Since session 56 the runs on 2 and 4 devices pay DDP's bucket copies (336e6 x 8 B /
     2,039 GB/s = 1.32 ms, docs/model.md §4; 8 and more are paced by the loader): the start
     value, half the median run, 82.7 -> 83.0 ms (half the 4-device run's 1.3 ms over two),
-    the top 99.4 -> 98.9 ms, 37 % / 6 % as fitted, 48 % / 0 % at the top; the true loader gain
+    the top 99.4 -> 98.9 ms (98.2 ms at the median error of 2.8 % the copies gave the
+    validation, not 3.0 %), 37 % / 6 % as fitted, 48 % / 0 % at the top; the true loader gain
     at 32 devices +78.1 -> +76.1 % (its fixed step, ~121 ms, pays the 1.32 ms)."""
     report = diagnose_runs(_runs(0.03), 336e6)
     cause = report.cause
@@ -90,7 +91,7 @@ def test_a_cause_resting_on_a_held_parameter_names_its_rival_and_the_band_holds_
                            "tell which")
     assert cause.evidence[0].startswith(
         "which part loses most rests on the inter-server gradient transfer, which no run shows "
-        "(held at its start value, 83 ms): anything up to 98.9 ms fits the runs")
+        "(held at its start value, 83 ms): anything up to 98.2 ms fits the runs")
     loader = next(r for r in report.remedies if r.key == "loader")
     truth = _true_loader_gain()
     assert truth == pytest.approx(0.761, abs=0.01)  # 0.78 before session 56's copies
@@ -99,7 +100,7 @@ def test_a_cause_resting_on_a_held_parameter_names_its_rival_and_the_band_holds_
     assert loader.gain_low <= loader.objective_gain < 0.1
     assert loader.gain_low <= truth <= loader.gain_high
     held = report.details["fit"]["held_range"]["inter_transfer_s"]
-    assert held[1] == pytest.approx(0.0994, abs=5e-4)
+    assert held[1] == pytest.approx(0.0982, abs=5e-4)  # 0.0994 before session 56
     assert "these runs cannot tell which" in report.to_text()
 
 

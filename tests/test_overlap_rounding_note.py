@@ -57,7 +57,12 @@ def test_a_blended_overlap_the_scenario_cannot_run_is_said():
 
 @pytest.mark.parametrize("case", ["input_pipeline", "small_work"])
 def test_runs_whose_scenario_gives_the_fits_step_get_no_note(case):
-    report = cases.diagnosis(case)
+    if case == "small_work":  # made without DDP's bucket copies (the module's note): resnet50's
+        # 25.6e6 x 16 B / 2,039 GB/s = 0.2 ms on 2-8 devices fit as a 95 % overlapped exchange
+        runs = parse_runs_text(cases.to_csv(cases.small_work("deepspeed")), "runs.csv")
+        report = diagnose_runs(runs)
+    else:
+        report = cases.diagnosis(case)
     assert not [n for n in report.notes if n.startswith(NOTE)]
 
 
