@@ -65,7 +65,7 @@ from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import GIB_BYTES, sig3
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.model import collectives as coll
-from scalesim.model.memory import STRATEGIES
+from scalesim.model.memory import STRATEGIES, ddp_bucket_copies_s
 from scalesim.model.overlap import OVERLAPPED_SHARE
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, StepResult, evaluate
@@ -297,6 +297,18 @@ class FitResult:
 
 
 _LOG = {"per_sample_s", "overhead_s", "intra_transfer_s", "inter_transfer_s", "node_loader_samples_per_s"}
+def ddp_copies_s(fit: FitResult) -> np.ndarray:
+    """PyTorch DDP's bucket copies in each measured run's step as the fit charged them to its
+    compute, s (``memory.ddp_bucket_copies_s`` at ``RunsExchange.memory_bandwidth_GBps``); 0
+    where that bandwidth is not known (the fit then reads them as exchange)."""
+    if fit.exchange.memory_bandwidth_GBps is None:
+        return np.zeros(len(fit.layout.devices))
+    x = step_inputs(fit.values, fit.layout, fit.gradient_bytes, True, fit.exchange)
+    return ddp_bucket_copies_s(x.strategy, x.framework, x.grad_bytes_per_param,
+                               x.reduce_bytes_per_param, ranks=x.devices, params=x.params,
+                               memory_bandwidth_GBps=x.memory_bandwidth_GBps)
+
+
 # Parameters with no prior of their own, held by the tie-break prior where the runs cannot show
 # them; in the words of the fit's note.
 TIED_WORDS = {
@@ -1209,7 +1221,10 @@ def fitted_profile(
     g_last = last.devices // last.nodes
     supply_per_device = clip("samples_per_s", v["node_loader_samples_per_s"] / g_last)
     limiting = float(fit.breakdown.data_stall_s[-1]) > 0.0
-    device = {"device_name": runs.device_name, "device_memory_bytes": 1e15}
+    device = {"device_name": runs.device_name, "device_memory_bytes": 1e15,
+              # the bandwidth the fit priced DDP's bucket copies at (the runs' device column's
+              # GPU), so the remedies' predictions charge them as the fit did (§4)
+              "memory_bandwidth_GBps": fit.exchange.memory_bandwidth_GBps}
     if model is not None:
         device = {
             "device_name": model.gpu,

@@ -666,9 +666,15 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             f" {KNOB.workload} gives the runs' parameter count and MFU; the remedies are the "
             "replicas' (which other split is faster is scalesim plan --workload's question)."))
     exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
-    if transformer is not None:  # its layers; its GPU's bandwidth prices DDP's bucket copies
+    # DDP's bucket copies are priced a step at a GPU's bandwidth: --gpu's, else the device
+    # column's; not where a step's work is unknown (no batch column: times per unit of work)
+    if transformer is not None:  # its layers
         exchange = replace(exchange, blocks=transformer.shape.layers,
-                           memory_bandwidth_GBps=transformer.memory_bandwidth_GBps)
+                           memory_bandwidth_GBps=(transformer.memory_bandwidth_GBps
+                                                  if runs.batch_known else None))
+    elif params is not None and runs.batch_known and not measured.replica_split:
+        exchange = replace(exchange, memory_bandwidth_GBps=device_column_bandwidth_GBps(
+            measured, exchange.memory_bandwidth_GBps))
     exchange, extrapolate_to, shard_note = _runs_shard_group(runs, measured, exchange,
                                                              extrapolate_to)
     sc = scaling(runs)
@@ -1048,6 +1054,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     gathered = _gathered_note(profile.workload, exchange, fit.params_known)
     if gathered:
         notes.append(gathered)
+    notes.extend(_copies_note(fit, f"{as_literal(transformer.gpu)} ({KNOB.gpu})"
+                              if transformer is not None else
+                              f"{as_literal(_device_column(measured))} (the runs' device column)",
+                              words))
     if not fit.params_known:
         notes.append(knob_refusal(
             f"no {KNOB.params}: link speeds are reported as gradient transfer times, and the "
@@ -1082,6 +1092,44 @@ def _refit_words(fit, refit, wait_s: float, micro_steps: int, words: Nouns) -> s
             f"runs with each run's wait a fetch before each micro-step: compute "
             f"{compute(refit.values)} beside the fetch, where the fit above, the wait in its "
             f"compute, gives {compute(fit.values)}")
+
+
+def device_column_bandwidth_GBps(runs, given: float | None) -> float | None:
+    """The memory bandwidth that prices PyTorch DDP's bucket copies in a fit of ``runs``
+    without --workload, GB/s: ``given`` (an exchange that states it), else the datasheet's of
+    the GPU the runs' ``device`` column names (``presets.memory_bandwidth_of``: 'NVIDIA
+    A100-SXM4-80GB', as torch.cuda.get_device_name and nvidia-smi spell it), else None: a CPU's,
+    an unlisted GPU's or no column (the fit then reads the copies as exchange)."""
+    from scalesim.presets import memory_bandwidth_of
+
+    name = _device_column(runs)
+    if given is not None or not name or runs.nouns.cpu:
+        return given
+    listed = memory_bandwidth_of(name)
+    return None if listed is None else listed[0]
+
+
+def _device_column(runs) -> str:
+    """The one name the runs' ``device`` column gives ('' without one)."""
+    names = {r.device for r in runs.rows if r.device}
+    return names.pop() if len(names) == 1 else ""
+
+
+def _copies_note(fit, device: str, words: Nouns) -> list[str]:
+    """What the fit charged PyTorch DDP's bucket copies of the runs' gradients (each into its
+    bucket and back: ``fit_runs.ddp_copies_s``) at the memory bandwidth of ``device`` (its
+    name and where it was given); [] where it charged none."""
+    from scalesim.fit_runs import ddp_copies_s
+
+    copies = ddp_copies_s(fit)
+    if not np.any(copies > 0.0):
+        return []
+    n = int(fit.layout.devices[-1])
+    return [knob_refusal(
+        "PyTorch DDP's bucket copies (each gradient into its all-reduce bucket and back, "
+        f"docs/model.md §4) are charged to compute at the "
+        f"{fit.exchange.memory_bandwidth_GBps:,.0f} GB/s datasheet memory bandwidth of {device}: "
+        f"{milliseconds(float(copies[-1]))} a step at {words.count(n)}, not read as exchange")]
 
 
 def _gathered_note(workload, exchange, params_known: bool) -> str:

@@ -1,0 +1,91 @@
+"""Diagnose prices PyTorch DDP's bucket copies (docs/model.md §4 "Their copies, in time") at the
+datasheet memory bandwidth of the GPU the runs' ``device`` column names, as it does for
+``--workload --gpu``; a CPU, an unlisted GPU, no column or no batch leaves them in the fitted
+exchange, as before."""
+
+from __future__ import annotations
+
+import diagnose_cases as cases
+import pytest
+
+from scalesim.fit_runs import ddp_copies_s, fit_runs
+from scalesim.profiles import default_profile
+from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import device_column_bandwidth_GBps, diagnose_runs
+from scalesim.schemas import Scenario
+
+PARAMS = 336e6  # the default profile's BERT-large, fp16 gradients (2 bytes each)
+A100_40GB_GBPS = 1555.0  # NVIDIA A100 datasheet
+# 2 copies (into the bucket, back) × (read + write) × 2 bytes of fp16 bucket = 8 bytes a param
+COPIES_S = PARAMS * 8.0 / (A100_40GB_GBPS * 1e9)  # 1.7286 ms
+
+
+@pytest.fixture(scope="module")
+def rows():
+    """BERT-large at 32 a GPU on 1-32 A100 40GB of a2-highgpu-8g, as predict gives them: the
+    default profile charges the copies at 1,555 GB/s on every multi-GPU run."""
+    return cases._rows(default_profile(), Scenario(devices=[1, 2, 4, 8, 16, 32], micro_batch=32))
+
+
+def _runs(rows, device=None, drop=()):
+    extra = {} if device is None else {"device": device}
+    return parse_runs_text(cases.to_csv([{**{k: v for k, v in r.items() if k not in drop},
+                                          **extra} for r in rows]), "runs.csv")
+
+
+def _copies_notes(report):
+    return [n for n in report.notes if "bucket copies" in n]
+
+
+def test_the_device_column_names_the_bandwidth(rows):
+    assert COPIES_S == pytest.approx(1.7286e-3, rel=1e-4)
+    runs = _runs(rows, "NVIDIA A100-SXM4-40GB")
+    assert device_column_bandwidth_GBps(runs, None) == A100_40GB_GBPS
+    assert device_column_bandwidth_GBps(runs, 900.0) == 900.0  # an exchange that states one
+    report = diagnose_runs(runs, PARAMS, 2.0)
+    [note] = _copies_notes(report)
+    assert "1,555 GB/s datasheet memory bandwidth of NVIDIA A100-SXM4-40GB" in note
+    assert "1.73 ms a step at 32 devices" in note
+    # the fitted profile carries it, so the remedies charge the copies as the fit did
+    assert report.details["fitted_profile"]["hardware"]["memory_bandwidth_GBps"] == A100_40GB_GBPS
+
+
+def test_the_fit_charges_them_on_multi_device_runs_only(rows):
+    from scalesim.fit_runs import RunsExchange
+
+    runs = _runs(rows, "NVIDIA A100-SXM4-40GB")
+    fit = fit_runs(runs, PARAMS, 2.0, RunsExchange(wire_bytes_per_param=2.0,
+                                                   memory_bandwidth_GBps=A100_40GB_GBPS))
+    copies = ddp_copies_s(fit)
+    assert copies[0] == 0.0  # one GPU runs no DDP
+    assert copies[1:] == pytest.approx([COPIES_S] * 5, rel=1e-9)
+    assert ddp_copies_s(fit_runs(runs, PARAMS, 2.0)).tolist() == [0.0] * 6  # not known: none
+
+
+def test_pricing_them_recovers_the_runs_compute_better(rows):
+    """The runs were made with the copies at 1,555 GB/s: the fit that prices them there misses
+    the runs by less than the one that reads them as exchange."""
+    plain = diagnose_runs(_runs(rows), PARAMS, 2.0)
+    priced = diagnose_runs(_runs(rows, "NVIDIA A100-SXM4-40GB"), PARAMS, 2.0)
+    assert _copies_notes(plain) == []
+    assert plain.details["fitted_profile"]["hardware"]["memory_bandwidth_GBps"] is None
+    truth = default_profile().compute.per_sample_s
+    per_sample = [r.details["fitted_profile"]["compute"]["per_sample_s"] for r in (plain, priced)]
+    assert abs(per_sample[1] / truth - 1) < abs(per_sample[0] / truth - 1)
+
+
+@pytest.mark.parametrize("device", ["cpu", "NVIDIA Graphics Device", ""])
+def test_no_listed_gpu_prices_none(rows, device):
+    runs = _runs(rows, device or None)
+    assert device_column_bandwidth_GBps(runs, None) is None
+    assert _copies_notes(diagnose_runs(runs, PARAMS, 2.0)) == []
+
+
+def test_without_params_or_a_batch_none_are_priced(rows):
+    """Without --params the gradient is nominal; without a batch column a step's times are per
+    unit of work: a step's copies have no place in either."""
+    named = _runs(rows, "NVIDIA A100-SXM4-40GB")
+    assert _copies_notes(diagnose_runs(named, None, 2.0)) == []
+    unbatched = _runs(rows, "NVIDIA A100-SXM4-40GB", drop=("per_device_batch", "accumulation"))
+    assert not unbatched.batch_known
+    assert _copies_notes(diagnose_runs(unbatched, PARAMS, 2.0)) == []
