@@ -38,7 +38,7 @@ def _copies_notes(report):
 
 
 def test_the_device_column_names_the_bandwidth(rows):
-    assert COPIES_S == pytest.approx(1.7286e-3, rel=1e-4)
+    assert pytest.approx(1.7286e-3, rel=1e-4) == COPIES_S
     runs = _runs(rows, "NVIDIA A100-SXM4-40GB")
     assert device_column_bandwidth_GBps(runs, None) == A100_40GB_GBPS
     assert device_column_bandwidth_GBps(runs, 900.0) == 900.0  # an exchange that states one
