@@ -34,7 +34,7 @@ from scalesim.figures import count, rate
 from scalesim.jsonio import newer_version, parse_model, read_json, version_text
 from scalesim.layout import knob_refusal, knob_value_refusal
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
-from scalesim.model.memory import STRATEGIES, optimizer_traffic_ratio
+from scalesim.model.memory import STRATEGIES, ddp_bucket_copies_s, optimizer_traffic_ratio
 from scalesim.model.sharding import FSDP
 from scalesim.precision import PUBLISHED_RUN
 from scalesim.schemas import (
@@ -133,9 +133,11 @@ def _reference_system(ref: ReferenceThroughput, hardware: Hardware) -> Hardware:
 
 
 def reference_run_step_s(ref: ReferenceThroughput, workload: Workload, system: Hardware,
-                         per_sample_s, optimizer_s: float):
+                         per_sample_s, optimizer_s: float, bandwidth_GBps: float | None = None):
     """Modelled step time of the reference run, s, for each ``per_sample_s`` (array or scalar;
-    overhead 0) with optimizer step ``optimizer_s``, on the run's devices, strategy and batch."""
+    overhead 0) with optimizer step ``optimizer_s``, on the run's devices, strategy and batch;
+    PyTorch DDP's bucket copies at ``bandwidth_GBps``, the reference device's memory bandwidth
+    (None: not known, at the optimizer sweep's rate, as predict does)."""
     from scalesim.model.step import evaluate
     from scalesim.predict import scenario_inputs
 
@@ -147,21 +149,30 @@ def reference_run_step_s(ref: ReferenceThroughput, workload: Workload, system: H
                         micro_batch=ref.micro_batch, accumulation=ref.accumulation,
                         strategy=ref.strategy)
     inputs, _ = scenario_inputs(profile, scenario)
+    inputs = inputs.replace(memory_bandwidth_GBps=_nan_if_none(bandwidth_GBps))
     x = np.asarray(per_sample_s, dtype=float)
     step = np.asarray(evaluate(inputs.replace(per_sample_s=x.reshape(-1))).step_time_s)
     return step.reshape(x.shape) if x.ndim else float(step.reshape(-1)[0])
 
 
+def _nan_if_none(value: float | None) -> float:
+    return float("nan") if value is None else value
+
+
 def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, system: Hardware,
-                              optimizer_s: float) -> float:
+                              optimizer_s: float, bandwidth_GBps: float | None = None) -> float:
     """Forward+backward time per sample on the reference device, s, such that the reference
     run reproduces its published throughput.
 
     The run's step is ``micro_batch * accumulation / samples_per_s``. Without communication in
     the figure the step is compute and the optimizer step, sharded over the run's devices for
     ZeRO (it paid ``optimizer_s / devices``, not ``optimizer_s``):
-    ``per_sample = (step - optimizer_s / shards * r) / (micro_batch * accumulation)``, r the
-    default framework's sweep over the model's (``memory.optimizer_traffic_ratio``). With
+    ``per_sample = (step - optimizer_s / shards * r - t_copies) / (micro_batch * accumulation)``,
+    r the default framework's sweep over the model's (``memory.optimizer_traffic_ratio``),
+    t_copies PyTorch DDP's bucket copies on a run of more than one device at ``bandwidth_GBps``,
+    the reference device's memory bandwidth (``memory.ddp_bucket_copies_s``; None: not known,
+    they are in r at the sweep's rate), as the step model charges them whatever the optimizer
+    estimate (zeroed by ``OPTIMIZER_MAX_SHARE`` or not). With
     communication included (a cluster average) the model's step of that run (compute,
     optimizer, exposed communication, straggler wait), monotone in the per-sample time, is
     solved for it by bracketing on grids of 64 (one vectorised model call each) and
@@ -173,16 +184,25 @@ def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, syst
     if not ref.includes_communication:
         # the run's step under the default framework, as the step model pays it (Megatron-Core's
         # fp32 main grads, FSDP's fp32 shard: memory.optimizer_traffic_ratio, docs/model.md §4)
+        strategy, reduce = STRATEGIES[ref.strategy], workload.stated_reduce_bytes()
+        copies = 0.0 if bandwidth_GBps is None else float(ddp_bucket_copies_s(
+            strategy, FSDP, workload.grad_bytes_per_param, reduce, ranks=ref.devices,
+            params=workload.params, memory_bandwidth_GBps=bandwidth_GBps))
         swept = float(optimizer_traffic_ratio(
-            STRATEGIES[ref.strategy], FSDP, workload.param_bytes_per_param,
-            workload.grad_bytes_per_param, workload.optimizer_bytes_per_param,
-            workload.stated_reduce_bytes(), ranks=ref.devices))
-        return (step_s - optimizer_s / shards * swept) / samples
+            strategy, FSDP, workload.param_bytes_per_param, workload.grad_bytes_per_param,
+            workload.optimizer_bytes_per_param, reduce,
+            ranks=ref.devices if bandwidth_GBps is None else 1))
+        return (step_s - optimizer_s / shards * swept - copies) / samples
+
+    def run_step_s(per_sample_s):
+        return reference_run_step_s(ref, workload, system, per_sample_s, optimizer_s,
+                                    bandwidth_GBps)
+
     hi = step_s / samples
-    if reference_run_step_s(ref, workload, system, hi, optimizer_s) <= step_s:
+    if run_step_s(hi) <= step_s:
         return hi  # nothing of the run's step is left to communication
     lo = 0.0
-    if reference_run_step_s(ref, workload, system, lo, optimizer_s) >= step_s:
+    if run_step_s(lo) >= step_s:
         raise ScalesimError(
             f"reference of '{ref.device_name}' ({rate(ref.samples_per_s, workload.sample_unit)} "
             f"per device on {count(ref.devices, 'device')}): the modelled communication of that "
@@ -191,10 +211,10 @@ def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, syst
     # (one vectorised model evaluation each), then interpolate inside the last bracket.
     for _ in range(6):
         grid = np.linspace(lo, hi, 65)
-        above = reference_run_step_s(ref, workload, system, grid, optimizer_s) > step_s
+        above = run_step_s(grid) > step_s
         i = int(np.argmax(above))  # first grid point above the target (grid[-1] is)
         lo, hi = grid[i - 1], grid[i]
-    t_lo, t_hi = reference_run_step_s(ref, workload, system, np.array([lo, hi]), optimizer_s)
+    t_lo, t_hi = run_step_s(np.array([lo, hi]))
     return float(lo + (hi - lo) * (step_s - t_lo) / (t_hi - t_lo))
 
 
@@ -252,7 +272,9 @@ def compute_curve_from_reference(workload: Workload,
         step_s = ref.micro_batch * ref.accumulation / ref.samples_per_s
         if ref_optimizer_s / shards > OPTIMIZER_MAX_SHARE * step_s:
             ref_optimizer_s = 0.0  # the estimate would eat most of the measured step
-    per_sample_s = per_sample_from_reference(ref, workload, system, ref_optimizer_s)
+    # DDP's copies in the run at its device's bandwidth (§4), whatever its optimizer estimate
+    per_sample_s = per_sample_from_reference(ref, workload, system, ref_optimizer_s,
+                                             ref_bandwidth)
     optimizer_s = optimizer_estimate_s(workload, bandwidth) if ref_optimizer_s > 0 else 0.0
     if ref.includes_communication:
         note += (f"; a {ref.strategy} run on {count(ref.devices, 'device')} of {system.name}: its "

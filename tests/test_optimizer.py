@@ -117,6 +117,25 @@ def test_a_reference_without_communication_computes_its_published_step(strategy,
     assert run.compute_s == pytest.approx(0.4, rel=1e-12)
 
 
+def test_a_zeroed_optimizer_estimate_still_takes_out_the_runs_bucket_copies():
+    """100 samples/s at micro-batch 4 is a 0.04 s step: the 0.03 s optimizer estimate is over
+    OPTIMIZER_MAX_SHARE of it and is zeroed, but the run's 8 DDP ranks still copied their fp32
+    gradients into the buckets and back, 16 B x 1e9 / 1e12 B/s = 0.016 s at the device's
+    bandwidth, as the step model charges them: per_sample = (0.04 - 0.016) / 4 = 0.006 s, and
+    the run predicted back on its 8 devices computes its 0.04 s. Before session 57 the closed
+    form took the copies out at the optimizer sweep's rate, so with the estimate zeroed not at
+    all (0.01 s a sample, a 0.056 s step predicted back)."""
+    hw, wl = _toy(devices=8, includes_communication=False)
+    ref = wl.reference[0].model_copy(update={"samples_per_s": 100.0})
+    wl = wl.model_copy(update={"reference": [ref]})
+    curve, _ = compute_from_reference(wl, hw)
+    assert curve.optimizer_step_s == 0.0
+    assert curve.per_sample_s == pytest.approx(0.006, rel=1e-12)
+    profile = Profile(name="toy", hardware=hw, workload=wl, compute=curve)
+    (run,) = predict(profile, Scenario(devices=[8], micro_batch=4))
+    assert run.compute_s == pytest.approx(0.04, rel=1e-12)
+
+
 def test_gpt_7b_reference_is_the_declared_fsdp_run():
     """MPT-7B on 8 A100 80GB (llm-foundry): 3684 tokens/s per GPU, 16 x 2 sequences of 4096
     per device per step, FSDP full shard, activation checkpointing like the preset. Without
