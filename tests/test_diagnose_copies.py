@@ -89,3 +89,15 @@ def test_without_params_or_a_batch_none_are_priced(rows):
     unbatched = _runs(rows, "NVIDIA A100-SXM4-40GB", drop=("per_device_batch", "accumulation"))
     assert not unbatched.batch_known
     assert _copies_notes(diagnose_runs(unbatched, PARAMS, 2.0)) == []
+
+
+def test_with_workload_the_note_names_the_gpu_flag(rows):
+    """--workload --gpu prices them at the named GPU's bandwidth (session 56); the note says so
+    by the flag, which the Diagnose page writes as its control."""
+    from scalesim.runs_model import runs_model
+
+    model = runs_model("bert-large", "A100 40GB")
+    [note] = _copies_notes(diagnose_runs(_runs(rows), None, 2.0, transformer=model))
+    assert "1,555 GB/s datasheet memory bandwidth of A100 40GB (--gpu)" in note
+    copies_s = model.params * 8.0 / (A100_40GB_GBPS * 1e9)  # the preset's parameter count
+    assert f"{copies_s * 1e3:.3g} ms a step at 32 devices" in note
