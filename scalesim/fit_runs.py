@@ -297,16 +297,6 @@ class FitResult:
 
 
 _LOG = {"per_sample_s", "overhead_s", "intra_transfer_s", "inter_transfer_s", "node_loader_samples_per_s"}
-def ddp_copies_s(fit: FitResult) -> np.ndarray:
-    """PyTorch DDP's bucket copies in each measured run's step as the fit charged them to its
-    compute, s (``memory.ddp_bucket_copies_s`` at ``RunsExchange.memory_bandwidth_GBps``); 0
-    where that bandwidth is not known (the fit then reads them as exchange)."""
-    if fit.exchange.memory_bandwidth_GBps is None:
-        return np.zeros(len(fit.layout.devices))
-    x = step_inputs(fit.values, fit.layout, fit.gradient_bytes, True, fit.exchange)
-    return ddp_bucket_copies_s(x.strategy, x.framework, x.grad_bytes_per_param,
-                               x.reduce_bytes_per_param, ranks=x.devices, params=x.params,
-                               memory_bandwidth_GBps=x.memory_bandwidth_GBps)
 
 
 # Parameters with no prior of their own, held by the tie-break prior where the runs cannot show
@@ -356,6 +346,18 @@ def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float,
         jitter_cv=values["jitter_cv"],
         slow_factor=slow,
     )
+
+
+def ddp_copies_s(fit: FitResult) -> np.ndarray:
+    """PyTorch DDP's bucket copies in each measured run's step as the fit charged them to its
+    compute, s (``memory.ddp_bucket_copies_s`` at ``RunsExchange.memory_bandwidth_GBps``); 0
+    where that bandwidth is not known (the fit then reads them as exchange)."""
+    if fit.exchange.memory_bandwidth_GBps is None:
+        return np.zeros(len(fit.layout.devices))
+    x = step_inputs(fit.values, fit.layout, fit.gradient_bytes, True, fit.exchange)
+    return ddp_bucket_copies_s(x.strategy, x.framework, x.grad_bytes_per_param,
+                               x.reduce_bytes_per_param, ranks=x.devices, params=x.params,
+                               memory_bandwidth_GBps=x.memory_bandwidth_GBps)
 
 
 def blended(values: dict[str, float], layout: Layout, gradient_bytes: float,
