@@ -297,8 +297,6 @@ class FitResult:
 
 
 _LOG = {"per_sample_s", "overhead_s", "intra_transfer_s", "inter_transfer_s", "node_loader_samples_per_s"}
-
-
 # Parameters with no prior of their own, held by the tie-break prior where the runs cannot show
 # them; in the words of the fit's note.
 TIED_WORDS = {
