@@ -330,6 +330,13 @@ class Runs:
         return all(r.per_device_batch is not None or r.global_batch is not None for r in self.rows)
 
     @property
+    def steps_timed(self) -> bool:
+        """Whether ``step_time_s`` is each run's step in seconds: a batch is known, or every run
+        gives its step time (from samples_per_s alone, without a batch, it is the seconds of a
+        unit of work, ``samples_per_step``), so a cost paid once a step has its place in it."""
+        return self.batch_known or all(r.step_time_s is not None for r in self.rows)
+
+    @property
     def micro_batch(self) -> np.ndarray:
         """Samples per device (per model replica where the runs split the model) per micro-step
         (1 unit when no batch is given)."""

@@ -667,12 +667,12 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             "replicas' (which other split is faster is scalesim plan --workload's question)."))
     exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
     # DDP's bucket copies are priced a step at a GPU's bandwidth: --gpu's, else the device
-    # column's; not where a step's work is unknown (no batch column: times per unit of work)
+    # column's; not where the runs' times are of a unit of work (``Runs.steps_timed``)
     if transformer is not None:  # its layers
         exchange = replace(exchange, blocks=transformer.shape.layers,
                            memory_bandwidth_GBps=(transformer.memory_bandwidth_GBps
-                                                  if runs.batch_known else None))
-    elif params is not None and runs.batch_known and not measured.replica_split:
+                                                  if runs.steps_timed else None))
+    elif params is not None and runs.steps_timed and not measured.replica_split:
         exchange = replace(exchange, memory_bandwidth_GBps=device_column_bandwidth_GBps(
             measured, exchange.memory_bandwidth_GBps))
     exchange, extrapolate_to, shard_note = _runs_shard_group(runs, measured, exchange,

@@ -81,14 +81,25 @@ def test_no_listed_gpu_prices_none(rows, device):
     assert _copies_notes(diagnose_runs(runs, PARAMS, 2.0)) == []
 
 
-def test_without_params_or_a_batch_none_are_priced(rows):
-    """Without --params the gradient is nominal; without a batch column a step's times are per
-    unit of work: a step's copies have no place in either."""
+def test_without_params_or_a_step_in_seconds_none_are_priced(rows):
+    """Without --params the gradient is nominal; from samples_per_s without a batch column a
+    run's time is of a unit of work, not of a step: a step's copies have no place in either.
+    Step times without a batch are steps: priced."""
     named = _runs(rows, "NVIDIA A100-SXM4-40GB")
     assert _copies_notes(diagnose_runs(named, None, 2.0)) == []
-    unbatched = _runs(rows, "NVIDIA A100-SXM4-40GB", drop=("per_device_batch", "accumulation"))
-    assert not unbatched.batch_known
-    assert _copies_notes(diagnose_runs(unbatched, PARAMS, 2.0)) == []
+    timed = _runs(rows, "NVIDIA A100-SXM4-40GB", drop=("per_device_batch", "accumulation"))
+    assert not timed.batch_known and timed.steps_timed
+    [note] = _copies_notes(diagnose_runs(timed, PARAMS, 2.0))
+    assert "1.73 ms a step at 32 devices" in note
+    per_unit = _runs([{"devices": r["devices"], "nodes": r["nodes"],
+                       "samples_per_s": r["devices"] / r["step_time_s"]} for r in rows],
+                     "NVIDIA A100-SXM4-40GB")
+    assert not per_unit.steps_timed
+    assert _copies_notes(diagnose_runs(per_unit, PARAMS, 2.0)) == []
+    from scalesim.runs_model import runs_model
+
+    shaped = diagnose_runs(per_unit, None, 2.0, transformer=runs_model("bert-large", "A100 40GB"))
+    assert _copies_notes(shaped) == []
 
 
 def test_with_workload_the_note_names_the_gpu_flag(rows):
