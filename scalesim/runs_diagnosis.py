@@ -1129,7 +1129,9 @@ def _copies_note(fit, device: str, words: Nouns) -> list[str]:
         "PyTorch DDP's bucket copies (each gradient into its all-reduce bucket and back, "
         f"docs/model.md §4) are charged to compute at the "
         f"{fit.exchange.memory_bandwidth_GBps:,.0f} GB/s datasheet memory bandwidth of {device}: "
-        f"{milliseconds(float(copies[-1]))} a step at {words.count(n)}, not read as exchange")]
+        f"{milliseconds(float(copies[-1]))} a step at {words.count(n)}, not read as exchange; "
+        "DDP(gradient_as_bucket_view=True) skips the copy back, half of them (measured: "
+        "tests/ddp_copy_probe.py)")]
 
 
 def _gathered_note(workload, exchange, params_known: bool) -> str:
