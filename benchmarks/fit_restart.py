@@ -20,6 +20,7 @@ that had such a start (session 57: a flat valley of the cost that dogbox crawls 
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -75,11 +76,22 @@ def draw_cases(seed: int, n: int):
         yield f"{seed}/{i}", family, truth, bool(rng.integers(2)), bool(rng.integers(2))
 
 
+def noise_spread(text: str) -> float:
+    """--noise's value: a log-normal spread from 0 to 1 (argparse's ``type``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a spread from 0 to 1 like 0.02")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     p = OneLineParser(prog="python benchmarks/fit_restart.py")
     p.add_argument("--seeds", type=int_list, default=[0, 1, 2, 3, 4], help="comma list")
     p.add_argument("--per-seed", type=int, default=45)
-    p.add_argument("--noise", type=float, default=0.0,
+    p.add_argument("--noise", type=noise_spread, default=0.0,
                    help="log-normal spread of each run's step time (0: exact runs)")
     args = p.parse_args(argv)
     counts = {"two starts": [0, 0, 0.0], "with restart": [0, 0, 0.0]}  # misses, restarts, seconds

@@ -91,6 +91,7 @@ def test_gpu_compares_garbled_or_foreign_steps_and_missing_profile_are_one_line(
     ("goal_batch_layouts.py", None, "8x", "argument case: invalid choice: '8x'"),
     ("stage_split.py", "--cases", "4096x", "argument --cases: '4096x' is not LAYERSxPP"),
     ("fit_restart.py", "--seeds", "1,a", "argument --seeds: '1,a' is not a comma list of whole"),
+    ("fit_restart.py", "--noise", "nan", "argument --noise: 'nan' is not a spread from 0 to 1"),
     ("diagnose_scale.py", "--rows", "2e3", "argument --rows: '2e3' is not a comma list of whole"),
     ("plan_search.py", "--hardware", "dgx-z", "argument --hardware: invalid choice: 'dgx-z'"),
 ])
