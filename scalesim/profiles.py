@@ -149,14 +149,11 @@ def reference_run_step_s(ref: ReferenceThroughput, workload: Workload, system: H
                         micro_batch=ref.micro_batch, accumulation=ref.accumulation,
                         strategy=ref.strategy)
     inputs, _ = scenario_inputs(profile, scenario)
-    inputs = inputs.replace(memory_bandwidth_GBps=_nan_if_none(bandwidth_GBps))
+    inputs = inputs.replace(memory_bandwidth_GBps=np.nan if bandwidth_GBps is None
+                            else bandwidth_GBps)
     x = np.asarray(per_sample_s, dtype=float)
     step = np.asarray(evaluate(inputs.replace(per_sample_s=x.reshape(-1))).step_time_s)
     return step.reshape(x.shape) if x.ndim else float(step.reshape(-1)[0])
-
-
-def _nan_if_none(value: float | None) -> float:
-    return float("nan") if value is None else value
 
 
 def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, system: Hardware,

@@ -291,13 +291,18 @@ class Runs:
         'CPU: cpu') where the rows' ``device`` is a CPU, else 'measured' (``MEASURED_DEVICE``);
         for ``replica_runs``, one model replica of those ('model replica (tp 8 x pp 1 x cp 1) of
         measured', ``device_nouns.replica_device_name``)."""
-        names = {r.device for r in self.rows if r.device is not None}
-        name = names.pop() if len(names) == 1 else ""
+        name = self.device_column
         if not is_cpu_device(name):
             name = CPU_DEVICE_PREFIX + name if name.lower() == "cpu" else MEASURED_DEVICE
         if self.replica_split is not None:  # one model replica is the fit's device
             return replica_device_name(self.replica_split, name)
         return name
+
+    @property
+    def device_column(self) -> str:
+        """The one name the rows' ``device`` column gives ('' where none, or several)."""
+        names = {r.device for r in self.rows if r.device is not None}
+        return names.pop() if len(names) == 1 else ""
 
     @property
     def devices_per_node(self) -> int:

@@ -1056,7 +1056,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         notes.append(gathered)
     notes.extend(_copies_note(fit, f"{as_literal(transformer.gpu)} ({KNOB.gpu})"
                               if transformer is not None else
-                              f"{as_literal(_device_column(measured))} (the runs' device column)",
+                              f"{as_literal(measured.device_column)} (the runs' device column)",
                               words))
     if not fit.params_known:
         notes.append(knob_refusal(
@@ -1097,22 +1097,14 @@ def _refit_words(fit, refit, wait_s: float, micro_steps: int, words: Nouns) -> s
 def device_column_bandwidth_GBps(runs, given: float | None) -> float | None:
     """The memory bandwidth that prices PyTorch DDP's bucket copies in a fit of ``runs``
     without --workload, GB/s: ``given`` (an exchange that states it), else the datasheet's of
-    the GPU the runs' ``device`` column names (``presets.memory_bandwidth_of``: 'NVIDIA
+    the GPU the runs' ``device`` column names (``profiles.memory_bandwidth_GBps``: 'NVIDIA
     A100-SXM4-80GB', as torch.cuda.get_device_name and nvidia-smi spell it), else None: a CPU's,
     an unlisted GPU's or no column (the fit then reads the copies as exchange)."""
-    from scalesim.presets import memory_bandwidth_of
+    from scalesim.profiles import memory_bandwidth_GBps
 
-    name = _device_column(runs)
-    if given is not None or not name or runs.nouns.cpu:
+    if runs.nouns.cpu or not runs.device_column:
         return given
-    listed = memory_bandwidth_of(name)
-    return None if listed is None else listed[0]
-
-
-def _device_column(runs) -> str:
-    """The one name the runs' ``device`` column gives ('' without one)."""
-    names = {r.device for r in runs.rows if r.device}
-    return names.pop() if len(names) == 1 else ""
+    return memory_bandwidth_GBps(runs.device_column, given)
 
 
 def _copies_note(fit, device: str, words: Nouns) -> list[str]:
