@@ -34,7 +34,7 @@ from scalesim.figures import count, rate
 from scalesim.jsonio import newer_version, parse_model, read_json, version_text
 from scalesim.layout import knob_refusal, knob_value_refusal
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
-from scalesim.model.memory import STRATEGIES, ddp_bucket_copies_s, optimizer_traffic_ratio
+from scalesim.model.memory import STRATEGIES, optimizer_with_copies_s
 from scalesim.model.sharding import FSDP
 from scalesim.precision import PUBLISHED_RUN
 from scalesim.schemas import (
@@ -181,15 +181,12 @@ def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, syst
     if not ref.includes_communication:
         # the run's step under the default framework, as the step model pays it (Megatron-Core's
         # fp32 main grads, FSDP's fp32 shard: memory.optimizer_traffic_ratio, docs/model.md §4)
-        strategy, reduce = STRATEGIES[ref.strategy], workload.stated_reduce_bytes()
-        copies = 0.0 if bandwidth_GBps is None else float(ddp_bucket_copies_s(
-            strategy, FSDP, workload.grad_bytes_per_param, reduce, ranks=ref.devices,
-            params=workload.params, memory_bandwidth_GBps=bandwidth_GBps))
-        swept = float(optimizer_traffic_ratio(
-            strategy, FSDP, workload.param_bytes_per_param, workload.grad_bytes_per_param,
-            workload.optimizer_bytes_per_param, reduce,
-            ranks=ref.devices if bandwidth_GBps is None else 1))
-        return (step_s - optimizer_s / shards * swept - copies) / samples
+        paid = float(optimizer_with_copies_s(
+            optimizer_s / shards, STRATEGIES[ref.strategy], FSDP, workload.param_bytes_per_param,
+            workload.grad_bytes_per_param, workload.optimizer_bytes_per_param,
+            workload.stated_reduce_bytes(), ranks=ref.devices, params=workload.params,
+            memory_bandwidth_GBps=np.nan if bandwidth_GBps is None else bandwidth_GBps))
+        return (step_s - paid) / samples
 
     def run_step_s(per_sample_s):
         return reference_run_step_s(ref, workload, system, per_sample_s, optimizer_s,

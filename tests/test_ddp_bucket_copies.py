@@ -19,6 +19,7 @@ from scalesim.model.memory import (
     ZERO3,
     ddp_bucket_copy_bytes_per_param,
     optimizer_traffic_ratio,
+    optimizer_with_copies_s,
 )
 from scalesim.model.sharding import DEEPSPEED, FSDP
 from scalesim.model.step import StepInputs, evaluate
@@ -139,3 +140,18 @@ def test_a_known_bandwidth_prices_them_whatever_the_optimizer_measured():
     x = _layout(optimizer_step_s=0.100)
     sweep = 0.100 * 28 / 30  # the measured step of all parameters at DDP's fp32 sweep
     assert _layout_paid_s(x) == pytest.approx(sweep + 1.652e9 * 16 / 2039e9, rel=1e-12)
+
+
+def test_one_rule_prices_them_at_a_known_bandwidth_else_at_the_sweeps_rate():
+    # fp32 Adam, 1e9 parameters: the sweep is 2·4 + 4 + 2·8 = 28 B a parameter, the copies 16 B
+    # (2 copies × read 4 + write 4). A 10 ms update on one rank: no copies. On 8 ranks at a known
+    # 1,000 GB/s: 10 ms + 16e9 B / 1e12 B/s = 26 ms. Bandwidth not known (NaN): the copies at the
+    # sweep's rate, 10 ms × (28 + 16) / 28 = 15.714 ms (memory.optimizer_with_copies_s).
+    got = optimizer_with_copies_s(0.010, DDP, FSDP, 4.0, 4.0, 8.0, ranks=np.array([1.0, 8.0, 8.0]),
+                                  params=1e9, memory_bandwidth_GBps=np.array([1e3, 1e3, np.nan]))
+    assert got == pytest.approx([0.010, 0.026, 0.010 * 44.0 / 28.0], rel=1e-12)
+    # ZeRO-2 makes none of DDP's copies: its update only, at either rate
+    zero2 = optimizer_with_copies_s(0.010, ZERO2, FSDP, 4.0, 4.0, 8.0, ranks=8.0, params=1e9,
+                                    memory_bandwidth_GBps=np.array([1e3, np.nan]))
+    assert zero2[0] == zero2[1] == pytest.approx(
+        0.010 * float(optimizer_traffic_ratio(ZERO2, FSDP, 4.0, 4.0, 8.0, ranks=1)), rel=1e-12)

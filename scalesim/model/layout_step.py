@@ -46,12 +46,11 @@ from scalesim.model.context_parallel import cp_exposed_per_layer_s, cp_hop_s, kv
 from scalesim.model.matmul import fp8_cast_s, gemm_s, memory_bound_s
 from scalesim.model.memory import (
     ZERO3_GATHERED_UNITS,
-    ddp_bucket_copies_s,
     deepspeed_buffer_bytes,
     deepspeed_gathered_bytes,
     grad_state_bytes_per_param,
     held_grad_bytes_per_param,
-    optimizer_traffic_ratio,
+    optimizer_with_copies_s,
     param_state_bytes_per_param,
     reduce_bytes_per_param_of,
     state_shards,
@@ -694,16 +693,14 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                                           x.reduce_bytes_per_param, split, ranks=group)
     reduce_bytes = reduce_bytes_per_param_of(zero, x.framework, x.wire_bytes_per_param,
                                              x.grad_bytes_per_param, x.reduce_bytes_per_param)
-    optimizer_s = optimizer_step_of_s(
-        local_params / np.where(zero >= 1, shards, 1.0), x.params, x.optimizer_step_s,
-        x.param_bytes_per_param, x.grad_bytes_per_param, x.optimizer_bytes_per_param,
-        x.memory_bandwidth_GBps) * optimizer_traffic_ratio(
+    # plus PyTorch DDP's bucket copies over the dp x cp group at the device's bandwidth (§4)
+    optimizer_s = optimizer_with_copies_s(
+        optimizer_step_of_s(local_params / np.where(zero >= 1, shards, 1.0), x.params,
+                            x.optimizer_step_s, x.param_bytes_per_param, x.grad_bytes_per_param,
+                            x.optimizer_bytes_per_param, x.memory_bandwidth_GBps),
         zero, x.framework, x.param_bytes_per_param, x.grad_bytes_per_param,
-        x.optimizer_bytes_per_param, x.reduce_bytes_per_param, split, ranks=1) + (
-        # PyTorch DDP's bucket copies over the dp x cp group at the device's bandwidth (§4)
-        ddp_bucket_copies_s(zero, x.framework, x.grad_bytes_per_param, x.reduce_bytes_per_param,
-                            split, ranks=group, params=local_params,
-                            memory_bandwidth_GBps=x.memory_bandwidth_GBps))
+        x.optimizer_bytes_per_param, x.reduce_bytes_per_param, split, ranks=group,
+        params=local_params, memory_bandwidth_GBps=x.memory_bandwidth_GBps)
 
     worked = m * slowest_compute + optimizer_s + _f(x.per_step_s)  # what a device computes
     compute = worked + m * _f(x.fetch_s)  # and a fetch before each micro-batch's forward (§1)

@@ -270,6 +270,31 @@ def optimizer_traffic_ratio(strategy, framework, param_bytes_per_param, grad_byt
     return np.where(base > 0, sweep / np.where(base > 0, base, 1.0), 1.0)
 
 
+def optimizer_with_copies_s(optimizer_s, strategy, framework, param_bytes_per_param,
+                            grad_bytes_per_param, optimizer_bytes_per_param,
+                            reduce_bytes_per_param=np.nan, split=False, *, ranks, params,
+                            memory_bandwidth_GBps):
+    """Seconds a step spends in the optimizer step and PyTorch DDP's bucket copies, the one rule
+    of both prediction paths and of a preset's reference run (``profiles``).
+
+    ``optimizer_s`` is this device's share of an update of the model's sweep (``2 w_param +
+    w_grad + 2 K`` bytes a parameter), scaled by ``optimizer_traffic_ratio`` to the framework's
+    sweep. The copies of the ``params`` gradients over ``ranks`` > 1 replicas
+    (``ddp_bucket_copies_s``) run at ``memory_bandwidth_GBps`` where it is known, whatever the
+    optimizer's own speed; where it is NaN they run at the sweep's rate, inside the ratio
+    (docs/model.md §4, "Their copies, in time"). Numpy, broadcasts."""
+    bandwidth = np.asarray(memory_bandwidth_GBps, dtype=float)
+    at_sweep = np.isnan(bandwidth)
+    copies = ddp_bucket_copies_s(strategy, framework, grad_bytes_per_param,
+                                 reduce_bytes_per_param, split, ranks=ranks, params=params,
+                                 memory_bandwidth_GBps=np.where(at_sweep, np.inf, bandwidth))
+    ratio = optimizer_traffic_ratio(strategy, framework, param_bytes_per_param,
+                                    grad_bytes_per_param, optimizer_bytes_per_param,
+                                    reduce_bytes_per_param, split,
+                                    ranks=np.where(at_sweep, ranks, 1.0))
+    return np.asarray(optimizer_s, dtype=float) * ratio + copies
+
+
 def unreduced_fsdp_grad_bytes_per_param(grad_bytes_per_param, reduce_bytes_per_param=np.nan):
     """Bytes per parameter of the whole gradients FSDP accumulates without reducing them: under
     ``no_sync`` with k > 1 (``zero_exchange.holds_full_gradients``) and on a pipeline stage

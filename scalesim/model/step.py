@@ -35,10 +35,9 @@ from scalesim.model.compute import colocation_factor, micro_step_s
 from scalesim.model.memory import (
     DDP,
     ZERO1,
-    ddp_bucket_copies_s,
     held_grad_bytes_per_param,
     memory_per_device_bytes,
-    optimizer_traffic_ratio,
+    optimizer_with_copies_s,
     reduce_bytes_per_param_of,
     unreduced_fsdp_grad_bytes_per_param,
     usable_memory_bytes,
@@ -269,22 +268,16 @@ def evaluate_alone(inp: StepInputs) -> StepResult:
                                           inp.reduce_bytes_per_param, ranks=p)
     reduce_bytes = reduce_bytes_per_param_of(strategy, framework, inp.wire_bytes_per_param,
                                              inp.grad_bytes_per_param, inp.reduce_bytes_per_param)
-    # PyTorch DDP's bucket copies on p > 1 at the device's memory bandwidth; where it is not
-    # given (NaN), at the rate of the optimizer sweep, inside its traffic ratio (§4)
-    bandwidth = _as(inp.memory_bandwidth_GBps)
-    at_sweep = np.isnan(bandwidth)
-    copies = ddp_bucket_copies_s(strategy, framework, inp.grad_bytes_per_param,
-                                 inp.reduce_bytes_per_param, ranks=p, params=inp.params,
-                                 memory_bandwidth_GBps=np.where(at_sweep, np.inf, bandwidth))
     # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/s of the parameters; the
     # given step swept 2 w_param + w_grad + 2 K bytes a parameter, this one the framework's
-    # (Megatron-Core's fp32 main grads, FSDP's fp32 shards: memory.optimizer_traffic_ratio, §4)
-    optimizer = (_as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, _as(shard), 1.0)
-                 * optimizer_traffic_ratio(strategy, framework, inp.param_bytes_per_param,
-                                           inp.grad_bytes_per_param, inp.optimizer_bytes_per_param,
-                                           inp.reduce_bytes_per_param,
-                                           ranks=np.where(at_sweep, p, 1.0))
-                 + copies)  # at the datasheet's rate, as the layout path: not co-location-slowed
+    # (Megatron-Core's fp32 main grads, FSDP's fp32 shards), plus PyTorch DDP's bucket copies on
+    # p > 1 at the device's memory bandwidth (not co-location-slowed, as the layout path), where
+    # it is not given (NaN) at the sweep's rate (memory.optimizer_with_copies_s, §4)
+    optimizer = optimizer_with_copies_s(
+        _as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, _as(shard), 1.0),
+        strategy, framework, inp.param_bytes_per_param, inp.grad_bytes_per_param,
+        inp.optimizer_bytes_per_param, inp.reduce_bytes_per_param, ranks=p, params=inp.params,
+        memory_bandwidth_GBps=_as(inp.memory_bandwidth_GBps))
     # each micro-step's fetch before its forward: serial, outside the passes above (§1)
     compute = k * (micro + _as(inp.fetch_s)) + optimizer + _as(inp.per_step_s)
     bubble = _as(inp.bubble_micro_steps) * micro  # a pipelined replica's fill and drain
