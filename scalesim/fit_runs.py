@@ -65,7 +65,7 @@ from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import GIB_BYTES, sig3
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.model import collectives as coll
-from scalesim.model.memory import STRATEGIES, ddp_bucket_copies_s
+from scalesim.model.memory import STRATEGIES, ddp_bucket_copy_bytes_per_param
 from scalesim.model.overlap import OVERLAPPED_SHARE
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, StepResult, evaluate
@@ -346,16 +346,24 @@ def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float,
     )
 
 
+def ddp_copy_bytes(fit: FitResult) -> np.ndarray:
+    """Bytes PyTorch DDP's bucket copies read and write in each measured run's step
+    (``memory.ddp_bucket_copy_bytes_per_param`` of the fit's parameters; 0 on one device and
+    for an exchange that makes none), whether or not the fit could price them."""
+    x = step_inputs(fit.values, fit.layout, fit.gradient_bytes, True, fit.exchange)
+    return ddp_bucket_copy_bytes_per_param(x.strategy, x.framework, x.grad_bytes_per_param,
+                                           x.reduce_bytes_per_param,
+                                           ranks=x.devices) * np.asarray(x.params, dtype=float)
+
+
 def ddp_copies_s(fit: FitResult) -> np.ndarray:
     """PyTorch DDP's bucket copies in each measured run's step as the fit charged them to its
-    compute, s (``memory.ddp_bucket_copies_s`` at ``RunsExchange.memory_bandwidth_GBps``); 0
-    where that bandwidth is not known (the fit then reads them as exchange)."""
+    compute, s (``ddp_copy_bytes`` at ``RunsExchange.memory_bandwidth_GBps``, as
+    ``memory.ddp_bucket_copies_s`` prices them); 0 where that bandwidth is not known (the fit
+    then reads them as exchange)."""
     if fit.exchange.memory_bandwidth_GBps is None:
         return np.zeros(len(fit.layout.devices))
-    x = step_inputs(fit.values, fit.layout, fit.gradient_bytes, True, fit.exchange)
-    return ddp_bucket_copies_s(x.strategy, x.framework, x.grad_bytes_per_param,
-                               x.reduce_bytes_per_param, ranks=x.devices, params=x.params,
-                               memory_bandwidth_GBps=x.memory_bandwidth_GBps)
+    return ddp_copy_bytes(fit) / (fit.exchange.memory_bandwidth_GBps * 1e9)
 
 
 def blended(values: dict[str, float], layout: Layout, gradient_bytes: float,

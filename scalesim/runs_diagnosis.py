@@ -1058,6 +1058,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                               if transformer is not None else
                               f"{as_literal(measured.device_column)} (the runs' device column)",
                               words))
+    if (transformer is None and fit.params_known and runs.steps_timed and not runs.nouns.cpu
+            and not measured.replica_split):
+        notes.extend(_unpriced_copies_note(fit, measured.device_column, words))
     if not fit.params_known:
         notes.append(knob_refusal(
             f"no {KNOB.params}: link speeds are reported as gradient transfer times, and the "
@@ -1124,6 +1127,29 @@ def _copies_note(fit, device: str, words: Nouns) -> list[str]:
         f"{milliseconds(float(copies[-1]))} a step at {words.count(n)}, not read as exchange; "
         "DDP(gradient_as_bucket_view=True) skips the copy back, half of them (measured: "
         "tests/ddp_copy_probe.py)")]
+
+
+def _unpriced_copies_note(fit, device_column: str, words: Nouns) -> list[str]:
+    """Where the fit of GPU runs could not price PyTorch DDP's bucket copies (no GPU named whose
+    datasheet bandwidth is known: ``device_column_bandwidth_GBps``), how to name one, with the
+    bytes they move at the largest run (``fit_runs.ddp_copy_bytes``); [] where they are priced
+    or the exchange makes none."""
+    from scalesim.fit_runs import ddp_copy_bytes
+
+    if fit.exchange.memory_bandwidth_GBps is not None:
+        return []
+    moved = ddp_copy_bytes(fit)
+    if not moved[-1] > 0.0:
+        return []
+    named = (f"the runs' device column names '{as_literal(device_column)}', which the datasheet "
+             "tables do not list" if device_column else "the runs have no device column")
+    n = int(fit.layout.devices[-1])
+    return [knob_refusal(
+        f"PyTorch DDP's bucket copies (each gradient into its all-reduce bucket and back, "
+        f"{sig3(float(moved[-1]) / 1e9)} GB read and written a step at {words.count(n)}, "
+        f"docs/model.md §4) are read as exchange, not charged to compute at a GPU's memory "
+        f"bandwidth: {named}. Name the GPU as torch.cuda.get_device_name writes it (a device "
+        f"column, e.g. 'NVIDIA A100-SXM4-80GB'), or give {KNOB.workload} with {KNOB.gpu}")]
 
 
 def _gathered_note(workload, exchange, params_known: bool) -> str:

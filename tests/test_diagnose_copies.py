@@ -1,7 +1,7 @@
 """Diagnose prices PyTorch DDP's bucket copies (docs/model.md §4 "Their copies, in time") at the
 datasheet memory bandwidth of the GPU the runs' ``device`` column names, as it does for
 ``--workload --gpu``; a CPU, an unlisted GPU, no column or no batch leaves them in the fitted
-exchange, as before."""
+exchange, as before, and a note says how to name the GPU (session 58)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,13 @@ def test_pricing_them_recovers_the_runs_compute_better(rows):
     the runs by less than the one that reads them as exchange."""
     plain = diagnose_runs(_runs(rows), PARAMS, 2.0)
     priced = diagnose_runs(_runs(rows, "NVIDIA A100-SXM4-40GB"), PARAMS, 2.0)
-    assert _copies_notes(plain) == []
+    [hint] = _copies_notes(plain)  # not priced: how to name the GPU, and what they move
+    assert "are read as exchange, not charged to compute" in hint
+    # 336e6 parameters × 8 B (two copies, read and write, of fp16 buckets) = 2.69 GB
+    assert "2.69 GB read and written a step at 32 devices" in hint
+    assert "the runs have no device column" in hint
+    assert "Name the GPU as torch.cuda.get_device_name writes it" in hint
+    assert "--workload with --gpu" in hint
     assert plain.details["fitted_profile"]["hardware"]["memory_bandwidth_GBps"] is None
     # the fit has no optimizer step: a sample of the runs' 32 a step carries 1/32 of it
     compute = default_profile().compute
@@ -80,11 +86,17 @@ def test_pricing_them_recovers_the_runs_compute_better(rows):
     assert abs(per_sample[1] / truth - 1) < abs(per_sample[0] / truth - 1) / 5
 
 
-@pytest.mark.parametrize("device", ["cpu", "NVIDIA Graphics Device", ""])
-def test_no_listed_gpu_prices_none(rows, device):
+@pytest.mark.parametrize("device, said", [
+    ("cpu", None),  # CPU processes run no GPU copies to price: no word of them
+    ("NVIDIA Graphics Device", "the runs' device column names 'NVIDIA Graphics Device', which "
+                               "the datasheet tables do not list"),
+    ("", "the runs have no device column")])
+def test_no_listed_gpu_prices_none_and_the_note_says_how_to_name_one(rows, device, said):
     runs = _runs(rows, device or None)
     assert device_column_bandwidth_GBps(runs, None) is None
-    assert _copies_notes(diagnose_runs(runs, PARAMS, 2.0)) == []
+    notes = _copies_notes(diagnose_runs(runs, PARAMS, 2.0))
+    assert notes == [] if said is None else (len(notes) == 1 and said in notes[0]
+                                             and "are read as exchange" in notes[0])
 
 
 def test_without_params_or_a_step_in_seconds_none_are_priced(rows):
