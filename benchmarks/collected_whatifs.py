@@ -6,8 +6,8 @@ Scores scalesim/data/validation/collected_dp_cases.json (held out: COLLECTED.md)
 public cases.json, grouped by server count and precision; then reruns named cases with ONE input
 changed in memory (the step inputs of ``validate._inputs`` or the optimizer step of
 ``validate._optimizer_s``) to see how far a mechanism read in the sources would move them. Nothing
-here changes the model or a default; the what-ifs are reports, not fits (C and E are diagnostics:
-the value that would close a point, never applied).
+here changes the model or a default; the what-ifs are reports, not fits (C, E and F are
+diagnostics: the value that would close a point, never applied).
 """
 
 from __future__ import annotations
@@ -149,6 +149,27 @@ def main(argv: list[str] | None = None) -> None:
     line("all", picked)
     line("single server, fp16-mixed",
          [x for x in picked if x[1].nodes == 1 and x[0].workload.precision == "fp16-mixed"])
+    # F. The fixed cost once per optimizer step (StepInputs.per_step_s, amortised at the anchor
+    # over its k micro-steps as the model amortises it) that would close each PyTorch ConvNets
+    # case's last point, and that cost per parameter tensor. Under fp16 loss scaling PyTorch's
+    # GradScaler reads found_inf with .item() before it steps the optimizer (grad_scaler.py
+    # _maybe_opt_step, since torch 1.6): the host waits for backward, then launches the
+    # per-tensor optimizer while the GPU waits; FP32 / TF32 runs have no such sync, so the host
+    # launches ahead of the GPU (docs/validation.md, "Collected held-out cases").
+    print("F. fixed cost per optimizer step that would close the last point (diagnostic)")
+    for cid, case in COLLECTED.items():
+        family = next((f for f in tensors if cid.startswith(f"dlex_pyt_{f}_")), None)
+        last = V.predict_case(case).points[-1]
+        if family is None or last.error_pct <= 0:
+            continue
+
+        def closes(x, cid=cid):
+            r = predict_with(cid, inputs=lambda c, p, inp: inp.replace(per_step_s=x))
+            return r.points[-1].error_pct
+        x = brentq(closes, 0.0, 0.3, xtol=1e-5)
+        print(f"  {cid:50s} {case.workload.precision:10s} {last.devices:2d} GPUs "
+              f"{last.error_pct:+6.1f}%  {x * 1e3:5.1f} ms a step, "
+              f"{x / tensors[family] * 1e6:5.0f} us a tensor ({tensors[family]})")
     for cv in (0.05, 0.10):
         show(f"E. per-step jitter CV {cv} (diagnostic)",
              ["dlex_pyt_jasper_dgx2_amp_bs64", "dlex_pyt_quartznet_dgx2_fp32",
