@@ -680,6 +680,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     sc = scaling(runs)
     superlinear_note = _superlinear(runs, sc, words=runs.nouns)
     fit = fit_runs(runs, params, wire_bytes_per_param, exchange)
+    _refuse_copies_beyond_steps(fit, params, runs.step_time_s, transformer,
+                                measured.device_column, runs.nouns)
     model = fit.breakdown
     step = runs.step_time_s
     work = runs.micro_batch * runs.accumulation
@@ -1127,6 +1129,34 @@ def _copies_note(fit, device: str, words: Nouns) -> list[str]:
         f"{milliseconds(float(copies[-1]))} a step at {words.count(n)}, not read as exchange; "
         "DDP(gradient_as_bucket_view=True) skips the copy back, half of them (measured: "
         "tests/ddp_copy_probe.py)")]
+
+
+def _refuse_copies_beyond_steps(fit, params: float | None, step_s, transformer,
+                                device_column: str, words: Nouns) -> None:
+    """Refuse runs whose PyTorch DDP bucket copies, priced at the named GPU's bandwidth
+    (``fit_runs.ddp_copies_s``), take at least a measured step of theirs: the parameter count
+    (``--params``, or ``--workload``'s) or the GPU is not the runs' (1e12 parameters on an A100:
+    10 s of copies against steps of 0.1 s), and a fit would only hide it."""
+    from scalesim.fit_runs import ddp_copies_s
+
+    copies = ddp_copies_s(fit)
+    over = np.flatnonzero(copies >= np.asarray(step_s, dtype=float))
+    if over.size == 0:
+        return
+    i = int(over[0])
+    given = (f"{KNOB.workload} {as_literal(transformer.name)} ({params:.4g} parameters) on "
+             f"{as_literal(transformer.gpu)} ({KNOB.gpu})" if transformer is not None else
+             f"{KNOB.params} {params:.4g} on {as_literal(device_column)} (the runs' device "
+             "column)")
+    check = (f"check {KNOB.workload} and {KNOB.gpu}" if transformer is not None else
+             f"check {KNOB.params} (the model's parameter count) and {KNOB.wire_bytes}, or the "
+             "device column")
+    raise ScalesimError(knob_refusal(
+        f"{given}: PyTorch DDP's bucket copies of the gradients alone take "
+        f"{milliseconds(float(copies[i]))} a step at the "
+        f"{fit.exchange.memory_bandwidth_GBps:,.0f} GB/s datasheet memory bandwidth, not less "
+        f"than the {milliseconds(float(step_s[i]))} the run on {words.count(int(fit.layout.devices[i]))} "
+        f"measured (docs/model.md §4): {check}"))
 
 
 def _unpriced_copies_note(fit, device_column: str, words: Nouns) -> list[str]:

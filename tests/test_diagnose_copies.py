@@ -130,3 +130,32 @@ def test_with_workload_the_note_names_the_gpu_flag(rows):
     assert "1,555 GB/s datasheet memory bandwidth of A100 40GB (--gpu)" in note
     copies_s = model.params * 8.0 / (A100_40GB_GBPS * 1e9)  # the preset's parameter count
     assert f"{copies_s * 1e3:.3g} ms a step at 32 devices" in note
+
+
+def test_copies_longer_than_a_measured_step_are_refused_in_one_line(rows, capsys, tmp_path):
+    """A parameter count whose copies alone outlast a run's measured step is not the runs' model
+    (or the GPU is not theirs): refused with the numbers, not fitted into a 10,000 % misfit
+    (session 58; before, 1e12 parameters on these runs printed a +22,899 % first remedy)."""
+    from cli_harness import run_cli
+
+    from scalesim.errors import ScalesimError
+
+    runs = _runs(rows, "NVIDIA A100-SXM4-40GB")
+    shortest = min(r["step_time_s"] for r in rows if r["devices"] > 1)
+    # copies = params × 8 B / 1,555 GB/s: just under the shortest multi-GPU step is fitted,
+    # just over it refused
+    at_step = shortest * A100_40GB_GBPS * 1e9 / 8.0
+    diagnose_runs(runs, 0.9 * at_step, 2.0)
+    with pytest.raises(ScalesimError) as refused:
+        diagnose_runs(runs, 1.1 * at_step, 2.0)
+    said = str(refused.value)
+    assert "PyTorch DDP's bucket copies of the gradients alone take" in said
+    assert f"{1.1 * shortest * 1e3:.3g} ms a step at the 1,555 GB/s" in said
+    assert "check --params (the model's parameter count) and --wire-bytes" in said
+    # the CLI: exit 2 and one line
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv([{**r, "device": "NVIDIA A100-SXM4-40GB"} for r in rows]))
+    code, out, err = run_cli(capsys, ["diagnose", str(path), "--params", "1e12",
+                                      "--wire-bytes", "2"])
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "bucket copies" in err
