@@ -34,6 +34,7 @@ from scalesim.diagnosis import (
 from scalesim.errors import KNOB, ScalesimError, as_literal, joined, require_model
 from scalesim.figures import (
     GIB_BYTES,
+    gib,
     link_GBps,
     milliseconds,
     rate,
@@ -679,6 +680,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                                                              extrapolate_to)
     sc = scaling(runs)
     superlinear_note = _superlinear(runs, sc, words=runs.nouns)
+    if transformer is None and not runs.nouns.cpu and not measured.replica_split:
+        _refuse_states_beyond_memory(params, wire_bytes_per_param, exchange,
+                                     measured.device_column)
     fit = fit_runs(runs, params, wire_bytes_per_param, exchange)
     _refuse_copies_beyond_steps(fit, params, runs.step_time_s, transformer,
                                 measured.device_column, runs.nouns)
@@ -1129,6 +1133,29 @@ def _copies_note(fit, device: str, words: Nouns) -> list[str]:
         f"{milliseconds(float(copies[-1]))} a step at {words.count(n)}, not read as exchange; "
         "DDP(gradient_as_bucket_view=True) skips the copy back, half of them (measured: "
         "tests/ddp_copy_probe.py)")]
+
+
+def _refuse_states_beyond_memory(params: float | None, wire_bytes_per_param: float, exchange,
+                                 device_column: str) -> None:
+    """Refuse a parameter count that the GPU the runs' device column names could not hold under
+    DDP: every replica keeps each parameter and its gradient, at least 2 x ``wire_bytes_per_param``
+    bytes a parameter (the gradient's dtype, and parameters at least as wide; buckets, optimizer
+    state and activations come on top), beyond the size in the GPU's name or datasheet
+    (``presets.device_memory_of``)."""
+    from scalesim.presets import device_memory_of
+
+    memory = device_memory_of(device_column) if device_column else None
+    if params is None or exchange.strategy != "ddp" or memory is None:
+        return
+    floor_bytes = 2.0 * wire_bytes_per_param * params
+    if floor_bytes <= memory[0]:
+        return
+    raise ScalesimError(knob_refusal(
+        f"{KNOB.params} {params:.4g} on {as_literal(device_column)} (the runs' device column): "
+        f"under DDP every device holds each parameter and its gradient, at least 2 x "
+        f"{wire_bytes_per_param:g} bytes a parameter ({KNOB.wire_bytes}), {gib(floor_bytes)}, "
+        f"more than its {gib(memory[0])}: check {KNOB.params} (the model's parameter count) and "
+        f"{KNOB.wire_bytes}, or the device column"))
 
 
 def _refuse_copies_beyond_steps(fit, params: float | None, step_s, transformer,

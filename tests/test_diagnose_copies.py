@@ -132,14 +132,17 @@ def test_with_workload_the_note_names_the_gpu_flag(rows):
     assert f"{copies_s * 1e3:.3g} ms a step at 32 devices" in note
 
 
-def test_copies_longer_than_a_measured_step_are_refused_in_one_line(rows, capsys, tmp_path):
+def test_copies_longer_than_a_measured_step_are_refused_in_one_line(capsys, tmp_path):
     """A parameter count whose copies alone outlast a run's measured step is not the runs' model
     (or the GPU is not theirs): refused with the numbers, not fitted into a 10,000 % misfit
-    (session 58; before, 1e12 parameters on these runs printed a +22,899 % first remedy)."""
+    (session 58; before, 1e12 parameters on runs of 100 ms steps printed a +22,899 % first
+    remedy). Runs at 8 a GPU (steps of ~16 ms): their copies can outlast a step at a count the
+    GPU's 40 GB could hold (below, the memory refusal comes first)."""
     from cli_harness import run_cli
 
     from scalesim.errors import ScalesimError
 
+    rows = cases._rows(default_profile(), Scenario(devices=[1, 2, 4, 8, 16, 32], micro_batch=8))
     runs = _runs(rows, "NVIDIA A100-SXM4-40GB")
     shortest = min(r["step_time_s"] for r in rows if r["devices"] > 1)
     # copies = params × 8 B / 1,555 GB/s: just under the shortest multi-GPU step is fitted,
@@ -155,7 +158,35 @@ def test_copies_longer_than_a_measured_step_are_refused_in_one_line(rows, capsys
     # the CLI: exit 2 and one line
     path = tmp_path / "runs.csv"
     path.write_text(cases.to_csv([{**r, "device": "NVIDIA A100-SXM4-40GB"} for r in rows]))
-    code, out, err = run_cli(capsys, ["diagnose", str(path), "--params", "1e12",
+    code, out, err = run_cli(capsys, ["diagnose", str(path), "--params", f"{1.1 * at_step:g}",
                                       "--wire-bytes", "2"])
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "bucket copies" in err
+
+
+def test_a_count_the_named_gpu_could_not_hold_under_ddp_is_refused(rows, capsys, tmp_path):
+    """DDP keeps every parameter and its gradient on each GPU: at least 2 x the wire bytes a
+    parameter. A count past the named GPU's memory (40 GiB for NVIDIA A100-SXM4-40GB) is refused
+    before any fit; one just under it is fitted; without a named GPU nothing is refused."""
+    from cli_harness import run_cli
+
+    from scalesim.errors import ScalesimError
+
+    limit = 40 * 2**30 / (2 * 2.0)  # parameters whose fp16 weights and gradients fill 40 GiB
+    named = _runs(rows, "NVIDIA A100-SXM4-40GB")
+    with pytest.raises(ScalesimError) as refused:
+        diagnose_runs(named, 1.01 * limit, 2.0)
+    said = str(refused.value)
+    assert "under DDP every device holds each parameter and its gradient" in said
+    assert ("at least 2 x 2 bytes a parameter (--wire-bytes), 40.4 GiB, more than its 40.0 GiB"
+            in said)
+    # just under: fitted (its copies, 54.6 ms a step, under the runs' ~62 ms steps)
+    assert _copies_notes(diagnose_runs(named, 0.99 * limit, 2.0))
+    # no GPU named: no memory to hold it to; the note says how to name one
+    [hint] = _copies_notes(diagnose_runs(_runs(rows), 1.01 * limit, 2.0))
+    assert "the runs have no device column" in hint
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv([{**r, "device": "NVIDIA A100-SXM4-40GB"} for r in rows]))
+    code, out, err = run_cli(capsys, ["diagnose", str(path), "--params", "1e12"])
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "7,450.6 GiB, more than its 40.0 GiB" in err
