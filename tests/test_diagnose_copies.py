@@ -190,3 +190,20 @@ def test_a_count_the_named_gpu_could_not_hold_under_ddp_is_refused(rows, capsys,
     code, out, err = run_cli(capsys, ["diagnose", str(path), "--params", "1e12"])
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "7,450.6 GiB, more than its 40.0 GiB" in err
+
+
+def test_the_diagnose_page_shows_the_refusal_in_its_error_box_with_its_controls():
+    """The page says the memory refusal in its error box, naming its own controls where the CLI
+    names flags, and keeps working (session 58)."""
+    from app_harness import open_diagnose_page, run_clean
+    from scalesim.app.diagnose_page import example_runs_csv
+
+    lines = example_runs_csv().splitlines()
+    named = "\n".join([lines[0] + ",device"] + [f"{x},NVIDIA A100-SXM4-40GB" for x in lines[1:]])
+    at = open_diagnose_page(named + "\n")
+    at.number_input(key="dg_params").set_value(1e12)
+    (box,) = run_clean(at).error
+    assert box.value.startswith('"Model parameters" 1e+12 on NVIDIA A100-SXM4-40GB')
+    assert "more than its 40.0 GiB" in box.value and "--" not in box.value
+    at.number_input(key="dg_params").set_value(3.3e8)  # the runs' own BERT-large: a report
+    assert not run_clean(at).error
