@@ -180,7 +180,7 @@ def test_a_count_the_named_gpu_could_not_hold_under_ddp_is_refused(rows, capsys,
     assert "under DDP every device holds each parameter and its gradient" in said
     assert ("at least 2 x 2 bytes a parameter (--wire-bytes), 40.4 GiB, more than its 40.0 GiB"
             in said)
-    # just under: fitted (its copies, 54.6 ms a step, under the runs' ~62 ms steps)
+    # just under: fitted (its copies, 54.7 ms a step, under the runs' ~62 ms steps)
     assert _copies_notes(diagnose_runs(named, 0.99 * limit, 2.0))
     # no GPU named: no memory to hold it to; the note says how to name one
     [hint] = _copies_notes(diagnose_runs(_runs(rows), 1.01 * limit, 2.0))
