@@ -668,12 +668,15 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             "replicas' (which other split is faster is scalesim plan --workload's question)."))
     exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
     # DDP's bucket copies are priced a step at a GPU's bandwidth: --gpu's, else the device
-    # column's; not where the runs' times are of a unit of work (``Runs.steps_timed``)
+    # column's (where it names a listed GPU; else a note says how to name one); not where the
+    # runs' times are of a unit of work (``Runs.steps_timed``)
+    by_column = (transformer is None and params is not None and runs.steps_timed
+                 and not measured.replica_split and not runs.nouns.cpu)
     if transformer is not None:  # its layers
         exchange = replace(exchange, blocks=transformer.shape.layers,
                            memory_bandwidth_GBps=(transformer.memory_bandwidth_GBps
                                                   if runs.steps_timed else None))
-    elif params is not None and runs.steps_timed and not measured.replica_split:
+    elif by_column:
         exchange = replace(exchange, memory_bandwidth_GBps=device_column_bandwidth_GBps(
             measured, exchange.memory_bandwidth_GBps))
     exchange, extrapolate_to, shard_note = _runs_shard_group(runs, measured, exchange,
@@ -1064,8 +1067,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                               if transformer is not None else
                               f"{as_literal(measured.device_column)} (the runs' device column)",
                               words))
-    if (transformer is None and fit.params_known and runs.steps_timed and not runs.nouns.cpu
-            and not measured.replica_split):
+    if by_column:
         notes.extend(_unpriced_copies_note(fit, measured.device_column, words))
     if not fit.params_known:
         notes.append(knob_refusal(
