@@ -62,7 +62,9 @@ _SRUN_LABEL = re.compile(r"^\s*\d+:(?:\s+|$)")  # srun --label (-l): the task nu
 # (2025-11-03 10:11:12), bracketed or not. nccl-tests' own -S stamp ends a row, never starts one.
 _TIMESTAMP = re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
                         r"(?:Z|[+-]\d{2}:?\d{2})?\]?(?:\s+|$)")
-_RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
+# the Pid is printed since cbe7f65 (2019-03); the 2017-2018 versions print none ("Rank 0 on HOST
+# device 0 [0x06] NAME": NVIDIA/nccl-tests src/common.cu at b188a15 and dcf8189)
+_RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+(\d+)\s+)?on\s+(\S+)\s+device\s+(\d+)"
                    r"\s+\[[^\]]*\]\s+(.+?)\s*$")
 _TEST_NAME = re.compile(r"\b(\w+?)_perf(?:_mpi)?\b")
 _NRANKS = re.compile(r"\bnranks\s+(\d+)\b")
@@ -71,6 +73,9 @@ _NRANKS = re.compile(r"\bnranks\s+(\d+)\b")
 # plugins name none of them
 _NETWORK = re.compile(r"NCCL INFO (?:Using network (IB|Socket)\b|NET/(IB|Socket) : Using\b)")
 NETWORK_KINDS = {"IB": "infiniband", "Socket": "ethernet"}
+_ELLIPSIS = re.compile(r"^#?\s*(?:\.{3,}|\u2026)\s*$")  # '#  ...' or '# …': lines left out
+# NCCL_DEBUG's messages ("host:pid:tid [dev] NCCL INFO ...", src/debug.cc ``ncclDebugLog``)
+_NCCL_MESSAGE = re.compile(r"\bNCCL (?:INFO|WARN)\b")
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)")
 # NCCL_ALGO as the log records it: NCCL_DEBUG=INFO's "NCCL INFO NCCL_ALGO set by environment to
 # X" (src/graph/tuning.cc), or an environment line a launcher or script echoed ("NCCL_ALGO=X").
@@ -190,17 +195,18 @@ def within_span(size: float, span: tuple[float, float]) -> bool:
 
 
 def check_size_units(rows: list[list[str]], row_lines: list[int], with_unit: Mapping[int, float],
-                     header: list[str], source: str) -> None:
+                     header: list[str], source: str, share: float = 1.0) -> None:
     """ScalesimError where a row's algbw and time (each pair of them, out-of-place and
     in-place) multiply to other than its size (algbw = S / t, nccl-tests' PERFORMANCE.md) by
     more than their printed digits allow (``printed_size_span``): a size printed with a unit
     (``with_unit``: line numbers) not in binary units (K = 1000 bytes), or a size or time cell
     edited or garbled (a 1 TiB row timed as 8 GiB fits a link 128x too fast), in a row of any
-    size."""
+    size. ``share``: the share of the size algbw counts, (n-1)/n in the all-gather and
+    reduce-scatter tables of nccl-tests before 2020-06 (``OLD_GATHER_ALGBW``), else 1."""
     for tokens, number in zip(rows, row_lines, strict=True):
         for t_i, a_i in _time_algbw_pairs(header):
             span = printed_size_span(tokens, t_i, a_i)
-            size = float(tokens[0])  # a 0-byte row is skipped by the fit
+            size = float(tokens[0]) * share  # a 0-byte row is skipped by the fit
             if span is None or size <= 0 or within_span(size, span):
                 continue
             implied = float(tokens[a_i]) * float(tokens[t_i]) * 1e3
@@ -212,11 +218,47 @@ def check_size_units(rows: list[list[str]], row_lines: list[int], with_unit: Map
                     "not nccl-tests' (K = 1000?); give the sizes in bytes, as nccl-tests prints "
                     "them")
             low, high = span
+            counted = ("size / time" if share == 1.0 else
+                       "size x (n-1)/n / time in its all_gather and reduce_scatter tables before "
+                       "2020-06")
             raise ScalesimError(
-                f"{source} line {number}: its size is {size:,.0f} bytes, but algbw x time "
-                f"({tokens[a_i]} GB/s x {tokens[t_i]} us) is {implied:,.0f} ({low:,.0f} to "
-                f"{high:,.0f} as printed; nccl-tests prints algbw = size / time): the row was "
-                "edited or garbled; give the text nccl-tests printed")
+                f"{source} line {number}: its size is {float(tokens[0]):,.0f} bytes, but algbw x "
+                f"time ({tokens[a_i]} GB/s x {tokens[t_i]} us) is {implied:,.0f} ({low:,.0f} to "
+                f"{high:,.0f} as printed; nccl-tests prints algbw = {counted}"
+                f"{'' if share == 1.0 else f', {size:,.0f} here'}): the row was edited or "
+                "garbled; give the text nccl-tests printed")
+
+
+# nccl-tests before ec1b5e2 (2020-06-19, "Change all_gather/reduce_scatter algbw to match the
+# documentation", issue #45) printed all_gather's and reduce_scatter's algbw as one rank's share
+# times (n-1) over the time, S (n-1)/n / t, and busbw equal to it (``GetBw``: ``baseBw = count *
+# typesize * (nranks - 1) / sec``, factor 1; every version from b188a15, 2017-08). Their size and
+# time columns mean what they mean today (size S the full buffer, ``max(sendBytes,
+# expectedBytes)``), and busbw = S (n-1)/n / t as today; only algbw differs.
+OLD_GATHER_ALGBW_FROM = "ec1b5e2"
+
+
+def _bandwidth_pairs(header: list[str]) -> list[tuple[int, int]]:
+    """(algbw, busbw) column indices of each half of the table."""
+    return list(zip([i for i, c in enumerate(header) if c == "algbw"],
+                    [i for i, c in enumerate(header) if c == "busbw"], strict=False))
+
+
+def busbw_is_algbw(rows: list[list[str]], header: list[str]) -> bool:
+    """Whether busbw equals algbw, cell for cell, in every row and half of a table."""
+    pairs = _bandwidth_pairs(header)
+    return bool(pairs) and all(r[a] == r[b] for r in rows for a, b in pairs)
+
+
+def old_gather_algbw(rows: list[list[str]], header: list[str], ranks: int) -> bool:
+    """Whether an all_gather / reduce_scatter table on ``ranks`` ranks prints algbw as nccl-tests
+    did before 2020-06 (``busbw_is_algbw``), where today's busbw = algbw (n-1)/n would print
+    apart (algbw / n over a printed unit in its fastest row)."""
+    pairs = _bandwidth_pairs(header)
+    if not pairs or ranks < 2:
+        return False
+    top = max(float(r[a]) for r in rows for a, _ in pairs)
+    return top / ranks > 2 * PRINTED_HALF_UNIT and busbw_is_algbw(rows, header)
 
 
 def element_bytes_of_count(tokens: list[str], header: list[str]) -> tuple[int, str] | None:
@@ -313,6 +355,9 @@ class NcclTestsRun:
     # kind (infiniband, ethernet: ``NETWORK_KINDS``); None: the log names none of them
     algorithm: str | None = None  # NCCL_ALGO as the log records it (``_ALGO``); None: none
     cpu_timed: bool = False  # -C: printed times CPU-side, each row's taken from algbw
+    # servers where the hosts listed are not all of them (a rank list cut short, a table without
+    # one under inter=): from the fullest listed host, or an intra-server log's GPUs (load_runs)
+    servers: int | None = None
 
     @property
     def nodes(self) -> int:
@@ -323,7 +368,9 @@ class NcclTestsRun:
         ranks are one server's, and 1 where the log's busbw says so (``one_domain``) unless
         ``inter=`` was given."""
         if self.forced_level == "inter_node":
-            return max(len(self.hosts), 2)
+            return max(len(self.hosts), self.servers or 2)
+        if self.servers and self.forced_level is None and not self.one_domain:
+            return self.servers
         if self.forced_level == "intra_node" or (self.one_domain and self.forced_level is None):
             return 1
         return max(len(self.hosts), 1)
@@ -443,13 +490,33 @@ def halves_problem(index: dict[str, list[int]]) -> str | None:
             "in-place) has one of each; keep the header nccl-tests printed")
 
 
-def _columns(line: str) -> list[str] | None:
-    """Column names of a table header line (``size count type ... busbw #wrong ...``);
-    ``cputime`` (``-C``) read as ``time``."""
+# The column names of nccl-tests' first versions (b188a15, 2017-08, to cbe7f65, 2019-03: ``bytes
+# N type [op] time algbw busbw res``, times in milliseconds, ``PRINT("  %7.3f ...", deltaSec *
+# 1.0E3, ...)``) as today's, and ms in the time columns
+OLD_COLUMN_NAMES = {"bytes": "size", "N": "count", "op": "redop", "res": "error"}
+OLD_TIME_UNIT_US = 1e3
+
+
+def _columns(line: str) -> tuple[list[str], float] | None:
+    """(column names, microseconds per printed time unit) of a table header line (``size count
+    type ... busbw #wrong ...``; ``cputime`` (``-C``) read as ``time``), or of the 2017-2019
+    header (``bytes N type op time algbw busbw res``: ``OLD_COLUMN_NAMES``, times in ms)."""
     tokens = ["time" if t == "cputime" else t for t in line.lstrip("#").split()]
     if "size" in tokens and "count" in tokens and "time" in tokens and "busbw" in tokens:
-        return tokens[tokens.index("size"):]
+        return tokens[tokens.index("size"):], 1.0
+    if "bytes" in tokens and "N" in tokens and "time" in tokens and "busbw" in tokens:
+        return ([OLD_COLUMN_NAMES.get(t, t) for t in tokens[tokens.index("bytes"):]],
+                OLD_TIME_UNIT_US)
     return None
+
+
+def in_microseconds(cell: str, unit_us: float) -> str:
+    """A time cell printed in ``unit_us`` microseconds as printed in microseconds, with its
+    printed precision kept (``printed_half_unit``): '0.035' ms -> '35', '1.977' ms -> '1977'."""
+    if unit_us == 1.0 or not _NUMBER.match(cell):
+        return cell
+    shift = int(round(np.log10(unit_us)))
+    return format(decimal.Decimal(cell).scaleb(shift), "f")
 
 
 def _ranks_from_ratio(rows: list[list[str]], cols: dict[str, int], op: str | None
@@ -610,11 +677,15 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
     avg_seen = False
     tables = 0  # column header lines: one per run
     cpu_timed = False  # the table's times are the host's (-C)
+    time_unit_us = 1.0  # microseconds per printed time unit (1000: the 2017-2019 tables' ms)
+    ellipsis_after_ranks = False  # a '#  ...' line where rank lines were left out
     with_unit: dict[int, float] = {}  # line number of a row whose size had a unit -> that size
     # read in decimal units (size_in_bytes)
     for number, line in enumerate(lines, 1):
         if not line:
             continue
+        if ranks and header is None and _ELLIPSIS.match(line):
+            ellipsis_after_ranks = True
         m = _RANK.search(line)
         if m and (line.startswith("#") or line.startswith("Rank")):
             # a name a colouring launcher left an escape in is kept readable (``printable``):
@@ -623,7 +694,7 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
             continue
         cols = _columns(line)
         if cols:
-            header, header_line = cols, number
+            (header, time_unit_us), header_line = cols, number
             tables += 1
             cpu_timed = "cputime" in line.split()
             continue
@@ -642,6 +713,12 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
         tokens = line.split()
         if header is None or line.startswith("#") or not tokens:
             continue
+        if _NUMBER.match(tokens[0]) and _NCCL_MESSAGE.search(line):
+            raise ScalesimError(
+                f"{source} line {number}: NCCL's own messages are printed inside the table's rows "
+                "(NCCL_DEBUG=INFO), splitting them: rerun with "
+                "NCCL_DEBUG=WARN, or with NCCL_DEBUG_FILE=nccl.%h.%p.log to write NCCL's messages "
+                "to files of their own")
         read = size_in_bytes(tokens, source, number)
         if read is None:
             continue
@@ -687,6 +764,12 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
         raise ScalesimError(f"{source}: the table has no time/algbw/busbw columns")
     if problem := halves_problem(index):
         raise ScalesimError(f"{source} line {header_line}: {problem}")
+    if time_unit_us != 1.0:  # read as today's microseconds from here on
+        rows = [[in_microseconds(c, time_unit_us) if i in index["time"] else c
+                 for i, c in enumerate(r)] for r in rows]
+        notes.append(f"{Path(source).name}: the table of nccl-tests' 2017-2019 versions ('bytes N "
+                     "... res' header): its times read in milliseconds, as those versions print "
+                     "them")
     check = index["#wrong"] or index["error"]
     unchecked = False
     for tokens, number in zip(rows, row_lines, strict=True):
@@ -711,8 +794,6 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
         if float(tokens[0]) > 0:  # a 0-byte row carries no time and is skipped below
             check_number("message_bytes", float(tokens[0]),
                          f"{source} line {number}: the size column ({excerpt(tokens[0])})")
-    if not cpu_timed:  # -C: a row's time and algbw are of different clocks (CPU_TIME_NOTE)
-        check_size_units(rows, row_lines, with_unit, header, source)  # the cells are numbers
     if unchecked:
         notes.append(f"{Path(source).name}: results were not checked (-c 0: #wrong is N/A)")
     if not avg_seen:
@@ -728,6 +809,7 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
     if op is not None:
         check_named_op(rows, first, op, named_by, source)
     ratio_op, ratio_ranks, ratio_span = _ranks_from_ratio(rows, first, op)
+    op_from_ratio = op is None
     if op is None:
         if ratio_op is None:
             raise ScalesimError(f"{source}: cannot tell which collective this is; keep the "
@@ -736,6 +818,11 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
         op = ratio_op
         notes.append(f"{Path(source).name}: taken as {op} from its busbw/algbw ratio (no test "
                      "name in the file)")
+    # -C: a row's time and algbw are of different clocks (CPU_TIME_NOTE); a table whose busbw is
+    # its algbw may count algbw the old way (OLD_GATHER_ALGBW_FROM), checked once its ranks are
+    # known, below
+    if not cpu_timed and not busbw_is_algbw(rows, header):
+        check_size_units(rows, row_lines, with_unit, header, source)  # the cells are numbers
     if with_unit:
         notes.append(unit_sizes_note(rows, row_lines, with_unit, header, op, cpu_timed, source))
     hosts = list(dict.fromkeys(h for h, _, _, _ in ranks))
@@ -767,10 +854,42 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
                             "no bandwidth to infer it from); keep the whole output")
     if n < 2:
         raise ScalesimError(f"{source}: {n} rank: a collective on one GPU measures no link")
-    if ranks and ratio_ranks and ratio_ranks != n and op == ratio_op:
+    servers = None  # the servers of a rank list cut short, from its fullest host
+    pinned = (ratio_span is not None and ratio_ranks is not None and op == ratio_op
+              and np.ceil(ratio_span[0]) == np.floor(ratio_span[1]) == ratio_ranks)
+    per_host = Counter(h for h, _, _, _ in ranks)
+    looks_cut = ellipsis_after_ranks or len(set(per_host.values())) > 1
+    if ranks and pinned and ratio_ranks > n and looks_cut:
+        # the rank lines end early (a pasted excerpt: '#  ...', or its last host listed in part)
+        # and the digits allow no other count
+        notes.append(f"{Path(source).name}: the header lists {n} ranks, but busbw/algbw allows "
+                     f"only {ratio_ranks} as printed: {ratio_ranks} ranks taken (the rank lines "
+                     "are cut short)")
+        n = ratio_ranks
+    elif ranks and ratio_ranks and ratio_ranks != n and op == ratio_op:
         notes.append(f"{Path(source).name}: busbw/algbw suggests {ratio_ranks} ranks, the header "
                      f"lists {n}; the header is used")
+    if ranks and len(ranks) < n and len(hosts) > 1:
+        fullest = max(per_host.values())
+        if n % fullest == 0:
+            servers = n // fullest
+            notes.append(f"{Path(source).name}: {servers} servers of {fullest} GPUs taken (its "
+                         f"fullest listed host's {fullest}; {len(hosts)} listed)")
 
+    old_algbw = op != "all_reduce" and old_gather_algbw(rows, header, n)
+    if op_from_ratio and op == "all_reduce" and n > 2 and old_gather_algbw(rows, header, n):
+        raise ScalesimError(
+            f"{source}: busbw equals algbw on {n} ranks: an all_gather or reduce_scatter table of "
+            f"nccl-tests before 2020-06 (algbw = S (n-1)/n / t then), not an all_reduce (busbw "
+            "2(n-1)/n x algbw); keep the test's name in the log, or name the file after its test "
+            "(e.g. all_gather_node1.txt)")
+    if old_algbw:
+        notes.append(f"{Path(source).name}: busbw equals algbw in every row: nccl-tests before "
+                     f"2020-06 ({OLD_GATHER_ALGBW_FROM}), whose {op} algbw is S (n-1)/n / t; its "
+                     "sizes and times read as today's")
+    if not cpu_timed and busbw_is_algbw(rows, header):
+        check_size_units(rows, row_lines, with_unit, header, source,
+                         share=(n - 1) / n if old_algbw else 1.0)
     algorithm = _one_algorithm(algos, op, source)
     column = 1 if op == "all_reduce" and len(index["time"]) > 1 else 0
     t_i, a_i = index["time"][column], index["algbw"][column]
@@ -798,7 +917,7 @@ def _parse_log(text: str, source: str, level: str | None = None) -> NcclTestsRun
     run = NcclTestsRun(str(source), op, n, hosts, devices, points, notes,
                        network=next(iter(networks)) if len(networks) == 1
                        and "roce" not in networks else None, algorithm=algorithm,
-                       cpu_timed=cpu_timed)
+                       cpu_timed=cpu_timed, servers=servers)
     # every rank listed: the hosts are known; intra=/inter= say the level themselves
     if len(hosts) > 1 and len(ranks) == n and level is None:
         _read_domain(run, op, n, ranks, source)
@@ -1187,4 +1306,24 @@ def load_runs(entries: Iterable[str | os.PathLike[str]]) -> list[NcclTestsRun]:
         runs.append(run)
     if not runs:
         raise ScalesimError("give one or more nccl-tests logs (--from-nccl-tests FILE ...)")
+    servers_from_one_server_logs(runs)
     return runs
+
+
+def servers_from_one_server_logs(runs: list[NcclTestsRun]) -> None:
+    """Set the servers of each ``inter=`` log that lists no hosts (a pasted table) from the GPUs
+    of the one-server logs beside it (one host, its ranks all on it): ranks / those GPUs where
+    they divide, else 2, each said in its notes."""
+    per_server = sorted({r.ranks for r in runs if r.level == "intra_node" and len(r.hosts) == 1})
+    for run in runs:
+        if run.forced_level != "inter_node" or run.hosts or run.servers:
+            continue
+        fit = [g for g in per_server if run.ranks % g == 0 and run.ranks // g >= 2]
+        if len(fit) == 1:
+            run.servers = run.ranks // fit[0]
+            run.notes.append(f"{Path(run.path).name}: no host list; {run.servers} servers of "
+                             f"{fit[0]} GPUs taken, as many as the one-server log beside it ran")
+        else:
+            run.notes.append(f"{Path(run.path).name}: no host list; {run.nodes} servers of "
+                             f"{run.ranks // run.nodes} GPUs assumed: keep the '#  Rank ...' lines, "
+                             "or give a one-server log of the same GPUs beside it")
