@@ -1228,7 +1228,10 @@ def fitted_profile(
     g = fit.devices_per_node
     g_last = last.devices // last.nodes
     supply_per_device = clip("samples_per_s", v["node_loader_samples_per_s"] / g_last)
-    limiting = float(fit.breakdown.data_stall_s[-1]) > 0.0
+    # the supply any run waited on caps every prediction of the profile, the remedies' beyond
+    # the largest run too (not only where the largest run waits: runs that stall at 8 devices
+    # and not at 16 on two servers' supply still cap a remedy at that supply)
+    limiting = float(np.max(fit.breakdown.data_stall_s)) > 0.0
     device = {"device_name": runs.device_name, "device_memory_bytes": 1e15,
               # the bandwidth the fit priced DDP's bucket copies at (the runs' device column's
               # GPU), so the remedies' predictions charge them as the fit did (§4)

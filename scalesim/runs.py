@@ -611,16 +611,18 @@ def _other_separator(header: list[str]) -> str | None:
 
 def unknown_columns_note(names) -> str | None:
     """'ignored column(s): gpu_util, comm_time_s (comm_s?)': the columns of a runs file that
-    diagnose does not read, each near a column's name with that name (a typo would otherwise
-    drop a measured part in silence), with the columns it reads; None where there are none."""
+    diagnose does not read, each near the name of a column the file lacks with that name (a
+    typo would otherwise drop a measured part in silence; 'notes' beside a 'nodes' column is
+    none), with the columns it reads; None where there are none."""
     import difflib
 
     unknown = sorted(set(names) - set(COLUMNS))
     if not unknown:
         return None
+    absent = [c for c in COLUMNS if c not in set(names)]  # a column the file has is no typo's
     said = []
     for name in unknown:
-        near = difflib.get_close_matches(name, COLUMNS, n=1, cutoff=0.68)
+        near = difflib.get_close_matches(name, absent, n=1, cutoff=0.68)
         said.append(excerpt(name, 40) + (f" ({near[0]}?)" if near else ""))
     return (f"ignored column(s): {', '.join(said)}; a runs file's columns are "
             f"{', '.join(COLUMNS)} (docs/diagnose.md)")

@@ -34,6 +34,7 @@ from scalesim.diagnosis import (
 from scalesim.errors import KNOB, ScalesimError, as_literal, joined, require_model
 from scalesim.figures import (
     GIB_BYTES,
+    bytes_text,
     gib,
     link_GBps,
     milliseconds,
@@ -689,6 +690,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     fit = fit_runs(runs, params, wire_bytes_per_param, exchange)
     _refuse_copies_beyond_steps(fit, params, runs.step_time_s, transformer,
                                 measured.device_column, runs.nouns)
+    _refuse_links_beyond_bounds(fit, params, transformer)
     model = fit.breakdown
     step = runs.step_time_s
     work = runs.micro_batch * runs.accumulation
@@ -1186,6 +1188,32 @@ def _refuse_copies_beyond_steps(fit, params: float | None, step_s, transformer,
         f"{fit.exchange.memory_bandwidth_GBps:,.0f} GB/s datasheet memory bandwidth, not less "
         f"than the {milliseconds(float(step_s[i]))} the run on {words.count(int(fit.layout.devices[i]))} "
         f"measured (docs/model.md §4): {check}"))
+
+
+def _refuse_links_beyond_bounds(fit, params: float | None, transformer) -> None:
+    """Refuse a stated parameter count (``--params``, or ``--workload``'s) whose gradient these
+    runs exchange faster than any link runs (a fitted bus bandwidth past the bounds' 100 TB/s):
+    the count is not the runs' (1e12 parameters in steps of 10-20 ms), and the profile would
+    hold the link clipped to the bound, its remedies starting from a link the fit never had
+    (a network 'doubled' from 100,000 GB/s, accumulation promising more than the compute
+    allows)."""
+    if params is None:
+        return
+    high = bound("busbw_GBps").high
+    for level, where in (("intra", "inside a server"), ("inter", "across servers")):
+        if f"{level}_transfer_s" in fit.not_shown:
+            continue
+        busbw = fit.busbw_GBps(level)
+        if busbw <= high:
+            continue
+        given = (f"{KNOB.workload} {as_literal(transformer.name)} ({params:.4g} parameters)"
+                 if transformer is not None else f"{KNOB.params} {params:.4g}")
+        check = (f"check {KNOB.workload}" if transformer is not None else
+                 f"check {KNOB.params} (the model's parameter count) and {KNOB.wire_bytes}")
+        raise ScalesimError(knob_refusal(
+            f"{given}: these runs' steps exchange its {bytes_text(fit.gradient_bytes)} of "
+            f"gradients {where} at {busbw:,.0f} GB/s (fitted), past any link's "
+            f"{high:,.0f} GB/s: {check}"))
 
 
 def _unpriced_copies_note(fit, device_column: str, words: Nouns) -> list[str]:

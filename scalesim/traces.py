@@ -929,8 +929,10 @@ def summarise(
             rw = group_comm[role] = length_in(merged, w0, w1)
             hidden = group_hidden[role] = max(rw + cdw - length_in(with_compute[role], w0, w1),
                                               0.0)
-            alone = max(cdmw - length_in(covered_by_others[role], w0, w1), 0.0)
-            role_steps[role].append((rw, hidden, min(alone, rw)))
+            # the part of the role's collectives nothing else covered (not ``alone``: the
+            # set-aside collectives' exposed time of the step, below)
+            role_alone = max(cdmw - length_in(covered_by_others[role], w0, w1), 0.0)
+            role_steps[role].append((rw, hidden, min(role_alone, rw)))
         steps.append(
             StepBreakdown(
                 step=num,

@@ -806,3 +806,23 @@ def test_a_trace_through_a_pipe_is_read_once(tmp_path):
     summary = traces.summarise(fifo)
     writer.join()
     assert len(summary.steps) == 2
+
+
+def test_a_gpu_groups_exposed_collectives_are_not_counted_as_set_aside(tmp_path):
+    """Session 59 bug hunt: on a GPU trace whose NCCL kernels name their process group (every
+    torch since 2.2 writes it), the step's exposed time of the collectives set aside as no
+    gradient traffic took the last group's exposed time instead (one variable for both), so
+    calibrate --from-trace took the gradient all-reduce's exposed 200 us out of forward+backward
+    twice and diagnose called it 'waiting in collectives set aside'. Here nothing is set aside:
+    0 us; the data-parallel group's exposed time stays 300 - 100 = 200 us a step."""
+    data = gpu_trace()
+    for ev in data["traceEvents"]:
+        if ev["name"].startswith("ncclDevKernel"):
+            ev["args"].update({"Process Group Name": "0", "Process Group Description": "default_pg",
+                               "Group size": 2, "In msg nelems": 1_000_000})
+    summary = trace_ranks.load_traces([write(tmp_path, "r0.json", data)])[0]
+    assert [st.set_aside_s for st in summary.steps] == [0.0, 0.0]
+    assert [st.set_aside_exposed_s for st in summary.steps] == [0.0, 0.0]
+    assert [st.exposed_comm_s for st in summary.steps] == pytest.approx([200e-6, 200e-6])
+    (group,) = summary.groups.values()
+    assert group["exposed_s"] == pytest.approx(200e-6)
