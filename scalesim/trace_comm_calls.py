@@ -102,11 +102,17 @@ def dtype_bytes(name) -> int | None:
 def first_input_elements(args: dict, argument: int = 0) -> int | None:
     """Elements of an op's first input (``argument``: the argument's place) from its ``Input
     Dims`` (traces recorded with ``record_shapes=True``; a tensor list's first tensor), None
-    where absent or not a shape."""
+    where absent or not a shape (a tensor list recorded as ``[]``, its ``Input type`` a list)."""
     dims = args.get("Input Dims")
     if not isinstance(dims, list) or len(dims) <= argument:
         return None
     first = dims[argument]
+    kinds = args.get("Input type")
+    if first == [] and isinstance(kinds, list) and len(kinds) > argument and isinstance(
+            kinds[argument], str) and "List" in kinds[argument]:
+        # a tensor list recorded without its tensors' shapes (torch 1.x's ``c10d::allreduce_``:
+        # dims [] beside type 'TensorList'), not a 0-d tensor of 1 element
+        return None
     while isinstance(first, list) and first and isinstance(first[0], list):
         first = first[0]
     if not isinstance(first, list) or not all(
@@ -149,8 +155,11 @@ def host_input_argument(name: str, collective: str) -> int:
     """The place of a host op's input among its ``Input Dims``: 1 for a ``c10d::`` all-gather
     (``c10d::allgather_(Tensor[][] outputs, Tensor[] inputs, ...)``, ``_allgather_base_(Tensor
     output, Tensor input, ...)``: its first, the outputs, a list of lists recorded as ``[]``
-    that read as 1 element), else 0."""
-    return int(name.startswith("c10d::") and collective_kind(collective) == "all-gather")
+    that read as 1 element) and reduce-scatter (``reduce_scatter_(Tensor[] outputs, Tensor[][]
+    inputs, ...)``, ``_reduce_scatter_base_(Tensor output, Tensor input, ...)``: its first is
+    the output shard, 1/n of the buffer that ``input_elements`` reads), else 0."""
+    return int(name.startswith("c10d::")
+               and collective_kind(collective) in ("all-gather", "reduce-scatter"))
 
 
 def metric_sized(elements, largest: float):
@@ -390,7 +399,8 @@ class GroupComm:
 def gradient_posts(posted: dict, posted_sizes: dict, posted_ranks: dict, largest: float,
                     world: int | None):
     """(posts, aside posts, set aside, unsized, sizes): each collective kind's host posts (s,
-    sorted), of the first family that posts it (``HOST_COLLECTIVE_FAMILIES``), but those of no
+    sorted), of the first family that posts it (``HOST_COLLECTIVE_FAMILIES``; a later one as many
+    times with sizes where the first records none), but those of no
     gradient traffic (``no_gradient`` against the ``largest`` reduction, elements; a post of
     no group size over the ``world``); those set aside, every kind's (s, sorted: how often
     they run, ``StepBreakdown.set_aside_posts``); kind -> how many were set aside; how many
@@ -400,10 +410,14 @@ def gradient_posts(posted: dict, posted_sizes: dict, posted_ranks: dict, largest
     ``posted_ranks``: (family, kind) -> starts (s), elements, ranks (NaN: not recorded)."""
     posts, aside_posts, set_aside, unsized, sizes = {}, [np.empty(0)], {}, 0, {}
     for kind in COLLECTIVE_KINDS.values():
-        family = next((f for f in HOST_COLLECTIVE_FAMILIES if len(posted.get((f, kind), ()))),
-                      None)
-        if family is None:
+        families = [f for f in HOST_COLLECTIVE_FAMILIES if len(posted.get((f, kind), ()))]
+        if not families:
             continue
+        # the first family that posts the kind, or a later one that posts each of its calls with
+        # the size the first does not record (torch 1.x: ``c10d::allreduce_`` records its tensor
+        # list as [], the ``nccl:all_reduce`` inside it the elements)
+        family = next((f for f in families if len(posted[f, kind]) == len(posted[families[0], kind])
+                       and not np.isnan(np.frombuffer(posted_sizes[f, kind])).all()), families[0])
         starts, elements = np.frombuffer(posted[family, kind]), np.frombuffer(
             posted_sizes[family, kind])
         ranks = np.frombuffer(posted_ranks[family, kind])

@@ -826,3 +826,38 @@ def test_a_gpu_groups_exposed_collectives_are_not_counted_as_set_aside(tmp_path)
     assert [st.exposed_comm_s for st in summary.steps] == pytest.approx([200e-6, 200e-6])
     (group,) = summary.groups.values()
     assert group["exposed_s"] == pytest.approx(200e-6)
+
+
+def test_a_torch_1_trace_takes_its_all_reduce_sizes_from_the_nccl_annotation(tmp_path):
+    """torch 1.x records ``c10d::allreduce_``'s tensor list as Input Dims ``[]`` (Input type
+    'TensorList'), which read as a 0-d tensor of 1 element: the gradient buckets were set aside
+    as 1-element metrics and diagnose said the traces record no size (HolisticTraceAnalysis'
+    trace_diff test trace, an 8-rank job). The ``nccl:all_reduce`` annotation inside each
+    records the bucket's elements: those are read, and nothing is set aside."""
+    data = gpu_trace()
+    for n in (1, 2):
+        t = (n - 1) * 1000.0
+        data["traceEvents"] += [
+            event("c10d::allreduce_", t + 580, 20.0, **{
+                "Input Dims": [[], [], [], []], "Input type": ["TensorList", "", "Scalar", "Scalar"]}),
+            event("nccl:all_reduce", t + 585, 10.0, **{
+                "Input Dims": [[4_000_000]], "Input type": ["float"]})]
+    summary = trace_ranks.load_traces([write(tmp_path, "r0.json", data)])[0]
+    assert [list(st.reduction_elements) for st in summary.steps] == [[4_000_000], [4_000_000]]
+    assert [st.set_aside_posts for st in summary.steps] == [0, 0]
+
+
+def test_a_host_reduce_scatter_is_sized_by_the_buffer_it_reduces():
+    """``c10d::_reduce_scatter_base_(output, input)`` records the output shard first: read from
+    it, an FSDP2 reduce-scatter of a 5,130-element gradient on 2 ranks was 2,565 elements, and on
+    8 ranks any unit under 8 % of the largest was set aside as a metric. Its size is the input,
+    the whole buffer, as NCCL's ``In msg nelems`` gives a reduce-scatter's (and the shard for an
+    all-gather, whose input is the shard)."""
+    from scalesim.trace_comm_calls import collective_name, host_input_argument, input_elements
+
+    def elements(name, dims):
+        return input_elements({"Input Dims": dims}, host_input_argument(name, collective_name(name, {})))
+
+    assert elements("c10d::_reduce_scatter_base_", [[2565], [5130]]) == 5130
+    assert elements("c10d::_allgather_base_", [[5130], [2565]]) == 2565
+    assert elements("c10d::allreduce_", [[[5130]], [], []]) == 5130
