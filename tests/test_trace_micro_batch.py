@@ -156,3 +156,21 @@ def test_fsdp1s_unsharding_before_the_model_is_no_input(tmp_path):
     assert "aten::linear" in ranks[0].micro_batch_from
     title, _ = _bigger_batch_title(ranks)
     assert title == "Double the per-process batch (32 -> 64, from the traces' input shapes)"
+
+
+def test_calibrate_says_when_its_given_micro_batch_is_not_the_traces(tmp_path):
+    """calibrate --from-trace 64=FILE of traces whose shapes give 32 took 64 in silence, its
+    per-sample time half the traces' (session 59 bug hunt). B= still wins, as said; a note
+    names both and the entry to give."""
+    from scalesim.sources import trace_compute as tc
+
+    dims = ([[32, 512], [1024, 512], [1024]], [[32, 10], [32], [], []])
+    for r in (0, 1):
+        _trace(tmp_path, r, *dims)
+    paths = [str(tmp_path / f"r{r}.json") for r in (0, 1)]
+    (run,) = tc.read_runs({64: paths})
+    (note,) = [n for n in run.ranks[0].summary.notes if "as given" in n]
+    assert note.startswith("micro-batch 64 as given (64=r0.json), but the traces' input shapes")
+    assert "a micro-batch of 32 samples" in note and note.endswith("give 32=r0.json if they are right")
+    (same,) = tc.read_runs({32: paths})
+    assert not any("as given" in n for x in same.ranks for n in x.summary.notes)

@@ -37,6 +37,7 @@ import re
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from scalesim.bounds import bound, check_number, parse_number
 from scalesim.errors import ScalesimError
 from scalesim.trace_comm_calls import dtype_bytes, dtype_text, first_input_elements
 from scalesim.trace_intervals import Intervals, KernelLaunches, length_in, merge
-from scalesim.trace_ranks import check_one_world, cross_rank, traced_micro_steps
+from scalesim.trace_ranks import check_one_world, cross_rank, traced_micro_batch, traced_micro_steps
 from scalesim.traces import (
     OPTIMIZER_PREFIX,
     TraceSummary,
@@ -427,5 +428,11 @@ def read_runs(groups: dict[int, list[str]]) -> list[BatchRun]:
                                 "per rank of each run")
         check_one_world([r.summary for r in ranks], f"micro-batch {b}: ")
         ranks.sort(key=lambda r: r.summary.rank)
+        traced, words = traced_micro_batch([r.summary for r in ranks])
+        if traced is not None and traced != b:  # said, not silent: its per-sample time is off
+            ranks[0].summary.notes.append(
+                f"micro-batch {b} as given ({b}={Path(ranks[0].summary.path).name}), but {words}: "
+                f"the per-sample time is taken at {b}, {b / traced:.3g}x what the shapes say; "
+                f"give {traced}={Path(ranks[0].summary.path).name} if they are right")
         runs.append(BatchRun(b, ranks, cross_rank([r.summary for r in ranks])))
     return runs
