@@ -938,6 +938,10 @@ def exchange_buckets(summaries, degrees: dict, exchange,
     for sizes_from in (HOST_SIZES, KERNEL_SIZES):  # the host's, else the NCCL kernels'
         if sizes := traced_buckets(summaries, reductions, sizes_from):
             return model_buckets(sizes, sizes_from), ""
+    from scalesim.trace_comm_calls import collective_kind
+
+    if not any(collective_kind(name) == "all-reduce" for s in summaries for name in s.collectives):
+        return DEFAULT_BUCKETS, ""  # no all-reduce traced (one process): no size to miss
     gpu = any(s.device == "gpu" for s in summaries)
     return DEFAULT_BUCKETS, default_buckets_note(NO_GPU_SIZES if gpu else NO_SIZES)
 

@@ -96,3 +96,17 @@ def test_anything_after_the_trace_is_refused(tmp_path, capsys, after):
     assert main(["diagnose", "--trace", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "after the trace's closing '}'" in err[0]
+
+
+def test_a_trace_without_all_reduces_says_nothing_of_their_sizes(tmp_path):
+    """One process, no collective (session 59 bug hunt): the notes said "the traces record no
+    size for the gradient all-reduces ... record with record_shapes=True", of all-reduces the
+    trace has none of."""
+    events = []
+    for n in range(3):
+        t = n * 1000.0
+        events += [_event(f"ProfilerStep#{n + 1}", t, 1000.0, cat="user_annotation"),
+                   _event("aten::mm", t + 10, 900.0)]
+    path = _write(tmp_path, "r0.json", events, world=1)
+    report = diagnose_traces(trace_ranks.load_traces([path]), "t")
+    assert not any("record no size" in n for n in report.notes)

@@ -368,6 +368,10 @@ def describe_run(run: BatchRun) -> list[str]:
                     f"{len(c.sizes)} distinct message size(s) "
                     f"{'/'.join(f'{s / MIB_BYTES:.4g}' for s in c.sizes[:4])} MiB")
         calls = "call" if c.count == 1 else "calls"
+        if c.count == 0 and size:  # sized by the host's posts, but nothing of it timed
+            out.append(f"  {op}: no call timed inside the traced steps{size}, as its host's "
+                       "posts record them")
+            continue
         out.append(f"  {op}: {c.count:g} {calls}, {c.time_s * 1e3:.3g} ms per step{size}")
     if rebuild := run.bucket_rebuild_calls():
         out.append(f"  left out: {count(rebuild, 'broadcast')} of 32-bit integers, DDP's bucket "
