@@ -30,7 +30,32 @@ def load_traces(paths: list[str]) -> list[TraceSummary]:
     if dup:
         raise ScalesimError(f"two traces are rank {dup[0]}; give one trace per rank")
     check_one_world(summaries)
+    check_one_run_in_time(summaries)
     return sorted(summaries, key=lambda s: s.rank)
+
+
+def check_one_run_in_time(summaries: list[TraceSummary]) -> None:
+    """ScalesimError where two ranks traced on one host (one clock: ``host_name``) have steps
+    that never overlap in time (``base_time_s`` + each step's start and end): one synchronous
+    job's ranks run each step together, so they are traces of different runs, whose ranks a
+    step-by-step comparison would read as a straggler. Ranks on different hosts are not
+    compared (their clocks may differ by more than a step)."""
+    spans: dict[str, tuple[float, float, str]] = {}
+    for s in summaries:
+        if not s.host or not s.steps:
+            continue
+        start = s.base_time_s + min(st.start_s for st in s.steps)
+        end = s.base_time_s + max(st.end_s for st in s.steps)
+        if s.host not in spans:
+            spans[s.host] = (start, end, s.path)
+            continue
+        start0, end0, path0 = spans[s.host]
+        gap = max(start - end0, start0 - end)
+        if gap > 0:
+            raise ScalesimError(
+                f"{Path(path0).name} and {Path(s.path).name} ran on one host "
+                f"({s.host[:60]}), but their traced steps never overlap in time ({gap:.3g} s "
+                "apart): traces of different runs; give the traces of one run (one per rank)")
 
 
 def check_one_world(summaries: list[TraceSummary], where: str = "") -> None:

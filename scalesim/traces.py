@@ -256,6 +256,14 @@ class StepBreakdown:
     reduction_kernel_bytes: tuple[float, ...] = ()
 
 
+def _base_time_s(meta: dict) -> float:
+    """Kineto's ``baseTimeNanoseconds`` in seconds, 0 where absent or no plain number."""
+    base = meta.get("baseTimeNanoseconds")
+    if type(base) not in (int, float) or not math.isfinite(base) or abs(base) > 1e20:
+        return 0.0
+    return float(base) / 1e9
+
+
 @dataclass
 class TraceSummary:
     path: str
@@ -298,6 +306,9 @@ class TraceSummary:
     largest_reduction: float = 0.0
     set_aside: dict[str, int] = field(default_factory=dict)
     unsized_reductions: int = 0
+    # Kineto's ``baseTimeNanoseconds`` (s; 0 where not written): its events' ``ts`` count from
+    # it, so two processes' times compare as base + ts (``trace_ranks.check_one_run_in_time``)
+    base_time_s: float = 0.0
     # samples a micro-step, read from the input shapes torch.profiler's record_shapes writes
     # (``trace_batch.ShapeReads.micro_batch``), and where it was read; None and why not where
     # the trace records no shapes or its readings disagree
@@ -1008,6 +1019,7 @@ def summarise(
         largest_reduction=largest,
         set_aside=set_aside,
         unsized_reductions=unsized,
+        base_time_s=_base_time_s(meta),
         micro_batch=micro_batch,
         micro_batch_from=micro_batch_from,
     )

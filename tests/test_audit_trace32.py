@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from scalesim import trace_ranks, traces
+from scalesim.errors import ScalesimError
 from scalesim.trace_diagnosis import diagnose_traces
 
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -110,3 +111,36 @@ def test_a_trace_without_all_reduces_says_nothing_of_their_sizes(tmp_path):
     path = _write(tmp_path, "r0.json", events, world=1)
     report = diagnose_traces(trace_ranks.load_traces([path]), "t")
     assert not any("record no size" in n for n in report.notes)
+
+
+def _steps(offset_us):
+    return [_event(f"ProfilerStep#{n + 1}", offset_us + n * 1000.0, 1000.0, cat="user_annotation")
+            for n in range(3)] + [_event("aten::mm", offset_us + n * 1000.0 + 10, 900.0)
+                                  for n in range(3)]
+
+
+def _on_host(path, base_ns):
+    data = json.loads(Path(path).read_text())
+    data.update(host_name="node7", baseTimeNanoseconds=base_ns)
+    Path(path).write_text(json.dumps(data))
+    return path
+
+
+def test_ranks_of_different_runs_on_one_host_are_refused(tmp_path):
+    """Rank 0 of one run and rank 1 of another, both on host node7 (session 59 bug hunt: their
+    steps 154 s apart on one clock, read as one job: "rank 1 slowest in 100% of steps",
+    "Fix the slow process +18.5%"). Steps that never overlap on one host's clock are refused;
+    the times compare as baseTimeNanoseconds + ts, so a rank whose base is 3 s later and its
+    ts 3 s earlier is the same moment, and ranks on two hosts (two clocks) are not compared."""
+    first = _on_host(_write(tmp_path, "a0.json", _steps(0.0), rank=0), 10**18)
+    later = _on_host(_write(tmp_path, "b1.json", _steps(154e6), rank=1), 10**18)
+    with pytest.raises(ScalesimError, match=r"a0.json and b1.json ran on one host "
+                                                    r"\(node7\), but their traced steps never "
+                                                    r"overlap in time \(154 s apart\)"):
+        trace_ranks.load_traces([first, later])
+    rebased = _on_host(_write(tmp_path, "c1.json", _steps(-3e6), rank=1), 10**18 + 3 * 10**9)
+    assert len(trace_ranks.load_traces([first, rebased])) == 2
+    other = _write(tmp_path, "d1.json", _steps(154e6), rank=1)
+    data = json.loads(Path(other).read_text())
+    Path(other).write_text(json.dumps({**data, "host_name": "node8"}))
+    assert len(trace_ranks.load_traces([first, other])) == 2

@@ -45,7 +45,13 @@ from scalesim.bounds import bound, check_number, parse_number
 from scalesim.errors import ScalesimError
 from scalesim.trace_comm_calls import dtype_bytes, dtype_text, first_input_elements
 from scalesim.trace_intervals import Intervals, KernelLaunches, length_in, merge
-from scalesim.trace_ranks import check_one_world, cross_rank, traced_micro_batch, traced_micro_steps
+from scalesim.trace_ranks import (
+    check_one_run_in_time,
+    check_one_world,
+    cross_rank,
+    traced_micro_batch,
+    traced_micro_steps,
+)
 from scalesim.traces import (
     OPTIMIZER_PREFIX,
     TraceSummary,
@@ -427,6 +433,7 @@ def read_runs(groups: dict[int, list[str]]) -> list[BatchRun]:
             raise ScalesimError(f"micro-batch {b}: two traces are rank {min(dup)}; give one trace "
                                 "per rank of each run")
         check_one_world([r.summary for r in ranks], f"micro-batch {b}: ")
+        check_one_run_in_time([r.summary for r in ranks])
         ranks.sort(key=lambda r: r.summary.rank)
         traced, words = traced_micro_batch([r.summary for r in ranks])
         if traced is not None and traced != b:  # said, not silent: its per-sample time is off
