@@ -979,6 +979,8 @@ def data_stall_share(p: Prediction) -> float:
 
 # The loader remedy's reason where measured runs or traces were examined for input waits and the
 # supply was not limiting (diagnose): no curve in the profile, but not an unmeasured pipeline.
+# the loader remedy's reason where the modelled input supply stalls no step of the scenario
+INPUT_KEEPS_UP = "the input pipeline keeps up already"
 NO_STALL_FOUND = "the measured runs or traces show no data stall: the input supply is not limiting"
 
 
@@ -1005,7 +1007,7 @@ def _loader_reason(now: Prediction, stall_examined: bool = False) -> str:
     keeps up; or, where diagnose examined the runs for it (``stall_examined``), none was found."""
     if now.data_stall_s is None:
         return NO_STALL_FOUND if stall_examined else STALL_NOT_MODELLED
-    return "" if now.data_stall_s > 0 else "the input pipeline keeps up already"
+    return "" if now.data_stall_s > 0 else INPUT_KEEPS_UP
 
 
 def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective: str = "auto",

@@ -1305,7 +1305,7 @@ def _loader_note_of_runs(remedies: list[Remedy], data_share, devices,
     columns); a stall under ``NAMED_PART_SHARE`` of a step, which prints as 0 % or 1 %, is not
     one to name. ``unseparated``: the parts a fit without that stall, which the runs cannot rule
     out, puts its time in (``_unseparated_parts``), said beside it; '' where none."""
-    from scalesim.remedies import NO_STALL_FOUND
+    from scalesim.remedies import INPUT_KEEPS_UP, NO_STALL_FOUND
 
     stalled = [(int(n), float(s)) for n, s in zip(devices[:-1], data_share[:-1], strict=True)
                if s >= NAMED_PART_SHARE]
@@ -1318,7 +1318,10 @@ def _loader_note_of_runs(remedies: list[Remedy], data_share, devices,
             + (f"; these runs cannot tell that stall from {unseparated} (the input pipeline "
                "finding says what would)"
                if unseparated else ""))
-    return [replace(r, note=note) if r.key == "loader" and r.note == NO_STALL_FOUND else r
+    # the fitted supply is kept where a smaller run waits on it (``fit_runs``), so the remedy
+    # may say it keeps up at the largest run: scoped to that run the same way
+    return [replace(r, note=note) if r.key == "loader" and r.note in (NO_STALL_FOUND,
+                                                                      INPUT_KEEPS_UP) else r
             for r in remedies]
 
 
