@@ -41,6 +41,19 @@ def _old_gather_log(op: str, ranks: int = 8) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _all_reduce_rows(ranks: int, half: str, row: str) -> list[str]:
+    """An all_reduce table's rows of SIZES in float, each half (out-of-place, in-place) printed
+    by ``half`` (fields t_ms, t_us, algbw = S / t, busbw = algbw 2(n-1)/n) in ``row`` (size,
+    count, half)."""
+    rows = []
+    for size in SIZES:
+        t = _time_us("all_reduce", size, ranks)
+        algbw = size / t / 1e3
+        cells = half.format(t_ms=t / 1e3, t_us=t, algbw=algbw, busbw=algbw * 2 * (ranks - 1) / ranks)
+        rows.append(row.format(size=size, count=size // 4, half=cells))
+    return rows
+
+
 def _old_all_reduce_log(ranks: int = 8) -> str:
     """A 2017-2019 all_reduce table: ``bytes N type op time algbw busbw res``, times in ms
     ("%7.3f"), rank lines without a Pid."""
@@ -51,11 +64,8 @@ def _old_all_reduce_log(ranks: int = 8) -> str:
               for r in range(ranks)]
     lines += ["", "#      bytes             N    type      op     time  algbw  busbw      res"
               "     time  algbw  busbw      res"]
-    for size in SIZES:
-        t = _time_us("all_reduce", size, ranks)
-        algbw = size / t / 1e3
-        half = f"{t / 1e3:7.3f}  {algbw:5.2f}  {algbw * 2 * (ranks - 1) / ranks:5.2f}    0e+00"
-        lines.append(f"{size:12d}  {size // 4:12d}   float     sum  {half}  {half}")
+    lines += _all_reduce_rows(ranks, "{t_ms:7.3f}  {algbw:5.2f}  {busbw:5.2f}    0e+00",
+                              "{size:12d}  {count:12d}   float     sum  {half}  {half}")
     lines += [" Out of bounds values : 0 OK", " Avg bus bandwidth    : 60.1", ""]
     return "\n".join(lines) + "\n"
 
@@ -73,11 +83,8 @@ def _all_reduce_log(ranks: int, per_host: int, listed: int | None = None,
     lines += ["#  ..."] if ellipsis else []
     lines += ["#", "#       size         count      type   redop    root     time   algbw   busbw "
               "#wrong     time   algbw   busbw #wrong"]
-    for size in SIZES:
-        t = _time_us("all_reduce", size, ranks)
-        algbw = size / t / 1e3
-        half = f"{t:8.1f}  {algbw:6.2f}  {algbw * 2 * (ranks - 1) / ranks:6.2f}      0"
-        lines.append(f"{size:12d}  {size // 4:12d}     float     sum      -1  {half}  {half}")
+    lines += _all_reduce_rows(ranks, "{t_us:8.1f}  {algbw:6.2f}  {busbw:6.2f}      0",
+                              "{size:12d}  {count:12d}     float     sum      -1  {half}  {half}")
     lines += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 40.1", "#"]
     return "\n".join(lines) + "\n"
 
