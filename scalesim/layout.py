@@ -643,7 +643,30 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
         problems.append(knob_refusal(f"sequence length {seq_len} is not divisible by 2 x "
                                      f"{KNOB.cp} {L.cp} (load-balanced context parallelism)"
                                      f"{cp_fix(seq_len, L.cp, L.dp * L.cp)}", ("cp", "seq_len")))
+    if seq_len is not None and not sequence_parallel_splits(seq_len, L.tp, L.cp,
+                                                           L.sequence_parallel):
+        part = f"{seq_len} / {KNOB.cp} {L.cp}" if L.cp > 1 else f"{seq_len}"
+        step = L.tp * L.cp
+        below, above = seq_len // step * step, -(-seq_len // step) * step
+        lengths = " or ".join(str(n) for n in dict.fromkeys((below, above)) if n > 0)
+        problems.append(knob_refusal(
+            f"sequence length {part} is not divisible by {KNOB.tp} {L.tp}: "
+            f"{KNOB.sequence_parallel} splits each sequence among the tensor-parallel ranks "
+            f"(Megatron's reduce-scatter along the sequence needs it whole); use "
+            f"{KNOB.seq_len} {lengths}, or {KNOB.sequence_parallel} off",
+            ("seq_len", "sequence_parallel")))
     return problems
+
+
+def sequence_parallel_splits(seq_len, tp, cp, sequence_parallel):
+    """True where sequence parallelism, if on, splits the sequence a context-parallel rank holds
+    evenly among the tp ranks (numpy, broadcasts): Megatron and Transformer Engine reduce-scatter
+    the activations along the sequence (``reduce_scatter_along_first_dim``: "First dimension of
+    the tensor should be divisible by tensor parallel size"), so seq_len / cp % tp == 0; True
+    where it is off or tp is 1."""
+    tp, cp = np.asarray(tp), np.asarray(cp)
+    return ~(np.asarray(sequence_parallel, dtype=bool) & (tp > 1)) | (
+        np.asarray(seq_len) % (tp * cp) == 0)
 
 
 def runs_on_count(devices, devices_per_node, allocation=None):
@@ -883,9 +906,10 @@ def check_layout(layout: ParallelLayout, devices_per_node: int, nouns: Nouns = G
 
 
 def valid_mask(dp, tp, pp, cp, micro_batch, global_batch, schedule, virtual_stages,
-               devices_per_node, layers, heads, kv_heads, seq_len, allocation=None):
+               devices_per_node, layers, heads, kv_heads, seq_len, allocation=None,
+               sequence_parallel=False):
     """The rules of ``layout_problems`` on arrays (numpy, broadcast): True where valid.
-    ``allocation``: as ``layout_problems``'.
+    ``allocation``: as ``layout_problems``'; ``sequence_parallel``: on or off (an array or one).
 
     A property test checks it agrees with ``layout_problems`` case by case."""
     dp, tp, pp, cp = (np.asarray(x) for x in (dp, tp, pp, cp))
@@ -902,7 +926,7 @@ def valid_mask(dp, tp, pp, cp, micro_batch, global_batch, schedule, virtual_stag
     ok &= heads % tp == 0
     ok &= (kv_heads % tp == 0) | (tp % kv_heads == 0)
     ok &= (cp == 1) | (seq_len % (2 * cp) == 0)
-    return ok
+    return ok & sequence_parallel_splits(seq_len, tp, cp, sequence_parallel)  # may broadcast
 
 
 def layers_per_stage(layers, pp, virtual_stages=1):

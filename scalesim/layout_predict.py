@@ -620,12 +620,13 @@ def curve_beyond_peak(profile: Profile, scenario: Scenario,
 
 
 def check_rows(profile: Profile, dp, tp, pp, micro, global_batch, schedule, virtual_stages,
-               g: int, cp=1, allocation: int | None = None) -> np.ndarray:
+               g: int, cp=1, allocation: int | None = None,
+               sequence_parallel=False) -> np.ndarray:
     """True where the layout is valid (``scalesim.layout`` rules), numpy; ``allocation``: the
     devices of the job's allocation unit (``predict.job_unit``; None: the server's ``g``)."""
     s = profile.workload.transformer
     return valid_mask(dp, tp, pp, cp, micro, global_batch, schedule, virtual_stages, g,
-                      s.layers, s.heads, s.kv_of(), s.seq_len, allocation)
+                      s.layers, s.heads, s.kv_of(), s.seq_len, allocation, sequence_parallel)
 
 
 def first_problem(profile: Profile, dp, tp, pp, zero, micro, global_batch, split: ScenarioLayout,

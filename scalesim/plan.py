@@ -809,7 +809,7 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
         virt[i_sched])
     keep = valid_mask(dp, tp, pp, cp, micro, setting.global_batch, schedule, virtual, g,
                       shape.layers, shape.heads, shape.kv_of(), shape.seq_len,
-                      setting.hardware.allocation_devices)
+                      setting.hardware.allocation_devices, i_sp.astype(bool))
     keep = keep & ~(i_sp.astype(bool) & (tp == 1))  # SP is a no-op without tp
     # no more micro-steps per optimizer step than the bounds table allows (predict's and the
     # app's --accumulation): a plan no other command could run is no plan

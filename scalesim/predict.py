@@ -92,7 +92,8 @@ class Prediction(BaseModel):
     # pipeline fill and drain, idle (a part of step_time_s): the layout's schedule, or the
     # pipelined replica of a workload fitted from runs (``pipeline_bubble_micro_steps``)
     bubble_s: float = 0.0
-    tp_comm_s: float = 0.0  # tensor- and context-parallel collectives (in exposed_comm_s)
+    tp_comm_s: float = 0.0  # tensor-parallel collectives (in exposed_comm_s)
+    cp_comm_s: float = 0.0  # context-parallel (ring attention) exchanges (in exposed_comm_s)
     pipeline_comm_s: float = 0.0  # pipeline point-to-point sends (in exposed_comm_s)
     tokens_per_s: float | None = None
     mfu: float | None = None  # model FLOPs utilisation (None when the peak is not known)
@@ -604,7 +605,7 @@ def _split_rows(profile: Profile, scenario: Scenario):
     k = np.full(p.shape, scenario.accumulation, dtype=np.int64)
     schedule = split.schedule_of()
     ok = lp.check_rows(profile, dp, split.tp, split.pp, b, dp * b * k, SCHEDULES[schedule],
-                       split.virtual_stages, g_max, split.cp, unit)
+                       split.virtual_stages, g_max, split.cp, unit, split.sequence_parallel)
     if not np.all(ok):
         i = int(np.flatnonzero(~ok)[0])
         why = lp.first_problem(profile, dp[i], split.tp, split.pp, 0, b[i], dp[i] * b[i] * k[i],
@@ -730,6 +731,6 @@ def _split_fields(split, i: int) -> dict:
     r = split.result
     return {"dp": int(split.dp[i]), "tp": int(split.tp[i]), "pp": int(split.pp[i]),
             "cp": int(split.cp[i]),
-            "tp_comm_s": float(r.tp_comm_s[i] + r.cp_comm_s[i]),
+            "tp_comm_s": float(r.tp_comm_s[i]), "cp_comm_s": float(r.cp_comm_s[i]),
             "pipeline_comm_s": float(r.p2p_s[i]), "tokens_per_s": float(r.tokens_per_s[i]),
             "mfu": float(r.mfu[i]) if split.peak_known else None}

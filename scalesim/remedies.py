@@ -712,7 +712,7 @@ def sharding_caveat(strategy: str, target: str, framework: str, accumulation: in
 def dp_exchange_s(p: Prediction) -> float:
     """Exposed data-parallel / ZeRO exchange of a row, s (its exposed communication less the
     tensor-parallel and pipeline sends of a split model)."""
-    return max(p.exposed_comm_s - p.tp_comm_s - p.pipeline_comm_s, 0.0)
+    return max(p.exposed_comm_s - p.tp_comm_s - p.cp_comm_s - p.pipeline_comm_s, 0.0)
 
 
 def best_split(profile: Profile, scenario: Scenario, now: Prediction):

@@ -931,7 +931,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     schedule = np.where(pp > 1, SCHEDULES[name], SCHEDULES["none"])
     virtual = np.where(pp > 1, split.virtual_stages, 1)
     layout_ok &= lp.check_rows(profile, dp, tp, pp, micro, dp * micro * k, schedule, virtual,
-                               g_max, cp, unit)
+                               g_max, cp, unit, split.sequence_parallel)
     checked = layout_ok.copy()  # the layout rules alone: each dropped row's first rule
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else np.full(p.shape, lp.ZERO_OF_STRATEGY[base.strategy]))

@@ -51,8 +51,8 @@ def test_plan_rows_with_cp_re_predict_to_the_plans_step_breakdown_and_memory(
         assert p.dp * p.tp * p.pp * p.cp == p.devices
         assert p.step_time_s == pytest.approx(row.step_time_s, rel=1e-9)
         assert p.compute_s == pytest.approx(parts["compute_s"], rel=1e-9)
-        assert p.tp_comm_s == pytest.approx(parts["tp_comm_s"] + parts["cp_comm_s"], rel=1e-9,
-                                            abs=1e-15)
+        assert p.tp_comm_s == pytest.approx(parts["tp_comm_s"], rel=1e-9, abs=1e-15)
+        assert p.cp_comm_s == pytest.approx(parts["cp_comm_s"], rel=1e-9, abs=1e-15)
         assert p.pipeline_comm_s == pytest.approx(parts["p2p_s"], rel=1e-9, abs=1e-15)
         assert p.bubble_s == pytest.approx(parts["bubble_s"], rel=1e-9, abs=1e-15)
         assert p.straggler_s == pytest.approx(parts["straggler_s"], rel=1e-9, abs=1e-15)
@@ -75,12 +75,13 @@ def test_the_ring_attention_sends_by_hand(tmp_path):
     cp2 = predict(profile, Scenario(devices=[8], global_batch=8, accumulation=2,
                                     strategy="zero1", layout={"cp": 2}))[0]
     assert (cp2.dp, cp2.cp, cp2.micro_batch, cp2.shard_group) == (4, 2, 1, 8)
-    assert cp2.tp_comm_s == pytest.approx(2 * 32 * c * 3 * (2e-6 + 67_108_864 / 370e9),
+    assert cp2.cp_comm_s == pytest.approx(2 * 32 * c * 3 * (2e-6 + 67_108_864 / 370e9),
                                           rel=1e-9)
-    assert cp2.tp_comm_s == pytest.approx(5.5966e-3, rel=1e-4)
+    assert cp2.cp_comm_s == pytest.approx(5.5966e-3, rel=1e-4)
+    assert cp2.tp_comm_s == 0.0  # tp 1: the sends are context parallelism's, said as such
     cp1 = predict(profile, Scenario(devices=[8], global_batch=16, accumulation=2,
                                     strategy="zero1"))[0]
-    assert (cp1.dp, cp1.cp, cp1.tp_comm_s) == (8, 1, 0.0)
+    assert (cp1.dp, cp1.cp, cp1.cp_comm_s) == (8, 1, 0.0)
 
 
 def test_predict_cli_takes_cp_and_says_it(tmp_path, capsys):

@@ -81,16 +81,33 @@ def test_layers_per_stage_and_accumulation():
        sched=st.sampled_from(list(SCHEDULES)), v=st.sampled_from([1, 2, 3]),
        g=st.sampled_from([4, 8]), layers=st.sampled_from([4, 6, 32]),
        heads=st.sampled_from([8, 12, 32]), kv=st.sampled_from([2, 8]),
-       seq=st.sampled_from([1024, 2046]))
+       seq=st.sampled_from([1024, 2046, 1020]), sp=st.booleans())
 def test_valid_mask_agrees_with_layout_problems(dp, tp, pp, cp, mb, gb, sched, v, g, layers,
-                                               heads, kv, seq):
+                                               heads, kv, seq, sp):
     lay = ParallelLayout(dp=dp, tp=tp, pp=pp, cp=cp, micro_batch=mb, global_batch=gb,
-                         schedule=sched, virtual_stages=v)
+                         schedule=sched, virtual_stages=v, sequence_parallel=sp)
     scalar_ok = not layout_problems(lay, g, layers=layers, heads=heads, kv_heads=kv,
                                     seq_len=seq)
     vector_ok = bool(valid_mask(dp, tp, pp, cp, mb, gb, SCHEDULES[sched], v, g, layers, heads,
-                                kv, seq))
+                                kv, seq, sequence_parallel=sp))
     assert scalar_ok == vector_ok
+
+
+def test_sequence_parallelism_needs_the_sequence_split_evenly_over_tp():
+    """Megatron's sequence parallelism reduce-scatters activations along the sequence, which must
+    divide by tp (by tp x cp under context parallelism): 8,193 tokens at tp 2 was predicted
+    (session 59 bug hunt); refused naming the lengths that split, or sequence parallelism off."""
+    on = ParallelLayout(dp=4, tp=2, global_batch=8, sequence_parallel=True)
+    (why,) = layout_problems(on, 8, seq_len=8193)
+    assert why.startswith("sequence length 8193 is not divisible by --tp 2: --sequence-parallel "
+                          "splits each sequence")
+    assert why.endswith("use --seq-len 8192 or 8194, or --sequence-parallel off")
+    assert not layout_problems(on, 8, seq_len=8192)
+    assert not layout_problems(on.model_copy(update={"sequence_parallel": False}), 8, seq_len=8193)
+    with_cp = ParallelLayout(dp=1, tp=4, cp=2, global_batch=8, sequence_parallel=True)
+    (why,) = layout_problems(with_cp, 8, seq_len=8196)  # 2 x cp divides it, tp x cp does not
+    assert "sequence length 8196 / --cp 2 is not divisible by --tp 4" in why
+    assert why.endswith("use --seq-len 8192 or 8200, or --sequence-parallel off")
 
 
 def test_valid_mask_is_vectorised():
