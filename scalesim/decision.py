@@ -42,8 +42,9 @@ cheapest (two totals within that error are the same money: then the sooner), and
 whose speeds differ by less than it are a tie that goes to the one with nothing to buy
 (``_choose``, docs/model.md §20). Where no
 option makes today's layout fit, the sentence names what is done already and the fewest devices
-(doubling up to the device-count bound) at which the planner's fastest layout fits, or how far
-it searched (``_nothing_fits``); that count is the card's **more devices** option, priced for
+(doubling up to the device-count bound) at which the planner's fastest layout fits, or one or
+two doublings more where a sample costs less there (``_cheaper_doubling``), or how far it
+searched (``_nothing_fits``); that count is the card's **more devices** option, priced for
 its billed devices like the others, with the scenario changes that reproduce it (``changes``).
 Where "Nx one device" is against a device that cannot hold the model, a note says so
 (``predict.one_device_note``); where it is more than N, a note says why
@@ -303,6 +304,9 @@ class _Ctx:
         self.now_time = self._time(now) if now.fits else None
         self.now_hourly = self._hourly(now, 0.0)
         self.error = median_error(uses_layouts(profile, scenario))
+        # notes of the more-devices search: the fewest that fit, where a doubling is named
+        # instead (``_cheaper_doubling``)
+        self.passed_over: list[str] = []
 
     def _time(self, p: Prediction) -> float | None:
         t = training_time.time_to_goal_s(self.goal, p.step_time_s, p.global_batch,
@@ -1258,19 +1262,64 @@ def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str, Scenario] 
     return best, modelled
 
 
+# Beyond the fewest devices at which some layout fits, the doublings also tried where fewer
+# devices per sample may finish cheaper (a layout that needs ZeRO-3 across a slow network at the
+# fewest may pipeline at twice as many: llama3-70b on a2-highgpu-8g, 32 devices 6.9 days and
+# $19,579, 64 devices 14.5 hours and $3,420)
+MORE_DEVICES_DOUBLINGS = 2
+
+
+def _device_seconds(ctx: _Ctx, p: Prediction) -> float:
+    """Billed device-seconds of ``p``'s run: its billed devices (whole instances, as every
+    option is billed) x its time to train (``_Ctx._time``: the goal's samples, the large-batch
+    penalty in where a critical batch is known; a larger count under weak scaling trains at a
+    larger global batch), else per sample (no goal): what it costs at one price per
+    device-hour, decide's price of added devices."""
+    t = ctx._time(p)
+    return float(ctx.goal.billed_devices(p.devices)) * (1.0 / p.samples_per_s if t is None else t)
+
+
 def _more_devices(ctx: _Ctx) -> tuple[tuple[Prediction, str, Scenario] | None, int]:
     """The fewest devices (2x, 4x, ... today's, up to ``_most_devices``) at which some layout
     fits (``_fits_at``), with that layout's words and scenario, or None where none does; and the
-    largest count at which any layout could be modelled (today's where none could). The search stops
-    at the first count that fits."""
+    largest count at which any layout could be modelled (today's where none could). From the
+    first count that fits, ``MORE_DEVICES_DOUBLINGS`` more doublings are tried, and a larger
+    count is taken where training costs fewer billed device-seconds there (``_device_seconds``)
+    by more than the model's median error (decide's same-money rule: then the fewer devices)."""
+    most = _most_devices(ctx.now.devices)
     n, searched = ctx.now.devices * 2, ctx.now.devices
-    while n <= _most_devices(ctx.now.devices):
+    while n <= most:
         found, modelled = _fits_at(ctx, n)
         if found is not None:
-            return found, n
+            return _cheaper_doubling(ctx, found, n, most)
         searched = n if modelled else searched
         n *= 2
     return None, searched
+
+
+def _cheaper_doubling(ctx: _Ctx, found: tuple[Prediction, str, Scenario], n: int,
+                      most: int) -> tuple[tuple[Prediction, str, Scenario], int]:
+    """``found`` at ``n`` devices, or the layout of a doubling of ``n`` (up to
+    ``MORE_DEVICES_DOUBLINGS`` of them, within ``most``) at which training costs less by more
+    than the model's median error, and its count; where a doubling is taken, ``ctx.passed_over``
+    says the fewest that fit and what they would cost (a note of the card)."""
+    best, best_n = found, n
+    first, first_n = found, n
+    for _ in range(MORE_DEVICES_DOUBLINGS):
+        n *= 2
+        if n > most:
+            break
+        other, _modelled = _fits_at(ctx, n)
+        if other is not None and (_device_seconds(ctx, other[0])
+                                  < (1 - ctx.error) * _device_seconds(ctx, best[0])):
+            best, best_n = other, n
+    if best_n != first_n:
+        ratio = _device_seconds(ctx, first[0]) / _device_seconds(ctx, best[0])
+        ctx.passed_over.append(
+            f"not shown: the fewest {ctx.words.devices} at which a layout fits, "
+            f"{ctx.words.count(first_n)} ({first[1]}): {ratio:.2g}x the billed "
+            f"{ctx.words.device}-hours of {ctx.words.count(best_n)} for the same training")
+    return best, best_n
 
 
 def _changes(scenario: Scenario, run: Scenario, devices: int) -> dict:
@@ -1493,6 +1542,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int, said=None,
         # nothing fits at today's count: the fewest devices that fit (``_more_devices_option``),
         # whose sentence says why, also where the add-server option runs at that same count
         more, searched = _more_devices_option(ctx, base.price_source)
+        notes += ctx.passed_over
         if more is not None and (not options or more.option.devices == options[0].devices):
             options = [more.option]
     recommendation, assumption = _recommend(ctx, options, more, searched)

@@ -33,50 +33,61 @@ def _more(card):
     return card.options[0]
 
 
-def test_gpt_76b_on_one_a100_40gb_gets_a_32_device_option_with_days_and_dollars():
+def test_gpt_76b_on_one_a100_40gb_gets_a_64_device_option_with_days_and_dollars():
     """The sentence named 32 devices but the card had no option: no days, no dollars. The
-    option now runs at 32 devices on 4 servers; 32 devices are billed (4 whole a2-highgpu-8g),
-    so its money is time x 32 x the preset's price per device-hour, and the sentence quotes
-    the option's own figures."""
+    option runs at the planner's layout of the count it names, priced as every option: since
+    session 59 that is 64 devices on 8 servers, a pipeline of 16 with no data parallelism,
+    where 32 (the fewest that fit, ZeRO-3 over 4 servers) costs more device-hours for the
+    same training; 64 devices are billed (8 whole a2-highgpu-8g), so its money is time x 64 x
+    the preset's price per device-hour, and the sentence quotes the option's own figures."""
     profile = _on_a100_40gb("gpt-76.1b")
     price = profile.hardware.price_per_device_hour
     card = decide(profile, Scenario(devices=[1], train_samples=TRAIN), 1)
     o = _more(card)
-    assert (o.devices, o.servers, o.billed_devices, o.runnable) == (32, 4, 32, True)
-    assert o.usd_per_hour == pytest.approx(32 * price)
-    assert o.total_usd == pytest.approx(o.time_s / 3600 * 32 * price)
+    assert (o.devices, o.servers, o.billed_devices, o.runnable) == (64, 8, 64, True)
+    assert o.usd_per_hour == pytest.approx(64 * price)
+    assert o.total_usd == pytest.approx(o.time_s / 3600 * 64 * price)
     # today's layout does not fit: it has no time or money, and nothing is measured against it
     assert card.now.time_s is None and card.now.total_usd is None
     assert o.total_change_usd is None and o.time_change is None and o.throughput_gain is None
     assert o.assumption == ASSUMPTIONS["more_devices"] == card.assumption
     rec = card.recommendation
-    # dp 1 x tp 8 x pp 4 with DDP no longer fits: Megatron-Core's DDP holds its fp32 main_grad
-    # buffer (18 B a parameter, session 48): 43.9 GiB on a 40 GB A100, where 16 B held 39.4
-    assert ("add devices: at 32 devices (dp 4 x tp 8 x pp 1, zero3, micro-batch 2 per replica "
-            "x 4 accumulation, recompute full, sequence parallel) it needs 39.2 GiB") in rec
+    assert ("add devices: at 64 devices (dp 1 x tp 4 x pp 16 (interleaved 1F1B, 2 virtual "
+            "stages), no data parallelism, micro-batch 1 per replica x 64 accumulation, recompute "
+            "selective, sequence parallel) it needs 38.4 GiB") in rec
     assert (
         f"which fits: it finishes in {duration_text(o.time_s)} and costs "
-        f"{usd_text(o.total_usd)} in total (32 devices billed)."
+        f"{usd_text(o.total_usd)} in total (64 devices billed)."
     ) in rec
+    # the fewest that fit are named in a note, with what they would cost
+    (fewest,) = [n for n in card.notes if n.startswith("not shown: the fewest devices")]
+    assert fewest.startswith("not shown: the fewest devices at which a layout fits, 32 devices "
+                             "(dp 4 x tp 8 x pp 1, zero3, ")
     # the option runs the scenario it carries: predict says the same of it
     today = Scenario(devices=[1], train_samples=TRAIN).model_dump(mode="json")
     again = predict(profile, Scenario.model_validate({**today, **o.changes}))[0]
     assert again.fits and again.samples_per_s == pytest.approx(o.samples_per_s)
-    assert o.changes["layout"]["tp"] == 8 and o.changes["layout"]["pp"] == 1
-    assert o.changes["strategy"] == "zero3"
+    assert o.changes["layout"]["tp"] == 4 and o.changes["layout"]["pp"] == 16
+    assert "strategy" not in o.changes  # today's DDP
 
 
 def test_a_count_that_needs_a_larger_instance_bills_the_whole_instance():
-    """gpt-7b on one A100 40GB fits at 4 devices (ZeRO-2). Rented only as whole 8-GPU
-    instances, 4 devices bill 8: the option's money is time x 8 x price, not x 4."""
+    """gpt-7b on one A100 40GB fits at 4 devices (ZeRO-2). Rented per GPU, 4 it is; rented only
+    as whole 8-GPU instances, 4 devices would bill 8, and 8 devices bill the same 8 and finish
+    sooner: since session 59 the option is 8 (the money is time x 8 x price either way), and
+    a note names the 4 passed over."""
     profile = _on_a100_40gb("gpt-7b")
     price = profile.hardware.price_per_device_hour
+    per_gpu = _more(decide(profile, Scenario(devices=[1], train_samples=TRAIN), 1))
+    assert (per_gpu.devices, per_gpu.billed_devices) == (4, 4)
     card = decide(profile, Scenario(devices=[1], train_samples=TRAIN, instance_sizes=[8]), 1)
     o = _more(card)
-    assert (o.devices, o.billed_devices) == (4, 8)
+    assert (o.devices, o.billed_devices) == (8, 8)
     assert o.total_usd == pytest.approx(o.time_s / 3600 * 8 * price)
     assert "(8 devices billed)" in card.recommendation
-    assert o.changes == {"devices": [4], "strategy": "zero2"}
+    assert o.changes == {"devices": [8], "strategy": "zero2"}
+    assert any(n.startswith("not shown: the fewest devices at which a layout fits, 4 devices")
+               for n in card.notes), card.notes
 
 
 def test_without_a_price_the_option_is_there_and_the_sentence_says_what_is_known():
@@ -91,15 +102,16 @@ def test_without_a_price_the_option_is_there_and_the_sentence_says_what_is_known
 
 
 def test_a_cpu_calibration_gets_the_option_in_its_words_billed_per_whole_host():
-    """Processes on hosts of 8: 4 processes bill a whole host of 8; its assumption is the CPU
-    one (no tensor x pipeline split, gloo over TCP)."""
+    """Processes on hosts of 8: 4 processes would bill a whole host of 8, so the option is the
+    host's 8 (session 59: the same bill, sooner); its assumption is the CPU one (no tensor x
+    pipeline split, gloo over TCP)."""
     cpu = cpu_profile(per_host=8).model_copy(update={"workload": load_workload("gpt-7b")})
     card = decide(cpu, Scenario(devices=[1], train_samples=TRAIN, price_per_device_hour=0.5), 1)
     o = _more(card)
-    assert (o.devices, o.billed_devices) == (4, 8)
+    assert (o.devices, o.billed_devices) == (8, 8)
     assert o.total_usd == pytest.approx(o.time_s / 3600 * 8 * 0.5)
     assert o.assumption == CPU_ASSUMPTIONS["more_devices"] == card.assumption
-    assert o.title.startswith("Add processes (1 -> 4 processes")
+    assert o.title.startswith("Add processes (1 -> 8 processes")
     assert "(8 processes billed)" in card.recommendation
 
 
@@ -108,13 +120,13 @@ def test_decide_json_carries_the_option_like_the_others(capsys):
     assert main([*args, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     (o,) = data["options"]
-    assert o["key"] == "more_devices" and o["billed_devices"] == 32
-    assert o["changes"]["devices"] == [32] and o["changes"]["layout"]["pp"] == 1
+    assert o["key"] == "more_devices" and o["billed_devices"] == 64
+    assert o["changes"]["devices"] == [64] and o["changes"]["layout"]["pp"] == 8
     assert data["now"]["billed_devices"] == 1 and data["now"]["changes"] is None
     assert o["total_usd"] == pytest.approx(o["time_s"] / 3600 * o["usd_per_hour"])
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "Add devices (1 -> 32 devices, tp 8 x pp 1, zero3)" in text
+    assert "Add devices (1 -> 64 devices, tp 4 x pp 8, zero2)" in text
     assert usd_text(o["total_usd"]) in text.split("recommendation:")[0]
 
 
@@ -125,7 +137,7 @@ def _gpt76_plan():
 
 def test_the_apps_link_opens_the_option_as_a_what_if_with_its_numbers():
     """The card's 'Open in the planner' link decodes to a what-if whose focus is the option:
-    32 devices in the planner's layout, the same throughput, time and money."""
+    64 devices in the planner's layout, the same throughput, time and money."""
     plan = _gpt76_plan()
     o = _more(plan.decision)
     ((title, link),) = option_links(plan, "http://x/")
@@ -133,16 +145,16 @@ def test_the_apps_link_opens_the_option_as_a_what_if_with_its_numbers():
     state, profile, messages = decode_query(dict(parse_qsl(urlsplit(link).query)))
     assert messages == []
     assert (state.focus, state.tp, state.pp, state.sched, state.rec, state.sp, state.strat) == (
-        32,
-        8,
-        1,
-        "auto",
-        "full",
+        64,
+        4,
+        16,
+        "interleaved",
+        "selective",
         True,
-        "zero3",
+        "ddp",
     )
     opened = make_plan(profile, state)
-    assert opened.focus.devices == 32 and opened.focus.fits
+    assert opened.focus.devices == 64 and opened.focus.fits
     assert opened.focus.samples_per_s == pytest.approx(o.samples_per_s)
     t, cost = finish(opened, opened.focus)
     assert t == pytest.approx(o.time_s) and cost == pytest.approx(o.total_usd)
@@ -153,7 +165,7 @@ def test_a_count_off_the_grid_is_listed_and_one_above_the_planner_gets_no_link()
     changes = _more(plan.decision).changes
     listed = plan.state.model_copy(update={"grid": "list", "dlist": "1"})
     state = option_state(listed, plan.profile, changes)
-    assert (state.grid, state.dlist, state.focus) == ("list", "1,32", 32)
+    assert (state.grid, state.dlist, state.focus) == ("list", "1,64", 64)
     assert option_state(plan.state, plan.profile, {**changes, "devices": [32_768]}) is None
     assert option_state(plan.state, plan.profile, {**changes, "overlap": False}) is None
 
@@ -164,12 +176,12 @@ def test_the_app_card_shows_the_option_and_its_link():
     assert not at.exception
     card = next(c for c in at.get("table"))
     # in the page's labels since session 50 (was '(1 -> 32 devices, tp 8 x pp 1, zero3)'), its
-    # arrow since session 51
-    assert ("Add devices (1 → 32 devices, Tensor parallel 8, ZeRO-3 / FSDP), global batch 32x"
-            in card.value.index)
+    # arrow since session 51, 64 devices since session 59
+    assert ("Add devices (1 → 64 devices, Tensor parallel 4 x Pipeline stages 16, DDP), global "
+            "batch 64x" in card.value.index)
     buttons = [b for b in at.get("link_button")]
     assert any(
-        "Add devices (1 → 32 devices" in b.proto.label and "focus=32" in b.proto.url for b in buttons
+        "Add devices (1 → 64 devices" in b.proto.label and "focus=64" in b.proto.url for b in buttons
     ), buttons
 
 

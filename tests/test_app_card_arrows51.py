@@ -52,13 +52,14 @@ def test_the_page_shows_the_card_with_its_arrow():
 
 
 def test_more_devices_on_the_card_uses_the_pages_arrow():
-    """llama3-70b on 8 H100s: nothing fits; 16 devices at Tensor parallel 2 under ZeRO-3 do."""
+    """llama3-70b on 8 H100s: nothing fits; 64 devices at Tensor parallel 4 x Pipeline stages 4
+    under ZeRO-2 do, for fewer device-hours than the fewest that fit (16, session 59)."""
     plan = _plan(wl="llama3-70b", hw="dgx-h100", grid="list", dlist="8")
     (more,) = plan.decision.options
-    assert more.title == ("Add devices (8 → 16 devices, Tensor parallel 2, ZeRO-3 / FSDP), "
-                          "global batch 2x")
+    assert more.title == ("Add devices (8 → 64 devices, Tensor parallel 4 x Pipeline stages 4, "
+                          "ZeRO-2), global batch 8x")
     cli = decide(plan.profile, plan.scenario, 8)
-    assert cli.options[0].title == "Add devices (8 -> 16 devices, tp 2 x pp 1, zero3), global batch 2x"
+    assert cli.options[0].title == "Add devices (8 -> 64 devices, tp 4 x pp 4, zero2), global batch 8x"
 
 
 def test_the_plans_more_devices_note_uses_the_pages_arrow():

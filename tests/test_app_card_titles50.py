@@ -49,23 +49,23 @@ def test_as_is_and_the_notes_name_the_split_by_the_pages_controls():
 
 def test_more_devices_and_the_nothing_fits_sentence_in_the_pages_words():
     """llama3-70b on 8 A100s at Tensor parallel 8 does not fit, nor does any layout at 8: the
-    card's option is 16 devices at tp 2 under ZeRO-3, and its sentence names the split
-    already run and the planner's row at 16 (8 x 2 x 1 = 16) by the controls."""
+    card's option is 64 devices at tp 4 x pp 4 under ZeRO-2 (session 59: fewer device-hours
+    than the fewest that fit, 16 at tp 2 under ZeRO-3), and its sentence names the split
+    already run and the planner's row at 64 (4 x 4 x 4) by the controls."""
     plan = _plan(wl="llama3-70b", hw="dgx-a100", dmax=8, focus=8, tp=8)
     cli = decide(plan.profile, plan.scenario, 8)
-    assert cli.options[0].title.startswith("Add devices (8 -> 16 devices, tp 2 x pp 1, zero3)")
+    assert cli.options[0].title.startswith("Add devices (8 -> 64 devices, tp 4 x pp 4, zero2)")
     assert "(the model is split already, tp 8 x pp 1, " in cli.recommendation
-    assert "at 16 devices (dp 8 x tp 2 x pp 1, zero3, " in cli.recommendation
+    assert "at 64 devices (dp 4 x tp 4 x pp 4 (zero bubble), zero2, " in cli.recommendation
     rows, _ = _page_card(plan)
-    # a degree of 1 left out (pp 1: one stage splits nothing), the data-parallel ranks said
-    assert rows[1].startswith("Add devices (8 → 16 devices, Tensor parallel 2, ZeRO-3 / "
-                              "FSDP)"), rows  # the page's arrow since session 51
+    # the data-parallel ranks said, each degree by its control
+    assert rows[1].startswith("Add devices (8 → 64 devices, Tensor parallel 4 x Pipeline "
+                              "stages 4, ZeRO-2)"), rows  # the page's arrow since session 51
     said = plan.decision.recommendation
     assert "(the model is split already, Tensor parallel 8, and no other split fits; " in said
-    assert ("at 16 devices (8 data-parallel ranks x Tensor parallel 2, ZeRO-3 / FSDP, "
-            "Micro-batch 1 per model replica" in said), said
-    assert "Pipeline stages 1" not in said
-    assert not any(n in said for n in (" tp 8", "dp 8 x", "zero3,")), said
+    assert ("at 64 devices (4 data-parallel ranks x Tensor parallel 4 x Pipeline stages 4 (zero "
+            "bubble), ZeRO-2, Micro-batch 1 per model replica" in said), said
+    assert not any(n in said for n in (" tp 8", "dp 4 x", "zero2,")), said
 
 
 SHARD_ALL = "Shard optimizer state, gradients and parameters"
