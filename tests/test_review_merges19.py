@@ -49,14 +49,14 @@ def test_the_add_server_option_says_its_global_batch_exactly_and_assumes_it(caps
 def test_an_option_that_does_not_fit_is_not_said_to_count_its_penalty(capsys):
     """gpt-76.1b on one A100 with a critical batch size: 'Fill the server' does not fit and has
     no time, so its left-out title does not say its penalty is in the time; the option that
-    runs (32 devices) still does."""
+    runs (64 devices since session 59, the penalty counted in the time it is chosen by) still
+    does."""
     code, out, err = run_cli(capsys, ["decide", "--workload", "gpt-76.1b", "--devices", "1",
                                       "--train-samples", "1e6", "--critical-batch", "64"])
     assert code == 0, err
-    (note,) = [line for line in out.splitlines() if line.startswith("note: not shown")]
+    (note,) = [line for line in out.splitlines() if line.startswith("note: not shown (")]
     assert note.endswith("Fill the server (1 -> 8 devices), global batch 8x"), note
-    # tp 8 x pp 4 DDP needs 18 B a parameter since session 48 and does not fit: ZeRO-3 at tp 8
-    assert "Add devices (1 -> 32 devices, tp 8 x pp 1, zero3), global batch 32x (its large-batch " \
+    assert "Add devices (1 -> 64 devices, tp 4 x pp 8, zero2), global batch 64x (its large-batch " \
            "penalty is in the time)" in whole_lines(out)
 
 
