@@ -79,11 +79,12 @@ def test_the_split_models_links_reproduce_the_layout_and_add_server_options(cbs)
 
 
 def test_the_more_devices_link_reproduces_its_time_with_the_large_batch_penalty():
-    """gpt-76.1b on one A100 does not fit: 'Add devices (1 -> 32 ...)', global batch 32x, whose
+    """gpt-76.1b on one A100 does not fit: 'Add devices (1 -> 64 ...)' (session 59: fewer
+    device-hours than the fewest that fit, 32, the penalty counted), global batch 64x, whose
     time counts the penalty of B_noise = 64 against today's batch; opened, the same days."""
     plan = _plan({**GPT76_ONE, "cbs": 64.0})
     (o,) = plan.decision.options
-    assert o.title.endswith("global batch 32x (its large-batch penalty is in the time)")
+    assert o.title.endswith("global batch 64x (its large-batch penalty is in the time)")
     assert o.changes["train_samples"] > TRAIN  # the samples it needs at 32x today's batch
     assert card_rows(plan.decision)[1]["time to finish"] == duration_text(o.time_s)
     assert _opens_each_option_with_its_figures({**GPT76_ONE, "cbs": 64.0}) == {"more_devices"}
