@@ -171,10 +171,16 @@ def printed_half_unit(cell: str) -> float:
     return 0.5 * 10.0 ** min(decimal.Decimal(cell).as_tuple().exponent, 300)
 
 
+def _column_pairs(header: list[str], first: str, second: str) -> list[tuple[int, int]]:
+    """(``first``, ``second``) column indices of each half of the table (out-of-place,
+    in-place): ('time', 'algbw'), ('algbw', 'busbw')."""
+    return list(zip([i for i, c in enumerate(header) if c == first],
+                    [i for i, c in enumerate(header) if c == second], strict=False))
+
+
 def _time_algbw_pairs(header: list[str]) -> list[tuple[int, int]]:
     """(time, algbw) column indices of each half of the table (out-of-place, in-place)."""
-    return list(zip([i for i, c in enumerate(header) if c == "time"],
-                    [i for i, c in enumerate(header) if c == "algbw"], strict=False))
+    return _column_pairs(header, "time", "algbw")
 
 
 def printed_size_span(tokens: list[str], t_i: int, a_i: int) -> tuple[float, float] | None:
@@ -238,15 +244,9 @@ def check_size_units(rows: list[list[str]], row_lines: list[int], with_unit: Map
 OLD_GATHER_ALGBW_FROM = "ec1b5e2"
 
 
-def _bandwidth_pairs(header: list[str]) -> list[tuple[int, int]]:
-    """(algbw, busbw) column indices of each half of the table."""
-    return list(zip([i for i, c in enumerate(header) if c == "algbw"],
-                    [i for i, c in enumerate(header) if c == "busbw"], strict=False))
-
-
 def busbw_is_algbw(rows: list[list[str]], header: list[str]) -> bool:
     """Whether busbw equals algbw, cell for cell, in every row and half of a table."""
-    pairs = _bandwidth_pairs(header)
+    pairs = _column_pairs(header, "algbw", "busbw")
     return bool(pairs) and all(r[a] == r[b] for r in rows for a, b in pairs)
 
 
@@ -254,7 +254,7 @@ def old_gather_algbw(rows: list[list[str]], header: list[str], ranks: int) -> bo
     """Whether an all_gather / reduce_scatter table on ``ranks`` ranks prints algbw as nccl-tests
     did before 2020-06 (``busbw_is_algbw``), where today's busbw = algbw (n-1)/n would print
     apart (algbw / n over a printed unit in its fastest row)."""
-    pairs = _bandwidth_pairs(header)
+    pairs = _column_pairs(header, "algbw", "busbw")
     if not pairs or ranks < 2:
         return False
     top = max(float(r[a]) for r in rows for a, _ in pairs)
