@@ -208,7 +208,7 @@ def check_size_units(rows: list[list[str]], row_lines: list[int], with_unit: Map
     (``with_unit``: line numbers) not in binary units (K = 1000 bytes), or a size or time cell
     edited or garbled (a 1 TiB row timed as 8 GiB fits a link 128x too fast), in a row of any
     size. ``share``: the share of the size algbw counts, (n-1)/n in the all-gather and
-    reduce-scatter tables of nccl-tests before 2020-06 (``OLD_GATHER_ALGBW``), else 1."""
+    reduce-scatter tables of nccl-tests before 2020-06 (``old_gather_algbw``), else 1."""
     for tokens, number in zip(rows, row_lines, strict=True):
         for t_i, a_i in _time_algbw_pairs(header):
             span = printed_size_span(tokens, t_i, a_i)
