@@ -32,7 +32,7 @@ def test_the_links_and_topology_a_measured_profile_lacks_are_named(tmp_path):
     # a level the new profile measured itself replaces the logs' as any newer measurement does
     measured = new.model_copy(update={"links": [
         c.model_copy(update={"measured": True}) for c in new.links]})
-    assert all("link" not in part for part in parts_a_measurement_drops(old, measured))
+    assert all(" link measured" not in part for part in parts_a_measurement_drops(old, measured))
     assert parts_a_measurement_drops(new, new) == []
 
 

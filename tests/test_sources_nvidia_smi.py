@@ -53,7 +53,7 @@ def test_h100_nvswitch_server_with_a_nic_per_gpu():
     assert topo.numa_affinity == [0, 0, 0, 0, 1, 1, 1, 1]
     text = "\n".join(nvidia_smi.describe_topology(topo))
     assert "NIC0 (mlx5_0): PIX to GPU0" in text
-    assert "GPUs per NUMA node (CPU socket): 0: GPU0, GPU1, GPU2, GPU3; 1: GPU4" in text
+    assert "GPUs per NUMA node: 0: GPU0, GPU1, GPU2, GPU3; 1: GPU4" in text
 
 
 @pytest.mark.parametrize("change, message", [
@@ -514,7 +514,7 @@ def test_a_gb200_tray_reads_its_numa_lists():
     assert topo.numa_affinity == [0, 0, 1, 1]
     assert topo.cpu_affinity == ["0-71", "0-71", "72-143", "72-143"]
     text = "\n".join(nvidia_smi.describe_topology(topo))
-    assert "GPUs per NUMA node (CPU socket): 0: GPU0, GPU1; 1: GPU2, GPU3" in text
+    assert "GPUs per NUMA node: 0: GPU0, GPU1; 1: GPU2, GPU3" in text
 
 
 @pytest.mark.parametrize("affinity, gpu_memory_from, node", [
@@ -628,3 +628,90 @@ def test_a_base_that_is_neither_a_file_nor_a_preset_says_which_presets_there_are
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
     assert not out.exists()
+
+
+# ------------------------------------------------ session 60: real outputs misread before
+
+H100_MESH = FIX / "h100_x4_nv6_topo.txt"
+B300_PASTED = FIX / "b300_x8_colour_codes_pasted_topo.txt"
+RTX4090 = FIX / "rtx4090_x8_sys_topo.txt"
+OLD_DRIVER = FIX / "old_driver_x4_soc_topo.txt"
+
+
+def test_four_h100_in_an_nv6_mesh_are_not_offered_the_dgx2_link():
+    """NV6 between every pair is a DGX-2 (V100 on NVSwitch, 16 GPUs) or, on 4 GPUs, H100's
+    NVLink4 mesh at 3x its bandwidth: 4 GPUs suggest no preset and name both."""
+    topo = nvidia_smi.parse_topo_file(H100_MESH)
+    assert len(topo.gpus) == 4 and topo.suggested_intra_preset is None
+    assert "H100's NVLink4 full mesh" in topo.intra_kind and "DGX-2" in topo.intra_kind
+    # a DGX-2 slice of 8 GPUs is still the DGX-2's link: NV6 on more than 4 GPUs
+    text = H100_MESH.read_text()
+    rows = [f"GPU{i}\t" + "\t".join(" X " if i == j else "NV6" for j in range(8)) for i in range(8)]
+    eight = "\t" + "\t".join(f"GPU{i}" for i in range(8)) + "\n" + "\n".join(rows) + "\n"
+    assert nvidia_smi.parse_topo_text(eight, "x").suggested_intra_preset == "nvswitch-v100"
+    assert "NV6" in text
+
+
+def test_a_header_whose_colour_codes_lost_their_escape_byte_is_read():
+    """'[4mGPU0 ... GPU NUMA ID[0m' (a paste of nvidia-smi's underlined header) reads as the
+    terminal's capture does, not as 'no row for GPU0: cut short'."""
+    pasted = nvidia_smi.parse_topo_file(B300_PASTED)
+    text = B300_PASTED.read_text().replace("[4m", "\x1b[4m").replace("[0m", "\x1b[0m")
+    captured = nvidia_smi.parse_topo_text(text, str(B300_PASTED))
+    assert pasted.gpus == captured.gpus == [f"GPU{i}" for i in range(8)]
+    assert pasted.links == captured.links and pasted.links[0][1] == "NV18"
+    assert pasted.numa_affinity == captured.numa_affinity
+    assert [n.name for n in pasted.nics] == [f"NIC{i}" for i in range(9)]
+
+
+def test_pcie_generation_follows_the_driver_era():
+    """topo -m has no PCIe generation: SOC (SYS by driver 440, 2019) dates a driver older than
+    any PCIe 4.0 GPU (pcie3); a current driver's PCIe-only matrix assumes pcie4 and says so."""
+    old = nvidia_smi.parse_topo_file(OLD_DRIVER)
+    assert old.links[0] == ["X", "PHB", "SYS", "SYS"] and old.suggested_intra_preset == "pcie3"
+    assert "PCIe 3.0" in old.intra_kind and "pcie.link.gen.max" in old.intra_kind
+    new = nvidia_smi.parse_topo_file(RTX4090)
+    assert new.suggested_intra_preset == "pcie4" and "4.0 assumed" in new.intra_kind
+
+
+def test_nics_without_a_legend_print_no_none(capsys):
+    assert main(["topo", str(RTX4090)]) == 0
+    out = capsys.readouterr().out
+    assert "NIC0: PHB to GPU6" in out and "(None)" not in out
+    assert "GPUs per NUMA node: 0: GPU0, GPU1, GPU2, GPU3; 1: GPU4" in out
+
+
+def test_from_topo_replaces_a_presets_intra_link_the_server_does_not_have(tmp_path, capsys):
+    """The default profile's NVSwitch A100 link (230 GB/s) on a PCIe-only 4090 box was predicted
+    in silence; --from-topo now takes the topology's preset where the link is not measured,
+    and says so."""
+    out = tmp_path / "p.json"
+    profile, report = calibrate_from_sources(out, topo_file=str(RTX4090))
+    intra = profile.hardware.intra_node
+    assert (intra.kind, intra.busbw_GBps) == ("pcie4", 25.2)
+    assert any("preset pcie4's figures (25.2 GB/s busbw)" in line and "nvswitch-a100" in line
+               for line in report)
+    record = next(c for c in profile.links if c.level == "intra_node")
+    assert not record.measured and record.numbers_from.startswith("preset pcie4")
+    saved = load_profile(out)
+    assert saved.hardware.intra_node.kind == "pcie4"
+    assert any("preset pcie4's figures" in n for n in saved.notes)
+    # the prediction now pays PCIe: 8 devices lose efficiency they did not on NVSwitch
+    assert main(["predict", "--profile", str(out), "--devices", "8", "--json"]) == 0
+    pcie_eff = json.loads(capsys.readouterr().out)[0]["efficiency"]
+    assert main(["predict", "--devices", "8", "--json"]) == 0
+    assert pcie_eff < json.loads(capsys.readouterr().out)[0]["efficiency"] - 0.1
+
+
+def test_from_topo_keeps_a_measured_intra_link_and_says_when_it_names_none(tmp_path):
+    """nccl-tests' measured intra link stays whatever the topology suggests; a topology that
+    suggests no preset keeps the preset's link with a note saying it is not this server's."""
+    nccl = Path(__file__).parent / "fixtures" / "nccl_tests" / "h100_8gpu_all_reduce.txt"
+    measured, _ = calibrate_from_sources(tmp_path / "m.json", nccl_tests_files=[str(nccl)],
+                                         topo_file=str(RTX4090))
+    assert measured.hardware.intra_node.kind != "pcie4"
+    assert next(c for c in measured.links if c.level == "intra_node").measured
+    kept, report = calibrate_from_sources(tmp_path / "k.json", topo_file=str(H100_MESH))
+    assert kept.hardware.intra_node.kind == "nvswitch-a100"
+    assert any("kept, not this server's" in line and "names no preset" in line
+               for line in report)

@@ -504,6 +504,27 @@ def with_topology(profile: Profile, topo: Topology) -> tuple[Profile, list[str]]
     notes = [f"topology from {topo.source}: {topo.intra_kind}"]
     said = []
     gpus, per_server = len(topo.gpus), profile.hardware.devices_per_node
+    links = profile.links
+    intra_measured = any(c.measured for c in links if c.level == "intra_node")
+    suggested = topo.suggested_intra_preset
+    if not intra_measured and gpus > 1 and suggested and suggested != hw.intra_node.kind:
+        # a preset's figures for a link this server does not have (an NVSwitch A100's 230 GB/s
+        # on a PCIe box) would be predicted in silence: take those of the link it shows
+        link = presets.intra_link(suggested)
+        why = (f"the topology's intra-server link ({suggested}); was {hw.intra_node.kind}'s "
+               f"{link_GBps(hw.intra_node.busbw_GBps)}, a preset's, not this server's")
+        hw = hw.model_copy(update={"intra_node": link})
+        links = [c.model_copy(update={"numbers_from": f"preset {suggested}: {link.source}",
+                                      "note": f"preset {suggested} from {why}"})
+                 if c.level == "intra_node" else c for c in links]
+        said.append(f"intra-server link: preset {suggested}'s figures "
+                    f"({link_GBps(link.busbw_GBps)} busbw), from {why}; measure it with "
+                    "scalesim calibrate, or nccl-tests (--from-nccl-tests intra=FILE)")
+    elif not intra_measured and gpus > 1 and not suggested:
+        said.append(f"intra-server link: {hw.intra_node.kind}'s preset figures "
+                    f"({link_GBps(hw.intra_node.busbw_GBps)} busbw) kept, not this server's: "
+                    "the topology names no preset; measure it with scalesim calibrate, or "
+                    "nccl-tests (--from-nccl-tests intra=FILE)")
     if gpus == 1 and per_server > 1:  # no pair, so no link: nothing is divided by gpus - 1
         said.append(f"the topology shows 1 GPU in a server, which has no intra-server link; "
                     f"the profile has {count(per_server, 'device')} per server (kept: its "
@@ -514,7 +535,7 @@ def with_topology(profile: Profile, topo: Topology) -> tuple[Profile, list[str]]
                     f"{count(per_server, 'device')} per server (kept: its numbers are "
                     f"for servers of {per_server}; calibrate on {count(gpus, 'GPU')} to model "
                     "the whole server)")
-    update = {"hardware": hw, "notes": [*profile.notes, *notes, *said]}
+    update = {"hardware": hw, "links": links, "notes": [*profile.notes, *notes, *said]}
     return profile.model_copy(update=update), said
 
 

@@ -39,7 +39,9 @@ from scalesim.jsonio import read_text
 from scalesim.model.stragglers import peer_margin
 from scalesim.schemas import Topology, TopologyNic, nvlink_count_problem
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# Colour codes (newer nvidia-smi underlines the header: ESC[4m ... ESC[0m); a paste in an issue
+# or a log often loses the ESC byte and keeps '[4mGPU0' (sgl-project/sglang#26039): both go
+_ANSI = re.compile(r"\x1b?\[[0-9;]*m")
 _LABEL_TEXT = r"GPU\d+|NIC\d+|[a-z]+\d+_\d+"  # mlx5_0; alternatives disjoint: no backtracking blow-up
 # A NIC column named by its RDMA device, as nvidia-smi printed NICs before its NIC Legend
 # ('mlx4_0' in kubernetes/kubernetes#53497; the kernel's names 'mlx5_bond_0', 'bnxt_re0',
@@ -77,8 +79,21 @@ PCIE_MEANING = {
 # NV18 is 18 bonded links of either generation: NVLink4 on H100/H200/GH200 (25 GB/s per link and
 # direction: 450 GB/s, nvswitch-h100) or NVLink5 on B200/GB200 (50 GB/s: 900 GB/s, nvl72-gb200);
 # topo -m names no GPU, so no preset is suggested (NVIDIA H100 and GB200 NVL72 datasheets)
-NV18_WORDS = ("; NVLink4 on H100/H200 (450 GB/s per GPU: --intra-link nvswitch-h100) or NVLink5 "
+NV18_WORDS = ("; NVLink4 on H100/H200 (450 GB/s per GPU: preset nvswitch-h100) or NVLink5 "
               "on B200/GB200 (900 GB/s: nvl72-gb200 for an NVL72): topo -m does not name the GPU")
+# NV6 between every pair: a DGX-2 (16 V100, 6 NVLink2 links each, all to the NVSwitches; or a
+# slice of 8 or fewer of them), but on 4 GPUs also H100's full mesh (18 NVLink4 links, 6 to
+# each of 3 peers: 150 GB/s per pair and direction, NVIDIA/nccl#1617 "4 H100 with NV6"), which
+# no preset describes; the two differ 3x in bandwidth, so 4 or fewer GPUs suggest nothing
+NV6_MESH_WORDS = ("; on 4 GPUs either a slice of a DGX-2 (V100 on NVSwitch, preset "
+                  "nvswitch-v100) or H100's NVLink4 full mesh (6 of its 18 links to each peer, "
+                  "150 GB/s per pair and direction), 3x apart: topo -m does not name the GPU")
+# The PCIe generation is not in topo -m. Drivers that print the old codes SOC/PSB predate every
+# PCIe 4.0 GPU (A100, 2020): by driver 440 (2019) SYS is printed (a DGX-1V's output in
+# Oneflow-Inc DLPerf's WideDeepLearning README), and SOC appears in 2017 outputs (gist
+# ashwin/e139748b); their servers are PCIe 3.0
+PCIE_GENERATION_WORDS = ("; topo -m does not show the PCIe generation: nvidia-smi "
+                         "--query-gpu=pcie.link.gen.max --format=csv does")
 
 
 def closeness(code: str) -> int:
@@ -151,8 +166,10 @@ def cpu_numa_node(affinity: str, gpu_memory_from: int | None) -> int | None:
     return cpu[0][0] if len(cpu) == 1 and cpu[0][0] == cpu[0][1] else None
 
 
-def _summary(gpus: list[str], matrix: list[list[str]]) -> tuple[str, str | None]:
-    """The intra-server link kind in words, and the preset it suggests (None: unclear)."""
+def _summary(gpus: list[str], matrix: list[list[str]],
+             old_codes: bool = False) -> tuple[str, str | None]:
+    """The intra-server link kind in words, and the preset it suggests (None: unclear).
+    ``old_codes``: the output uses SOC/PSB, a driver's older than PCIe 4.0 GPUs (so PCIe 3.0)."""
     pairs = [matrix[i][j] for i in range(len(gpus)) for j in range(len(gpus)) if i < j]
     if not pairs:
         return "one GPU: no intra-server link", None
@@ -161,9 +178,11 @@ def _summary(gpus: list[str], matrix: list[list[str]]) -> tuple[str, str | None]
     if len(nv) == len(pairs):
         counts = sorted({int(_NV.match(p).group(1)) for p in nv})
         if len(counts) == 1:
-            preset = {12: "nvswitch-a100", 6: "nvswitch-v100"}.get(counts[0])
+            mesh_of_4 = counts[0] == 6 and len(gpus) <= 4
+            preset = None if mesh_of_4 else {12: "nvswitch-a100", 6: "nvswitch-v100"}.get(counts[0])
+            words = {18: NV18_WORDS, 6: NV6_MESH_WORDS if mesh_of_4 else ""}.get(counts[0], "")
             return (f"NVLink between every pair (NV{counts[0]}: {counts[0]} bonded links; "
-                    f"NVSwitch or a full mesh){NV18_WORDS if counts[0] == 18 else ''}", preset)
+                    f"NVSwitch or a full mesh){words}", preset)
         return f"NVLink between every pair ({', '.join(f'NV{c}' for c in counts)})", None
     if nv:
         # the DGX-1 hybrid cube mesh: P100's 4 NVLinks give every neighbour one link (NV1 only:
@@ -174,7 +193,10 @@ def _summary(gpus: list[str], matrix: list[list[str]]) -> tuple[str, str | None]
         return (f"partial NVLink: {len(nv)} of {len(pairs)} GPU pairs on NVLink, the others "
                 f"over PCIe (worst {worst}: {PCIE_MEANING.get(worst, worst)}); a ring over all "
                 "GPUs runs at its slowest hop", preset)
-    return (f"PCIe only (worst pair {worst}: {PCIE_MEANING.get(worst, worst)})", "pcie4")
+    generation = "pcie3" if old_codes else "pcie4"
+    return (f"PCIe only (worst pair {worst}: {PCIE_MEANING.get(worst, worst)}; PCIe "
+            f"{'3.0: a driver older than PCIe 4.0 GPUs' if old_codes else '4.0 assumed'}"
+            f"{PCIE_GENERATION_WORDS})", generation)
 
 
 def parse_topo_text(text: str, source: str) -> Topology:
@@ -273,7 +295,8 @@ def parse_topo_text(text: str, source: str) -> Topology:
                 f"{NUMA_NODE_MAX:,} a node can be: the column holds the NUMA node(s) of the "
                 "GPU's CPUs (such as 0, or 0,3-9 on Grace); save the output itself: "
                 "nvidia-smi topo -m > topo.txt")
-    kind, preset = _summary(gpus, matrix)
+    old_codes = re.search(r"SOC|PSB", "\n".join(lines[header_at:])) is not None
+    kind, preset = _summary(gpus, matrix, old_codes)
     return Topology(gpus=gpus, links=matrix, nics=nics, cpu_affinity=cpu_affinity,
                     numa_affinity=numa, intra_kind=kind, suggested_intra_preset=preset,
                     source=source)
@@ -308,8 +331,9 @@ def describe_topology(topo: Topology) -> list[str]:
     """Lines for ``scalesim topo``: GPUs, the link kind per pair, NICs and their affinity."""
     out = [f"{count(len(topo.gpus), 'GPU')}; intra-server link: {topo.intra_kind}"]
     if topo.suggested_intra_preset:
-        out.append(f"nearest intra-link preset: {topo.suggested_intra_preset} "
-                   f"(scalesim presets; --intra-link {topo.suggested_intra_preset})")
+        out.append(f"nearest intra-link preset: {topo.suggested_intra_preset} (scalesim "
+                   "presets; calibrate --from-topo takes its figures where the intra-server "
+                   "link is not measured)")
     width = max([5, *(len(c) + 1 for row in topo.links for c in row)])
     out.append("")
     out.append(" " * 6 + "".join(f"{g:>{width}}" for g in topo.gpus) + "  CPU affinity  NUMA")
@@ -322,19 +346,21 @@ def describe_topology(topo: Topology) -> list[str]:
         if numa is not None:
             sockets.setdefault(numa, []).append(g)
     if len(sockets) > 1:
-        out.append("GPUs per NUMA node (CPU socket): " + "; ".join(
+        out.append("GPUs per NUMA node: " + "; ".join(
             f"{k}: {', '.join(v)}" for k, v in sorted(sockets.items())))
     if topo.nics:
         out.append("")
         out.append("NICs (closest GPUs):")
         for nic in topo.nics:
             near = ", ".join(f"GPU{i}" for i in nic.nearest_gpus)
-            out.append(f"  {nic.name}{f' ({nic.device})' if nic.device != nic.name else ''}: "
+            named = nic.device is not None and nic.device != nic.name
+            out.append(f"  {nic.name}{f' ({nic.device})' if named else ''}: "
                        f"{nic.nearest_link} to {near} ({PCIE_MEANING.get(nic.nearest_link, '')})")
         shared = [n for n in topo.nics if len(n.nearest_gpus) > 1 and n.nearest_link in
                   ("PIX", "PXB")]
         if shared:
-            out.append(f"  {len(shared)} NIC(s) share a PCIe switch with several GPUs")
+            out.append(f"  {len(shared)} NIC(s) sit behind the same PCIe switch(es) as several "
+                       "GPUs (PIX/PXB, no host bridge between them)")
     else:
         out.append("no NICs listed (topo -m shows RDMA NICs only)")
     return out
