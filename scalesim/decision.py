@@ -307,6 +307,9 @@ class _Ctx:
         # notes of the more-devices search: the fewest that fit, where a doubling is named
         # instead (``_cheaper_doubling``)
         self.passed_over: list[str] = []
+        # the fewest devices at which some layout fits, where the search found one (the
+        # more-devices option may be a doubling of it)
+        self.fewest_that_fit: int | None = None
 
     def _time(self, p: Prediction) -> float | None:
         t = training_time.time_to_goal_s(self.goal, p.step_time_s, p.global_batch,
@@ -1305,6 +1308,7 @@ def _cheaper_doubling(ctx: _Ctx, found: tuple[Prediction, str, Scenario], n: int
     says the fewest that fit and what they would cost (a note of the card)."""
     best, best_n = found, n
     first, first_n = found, n
+    ctx.fewest_that_fit = n
     for _ in range(MORE_DEVICES_DOUBLINGS):
         n *= 2
         if n > most:
@@ -1543,7 +1547,10 @@ def decide(profile: Profile, scenario: Scenario, devices: int, said=None,
         # whose sentence says why, also where the add-server option runs at that same count
         more, searched = _more_devices_option(ctx, base.price_source)
         notes += ctx.passed_over
-        if more is not None and (not options or more.option.devices == options[0].devices):
+        # an add-server option at the fewest that fit is the more-devices option's count, or
+        # one it beats by a doubling that trains for fewer billed device-hours
+        if more is not None and (not options or options[0].devices in
+                                 (more.option.devices, ctx.fewest_that_fit)):
             options = [more.option]
     recommendation, assumption = _recommend(ctx, options, more, searched)
     notes += _uneven_stage_notes(profile, scenario, options, pipeline)

@@ -861,7 +861,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                                         hardware_nouns(profile.hardware)))
     answer = best or closest
     if answer is not None and (note := training_time.partial_batch_note(
-            goal, answer.global_batch, reference)):
+            goal, answer.global_batch, reference, "--batch")):
         notes.append(note)  # the answer's plan is charged one whole step
     if goal.critical_batch is None:
         notes.append("no critical batch size: a bigger global batch is assumed to need no more "

@@ -157,7 +157,11 @@ def whole_steps(samples, global_batch):
     last step is a full global batch (a partial last batch is dropped or padded, e.g. PyTorch
     DataLoader ``drop_last``), docs/model.md §9."""
     steps = np.asarray(samples, dtype=float) / np.asarray(global_batch, dtype=float)
-    return np.maximum(np.ceil(steps * (1.0 - _WHOLE_SLACK)), 1.0)
+    nearest = np.rint(steps)
+    # a count within the slack of a whole number is that number (never one less: scaling the
+    # count down by the slack dropped whole steps beyond 1e9 of them)
+    whole = np.abs(steps - nearest) <= _WHOLE_SLACK * np.abs(steps)
+    return np.maximum(np.where(whole, nearest, np.ceil(steps)), 1.0)
 
 
 def run_time_s(samples, global_batch, step_time_s):
@@ -174,10 +178,12 @@ def time_to_goal_s(goal: Goal, step_time_s, global_batch, reference_batch):
     return run_time_s(samples, global_batch, step_time_s)
 
 
-def partial_batch_note(goal: Goal, global_batch, reference_batch) -> str | None:
+def partial_batch_note(goal: Goal, global_batch, reference_batch,
+                       batch_flag: str = "--global-batch") -> str | None:
     """The words predict, goal and decide (and the app) say where the samples a run needs are
     fewer than one global batch (``global_batch``, array): the run is charged one full step, so
-    its time is the step's, not a fraction of it; None otherwise."""
+    its time is the step's, not a fraction of it; None otherwise. ``batch_flag``: the flag that
+    makes the batch smaller (goal takes no --global-batch: its --batch)."""
     b = np.atleast_1d(np.asarray(global_batch, dtype=float))
     samples = samples_needed(goal, b, reference_batch)
     if samples is None:
@@ -190,7 +196,7 @@ def partial_batch_note(goal: Goal, global_batch, reference_batch) -> str | None:
     n, gb = float(np.min(np.atleast_1d(samples)[short])), int(np.min(b[short]))
     return (f"{what} ({number(n)} sample{'' if n == 1 else 's'}) is less than one global batch "
             f"({whole(gb)} sample{'' if gb == 1 else 's'}): a run ends at a whole optimizer "
-            f"step, so it is charged one full step; give a smaller --global-batch{fix}")
+            f"step, so it is charged one full step; give a smaller {batch_flag}{fix}")
 
 
 def cost_usd(goal: Goal, seconds, devices):

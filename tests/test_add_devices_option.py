@@ -201,3 +201,25 @@ def test_the_html_report_links_the_option_to_its_what_if():
     assert title.startswith("Run on one server (16 → 8 devices)")  # the page's arrow
     assert page.count("Open in the planner") == 1
     assert f'<a href="{escape(link)}">Open in the planner: {escape(title)}</a>' in page
+
+
+def test_an_add_server_option_at_the_fewest_that_fit_gives_way_to_the_cheaper_doubling(capsys):
+    """llama3-70b at global batch 64 on 16 A100 40GB fits first at 32 devices (add 2 servers,
+    ZeRO-3 over 4 servers: 6.9 days, $19,579) and trains for 1/5.7 the device-hours at 64. The
+    card kept the add-server option at 32 (the more-devices option replaced it only at its own
+    count, 64) while its note said 32 was 'not shown': from 16 devices as from 8, the option is
+    now the 64 devices, 14.5 h and $3,420 (1,563 steps x 64 / 1.91 sequences/s x 64 x
+    $3.673/h)."""
+    price = default_profile().hardware.price_per_device_hour
+    for devices in ("8", "16"):
+        assert main(["decide", "--workload", "llama3-70b", "--global-batch", "64", "--devices",
+                     devices, "--train-samples", "1e5", "--json"]) == 0
+        card = json.loads(capsys.readouterr().out)
+        (o,) = card["options"]
+        assert (o["key"], o["devices"], o["billed_devices"]) == ("more_devices", 64, 64)
+        assert o["total_usd"] == pytest.approx(o["time_s"] / 3600 * 64 * price)
+        assert o["time_s"] == pytest.approx(1563 * 64 / o["samples_per_s"])
+        assert 14 * 3600 < o["time_s"] < 15 * 3600 and 3_300 < o["total_usd"] < 3_550
+        assert "at 64 devices" in card["recommendation"]
+        (fewest,) = [n for n in card["notes"] if n.startswith("not shown: the fewest devices")]
+        assert "32 devices" in fewest and "x the billed device-hours of 64 devices" in fewest

@@ -47,6 +47,16 @@ def test_a_whole_number_of_steps_gets_no_extra_step_from_float_noise():
     np.testing.assert_array_equal(whole_steps(np.array([1.0, 256, 257, 512]), 256), [1, 1, 2, 2])
 
 
+def test_a_whole_count_beyond_a_billion_steps_loses_none():
+    """The slack was applied as ceil(steps x (1 - 1e-9)): 1e12 whole steps came out 999,999,999,000
+    (a run of 1e12 samples at batch 1 charged $9,117,902.49 where 1e12 x 0.0082061122511 s /
+    3,600 x $4 = $9,117,902.50)."""
+    assert whole_steps(1e12, 1) == 1e12
+    assert whole_steps(1e18, 16) == 6.25e16
+    assert whole_steps(1e12 + 0.5, 1) == 1e12  # within 1e-9 relative: float noise of 1e12
+    assert whole_steps(1e8 + 0.5, 1) == 1e8 + 1  # half a step, beyond the slack: a whole one
+
+
 def test_the_large_batch_penalty_is_counted_in_whole_steps():
     # train 1,000 samples at B_ref 100 with B_noise 100; at B = 300 the run needs
     # 1000 x (1 + 3) / (1 + 1) = 2,000 samples = 6.67 steps -> 7 steps of 0.5 s
@@ -100,8 +110,12 @@ def test_goal_with_one_sample_answers_one_whole_step(capsys):
     assert (
         "note: the training length (1 sample) is less than one global batch (16 samples): "
         "a run ends at a whole optimizer step, so it is charged one full step; give a "
-        "smaller --global-batch or more --train-samples"
+        "smaller --batch or more --train-samples"
     ) in out
+    # goal refuses --global-batch (it varies the batch itself): the note names its --batch
+    code, out, _ = run_cli(capsys, ["goal", "--train-samples", "1", "--deadline", "1s",
+                                    "--budget", "0.01", "--batch", "1"])
+    assert code == 0 and "less than one global batch" not in out
 
 
 def test_predict_and_decide_say_when_the_run_is_under_one_global_batch(capsys):
