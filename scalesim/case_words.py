@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from pydantic import TypeAdapter, ValidationError
+
 from scalesim.errors import excerpt
 from scalesim.presets import INTRA_LINKS, name_has_words
 
@@ -84,6 +86,11 @@ def server_link_of(gpu: str, gpus_per_node) -> str:
     return pcie_of(gpu)
 
 
+def listed_gpu(gpu: str) -> bool:
+    """Whether ``gpu`` is one whose server and PCIe generation the tables above list."""
+    return any(name_has_words(gpu, (k,)) for k, _ in (*PCIE_OF_GPU, *NVLINK_OF_GPU))
+
+
 def pcie_of(gpu: str) -> str:
     """The PCIe generation (``INTRA_LINKS`` name) of a PCIe board of ``gpu`` (``PCIE_OF_GPU``)."""
     return next((v for k, v in PCIE_OF_GPU if name_has_words(gpu, (k,))), DEFAULT_PCIE)
@@ -114,8 +121,13 @@ def read_intra_node(value, case: dict):
         link, what = pcie_of(_gpu_of(case)), "the PCIe generation of"
     said = ("not stated" if value is None or value is MISSING
             else f"'{excerpt(value)}' is not a link the format names")
+    gpu = _gpu_of(case)
+    if not listed_gpu(gpu):  # no server of it is known here: the generic default, said so
+        return link, (f"hardware.intra_node {said}: {link} assumed, the default for a GPU "
+                      f"whose server scalesim does not list ('{excerpt(gpu)}'; "
+                      "case_words.server_link_of): give its link to predict its own")
     return link, (f"hardware.intra_node {said}: {link} assumed, {what} GPU "
-                  f"'{excerpt(_gpu_of(case))}' (case_words.server_link_of)")
+                  f"'{excerpt(gpu)}' (case_words.server_link_of)")
 
 
 _KIND_WORDS = {"infiniband": ("infiniband", "ib", "hdr", "ndr", "edr", "fdr", "xdr",
@@ -125,13 +137,22 @@ _KIND_WORDS = {"infiniband": ("infiniband", "ib", "hdr", "ndr", "edr", "fdr", "x
                "ethernet": ("ethernet", "eth", "tcp", "tcp/ip", "gbe", "socket", "sockets")}
 
 
+# an Ethernet written with its rate: '100GbE', '25 GbE', '10GE', '40-Gbit-E'
+_RATED_ETHERNET = re.compile(r"(\d+(\.\d+)?-?)?g(b|bit)?-?e")
+
+
 def read_inter_kind(value, case: dict, nullable: bool):
     """``hardware.inter_node.kind``: 'InfiniBand', 'IB', 'NDR' as infiniband, 'RoCEv2' as roce,
-    'TCP', 'GbE' as ethernet; null or a word no preset has: ``DEFAULT_INTER_KIND`` (left null
-    where the format allows it, ``nullable``: the predictor then defaults it), flagged."""
+    'TCP', 'GbE', '100GbE', '10 Gigabit Ethernet' as ethernet; null or a word no preset has:
+    ``DEFAULT_INTER_KIND`` (left null where the format allows it, ``nullable``: the predictor
+    then defaults it), flagged."""
     if isinstance(value, str):
         word = re.sub(r"[\s_]+", "-", value.strip().lower())
         kind = next((k for k, words in _KIND_WORDS.items() if word in words), None)
+        if kind is None and "roce" in word:
+            kind = "roce"  # 'RoCE over 100GbE': RDMA, whatever the Ethernet under it
+        elif kind is None and (_RATED_ETHERNET.fullmatch(word) or "ethernet" in word):
+            kind = "ethernet"  # '100GbE', '25 GbE', '10-Gigabit Ethernet
         if kind is not None:
             return kind, None if kind == value else f"hardware.inter_node.kind {_as(value, kind)}"
     elif value is not None and value is not MISSING:
@@ -159,8 +180,8 @@ def read_nics(value, case: dict):
     per GPU of the server, flagged."""
     if value is not None and value is not MISSING:
         return value, None
-    gpus = _hw(case).get("gpus_per_node")
-    if not isinstance(gpus, int) or isinstance(gpus, bool):
+    gpus = _count(_hw(case).get("gpus_per_node"))
+    if gpus is None:
         return value, None  # the format's check names the missing server size
     nics = gpus * NICS_PER_GPU
     return nics, f"hardware.inter_node.nics_per_node not stated: {nics} assumed (one NIC per GPU)"
@@ -181,8 +202,7 @@ def read_dp_inter_node(value, case: dict):
     as the parallel format's predictor does, so the multi-node points are predicted."""
     if value is not None and value is not MISSING:
         return value, None
-    spans = any(isinstance(p, dict) and _whole(p.get("nodes")) and p["nodes"] > 1
-                for p in _points(case))
+    spans = any(isinstance(p, dict) and (_count(p.get("nodes")) or 0) > 1 for p in _points(case))
     if not spans:
         return value, None
     return {}, "hardware.inter_node null but a point spans several nodes: the network is read as unstated"
@@ -193,9 +213,8 @@ def read_gpus_per_node(value, case: dict):
     point puts on one node, flagged."""
     if value is not None and value is not MISSING:
         return value, None
-    per = [p["devices"] / p["nodes"] for p in _points(case)
-           if isinstance(p, dict) and all(isinstance(p.get(k), int) and not isinstance(p.get(k), bool)
-                                          and p.get(k) > 0 for k in ("devices", "nodes"))]
+    per = [_count(p.get("devices")) / _count(p.get("nodes")) for p in _points(case)
+           if isinstance(p, dict) and _whole(p.get("devices")) and _whole(p.get("nodes"))]
     if not per:
         return value, None
     gpus = int(max(per))
@@ -388,8 +407,24 @@ def read_count(field: str) -> Callable:
 _THOUSANDS = re.compile(r"^\s*\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*$")
 
 
+_INT = TypeAdapter(int)
+
+
+def _count(value) -> int | None:
+    """A positive count as the formats' check reads it (pydantic's lax int: 16, 16.0 and '16'
+    alike; never a bool), else None: the defaults below fill in from any count the case is
+    read with, not from JSON integers alone."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = _INT.validate_python(value)
+    except ValidationError:
+        return None
+    return number if number > 0 else None
+
+
 def _whole(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return _count(value) is not None
 
 
 def read_points(value, case: dict):
@@ -407,10 +442,11 @@ def read_points(value, case: dict):
         if isinstance(text, str) and _THOUSANDS.match(text):
             point["throughput"] = float(text.replace(",", ""))
             flags.append(f"points.{i}.throughput '{excerpt(text)}' read as {point['throughput']:g}")
-        if point.get("nodes") is None and _whole(point.get("devices")) and _whole(gpus):
-            point["nodes"] = -(-point["devices"] // gpus)
+        devices, per_node = _count(point.get("devices")), _count(gpus)
+        if point.get("nodes") is None and devices and per_node:
+            point["nodes"] = -(-devices // per_node)
             flags.append(f"points.{i}.nodes not stated: {point['nodes']} assumed (the fewest "
-                         f"servers of {gpus} that hold {point['devices']} devices)")
+                         f"servers of {per_node} that hold {devices} devices)")
     return value, "; ".join(flags) or None
 
 
@@ -454,6 +490,11 @@ def read_metric(value, case: dict):
     if word in ("step-time-ms", "iteration-time-ms", "step-ms", "ms-per-step"):
         measured = case.get("measured")
         number = measured.get("value") if isinstance(measured, dict) else None
+        if isinstance(number, str):  # '2890.5', as the format's number fields are read
+            try:
+                number = float(number.strip())
+            except ValueError:
+                return value, None  # the format's check names the value
         if isinstance(number, int | float) and not isinstance(number, bool):
             measured["value"] = number / 1000
             return "step_time_s", (f"measured.metric '{excerpt(value)}' read as step_time_s: "

@@ -428,6 +428,17 @@ def key_twice(value, path: tuple[str, ...] = ()) -> str | None:
     return next((k for key, v in items if (k := key_twice(v, (*path, str(key)))) is not None), None)
 
 
+def _server_size_hint(exc: ValidationError) -> str:
+    """What fixes a case whose server size is unreadable: either ``hardware.gpus_per_node`` or
+    every point's ``nodes`` (``case_words`` fills each in from the other); '' otherwise."""
+    locs = [tuple(str(k) for k in e.get("loc", ())) for e in exc.errors()]
+    if any(loc == ("hardware", "gpus_per_node") or (loc[:1] == ("points",) and loc[-1:] ==
+                                                     ("nodes",)) for loc in locs):
+        return ("; give hardware.gpus_per_node (a whole number of GPUs per server) or each "
+                "point's nodes: either fills in the other")
+    return ""
+
+
 def _read_case(item, model: type[CaseT], where: str, salvage=None) -> CaseT:
     """One case of a published-case file, its read flags set (``_read_flags``); ScalesimError,
     the one-line reason, when it cannot be read. ``salvage(clean, exc, where)`` may return
@@ -449,7 +460,8 @@ def _read_case(item, model: type[CaseT], where: str, salvage=None) -> CaseT:
     except ValidationError as exc:
         salvaged = salvage(clean, exc, where) if salvage is not None else None
         if salvaged is None:
-            raise ScalesimError(validation_message(exc, where, model)) from None
+            raise ScalesimError(validation_message(exc, where, model)
+                                + _server_size_hint(exc)) from None
         case, more = salvaged
         flags += more
     case._read_flags = tuple(flags)
@@ -990,7 +1002,10 @@ def summarize(results: list[CaseResult]) -> dict:
     """Mean, median and max absolute error per exchange kind and overall, and the targets."""
 
     def group(rs):
-        return error_stats([p.error_pct for r in rs for p in r.points if not p.anchor], len(rs))
+        # cases with a scored point (a case of its anchor alone scores nothing: not counted,
+        # as the model-parallel summary counts its groups' non-anchor cases)
+        scored = sum(1 for r in rs if any(not p.anchor for p in r.points))
+        return error_stats([p.error_pct for r in rs for p in r.points if not p.anchor], scored)
 
     allreduce = group([r for r in results if r.comm == "allreduce"])
     ps = group([r for r in results if r.comm == "parameter-server"])

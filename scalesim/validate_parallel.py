@@ -351,8 +351,11 @@ INTRA_NODE_NAMES = tuple(dict.fromkeys(("nvswitch-a100", "nvswitch-h100", "nvl72
 def _check_parallel_case(case: ParallelCase, where: str) -> None:
     lay = case.layout
     if lay.dp * lay.tp * lay.pp * lay.cp != lay.devices:
+        product = lay.dp * lay.tp * lay.pp * lay.cp
         raise ScalesimError(f"{where}: devices {lay.devices} != "
-                            f"{split_words(lay.dp, lay.tp, lay.pp, lay.cp)}")
+                            f"{split_words(lay.dp, lay.tp, lay.pp, lay.cp)} = {product}: a layout "
+                            "splits every device once; give layout.devices the product, or "
+                            "the degrees the run used")
     # Refused: fewer than one micro-batch per replica, or a fraction of a head per tensor-
     # parallel rank (Megatron-Core asserts whole heads). A global batch that dp x micro-batch
     # does not divide but fills it at least once is predicted as published, with a layout note:

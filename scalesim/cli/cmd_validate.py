@@ -62,6 +62,20 @@ def _stats_line(stats) -> str:
     )
 
 
+# An anchor pins compute so that it is predicted exactly; one it cannot reach (its modelled
+# communication alone slower than its step, or above the datasheet peak) keeps an error, and
+# the table's 'anchor' would hide it (the JSON has it)
+ANCHOR_MISS_PCT = 0.05
+
+
+def _missed_anchor(point) -> str:
+    """'' for a non-anchor or an anchor predicted exactly; else the line that says its error."""
+    if not point.anchor or abs(point.error_pct) < ANCHOR_MISS_PCT:
+        return ""
+    return (f"anchor not reached: predicted {point.predicted:.4g} against {point.published:.4g} "
+            f"published ({point.error_pct:+.1f}%; see the flag)")
+
+
 def render_text(report) -> str:
     lines = []
     for case in report.cases:
@@ -79,6 +93,7 @@ def render_text(report) -> str:
                 f"{p.predicted:>13.1f} {err:>8} {p.step_s * 1e3:>9.1f} "
                 f"{p.exposed_comm_s * 1e3:>9.1f}"
             )
+        lines += [f"  {line}" for p in case.points if (line := _missed_anchor(p))]
         lines.append(f"  {_stats_line(case.stats)}")
         lines.append("")
     s = report.summary
@@ -154,6 +169,8 @@ def render_parallel_text(report) -> str:
             f"{c.id:<40} {c.metric:<20} {c.published:>10.4g} {c.predicted:>10.4g} "
             f"{err:>7} {c.step_time_s:>8.2f} {c.memory_gib:>5.0f}"
         )
+        if line := _missed_anchor(c):
+            lines.append(f"  {line}")
     s = report.summary
     lines.append("")
     lines.append("per group (absolute error over non-anchor cases; efficiency from the anchor)")
