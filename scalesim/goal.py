@@ -80,6 +80,7 @@ from scalesim.layout import (
     replica_devices,
     runs_on_count,
     schedule_words,
+    shape_heads,
     split_words,
 )
 from scalesim.layout_change import (
@@ -702,7 +703,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     split = layout_of(base)
     if mode == "given" and (why := tp_server_refusal(  # at every count: predict's refusal,
             split.tp, g, hardware_nouns(profile.hardware),  # not 'no count'
-            profile.hardware.devices_per_node)):
+            profile.hardware.devices_per_node, **shape_heads(profile.workload.transformer))):
         raise ScalesimError(why)
     if mode == "given" and (unused := kept_setting_refusal(base)):
         raise ScalesimError(unused)

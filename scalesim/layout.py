@@ -600,7 +600,8 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     (``Hardware.allocation_devices``; None: the server's ``devices_per_node``), of which the
     job's count must be a whole number (``count_problem``)."""
     L, g = layout, devices_per_node
-    problems = [p for p in (tp_server_refusal(L.tp, g, nouns),) if p]
+    problems = [p for p in (tp_server_refusal(L.tp, g, nouns, heads=heads, kv_heads=kv_heads),)
+                if p]
     if problem := count_problem(L.devices, g, allocation, nouns,
                                 f" ({split_words(L.dp, L.tp, L.pp, L.cp)})",
                                 f" ({split_template(L.dp, L.tp, L.pp, L.cp)})"):
@@ -713,9 +714,14 @@ def count_problem(devices: int, devices_per_node: int, allocation: int | None = 
                         cli=line("the hardware's devices_per_allocation: ", as_literal(split)))
 
 
-def divisors_text(n: int) -> str:
-    """The divisors of ``n`` as a fix names them: '1, 2, 4 or 8' (a tp that divides a server)."""
-    ds = [str(d) for d in range(1, n + 1) if n % d == 0]
+def divisors_text(n: int, heads: int | None = None, kv_heads: int | None = None) -> str:
+    """The divisors of ``n`` as a fix names them: '1, 2, 4 or 8' (a tp that divides a server);
+    where the model's ``heads`` (and ``kv_heads``) are known, only those a tp may also be
+    (``unrunnable_split``'s whole heads; kv heads and tp dividing one another): a fix never
+    names a tp that is then refused."""
+    ds = [str(d) for d in range(1, n + 1) if n % d == 0
+          and (heads is None or heads % d == 0)
+          and (kv_heads is None or kv_heads % d == 0 or d % kv_heads == 0)]
     return ds[0] if len(ds) == 1 else f"{', '.join(ds[:-1])} or {ds[-1]}"
 
 
@@ -778,22 +784,31 @@ def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
                         cli=line("tp", HARDWARE_FILE_WAY))
 
 
+def shape_heads(shape) -> dict:
+    """``tp_server_refusal``'s ``heads`` and ``kv_heads`` of a transformer shape (a workload's
+    ``transformer``), none for a parameter-count workload (None)."""
+    return {} if shape is None else {"heads": shape.heads, "kv_heads": shape.kv_of()}
+
+
 def tp_server_refusal(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
-                      server_devices: int | None = None) -> Refusal | None:
+                      server_devices: int | None = None, heads: int | None = None,
+                      kv_heads: int | None = None) -> Refusal | None:
     """Why a tp cannot run on servers of ``devices_per_node``, at any device count: past the
     server (``tp_above_server``), or not dividing it (``tp_not_dividing_server``: a group would
     straddle two servers, or leave a part-server job's devices ungrouped); None where it
     divides the server. The one rule of tp and the server, which ``layout_problems`` reads and
     predict, sweep's counts, goal and the app refuse before any count's rule (no count escapes
-    it, so no count is worth suggesting). ``server_devices``: ``tp_above_server``'s."""
+    it, so no count is worth suggesting). ``server_devices``: ``tp_above_server``'s; ``heads``,
+    ``kv_heads``: the model's, where known (the tps a fix names: ``divisors_text``)."""
     if tp > devices_per_node:
         return tp_above_server(tp, devices_per_node, nouns, server_devices)
     if devices_per_node % tp:
-        return tp_not_dividing_server(tp, devices_per_node, nouns)
+        return tp_not_dividing_server(tp, devices_per_node, nouns, heads, kv_heads)
     return None
 
 
-def tp_not_dividing_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> Refusal:
+def tp_not_dividing_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
+                           heads: int | None = None, kv_heads: int | None = None) -> Refusal:
     """'tp 16 does not divide the 72 GPUs per server; use tp 1, 2, ... or 72, or 64 GPUs per
     server': a smaller tp that divides the server, or the devices per server that tp divides
     (the largest multiple of tp the server holds). A template (``knob_refusal``): the app names
@@ -801,7 +816,7 @@ def tp_not_dividing_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NO
 
     def line(tp_said: str) -> str:
         return (f"{tp_said} {tp} does not divide the {devices_per_node} {nouns.gpus} per "
-                f"{nouns.server}; use {tp_said} {divisors_text(devices_per_node)}, or "
+                f"{nouns.server}; use {tp_said} {divisors_text(devices_per_node, heads, kv_heads)}, or "
                 f"{devices_per_node // tp * tp} {nouns.gpus} per {nouns.server}")
 
     return knob_refusal(line(KNOB.tp), ("tp", "devices_per_node"), cli=line("tp"))

@@ -785,7 +785,7 @@ def _judged_counts(profile: Profile, scenario: Scenario, skip=(), which: str = "
     to the rule that leaves none (``counts_that_run``'s arguments); whole servers and a tp past
     or not dividing a server (``layout.tp_server_refusal``, where ``refuse`` holds the split and
     ``skip`` does not) refused first."""
-    from scalesim.layout import tp_server_refusal
+    from scalesim.layout import shape_heads, tp_server_refusal
     from scalesim.predict import job_unit, layout
 
     nouns = hardware_nouns(profile.hardware)
@@ -794,7 +794,8 @@ def _judged_counts(profile: Profile, scenario: Scenario, skip=(), which: str = "
     split = layout_of(scenario)
     on_layouts = uses_layouts(split_profile(profile, scenario), scenario)
     if on_layouts and "split" in set(refuse) - set(skip) and (why := tp_server_refusal(
-            split.tp, g, nouns, profile.hardware.devices_per_node)):
+            split.tp, g, nouns, profile.hardware.devices_per_node,
+            **shape_heads(profile.workload.transformer))):
         raise ScalesimError(why)  # at every count
     model = replica_devices(split.tp, split.pp, split.cp) if on_layouts else 1
     cp = split.cp if on_layouts else 1  # the data-parallel path: every device a rank

@@ -164,6 +164,57 @@ def stage_layers(layers, pp, virtual_stages=1, stage=0):
     return values[inverse.reshape(-1)].reshape(shape)
 
 
+def interleaved_peak_layers(layers: int, pp: int, virtual_stages: int, microbatches: int,
+                            rank: int) -> int:
+    """Layer-micro-batches of activations pipeline rank ``rank`` holds at its peak under
+    Megatron-LM's interleaved 1F1B with the chunks of ``stage_split`` (local chunk c is global
+    chunk c pp + rank). Megatron's order (``forward_backward_pipelining_with_interleaving``,
+    ``get_model_chunk_id``): the k-th forward runs local chunk (k mod pp v) // pp, the k-th
+    backward chunk v - 1 - (k mod pp v) // pp; rank r runs W = 2 (pp - r - 1) + (v - 1) pp
+    warm-up forwards (all m v where fewer), then one forward and one backward each, so after
+    its (W + i + 1)-th forward it holds F(W + i + 1) - B(i) layers (F, B the running sums of the
+    forwards' and backwards' chunk layers): the peak is the largest. Equal chunks: (W + 1)
+    chunks of L / (pp v), ``microbatches_in_flight`` x the rank's layers; uneven ones hold more
+    where the first chunks in flight are the heavier (80 layers over pp 8 x v 8, chunks of 2,
+    2, 1, ... on rank 0, 64 micro-batches: 103, not 10 x 71 / 8 = 88.75)."""
+    v, chunks = virtual_stages, stage_split(layers, pp, virtual_stages).chunks
+    local = np.array([chunks[c * pp + rank] for c in range(v)], dtype=np.int64)
+    n = microbatches * v
+    warm = min(2 * (pp - rank - 1) + (v - 1) * pp, n)
+    group = (np.arange(n) % (pp * v)) // pp
+    forwards = np.concatenate([[0], np.cumsum(local[group])])
+    backwards = np.concatenate([[0], np.cumsum(local[v - 1 - group])])
+    if warm >= n:
+        return int(forwards[n])
+    steady = np.arange(n - warm)
+    return int(np.max(forwards[warm + steady + 1] - backwards[steady]))
+
+
+@lru_cache(maxsize=4096)
+def _interleaved_peak(layers: int, pp: int, virtual_stages: int, microbatches: int,
+                      rank: int) -> int:
+    return interleaved_peak_layers(layers, pp, virtual_stages, microbatches, rank)
+
+
+def interleaved_held_layers(layers, pp, virtual_stages, microbatches, stage=0):
+    """``interleaved_peak_layers`` over arrays (a float array; each distinct row computed
+    once): the layer-micro-batches the layout model charges an interleaved rank's activations.
+    Rows without a pipeline or interleaving, or a micro-batch count below one, read 0 (the
+    caller keeps its own formula there)."""
+    arrays = np.broadcast_arrays(*(np.rint(np.asarray(a, dtype=float)).astype(np.int64)
+                                   for a in (layers, pp, virtual_stages, microbatches, stage)))
+    shape = arrays[0].shape
+    keys = np.stack([a.reshape(-1) for a in arrays], axis=1)
+    if keys.shape[0] == 0:
+        return np.zeros(shape)
+    unique, inverse = _unique_rows(keys)
+    values = np.array([
+        _interleaved_peak(n, p, v, m, min(max(k, 0), p - 1))
+        if p > 1 and v > 1 and m >= 1 and n >= p * v else 0
+        for n, p, v, m, k in unique.tolist()], dtype=float)
+    return values[inverse.reshape(-1)].reshape(shape)
+
+
 def stage_ends(layers, pp, virtual_stages=1):
     """(first, middle, last): layers (float arrays) on the first pipeline rank, on the fullest
     rank between (rank 1: the split's middle ranks are equal, or fall from the first; 0 where

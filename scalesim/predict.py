@@ -25,6 +25,7 @@ from scalesim.layout import (
     knob_refusal,
     replica_devices,
     runs_on_count,
+    shape_heads,
     tp_server_refusal,
     unused_settings,
 )
@@ -598,7 +599,8 @@ def _split_rows(profile: Profile, scenario: Scenario):
     g_max, unit = job_unit(profile.hardware, scenario)
     nouns = hardware_nouns(profile.hardware)
     layout(p, g_max, nouns, unit)
-    if why := tp_server_refusal(split.tp, g_max, nouns, profile.hardware.devices_per_node):
+    if why := tp_server_refusal(split.tp, g_max, nouns, profile.hardware.devices_per_node,
+                                **shape_heads(profile.workload.transformer)):
         raise ScalesimError(why)  # at every count, before the counts tp x pp divides
     dp = lp.split_devices(p, split.tp, split.pp, nouns, split.cp, unit)
     b, base_b = micro_batches(scenario, profile, p, dp)

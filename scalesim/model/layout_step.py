@@ -92,7 +92,7 @@ from scalesim.model.zero_exchange import (
     syncs_every_micro_step,
     unit_reduce_scatter_s,
 )
-from scalesim.pipeline_stages import stage_ends
+from scalesim.pipeline_stages import interleaved_held_layers, stage_ends
 from scalesim.pipeline_stages import stage_layers as stage_layers_on
 
 ACTIVATION_BYTES = 2.0  # 16-bit activations
@@ -892,12 +892,20 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     gathers = (zero >= 3) & (shards > 1)
     layer_bytes = layer_params / _f(tp) * _f(x.param_bytes_per_param)
 
-    def stage_memory(params_on_stage, layers_on_stage, in_flight, logits_in_flight):
+    interleaved = (np.asarray(x.schedule) == INTERLEAVED) & (pp > 1) & (v > 1)
+
+    def stage_memory(params_on_stage, layers_on_stage, in_flight, logits_in_flight, rank):
         """(weights, gradients, optimizer state, activations, buffers: gathered ZeRO-3 layers
-        and DeepSpeed's buckets and step-time gradient copies) bytes of one stage's device."""
+        and DeepSpeed's buckets and step-time gradient copies) bytes of one stage's device.
+        Interleaved: the layer-micro-batches the rank holds at its peak in Megatron's chunk
+        order (``interleaved_held_layers``; with uneven chunks the heavier ones are in flight
+        first, more than its layers x the chunks in flight)."""
         local = params_on_stage / _f(tp)
-        activations = (per_layer * layers_on_stage * in_flight + recomputing
-                       + logits_bytes * logits_in_flight)
+        held = layers_on_stage * in_flight
+        if np.any(interleaved):
+            held = np.where(interleaved, np.maximum(
+                interleaved_held_layers(L, pp, v, m, rank), held), held)
+        activations = (per_layer * held + recomputing + logits_bytes * logits_in_flight)
         gathered = np.where(gathers, np.where(
             np.asarray(x.framework) == DEEPSPEED,
             deepspeed_gathered_bytes(local, x.param_bytes_per_param),
@@ -912,14 +920,14 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
 
     first = stage_memory(first_params, first_stage_layers,
                          microbatches_in_flight(x.schedule, pp, m, v),
-                         np.where(pp > 1, 0.0, 1.0))
+                         np.where(pp > 1, 0.0, 1.0), 0.0)
     last = stage_memory(last_params, last_stage_layers,
                         microbatches_in_flight(x.schedule, pp, m, v, _f(pp) - 1.0),
-                        np.where(np.asarray(x.schedule) == GPIPE, m, 1.0))
+                        np.where(np.asarray(x.schedule) == GPIPE, m, 1.0), _f(pp) - 1.0)
     # rank 1 holds the most of the middle ranks: their layers are equal or fall, and so do
     # the micro-batches in flight
     middle = stage_memory(middle_params, middle_stage_layers,
-                          microbatches_in_flight(x.schedule, pp, m, v, 1.0), 0.0)
+                          microbatches_in_flight(x.schedule, pp, m, v, 1.0), 0.0, 1.0)
     first_sum, last_sum = sum(first), sum(last)
     middle_sum = np.where(pp > 2, sum(middle), -np.inf)
     pick_first = (first_sum >= last_sum) & (first_sum >= middle_sum)
