@@ -590,36 +590,6 @@ def memory_bandwidth_of(device_name: str) -> tuple[float, str] | None:
     return None if row is None or row[1] is None else (row[1], row[2])
 
 
-# What a device's memory holds in fact, MiB, where it is less than the GB its datasheet names
-# taken as GiB: the total nvidia-smi prints and torch.cuda reports (``total_memory``), part of
-# the HBM being kept by the driver. Rows (words of the name, the size it is sold as, GB; the
-# total, MiB; where it is printed), matched like the tables below, first row first; a name
-# that states another size (a GH200's "H100 96GB") matches no row. The A100's 40 and 80 GB hold
-# 40,960 and 81,920 MiB, the whole GiB: no row.
-DEVICE_TOTAL_MIB: list[tuple[tuple[str, ...], float, int, str]] = [
-    (("H100", "NVL"), 94, 95830, "nvidia-smi of NVIDIA H100 NVL: 95830MiB (public nvidia-smi "
-     "outputs, e.g. in vLLM and SGLang bug reports)"),
-    (("H100",), 80, 81559, "nvidia-smi of NVIDIA H100 80GB HBM3 and NVIDIA H100 PCIe: 81559MiB "
-     "(public nvidia-smi outputs, e.g. NVIDIA/nccl#1264)"),
-    (("H800",), 80, 81559, "nvidia-smi of NVIDIA H800: 81559MiB (public nvidia-smi outputs)"),
-    (("H200",), 141, 143771, "nvidia-smi of NVIDIA H200 and H200 NVL: 143771MiB (public "
-     "nvidia-smi outputs)"),
-    (("V100",), 16, 16160, "torch.cuda.get_device_properties of Tesla V100-SXM2-16GB: "
-     "total_memory=16160MB (MiB; ultralytics/yolov5 profile output)"),
-]
-
-
-def device_total_bytes(device_name: str, sold_gb: float) -> tuple[float, str | None]:
-    """(bytes, source) of a device of ``device_name`` sold as ``sold_gb`` GB: the total its
-    driver reports where ``DEVICE_TOTAL_MIB`` lists it (an H100 80GB: 81,559 MiB = 79.65 GiB,
-    not 80), else ``sold_gb`` GiB (source None), as the tables count GB."""
-    row = next((r for r in DEVICE_TOTAL_MIB if r[1] == sold_gb
-                and name_has_words(device_name, r[0])), None)
-    if row is None:
-        return sold_gb * GIB_BYTES, None
-    return row[2] * 2.0**20, row[3]
-
-
 def _datasheet_bandwidth(device_name: str) -> float:
     return memory_bandwidth_of(device_name)[0]
 
@@ -718,8 +688,7 @@ def _server(name: str, device_name: str, memory_gib: int, cpu_cores: int, intra:
     price = PRICES.get(name)
     return Hardware(
         name=name, **_datasheet(device_name), devices_per_node=8,
-        device_memory_bytes=device_total_bytes(device_name, memory_gib)[0],
-        cpu_cores_per_node=cpu_cores,
+        device_memory_bytes=memory_gib * GIB_BYTES, cpu_cores_per_node=cpu_cores,
         intra_node=intra_link(intra), inter_node=inter,
         price_per_device_hour=None if price is None else price.per_device_hour,
         instance_sizes=(None if price is None or price.instance_sizes is None
@@ -1163,13 +1132,9 @@ def device_memory_of(device_name: str) -> tuple[float, str] | None:
     stated = _stated_size(device_name)
     if (stated is not None and stated[1] is not None
             and not any(name_has_words(device_name, words) for words in SIZE_NOT_IN_NAME)):
-        total, driver = device_total_bytes(device_name, stated[1])
-        return total, f"the size in the name '{device_name}'" + (f"; {driver}" if driver else "")
+        return stated[1] * GIB_BYTES, f"the size in the name '{device_name}'"
     row = _first_row(DEVICE_MEMORY_GIB, device_name)
-    if row is None or row[1] is None:
-        return None
-    total, driver = device_total_bytes(device_name, row[1])
-    return total, row[2] + (f"; {driver}" if driver else "")
+    return None if row is None or row[1] is None else (row[1] * GIB_BYTES, row[2])
 
 
 # The NVL72 rack preset, after the memory table it reads (device_memory_of)

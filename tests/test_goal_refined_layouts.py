@@ -70,7 +70,9 @@ def test_the_closest_plan_is_the_planners_best_at_the_batch_it_runs(capsys, monk
     assert first["samples_per_s"] == pytest.approx(new["samples_per_s"], rel=1e-9)
     # the layouts behind it are counted, and a note says where goal re-searched
     assert after["layouts_tried"] > before.layouts_tried
-    assert any(n.startswith("layouts refined near the answer: at 120 and 128 devices (")
+    # at 128 alone since session 60 (120's plans, interleaved with uneven chunks, hold more
+    # at their peak and fall beyond the 5 %)
+    assert any(n.startswith("layouts refined near the answer: at 128 devices (")
                for n in after["notes"])
 
 

@@ -22,10 +22,13 @@ PP9 = ("80 layers over pp 9: 8 stages of 9 layers and one of 8 (Megatron-LM: "
 PP8 = ("80 layers over pp 8: 10 layers a stage in the model and Megatron-LM; torchtitan splits "
        "80 layers + embedding + output as 10, 11, 5 stages of 10, 9: its fullest stage 11 "
        "layers, the model charges 10")
-PP9V4 = ("80 layers over pp 9 x 4 virtual stages: 8 model chunks of 3 layers and 28 of 2 "
+# since session 60 the planner's first at 72 GPUs runs 8 virtual stages: at 4, rank 0's chunks
+# of 3, 2, 2, 2 layers hold more activations in Megatron's order than 9 x the chunks in flight
+# (``interleaved_peak_layers``), and 8 (2, 1, ...) runs faster in what fits
+PP9V8 = ("80 layers over pp 9 x 8 virtual stages: 8 model chunks of 2 layers and 64 of 1 "
          "(Megatron-LM: --pipeline-model-parallel-layout, as its first/last-stage flags need "
-         "every stage's layers a multiple of 4; torchtitan splits 80 layers + embedding + output "
-         "as chunks 2, 9 chunks of 3, 25 chunks of 2, 1 (stages 8 stages of 9, 8))")
+         "every stage's layers a multiple of 8; torchtitan splits 80 layers + embedding + output "
+         "as chunks 1, 9 chunks of 2, 61 chunks of 1, 0 (stages 8 stages of 9, 8))")
 PLAN_72 = ["plan", "--workload", "llama3-70b", "--hardware", "dgx-h100", "--devices", "72",
            "--global-batch", "1152"]
 
@@ -115,8 +118,8 @@ def test_plan_says_the_uneven_stages_once_under_the_table(capsys):
     assert code == 0
     table = out.splitlines()
     assert table[4].split()[:5] == ["1", "72", "2", "4", "9"]  # pp 9 ranks first
-    # interleaved x 4 (ranks 1-2), its sends hidden behind the next chunk; zero-bubble at 7-8
-    assert out.count(f"note: {PP9V4}") == 1
+    # interleaved x 8 (rank 1), its sends hidden behind the next chunk; zero-bubble at 2-3
+    assert out.count(f"note: {PP9V8}") == 1
     assert out.count(f"note: {PP9}") == 1
 
 
@@ -124,9 +127,9 @@ def test_plan_json_has_the_layers_per_stage_and_the_words(capsys):
     code, out, _ = run_cli(capsys, [*PLAN_72, "--json"])
     assert code == 0
     rows = json.loads(out)["layouts"]
-    assert (rows[0]["pp"], rows[0]["virtual_stages"]) == (9, 4)
+    assert (rows[0]["pp"], rows[0]["virtual_stages"]) == (9, 8)
     assert rows[0]["layers_per_stage"] == [9] * 8 + [8]
-    assert rows[0]["uneven_stages"] == rows[0]["stage_notes"] == PP9V4
+    assert rows[0]["uneven_stages"] == rows[0]["stage_notes"] == PP9V8
     zb = next(r for r in rows if r["pp"] == 9 and r["schedule"] == "zb")
     assert zb["uneven_stages"] == zb["stage_notes"] == PP9
     code, out, _ = run_cli(capsys, [*PLAN_72[:-3], "64", "--global-batch", "1024", "--json",
@@ -168,7 +171,7 @@ def test_decide_says_the_planner_s_uneven_layout_once(capsys):
     assert code == 0
     out = whole_lines(out)
     assert "Change the layout: tp 8 -> 4, pp 1 -> 9" in out
-    assert out.count(f"note: {PP9V4}") == 1
+    assert out.count(f"note: {PP9V8}") == 1
     assert "80 layers over pp 5" not in out  # the add-server option's pp 5: even
 
 

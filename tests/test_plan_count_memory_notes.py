@@ -31,7 +31,8 @@ def _plan(capsys, *argv: str):
 def test_each_counts_best_is_judged_and_ranked_again_at_that_count(capsys):
     data = json.loads(_plan(capsys, "--devices", "8,16,32,64", "--json"))
     notes = {c["devices"]: c["memory_note"] for c in data["by_count"]}
-    assert data["memory_note"] is None and [d for d, n in notes.items() if n] == [32]
+    # 8 too since session 60 (uneven interleaved chunks' peak moved its best to a fuller one)
+    assert data["memory_note"] is None and [d for d, n in notes.items() if n] == [8, 32]
     best = next(c["best"] for c in data["by_count"] if c["devices"] == 32)
     free = best["headroom_bytes"]
     device = best["memory_bytes"] + free

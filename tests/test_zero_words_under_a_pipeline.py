@@ -31,12 +31,12 @@ def test_plan_json_and_table_note_name_the_same_words(capsys):
     assert code == 0, err
     rows = json.loads(out)["layouts"]
     words = {(r["zero"], r["pp"] > 1): r["strategy_words"] for r in rows}
-    assert words == {(3, False): "FSDP FULL_SHARD", (2, True): PIPED,
-                     (1, True): "Megatron-Core distributed optimizer"}
+    # (since session 60, when uneven interleaved chunks' memory moved the ranking, the top 3
+    # hold no ZeRO-1 row; the app's table below names Megatron's distributed optimizer)
+    assert words == {(3, False): "FSDP FULL_SHARD", (2, True): PIPED}
     code, out, err = run_cli(capsys, PLAN)
     assert code == 0, err
-    assert (f"note: zero 3: FSDP FULL_SHARD; zero 2 with pp > 1: {PIPED}; zero 1: Megatron-Core "
-            "distributed optimizer") in out.splitlines()
+    assert f"note: zero 3: FSDP FULL_SHARD; zero 2 with pp > 1: {PIPED}" in out.splitlines()
 
 
 def test_predict_names_what_runs_under_the_pipeline(capsys):
