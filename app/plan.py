@@ -76,7 +76,7 @@ from scalesim.layout_predict import (
     with_measured_shape,
 )
 from scalesim.model.quality import steps_to_quality
-from scalesim.model.sharding import grad_sync_unused
+from scalesim.model.sharding import STAGE0_WORDS, grad_sync_unused
 from scalesim.pipeline_stages import layout_stage_words
 from scalesim.precision import DEFAULT_PRECISION, no_fp8_peak_words
 from scalesim.predict import (
@@ -546,8 +546,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         return page_setting(knob, value, words)
 
     if state.strat == "ddp" and state.zfw != "fsdp":  # as predict notes it
-        notes.append(f"{said('zero_framework', state.zfw)} ignored: {said('strategy', 'ddp')} "
-                     "shards nothing")
+        notes.append(f"{said('zero_framework', state.zfw)} with {said('strategy', 'ddp')} is "
+                     f"{STAGE0_WORDS}")
     if state.strat != "ddp" and grad_sync_refused(state.zfw, state.gs):  # a note, not a refusal
         fields["grad_sync"] = "every-micro-step"
         notes.append(f"{said('grad_sync', state.gs)} ignored: DeepSpeed stage 2/3 reduce "

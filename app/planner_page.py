@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import pandas as pd
 import streamlit as st
@@ -119,6 +119,7 @@ from .state import (
     AppState,
     checked_profile,
     encode_query,
+    link_limit_words,
     preset_profile,
     profile_caveats,
     profile_defaults,
@@ -723,6 +724,8 @@ def _share(plan: Plan, link: str) -> None:
                             file_name="scalesim-charts.zip", mime="application/zip",
                             on_click="ignore", key="dl_png")
     with cols[3].expander("Share link (opens this exact what-if)"):
+        if too_long := link_limit_words(dict(parse_qsl(urlsplit(link).query))):
+            st.warning(too_long)
         st.code(link, language=None, wrap_lines=True)
         if local_only(link):
             st.caption("This link points at this computer (localhost): it opens only here. "

@@ -127,6 +127,9 @@ PROFILE_IN_LINK = "the profile in the link"  # how a damaged profile blob's mess
 MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
 MAX_VALUE_CHARS = 400  # one control's value
 MAX_PROFILE_BLOB_CHARS = 12_000  # the compressed profile, base64url
+# what a link's keys start with where a page escaped its '&' as '&amp;': the browser splits
+# at the '&' and keeps 'amp;' on the next key ('amp;ck')
+HTML_ESCAPED_AMP = "amp;"
 MAX_PROFILE_JSON_BYTES = 200_000  # the profile after decompression
 MAX_DEVICES = 16_384  # the planner's largest device count (chart size), within bounds.DEVICES_MAX
 IGNORED_KEYS = {"embed", "embed_options"}  # Streamlit's own query parameters
@@ -772,6 +775,26 @@ def link_checksum(params: Mapping[str, str]) -> str:
     return hashlib.sha256(urlencode(said).encode("utf-8")).hexdigest()[:8]
 
 
+def link_limit_words(params: Mapping[str, str]) -> str | None:
+    """Why a share link of ``params`` would not open the what-if it was made of, in words for
+    its sender, or None: a profile blob or a whole query past what ``read_link`` reads
+    (``MAX_PROFILE_BLOB_CHARS``, ``MAX_QUERY_CHARS``; an uploaded profile with many references
+    or notes compresses past them), which the receiver would open as the preset profile or
+    the defaults."""
+    blob = params.get("prof", "")
+    total = sum(len(k) + len(v) + 2 for k, v in params.items())
+    if len(blob) > MAX_PROFILE_BLOB_CHARS:
+        what = (f"its profile is {len(blob):,} characters, over the {MAX_PROFILE_BLOB_CHARS:,} a "
+                "link may carry: it would open with the preset profile")
+    elif total > MAX_QUERY_CHARS:
+        what = (f"it is {total:,} characters, over the {MAX_QUERY_CHARS:,} a link may hold: it "
+                "would open with the defaults")
+    else:
+        return None
+    return (f"This link will not open this what-if: {what}. Send the profile file with it "
+            "(the receiver uploads it), or upload a profile with fewer notes and references")
+
+
 def with_figure(params: Mapping[str, str], figure: str | None) -> dict[str, str]:
     """``params`` (``encode_query``) with the sender's headline figure (``figure``,
     ``sent_figure.figure_text``) right after the checksum as ``HEADLINE_KEY``, the checksum
@@ -1084,6 +1107,13 @@ def read_link(params: Mapping[str, Any], today: datetime.date | None = None
     flat = {str(k): _first(v) for k, v in params.items() if str(k) not in IGNORED_KEYS}
     if not flat:
         return default_state(), preset_profile(AppState()), messages, None
+    escaped = [k for k in flat if k.startswith(HTML_ESCAPED_AMP)]
+    if escaped:
+        # an HTML page or email wrote each '&' as '&amp;' ('v=2&amp;ck=...'): the fields are
+        # the link's own, read as the sender wrote them, and said so
+        flat = {k.removeprefix(HTML_ESCAPED_AMP): v for k, v in flat.items()}
+        messages.append(f"this link's '&' were written as '&amp;' (an HTML page or email); read "
+                        f"as '&' ({len(escaped)} field{'s' if len(escaped) > 1 else ''})")
     total = sum(len(k) + len(v) + 2 for k, v in flat.items())
     if total > MAX_QUERY_CHARS:
         messages.append(f"the link is too long ({total} characters, limit {MAX_QUERY_CHARS}); "

@@ -131,6 +131,29 @@ def _target(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result | None]:
 
 
 @contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """While a file is written, SIGTERM (``timeout``'s, a scheduler's) raises SystemExit(143)
+    in the main thread, so that ``open_output`` removes its temporary file as Ctrl-C's
+    KeyboardInterrupt does; by default the process died and left it (88 MB of a large sweep).
+    Elsewhere (another thread, where no handler can be set) nothing changes."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def unwind(signum, frame):  # noqa: ARG001 - the signal module's signature
+        raise SystemExit(128 + signal.SIGTERM)
+
+    before = signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+@contextlib.contextmanager
 def open_output(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
     """A UTF-8 text handle that writes ``path`` as the module docstring says; the file appears
     (atomically, for a regular file) only when the ``with`` block ends without an exception."""
@@ -159,7 +182,7 @@ def open_output(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
                 os.fchown(fd, st.st_uid, st.st_gid)
         else:
             os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle, _sigterm_unwinds():
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

@@ -264,6 +264,22 @@ def _axis_array(name: str, values) -> np.ndarray:
     return array.astype(np.int64) if name in WHOLE_AXES else array.astype(float)
 
 
+def _without_unsplit_axes(profile: Profile, base: Scenario, axes: dict) -> dict:
+    """``axes`` without a tp, pp or cp axis of the value 1 alone where the workload is a
+    parameter count and the base scenario is at 1 too: such an axis splits nothing, and a
+    split axis moves the whole grid to the measured block's shape (``split_profile``), so
+    '--tp-values 1' gave other rows (step, memory) than predict --tp 1, which keeps the
+    measured whole-model curve."""
+    from scalesim.layout_predict import layout_of
+
+    if profile.workload.transformer is not None:
+        return axes
+    split = layout_of(base)
+    return {k: v for k, v in axes.items()
+            if not (k in ("tp", "pp", "cp") and getattr(split, k) == 1
+                    and all(int(x) == 1 for x in v))}
+
+
 def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
                at_sequence: Callable[[int], Profile] | None = None,
                refuse_counts: bool = False) -> SweepPlan:
@@ -282,6 +298,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list],
     unknown = sorted(str(name) for name in axes if name not in AXES)
     if unknown:
         raise ScalesimError(f"axes: cannot sweep {unknown}; sweepable: {', '.join(AXES)}")
+    axes = _without_unsplit_axes(profile, base, axes)
     if "micro_batch" in axes and ("global_batch" in axes or base.global_batch is not None):
         raise ScalesimError("sweep per-device batches (weak scaling) or global batches "
                             "(strong scaling), not both", knobs=("micro_batch", "global_batch"))

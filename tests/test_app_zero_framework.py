@@ -51,7 +51,8 @@ def test_settings_that_change_nothing_are_noted_not_refused():
     for state, note in (
         # by the page's controls and choices (session 51; were the CLI's 'ZeRO framework
         # deepspeed ignored: strategy ddp shards nothing', 'gradient sync once-per-step ...')
-        (AppState(zfw="deepspeed"), "ZeRO framework DeepSpeed ignored: Strategy DDP shards nothing"),
+        (AppState(zfw="deepspeed"), "ZeRO framework DeepSpeed with Strategy DDP is DeepSpeed's "
+         "engine without ZeRO (stage 0: its own all-reduce and optimizer step, nothing sharded)"),
         (AppState(strat="zero3", acc=4, zfw="deepspeed", gs="once-per-step"),
          "Gradient sync once-per-step ignored: DeepSpeed stage 2/3 reduce gradients in every "
          "micro-step (no_sync is FSDP's)"),

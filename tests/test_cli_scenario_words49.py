@@ -210,10 +210,12 @@ def test_decide_notes_a_files_ignored_setting_by_its_key(tmp_path, capsys):
                                               "zero_framework": "deepspeed"})
     code, out, _ = run_cli(capsys, ["decide", "--scenario", path])
     assert code == 0
-    assert (f"note: {path}: zero_framework deepspeed ignored: strategy ddp shards nothing "
-            "(give strategy zero1, zero2 or zero3)") in " ".join(out.split())
+    assert (f"note: {path}: zero_framework deepspeed with strategy ddp is DeepSpeed's engine without ZeRO "
+            "(stage 0: its own all-reduce and optimizer step, nothing sharded); give "
+            "strategy zero1, zero2 or zero3 to shard") in " ".join(out.split())
     code, out, _ = run_cli(capsys, ["decide", "--devices", "8", "--strategy", "ddp",
                                     "--zero-framework", "deepspeed"])
     assert code == 0
-    assert ("note: --zero-framework deepspeed ignored: strategy ddp shards nothing (give "
-            "--strategy zero1, zero2 or zero3)") in " ".join(out.split())
+    assert ("note: --zero-framework deepspeed with strategy ddp is DeepSpeed's engine without ZeRO "
+            "(stage 0: its own all-reduce and optimizer step, nothing sharded); give "
+            "--strategy zero1, zero2 or zero3 to shard") in " ".join(out.split())

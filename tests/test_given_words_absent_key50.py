@@ -69,8 +69,9 @@ def test_decide_names_the_strategy_the_file_lacks_by_its_flag(tmp_path, capsys):
                                           "--scenario", path])
         assert code == 0, err
         assert json.loads(out)["notes"][0] == (
-            f"{path}: zero_framework deepspeed ignored: strategy ddp shards nothing (give "
-            f"{give} zero1, zero2 or zero3)")
+            f"{path}: zero_framework deepspeed with strategy ddp is DeepSpeed's engine without ZeRO "
+            "(stage 0: its own all-reduce and optimizer step, nothing sharded); give "
+            f"{give} zero1, zero2 or zero3 to shard")
 
 
 def test_goal_names_the_micro_batch_the_file_lacks_by_its_flag(tmp_path, capsys):

@@ -181,8 +181,9 @@ def test_the_dropped_rows_rule_names_a_files_setting_by_its_key(tmp_path, capsys
     assert line.endswith(f"; the 1 combination it applies to was dropped ({why})"), line
 
 
-ZERO_FRAMEWORK = ("{zero_framework} deepspeed ignored: strategy ddp shards nothing (give "
-                  "--strategy-values zero1, zero2 or zero3)")
+ZERO_FRAMEWORK = ("{zero_framework} deepspeed with strategy ddp is DeepSpeed's engine without ZeRO "
+            "(stage 0: its own all-reduce and optimizer step, nothing sharded); give "
+                  "--strategy-values zero1, zero2 or zero3 to shard")
 
 
 def test_a_note_names_the_swept_strategy_by_its_grid_flag(tmp_path, capsys):

@@ -16,6 +16,7 @@ from scalesim.errors import KNOB, ScalesimError, as_literal
 from scalesim.figures import GIB_BYTES, link_GBps, sig3, throughput
 from scalesim.jsonio import to_json_text
 from scalesim.layout import SPLIT_HEADER, knob_refusal, split_short
+from scalesim.model.sharding import STAGE0_WORDS
 
 NAME = "predict"
 HELP = "predict step time, breakdown, throughput and scaling efficiency"
@@ -254,8 +255,12 @@ def _fit_hints(profile, scenario, unfit) -> str:
     ceiling = all(ceiling_words(r, profile) for r in unfit)
     hints = [] if scenario.strategy == "zero3" or ceiling else ["--strategy zero3"]
     if any(r.micro_batch > 1 for r in unfit):
-        hints.append(f"a --batch below {profile.compute.oom_micro_batch} (calibration ran out of "
-                     "memory from it on)" if ceiling else "a smaller --batch")
+        # --global-batch fixes the micro-batch through the accumulation (--batch is refused
+        # beside it): more micro-steps a step make each smaller
+        batch = ("more --accumulation" if scenario.global_batch is not None else
+                 f"a --batch below {profile.compute.oom_micro_batch} (calibration ran out of "
+                 "memory from it on)" if ceiling else "a smaller --batch")
+        hints.append(batch)
     if profile.workload.transformer is not None:
         from scalesim.layout_predict import layout_of
 
@@ -472,9 +477,11 @@ def unused_setting_notes(scenario, values_named: bool = True) -> list[str]:
         out.append(knob_refusal(f"{KNOB.tp_overlap} ignored: "
                                 + as_literal(TP_OVERLAP_UNDER_NO_OVERLAP), ("tp_overlap",)))
     if scenario.strategy == "ddp" and scenario.zero_framework != "fsdp":  # fsdp: the default
-        out.append(knob_refusal(f"{KNOB.zero_framework} {scenario.zero_framework} ignored: "
-                                f"strategy ddp shards nothing (give {KNOB.strategy} zero1, "
-                                "zero2 or zero3)", ("zero_framework", "strategy")))
+        # not ignored: DeepSpeed's engine at stage 0 runs its own all-reduce and optimizer step
+        # (docs/model.md §4, §1), whose numbers differ from PyTorch DDP's
+        out.append(knob_refusal(f"{KNOB.zero_framework} {scenario.zero_framework} with "
+                                f"strategy ddp is {STAGE0_WORDS}; give {KNOB.strategy} zero1, "
+                                "zero2 or zero3 to shard", ("zero_framework", "strategy")))
     if why := grad_sync_unused(scenario.strategy, scenario.accumulation, scenario.grad_sync,
                                values_named):
         out.append(knob_refusal(f"{KNOB.grad_sync} {scenario.grad_sync} ignored: "

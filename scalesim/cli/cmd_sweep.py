@@ -70,8 +70,8 @@ def _words(text: str) -> list[str]:
 
 def _on_off(text: str) -> list[bool]:
     table = {"on": True, "off": False, "true": True, "false": False}
-    try:
-        return [table[w.lower()] for w in _words(text)]
+    try:  # 'on,true' is one value twice: kept once, as split_list keeps a repeat
+        return list(dict.fromkeys(table[w.lower()] for w in _words(text)))
     except KeyError:
         raise argparse.ArgumentTypeError(f"'{text}' should be a list of on/off") from None
 
@@ -151,11 +151,14 @@ SAMPLE_ROWS = 2000  # rows evaluated and formatted up front to estimate the outp
 
 
 def _row_format(columns: dict) -> str:
-    """A printf format for one CSV row: integers as is, floats to 6 significant digits."""
+    """A printf format for one CSV row: integers as is, floats exactly (``%r``: the shortest
+    text that reads back as the same float, as the JSON writes them; six significant digits
+    made two rows of --inter-busbw-values 12.5,12.500004 read alike, and memory_bytes
+    10477185024 1.04772e+10)."""
     kinds = []
     for values in columns.values():
         kind = values.dtype.kind
-        kinds.append("%d" if kind in "iu" else "%.6g" if kind == "f" else "%s")
+        kinds.append("%d" if kind in "iu" else "%r" if kind == "f" else "%s")
     return ",".join(kinds) + "\n"
 
 
@@ -276,6 +279,26 @@ class BubbleRows:
         return sweep_bubble_note(self.rows, self.count, written, self.first, strong, schedule, words.devices)
 
 
+class UnfitRows:
+    """How many rows a sweep writes do not fit in device memory (``fits`` false), for the
+    warning predict prints of such rows: their throughput columns are not a plan."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def add(self, columns: dict) -> None:
+        import numpy as np
+
+        if "fits" in columns:
+            self.count += int(np.size(columns["fits"]) - np.count_nonzero(columns["fits"]))
+
+    def warning(self, written: int, words) -> str | None:
+        if not self.count:
+            return None
+        return (f"{self.count:,} of {written:,} rows do not fit in {words.memory} (fits false): "
+                "not runnable, their throughput, tokens and MFU columns are not a plan")
+
+
 class BaselineRows:
     """What predict's notes of the one-device baseline say of the rows a sweep writes
     (``predict.above_linear_note``: the row of highest efficiency above 100 %;
@@ -346,7 +369,8 @@ class PipelinesWritten:
 
 def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
            baseline: BaselineRows | None = None,
-           pipelines: PipelinesWritten | None = None) -> tuple[int, Drops, dict, dict]:
+           pipelines: PipelinesWritten | None = None,
+           unfit: UnfitRows | None = None) -> tuple[int, Drops, dict, dict]:
     """Stream every row of ``plan`` to ``handle``; returns the rows written, the combinations
     dropped (``sweep.Drops``, each example's swept knobs by their grid flags), the rows that
     run without a one-value layout flag (``SweepResult.ignored``, ``ignored_notes``) and the
@@ -355,7 +379,7 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
     that case before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as
     it runs. ``bubbles``: records the rows whose pipeline bubble is large; ``baseline``: what
     predict's notes of the one-device baseline read of the rows; ``pipelines``: the rows'
-    pipelines."""
+    pipelines; ``unfit``: counts the rows that do not fit."""
     from scalesim.predict import input_pipeline_modelled
     from scalesim.sweep import Drops, grid_flags, iter_sweep, merge_ignored
 
@@ -374,6 +398,8 @@ def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None,
             baseline.add(chunk.columns, chunk.baseline)
         if pipelines is not None:
             pipelines.add(chunk.columns)
+        if unfit is not None:
+            unfit.add(chunk.columns)
         written += chunk.size
         if first:
             handle.write("[" if fmt == "json" else ",".join(chunk.columns) + "\n")
@@ -531,7 +557,9 @@ def check_one_value_flags(args: argparse.Namespace) -> None:
 # fields of the scenario (recompute: of its layout) whose values change what predict's notes
 # say of it (``sweep_notes``)
 _NOTE_AXES = ("strategy", "zero_framework", "grad_sync", "accumulation", "attention_kernel",
-              "precision", "recompute", "overlap")
+              "precision", "recompute", "overlap",
+              # the per-server links' words quote the busbw each row runs at
+              "intra_busbw_GBps", "inter_busbw_GBps")
 # scenario settings whose numbers only predict's time-to-train and cost columns read: a sweep
 # row has neither (``sweep.OUTPUT_COLUMNS``); each named by its flag (``bounds.flag_of``), or
 # by a --scenario file's key where the file gave it (``given_words``)
@@ -731,7 +759,8 @@ def run(args: argparse.Namespace) -> int:
         refuse_counts=True)  # a list none runs: predict's line, every count named
     check_size(plan)
     bubbles, baseline, pipelines = BubbleRows(), BaselineRows(), PipelinesWritten(plan)
-    collectors = (bubbles, baseline, pipelines)  # what the notes read of the rows written
+    unfit = UnfitRows()
+    collectors = (bubbles, baseline, pipelines, unfit)  # what the notes read of the rows written
     if args.out is not None:  # '' too: refused by name, not taken for stdout
         check_writable(args.out)
         _check_disk(args.out, _estimated_bytes(plan, fmt), plan.rows)
@@ -755,4 +784,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     for note in baseline.notes(plan):  # predict's: efficiency above 100 %, the baseline
         print(f"note: {note}", file=sys.stderr)
+    if warning := unfit.warning(written, hardware_nouns(profile.hardware)):  # as predict's
+        print(f"warning: {warning}", file=sys.stderr)
     return 0

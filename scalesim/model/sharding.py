@@ -28,6 +28,11 @@ import numpy as np
 
 FSDP, DEEPSPEED = 0, 1
 FRAMEWORKS = {"fsdp": FSDP, "deepspeed": DEEPSPEED}
+# What --zero-framework deepspeed is beside strategy ddp (no sharding): DeepSpeed's engine at
+# ZeRO stage 0, which reduces in its communication dtype and steps its own optimizer, neither
+# PyTorch DDP's (docs/model.md §4; its numbers differ: it is not ignored)
+STAGE0_WORDS = ("DeepSpeed's engine without ZeRO (stage 0: its own all-reduce and optimizer "
+                "step, nothing sharded)")
 # When sharded gradients are reduced under gradient accumulation (``Scenario.grad_sync``,
 # docs/model.md §4): in every micro-step (DeepSpeed stage 2/3 always; FSDP by default), or once
 # per step with full gradients held in between (FSDP1's ``no_sync()``, FSDP2's
