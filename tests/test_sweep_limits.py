@@ -147,7 +147,9 @@ def test_layout_combinations_dropped_are_named_and_counted(tmp_path, capsys):
     rows = json.loads(out.read_text())
     assert sorted(r["tp"] for r in rows) == [1, 2]
     first, *notes = err.strip().splitlines()  # then predict's notes of the scenario
-    assert first.startswith("wrote 2 scenarios") and all(n.startswith("note: ") for n in notes)
+    # (and since session 60 the warning of rows that do not fit: both hold more than 80 GiB)
+    assert first.startswith("wrote 2 scenarios") and all(n.startswith(("note: ", "warning: "))
+                                                         for n in notes)
     assert "dropped" not in "".join(notes), err
     assert "2 combinations dropped: 2 break a layout rule" in err and "global batch" not in err
     code = main(["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",

@@ -28,7 +28,7 @@ def test_sweep_notes_are_predicts_on_stderr_and_the_csv_stays_clean(capsys):
     out, _ = _run(capsys, "predict", *SCENARIO)
     predicted = _notes(out)
     # the unused framework, the slow device 8 devices miss, both links, the compute estimate
-    assert any("--zero-framework deepspeed ignored" in n for n in predicted)
+    assert any("--zero-framework deepspeed with strategy ddp is DeepSpeed's engine" in n for n in predicted)
     assert any("device 12 is not among the 8 devices" in n for n in predicted)
     out, err = _run(capsys, "sweep", *SCENARIO, "--batch-values", "8,16")
     assert sorted(_notes(err)) == sorted(predicted)
@@ -41,13 +41,15 @@ def test_sweep_json_stays_a_list_of_rows_with_the_notes_on_stderr(capsys):
     out, err = _run(capsys, "sweep", *SCENARIO, "--format", "json")
     rows = json.loads(out)
     assert isinstance(rows, list) and {r["devices"] for r in rows} == {8, 16}
-    assert any("--zero-framework deepspeed ignored" in n for n in _notes(err))
+    assert any("--zero-framework deepspeed with strategy ddp is DeepSpeed's engine" in n
+               for n in _notes(err))
 
 
 def test_sweep_notes_with_out_file_stay_off_the_data(tmp_path, capsys):
     path = tmp_path / "grid.csv"
     _, err = _run(capsys, "sweep", *SCENARIO, "--out", str(path))
-    assert any("--zero-framework deepspeed ignored" in n for n in _notes(err))
+    assert any("--zero-framework deepspeed with strategy ddp is DeepSpeed's engine" in n
+               for n in _notes(err))
     assert "note" not in path.read_text()
 
 
@@ -59,11 +61,13 @@ def test_a_note_that_a_swept_axis_contradicts_is_dropped(capsys):
     # the swept strategy by its grid flag, as typed (was 'give --strategy zero1, ...' before
     # session 50, a flag the sweep refuses beside --strategy-values)
     assert [n for n in _notes(err) if "--zero-framework" in n] == [
-        "note: rows at strategy ddp: --zero-framework deepspeed ignored: strategy ddp shards "
-        "nothing (give --strategy-values zero1, zero2 or zero3)"]
+        "note: rows at strategy ddp: --zero-framework deepspeed with strategy ddp is "
+        "DeepSpeed's engine without ZeRO (stage 0: its own all-reduce and optimizer step, "
+        "nothing sharded); give --strategy-values zero1, zero2 or zero3 to shard"]
     _, err = _run(capsys, "sweep", "--devices", "8", "--zero-framework", "deepspeed",
                   "--strategy-values", "ddp")
-    assert any("--zero-framework deepspeed ignored" in n for n in _notes(err))
+    assert any("--zero-framework deepspeed with strategy ddp is DeepSpeed's engine" in n
+               for n in _notes(err))
 
 
 def test_a_swept_link_is_not_called_unmeasured(capsys):

@@ -150,8 +150,8 @@ def test_a_flag_no_row_runs_is_refused_in_one_line(capsys, argv, words):
      "note: rows at overlap off: --tp-overlap ignored: overlap is off, so every collective",
      None),
     (["--strategy-values", "ddp,zero3", "--zero-framework", "deepspeed"],
-     "note: rows at strategy ddp: --zero-framework deepspeed ignored: strategy ddp shards "
-     "nothing", None),
+     "note: rows at strategy ddp: --zero-framework deepspeed with strategy ddp is DeepSpeed's "
+     "engine without ZeRO", None),
 ])
 def test_a_flag_predict_notes_as_ignored_on_some_rows_is_said_of_those_rows(capsys, argv, note,
                                                                            wrong):

@@ -780,10 +780,10 @@ def run(args: argparse.Namespace) -> int:
     # the file first, as the dropped-row note (``given_words``)
     for line in sweep_notes(plan, pipelines) + ignored_notes(plan, ignored, written, unapplied):
         print(f"note: {in_given_words(line, args)}", file=sys.stderr)
+    if warning := unfit.warning(written, hardware_nouns(profile.hardware)):  # as predict's
+        print(f"warning: {warning}", file=sys.stderr)  # before its notes, as predict's table
     if note := bubbles.note(plan, written):  # predict's note, once, naming the rows
         print(f"note: {note}", file=sys.stderr)
     for note in baseline.notes(plan):  # predict's: efficiency above 100 %, the baseline
         print(f"note: {note}", file=sys.stderr)
-    if warning := unfit.warning(written, hardware_nouns(profile.hardware)):  # as predict's
-        print(f"warning: {warning}", file=sys.stderr)
     return 0
