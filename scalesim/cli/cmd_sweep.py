@@ -296,7 +296,7 @@ class UnfitRows:
         if not self.count:
             return None
         return (f"{self.count:,} of {written:,} rows do not fit in {words.memory} (fits false): "
-                "not runnable, their throughput, tokens and MFU columns are not a plan")
+                "not runnable, their throughput columns are not a plan")
 
 
 class BaselineRows:
