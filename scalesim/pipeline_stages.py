@@ -141,27 +141,29 @@ def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return keys[first], inverse.reshape(-1)
 
 
+def _per_distinct_row(scalar, *arrays) -> np.ndarray:
+    """``scalar(*ints)`` of each element of the broadcast ``arrays`` (rounded to whole
+    numbers), a float array of their shape: each distinct row of values computed once
+    (``_unique_rows``), as the planner's hundred thousand layouts share a few hundred."""
+    columns = np.broadcast_arrays(*(np.rint(np.asarray(a, dtype=float)).astype(np.int64)
+                                    for a in arrays))
+    shape = columns[0].shape
+    keys = np.stack([a.reshape(-1) for a in columns], axis=1)
+    if keys.shape[0] == 0:
+        return np.zeros(shape)
+    unique, inverse = _unique_rows(keys)
+    values = np.array([scalar(*row) for row in unique.tolist()], dtype=float)
+    return values[inverse.reshape(-1)].reshape(shape)
+
+
 def stage_layers(layers, pp, virtual_stages=1, stage=0):
     """Layers on pipeline rank ``stage`` of the split that runs (``stage_split``), arrays in
     and a float array out, so the layout model charges each stage the layers of the split the
     words and ``layers_per_stage`` fields report (docs/model.md §15). A stage outside
     0..pp - 1 reads the nearest end (a slow rank beyond the devices: no slow stage)."""
-    arrays = np.broadcast_arrays(
-        *(np.rint(np.asarray(a, dtype=float)).astype(np.int64) for a in (layers, pp, virtual_stages, stage))
-    )
-    shape = arrays[0].shape
-    keys = np.stack([a.reshape(-1) for a in arrays], axis=1)
-    if keys.shape[0] == 0:
-        return np.zeros(shape)
-    unique, inverse = _unique_rows(keys)
-    values = np.array(
-        [
-            _split_stages(max(n, 0), max(p, 1), max(v, 1))[min(max(k, 0), max(p, 1) - 1)]
-            for n, p, v, k in unique.tolist()
-        ],
-        dtype=float,
-    )
-    return values[inverse.reshape(-1)].reshape(shape)
+    return _per_distinct_row(
+        lambda n, p, v, k: _split_stages(max(n, 0), max(p, 1), max(v, 1))[min(max(k, 0), max(p, 1) - 1)],
+        layers, pp, virtual_stages, stage)
 
 
 def interleaved_peak_layers(layers: int, pp: int, virtual_stages: int, microbatches: int,
@@ -201,18 +203,10 @@ def interleaved_held_layers(layers, pp, virtual_stages, microbatches, stage=0):
     once): the layer-micro-batches the layout model charges an interleaved rank's activations.
     Rows without a pipeline or interleaving, or a micro-batch count below one, read 0 (the
     caller keeps its own formula there)."""
-    arrays = np.broadcast_arrays(*(np.rint(np.asarray(a, dtype=float)).astype(np.int64)
-                                   for a in (layers, pp, virtual_stages, microbatches, stage)))
-    shape = arrays[0].shape
-    keys = np.stack([a.reshape(-1) for a in arrays], axis=1)
-    if keys.shape[0] == 0:
-        return np.zeros(shape)
-    unique, inverse = _unique_rows(keys)
-    values = np.array([
-        _interleaved_peak(n, p, v, m, min(max(k, 0), p - 1))
-        if p > 1 and v > 1 and m >= 1 and n >= p * v else 0
-        for n, p, v, m, k in unique.tolist()], dtype=float)
-    return values[inverse.reshape(-1)].reshape(shape)
+    return _per_distinct_row(
+        lambda n, p, v, m, k: _interleaved_peak(n, p, v, m, min(max(k, 0), p - 1))
+        if p > 1 and v > 1 and m >= 1 and n >= p * v else 0,
+        layers, pp, virtual_stages, microbatches, stage)
 
 
 def stage_ends(layers, pp, virtual_stages=1):
