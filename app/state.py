@@ -775,6 +775,12 @@ def link_checksum(params: Mapping[str, str]) -> str:
     return hashlib.sha256(urlencode(said).encode("utf-8")).hexdigest()[:8]
 
 
+def query_chars(params: Mapping[str, str]) -> int:
+    """Characters of a query of ``params`` as ``read_link`` counts them against
+    ``MAX_QUERY_CHARS``: each key and value, and an '=' and an '&' each."""
+    return sum(len(k) + len(v) + 2 for k, v in params.items())
+
+
 def link_limit_words(params: Mapping[str, str]) -> str | None:
     """Why a share link of ``params`` would not open the what-if it was made of, in words for
     its sender, or None: a profile blob or a whole query past what ``read_link`` reads
@@ -782,7 +788,7 @@ def link_limit_words(params: Mapping[str, str]) -> str | None:
     or notes compresses past them), which the receiver would open as the preset profile or
     the defaults."""
     blob = params.get("prof", "")
-    total = sum(len(k) + len(v) + 2 for k, v in params.items())
+    total = query_chars(params)
     if len(blob) > MAX_PROFILE_BLOB_CHARS:
         what = (f"its profile is {len(blob):,} characters, over the {MAX_PROFILE_BLOB_CHARS:,} a "
                 "link may carry: it would open with the preset profile")
@@ -1114,7 +1120,7 @@ def read_link(params: Mapping[str, Any], today: datetime.date | None = None
         flat = {k.removeprefix(HTML_ESCAPED_AMP): v for k, v in flat.items()}
         messages.append(f"this link's '&' were written as '&amp;' (an HTML page or email); read "
                         f"as '&' ({len(escaped)} field{'s' if len(escaped) > 1 else ''})")
-    total = sum(len(k) + len(v) + 2 for k, v in flat.items())
+    total = query_chars(flat)
     if total > MAX_QUERY_CHARS:
         messages.append(f"the link is too long ({total} characters, limit {MAX_QUERY_CHARS}); "
                         "showing the defaults")
