@@ -495,6 +495,10 @@ def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server:
     return profile.model_copy(update=update), said, preset
 
 
+# how to replace a preset's intra-server link with this server's own (with_topology's notes)
+MEASURE_INTRA = "measure it with scalesim calibrate, or nccl-tests (--from-nccl-tests intra=FILE)"
+
+
 def with_topology(profile: Profile, topo: Topology) -> tuple[Profile, list[str]]:
     """The profile with the server's topology (``hardware.topology``); its server size is kept,
     as nccl-tests logs of another size keep it: a topology describes the server, and the
@@ -518,13 +522,11 @@ def with_topology(profile: Profile, topo: Topology) -> tuple[Profile, list[str]]
                                       "note": f"preset {suggested} from {why}"})
                  if c.level == "intra_node" else c for c in links]
         said.append(f"intra-server link: preset {suggested}'s figures "
-                    f"({link_GBps(link.busbw_GBps)} busbw), from {why}; measure it with "
-                    "scalesim calibrate, or nccl-tests (--from-nccl-tests intra=FILE)")
+                    f"({link_GBps(link.busbw_GBps)} busbw), from {why}; {MEASURE_INTRA}")
     elif not intra_measured and gpus > 1 and not suggested:
         said.append(f"intra-server link: {hw.intra_node.kind}'s preset figures "
                     f"({link_GBps(hw.intra_node.busbw_GBps)} busbw) kept, not this server's: "
-                    "the topology names no preset; measure it with scalesim calibrate, or "
-                    "nccl-tests (--from-nccl-tests intra=FILE)")
+                    f"the topology names no preset; {MEASURE_INTRA}")
     if gpus == 1 and per_server > 1:  # no pair, so no link: nothing is divided by gpus - 1
         said.append(f"the topology shows 1 GPU in a server, which has no intra-server link; "
                     f"the profile has {count(per_server, 'device')} per server (kept: its "

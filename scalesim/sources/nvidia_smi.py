@@ -295,7 +295,7 @@ def parse_topo_text(text: str, source: str) -> Topology:
                 f"{NUMA_NODE_MAX:,} a node can be: the column holds the NUMA node(s) of the "
                 "GPU's CPUs (such as 0, or 0,3-9 on Grace); save the output itself: "
                 "nvidia-smi topo -m > topo.txt")
-    old_codes = re.search(r"SOC|PSB", "\n".join(lines[header_at:])) is not None
+    old_codes = re.search("|".join(_ALIASES), "\n".join(lines[header_at:])) is not None
     kind, preset = _summary(gpus, matrix, old_codes)
     return Topology(gpus=gpus, links=matrix, nics=nics, cpu_affinity=cpu_affinity,
                     numa_affinity=numa, intra_kind=kind, suggested_intra_preset=preset,
